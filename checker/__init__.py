@@ -1,0 +1,1 @@
+"""Checkers: pure functions of a history. No I/O, no clock."""

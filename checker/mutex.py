@@ -1,0 +1,136 @@
+"""The mutex checker: were two clients ever in the critical section at once?
+
+Two views, both from the history alone:
+
+- **lock overlaps** (the clients' view, in real time): client A got the lock (its acquire
+  returned ok) and had not yet started to release it when client B's acquire returned ok. All
+  client processes share one monotonic clock, so "at once" is a fact, not an inference.
+- **resource interleavings** (ground truth, in the resource's own order): the resource accepted
+  a write of session B between two accepted writes of session A. That is damage done.
+
+Under the ``fenced`` workload the resource protects itself, so lock overlaps are reported but
+informational: only interleavings decide the verdict there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from checker.sessions import Entry, Grant, by_lock, grants, horizon, resource_log
+from harness.history import Op, seconds
+
+MAX_LISTED = 50
+
+
+def lock_overlaps(gs: list[Grant], end: int) -> list[tuple[Grant, Grant]]:
+    """Pairs (earlier, later) of grants whose believed-held intervals intersect."""
+    found: list[tuple[Grant, Grant]] = []
+    active: list[Grant] = []
+    for g in sorted(gs, key=lambda g: (g.start, g.process)):
+        active = [a for a in active if a.end is None or a.end > g.start]
+        found.extend((a, g) for a in active)
+        active.append(g)
+    return found
+
+
+def describe_overlap(a: Grant, b: Grant, end: int) -> str:
+    if a.end is None:
+        until = "and never released"
+    else:
+        until = f"and only began to release at {seconds(a.end):.2f} s"
+    return (f"process {b.process} acquired at {seconds(b.start):.2f} s while process "
+            f"{a.process}, which acquired at {seconds(a.start):.2f} s, had not released "
+            f"({until})")
+
+
+def overlap_record(a: Grant, b: Grant, end: int) -> dict[str, Any]:
+    stop = min(a.end_or(end), b.end_or(end))
+    return {
+        "lock": a.lock,
+        "processes": [a.process, b.process],
+        "first": grant_record(a),
+        "second": grant_record(b),
+        "from": seconds(b.start),
+        "until": seconds(stop),
+        "explanation": describe_overlap(a, b, end),
+    }
+
+
+def grant_record(g: Grant) -> dict[str, Any]:
+    return {"process": g.process, "session": g.session, "acquired": seconds(g.start),
+            "released": None if g.end is None else seconds(g.end), "token": g.token}
+
+
+def interleavings(entries: list[Entry]) -> list[tuple[tuple[Entry, Entry], Entry]]:
+    """Accepted writes of one session that sandwich an accepted write of another session.
+
+    Returns ((first, last) writes of the interrupted session, the intruding write), one per
+    pair of sessions.
+    """
+    spans: dict[tuple[int, Any], tuple[Entry, Entry]] = {}
+    for e in entries:
+        if not e.accepted:
+            continue
+        k = (e.process, e.session)
+        first, _ = spans.get(k, (e, e))
+        spans[k] = (first, e)
+    found: list[tuple[tuple[Entry, Entry], Entry]] = []
+    open_: list[tuple[tuple[int, Any], tuple[Entry, Entry]]] = []
+    for k, span in sorted(spans.items(), key=lambda kv: kv[1][0].seq):
+        first = span[0]
+        open_ = [(ok, os_) for ok, os_ in open_ if os_[1].seq > first.seq]
+        found.extend((os_, first) for _ok, os_ in open_)
+        open_.append((k, span))
+    return found
+
+
+def describe_interleaving(span: tuple[Entry, Entry], intruder: Entry) -> str:
+    a0, a1 = span
+    return (f"the resource accepted process {intruder.process}'s {intruder.kind} (seq "
+            f"{intruder.seq}) between process {a0.process}'s {a0.kind} (seq {a0.seq}) and its "
+            f"{a1.kind} (seq {a1.seq}): two critical sections interleaved on the data")
+
+
+def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec = spec or {}
+    informational = spec.get("workload") == "fenced"
+    end = horizon(history)
+    overlaps: list[tuple[Grant, Grant]] = []
+    for gs in by_lock(grants(history)).values():
+        overlaps.extend(lock_overlaps(gs, end))
+    overlaps.sort(key=lambda ab: ab[1].start)
+    entries, unknown_writes = resource_log(history)
+    inter = interleavings(entries)
+    inter.sort(key=lambda x: x[1].seq)
+
+    if inter or (overlaps and not informational):
+        valid: bool | str = False
+    elif unknown_writes:
+        valid = "unknown"
+    else:
+        valid = True
+    first = None
+    if overlaps and not informational:
+        first = seconds(overlaps[0][1].start)
+    result: dict[str, Any] = {
+        "valid": valid,
+        "lock-overlap-count": len(overlaps),
+        "lock-overlaps-informational": informational,
+        "lock-overlaps": [overlap_record(a, b, end) for a, b in overlaps[:MAX_LISTED]],
+        "resource-interleaving-count": len(inter),
+        "resource-interleavings": [
+            {"processes": [s[0].process, x.process], "seqs": [s[0].seq, x.seq, s[1].seq],
+             "explanation": describe_interleaving(s, x)}
+            for s, x in inter[:MAX_LISTED]
+        ],
+        "indeterminate-writes": unknown_writes,
+        "first-violation-at": first,
+    }
+    if informational and overlaps:
+        result["note"] = ("lock-level overlaps are informational under the fenced workload: "
+                          "the resource's token check is what keeps the data safe")
+    if unknown_writes and valid == "unknown":
+        result["note"] = (f"{unknown_writes} writes have unknown outcomes and the resource log "
+                          "was never read back (the run was cut short)")
+    return result

@@ -1,0 +1,150 @@
+"""Derived views of a lock history shared by the checkers: grants (lock sessions as the clients
+saw them) and the resource log (what the protected resource did, in its own order).
+
+Pure functions of the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.history import FAIL, INFO, INVOKE, OK, Op, pairs, seconds
+
+
+@dataclass
+class Grant:
+    """One successful acquire and what its process did until it let go.
+
+    ``start``: when the process learnt it held the lock (the acquire's ok).
+    ``end``: when it stopped believing so (it invoked release), or None: it never did, so it
+    believed it held the lock to the end of the history (or until its process died).
+    """
+
+    process: int
+    session: int | None
+    lock: str
+    invoke: int
+    start: int
+    end: int | None
+    token: int | None
+    validity: float | None
+    release: str | None = None  # ok / fail / info / None (never released)
+    ops: list[int] = field(default_factory=list)
+
+    def end_or(self, horizon: int) -> int:
+        return horizon if self.end is None else self.end
+
+    def key(self) -> tuple[int, int | None]:
+        return (self.process, self.session)
+
+    def describe(self) -> str:
+        tok = "" if self.token is None else f" with token {self.token}"
+        return f"process {self.process} (acquired at {seconds(self.start):.2f} s{tok})"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One write as the resource recorded it."""
+
+    seq: int
+    process: int
+    session: int | None
+    kind: str
+    token: int | None
+    accepted: bool
+    known: bool = True  # False: an indeterminate write whose fate the history cannot tell
+
+
+def client_ops(history: Sequence[Op]) -> list[Op]:
+    return [op for op in history if isinstance(op.get("process"), int)]
+
+
+def horizon(history: Sequence[Op]) -> int:
+    return max((op["time"] for op in history), default=0)
+
+
+def grants(history: Sequence[Op]) -> list[Grant]:
+    """Every acquire that completed ok, with the end of its process's belief."""
+    out: list[Grant] = []
+    open_: dict[int, Grant] = {}
+    for inv, done in pairs(client_ops(history)):
+        p = inv["process"]
+        if inv["f"] == "acquire" and done is not None and done["type"] == OK:
+            value = done.get("value") or {}
+            g = Grant(
+                process=p,
+                session=value.get("session") if isinstance(value, dict) else None,
+                lock=str(done.get("lock", inv.get("lock", "lock"))),
+                invoke=inv["time"],
+                start=done["time"],
+                end=None,
+                token=done.get("token"),
+                validity=value.get("validity") if isinstance(value, dict) else None,
+            )
+            g.ops.append(done.get("index", -1))
+            out.append(g)
+            open_[p] = g
+        elif inv["f"] == "release" and p in open_:
+            g = open_.pop(p)
+            g.end = inv["time"]
+            g.release = None if done is None else done["type"]
+            g.ops.append(inv.get("index", -1))
+        elif inv["f"] == "acquire" and p in open_:
+            # A new acquire without a release: the process let go of the old grant silently.
+            open_.pop(p).end = inv["time"]
+    return out
+
+
+def final_read(history: Sequence[Op]) -> list[dict[str, Any]] | None:
+    """The resource's own log, read back at the end of the run (None if the run never got there)."""
+    for op in reversed(history):
+        if op.get("f") == "read" and op.get("type") == OK and isinstance(op.get("value"), list):
+            return op["value"]
+    return None
+
+
+def resource_log(history: Sequence[Op]) -> tuple[list[Entry], int]:
+    """The resource's writes in its own order, and how many writes remain indeterminate.
+
+    With the final read, every write is known, the indeterminate ones included. Without it (a
+    run that was killed), writes that completed ok or were rejected are known from their
+    completions; a write that timed out or never completed may or may not have happened.
+    """
+    log = final_read(history)
+    if log is not None:
+        entries = [
+            Entry(int(e["seq"]), int(e["process"]), e.get("session"), str(e.get("kind")),
+                  e.get("token"), bool(e.get("accepted")))
+            for e in log
+        ]
+        return sorted(entries, key=lambda e: e.seq), 0
+    entries = []
+    unknown = 0
+    for inv, done in pairs(client_ops(history)):
+        if inv["f"] != "write":
+            continue
+        value = (done or {}).get("value") or inv.get("value") or {}
+        if done is None or done["type"] == INFO or "seq" not in value:
+            unknown += 1
+            continue
+        if done["type"] in (OK, FAIL):
+            entries.append(Entry(int(value["seq"]), inv["process"], value.get("session"),
+                                 str(value.get("kind")), inv.get("token"), done["type"] == OK))
+    return sorted(entries, key=lambda e: e.seq), unknown
+
+
+def by_lock(items: list[Grant]) -> dict[str, list[Grant]]:
+    out: dict[str, list[Grant]] = {}
+    for g in items:
+        out.setdefault(g.lock, []).append(g)
+    return out
+
+
+def count_types(history: Sequence[Op]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for op in client_ops(history):
+        c = counts.setdefault(op["f"], {INVOKE: 0, OK: 0, FAIL: 0, INFO: 0})
+        c[op["type"]] = c.get(op["type"], 0) + 1
+    return counts

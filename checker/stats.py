@@ -1,0 +1,41 @@
+"""Counts by f and type, latency quantiles, throughput. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from checker.sessions import client_ops, count_types, horizon
+from harness.history import OK, Op, pairs
+
+
+def quantiles(values: list[float], qs: Sequence[float] = (0.5, 0.95, 0.99, 1.0)
+              ) -> dict[str, float]:
+    if not values:
+        return {}
+    s = sorted(values)
+    out = {}
+    for q in qs:
+        i = min(len(s) - 1, max(0, round(q * (len(s) - 1))))
+        out["max" if q == 1.0 else f"p{round(q * 100):d}"] = round(s[i], 3)
+    return out
+
+
+def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    counts = count_types(history)
+    latencies: dict[str, list[float]] = {}
+    for inv, done in pairs(client_ops(history)):
+        if done is not None and done["type"] == OK:
+            latencies.setdefault(inv["f"], []).append((done["time"] - inv["time"]) / 1e6)
+    duration = horizon(history) / 1e9
+    acquired = counts.get("acquire", {}).get(OK, 0)
+    result: dict[str, Any] = {
+        "valid": True if acquired else "unknown",
+        "counts": counts,
+        "latency-ms": {f: quantiles(v) for f, v in sorted(latencies.items())},
+        "acquires-per-second": round(acquired / duration, 2) if duration else 0.0,
+        "duration-s": round(duration, 3),
+    }
+    if not acquired:
+        result["note"] = "no acquire succeeded: the run tested nothing"
+    return result

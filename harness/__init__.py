@@ -1,0 +1,1 @@
+"""The controller: CLI, test spec, run orchestration, history, results store, backends, DBs."""

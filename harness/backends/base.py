@@ -1,0 +1,48 @@
+"""The Backend role: node operations, the same whatever the nodes run in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from harness.dbs.base import DB, Node
+
+
+class Backend(Protocol):
+    name: str
+
+    def node_host(self, index: int) -> str:
+        """The address of DB node ``index`` (0-based)."""
+
+    def client_host(self, process: int) -> str:
+        """The source address client ``process`` connects from."""
+
+    def resource_host(self) -> str: ...
+
+    def preflight(self, db: DB, nodes: list[Node], partitions: bool) -> None:
+        """Raise HarnessError, one line, if these nodes cannot run here."""
+
+    def provision(self, db: DB, nodes: list[Node]) -> None: ...
+
+    def start(self, node: Node) -> None: ...
+
+    def stop(self, node: Node) -> None: ...
+
+    def kill(self, node: Node) -> None: ...
+
+    def pause(self, node: Node) -> None: ...
+
+    def resume(self, node: Node) -> None: ...
+
+    def is_running(self, node: Node) -> bool: ...
+
+    def wait_ready(self, node: Node, timeout: float) -> None: ...
+
+    def cut(self, links: Iterable[tuple[str, str]]) -> None:
+        """Drop traffic both ways between each pair of endpoints (node or client names)."""
+
+    def heal(self) -> None:
+        """Remove every cut this run made."""
+
+    def teardown(self) -> None:
+        """Stop every node and remove everything this backend created."""

@@ -1,0 +1,146 @@
+"""The local backend (the embedded default): each node a real server process on this machine.
+
+DB node ``i`` listens on 127.0.0.(i+2), client ``p`` connects from 127.0.1.(p+1) and the
+protected resource is 127.0.2.1, so iptables can cut any link between two of them. Each node has
+its data directory under ``<run>/nodes/<name>`` and its log at ``<run>/logs/<name>.log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from harness import netfilter
+from harness.dbs.base import DB, Node
+from harness.errors import HarnessError
+from harness.procs import ProcessTable
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, run_dir: Path, procs: ProcessTable, run_id: str) -> None:
+        self.run_dir = run_dir
+        self.procs = procs
+        self.net = netfilter.Netfilter(run_id)
+        self.dbs: dict[str, DB] = {}
+        self.hosts: dict[str, str] = {}
+        self._cut = False
+        self._used_iptables = False
+
+    # addresses -------------------------------------------------------------------------------
+    def node_host(self, index: int) -> str:
+        return f"127.0.0.{index + 2}"
+
+    def client_host(self, process: int) -> str:
+        return f"127.0.1.{process + 1}"
+
+    def resource_host(self) -> str:
+        return "127.0.2.1"
+
+    def register_endpoint(self, name: str, host: str) -> None:
+        self.hosts[name] = host
+
+    # nodes -----------------------------------------------------------------------------------
+    def node_dir(self, node: Node) -> Path:
+        return self.run_dir / "nodes" / node.name
+
+    def log_file(self, node: Node) -> Path:
+        return self.run_dir / "logs" / f"{node.name}.log"
+
+    def preflight(self, db: DB, nodes: list[Node], partitions: bool) -> None:
+        db.check_environment()
+        for node in nodes:
+            port_free(node)
+        if partitions:
+            netfilter.check_available()
+
+    def provision(self, db: DB, nodes: list[Node]) -> None:
+        for node in nodes:
+            self.dbs[node.name] = db
+            self.hosts[node.name] = node.host
+            d = self.node_dir(node)
+            d.mkdir(parents=True, exist_ok=True)
+            for fname, content in db.files(node, nodes, d).items():
+                (d / fname).write_text(content)
+
+    def start(self, node: Node) -> None:
+        db = self.dbs[node.name]
+        self.procs.spawn(node.name, db.argv(node, self.node_dir(node)), self.log_file(node))
+
+    def stop(self, node: Node) -> None:
+        self.procs.stop(node.name, timeout=5)
+
+    def kill(self, node: Node) -> None:
+        self.procs.send(node.name, signal.SIGKILL)
+        proc = self.procs.get(node.name)
+        if proc is not None:
+            proc.wait(5)
+
+    def pause(self, node: Node) -> None:
+        self.procs.send(node.name, signal.SIGSTOP)
+
+    def resume(self, node: Node) -> None:
+        self.procs.send(node.name, signal.SIGCONT)
+
+    def is_running(self, node: Node) -> bool:
+        return self.procs.pid(node.name) is not None
+
+    def wait_ready(self, node: Node, timeout: float) -> None:
+        db = self.dbs[node.name]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.is_running(node):
+                tail = last_lines(self.log_file(node))
+                raise HarnessError(f"{node.name} ({db.name}) exited at start: {tail}")
+            if db.ready(node):
+                return
+            time.sleep(0.05)
+        raise HarnessError(f"{node.name} ({db.name}) not ready after {timeout:.0f} s; "
+                           f"see {self.log_file(node)}")
+
+    # network ---------------------------------------------------------------------------------
+    def cut(self, links: Iterable[tuple[str, str]]) -> None:
+        for a, b in links:
+            ha, hb = self.hosts[a], self.hosts[b]
+            self.net.drop(ha, hb)
+            self.net.drop(hb, ha)
+            self._cut = True
+            self._used_iptables = True
+
+    def heal(self) -> None:
+        if self._cut:
+            self.net.heal()
+            self._cut = False
+
+    def teardown(self) -> None:
+        for name in list(self.dbs):
+            self.procs.send(name, signal.SIGCONT)
+        for name in list(self.dbs):
+            self.procs.stop(name, timeout=3)
+        if self._used_iptables:
+            with contextlib.suppress(HarnessError):
+                self.net.teardown()
+
+
+def port_free(node: Node) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((node.host, node.port))
+        except OSError as e:
+            raise HarnessError(
+                f"{node.name}: cannot listen on {node.host}:{node.port} ({e.strerror}); "
+                "another run may be active: `harness clean`"
+            ) from None
+
+
+def last_lines(path: Path, n: int = 2) -> str:
+    try:
+        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return "(no log)"
+    return " | ".join(lines[-n:]) or "(empty log)"

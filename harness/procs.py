@@ -1,0 +1,156 @@
+"""Processes a run starts, recorded by pid in the run directory so that teardown, Ctrl-C and
+``harness clean`` stop exactly those and nothing else.
+
+A pid is only ever signalled after checking that it is still the same process: its start time
+(field 22 of /proc/<pid>/stat, recorded when it was spawned) must match, so a recycled pid is
+never hit. (Command lines are no proof: redis-server rewrites its own.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """preexec_fn: if the controller dies (even by SIGKILL), the kernel kills the child too."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def cmdline(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace")
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()  # fields from 3 (state) on
+
+
+def start_time(pid: int) -> int | None:
+    """When the process started (clock ticks since boot), or None if it is gone or a zombie."""
+    fields = _stat(pid)
+    if fields is None or fields[0] == "Z":
+        return None
+    return int(fields[19])
+
+
+def owned(pid: int, started: int | None) -> bool:
+    """Is ``pid`` alive and still the process that started at ``started``?"""
+    now = start_time(pid)
+    return now is not None and (started is None or now == started)
+
+
+def signal_owned(pid: int, sig: int, started: int | None) -> bool:
+    if not owned(pid, started):
+        return False
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class ProcessTable:
+    """The run's processes: spawn them, remember them in ``pids.json``, stop them."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / "pids.json"
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._started: dict[str, int | None] = {}
+        self._mu = threading.Lock()
+        self._save()
+
+    def spawn(self, name: str, argv: list[str], log: Path, *, env: dict[str, str] | None = None,
+              tie_to_controller: bool = False) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in its own session (Ctrl-C at the terminal is the controller's)."""
+        log.parent.mkdir(parents=True, exist_ok=True)
+        fh: IO[bytes] = log.open("ab")
+        preexec: Callable[[], None] | None = die_with_parent if tie_to_controller else None
+        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=env, preexec_fn=preexec)
+        fh.close()
+        with self._mu:
+            self._procs[name] = proc
+            self._started[name] = start_time(proc.pid)
+            self._save()
+        return proc
+
+    def get(self, name: str) -> subprocess.Popen[bytes] | None:
+        return self._procs.get(name)
+
+    def pid(self, name: str) -> int | None:
+        proc = self._procs.get(name)
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def send(self, name: str, sig: int) -> bool:
+        proc = self._procs.get(name)
+        if proc is None or proc.poll() is not None:
+            return False
+        return signal_owned(proc.pid, sig, self._started.get(name))
+
+    def stop(self, name: str, timeout: float = 5.0, sig: int = signal.SIGTERM) -> int | None:
+        """Signal, wait up to ``timeout``, then SIGKILL. Returns the exit code."""
+        proc = self._procs.get(name)
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            self.send(name, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+            self.send(name, sig)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.send(name, signal.SIGKILL)
+                proc.wait(5)
+        return proc.returncode
+
+    def kill_all(self) -> None:
+        for name in list(self._procs):
+            self.send(name, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        for proc in self._procs.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(max(0.0, deadline - time.monotonic()))
+
+    def _save(self) -> None:
+        data = {"controller": os.getpid(), "controller_started": start_time(os.getpid()),
+                "processes": {n: [p.pid, self._started.get(n)] for n, p in self._procs.items()}}
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(self.path)
+
+
+def kill_recorded(run_dir: Path) -> list[str]:
+    """``harness clean``: SIGKILL every recorded process of a run that is still ours."""
+    path = run_dir / "pids.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    killed = []
+    for name, entry in data.get("processes", {}).items():
+        if not isinstance(entry, list) or len(entry) != 2 or entry[1] is None:
+            continue  # without a start time we cannot be sure it is ours: leave it
+        pid, started = int(entry[0]), int(entry[1])
+        if signal_owned(pid, signal.SIGKILL, started):
+            killed.append(f"{name} (pid {pid})")
+    return killed

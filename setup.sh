@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Set-up for a fresh Debian 12 machine, as root. Idempotent: run it again any time.
+#  - Debian packages: the servers (redis-server), iptables, libfaketime, procps, iproute2, venv
+#  - the Python package and its dependencies in ./.venv, and `harness` on PATH
+set -euo pipefail
+cd "$(dirname "$0")"
+
+say() { printf 'setup: %s\n' "$*"; }
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: run as root (it installs Debian packages and uses iptables): sudo bash setup.sh" >&2
+  exit 3
+fi
+
+packages=(redis-server iptables faketime libfaketime procps iproute2 python3 python3-venv
+          python3-pip)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    >/dev/null
+fi
+# Debian starts a system redis on 127.0.0.1:6379; the harness uses its own addresses and ports,
+# so that one is left alone.
+
+python=python3
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "setup: Python >= 3.11 is needed; $("$python" --version 2>&1) found" >&2
+  exit 3
+fi
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  "$python" -m venv .venv
+fi
+say "installing the harness and its dependencies into .venv"
+if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' \
+    >.venv/pip.log 2>&1; then
+  tail -n 20 .venv/pip.log >&2
+  echo "setup: pip install failed (full log: .venv/pip.log)" >&2
+  exit 3
+fi
+ln -sf "$PWD/.venv/bin/harness" /usr/local/bin/harness
+say "ready: $(command -v harness) ($(redis-server --version | cut -d' ' -f1-3))"

@@ -1,0 +1,185 @@
+"""The checkers on generated histories: valid ones pass, broken ones are caught."""
+
+from __future__ import annotations
+
+import copy
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from checker import fencing, mutex, stats
+from checker.compose import check_all, merge_valid
+from tests.histories import (
+    MS,
+    Built,
+    final_log,
+    valid_histories,
+    with_interleaving,
+    with_overlap,
+    with_stale_acceptance,
+)
+
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(valid_histories())
+def test_valid_mutex_histories_pass(built: Built) -> None:
+    result = mutex.check(built.history, {"workload": "mutex"})
+    assert result["valid"] is True, result
+    assert result["lock-overlap-count"] == 0
+    assert check_all(built.history, {"workload": "mutex"})["valid"] is True
+
+
+@SETTINGS
+@given(valid_histories(fenced=True))
+def test_valid_fenced_histories_pass(built: Built) -> None:
+    result = fencing.check(built.history, {"workload": "fenced"})
+    assert result["valid"] is True, result
+    assert check_all(built.history, {"workload": "fenced"})["valid"] is True
+
+
+@SETTINGS
+@given(valid_histories(), st.data())
+def test_overlaps_are_caught(built: Built, data: st.DataObject) -> None:
+    assume(len(built.sessions) >= 2)
+    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    assume(built.sessions[k]["process"] != built.sessions[k - 1]["process"])
+    result = mutex.check(with_overlap(built, k), {"workload": "mutex"})
+    assert result["valid"] is False
+    first = result["lock-overlaps"][0]
+    assert set(first["processes"]) == {built.sessions[k - 1]["process"],
+                                        built.sessions[k]["process"]}
+    assert "acquired at" in first["explanation"]
+
+
+@SETTINGS
+@given(valid_histories(fenced=True), st.data())
+def test_overlaps_are_informational_when_fenced(built: Built, data: st.DataObject) -> None:
+    assume(len(built.sessions) >= 2)
+    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    assume(built.sessions[k]["process"] != built.sessions[k - 1]["process"])
+    result = mutex.check(with_overlap(built, k), {"workload": "fenced"})
+    assert result["lock-overlap-count"] >= 1
+    assert result["valid"] is True
+
+
+@SETTINGS
+@given(valid_histories(), st.data())
+def test_resource_interleavings_are_caught(built: Built, data: st.DataObject) -> None:
+    assume(len(built.sessions) >= 2)
+    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    result = mutex.check(with_interleaving(built, k), {"workload": "mutex"})
+    assert result["valid"] is False
+    assert result["resource-interleaving-count"] >= 1
+
+
+@SETTINGS
+@given(valid_histories(), st.data())
+def test_info_writes_are_not_dropped(built: Built, data: st.DataObject) -> None:
+    """Writes whose outcome the clients never learnt still count: the resource log has them."""
+    assume(len(built.sessions) >= 2)
+    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    h = with_interleaving(built, k)
+    for op in h:
+        if op["f"] == "write" and op["type"] == "ok":
+            op["type"] = "info"
+            op["value"] = {k2: v for k2, v in op["value"].items() if k2 != "seq"}
+    assert mutex.check(h, {"workload": "mutex"})["valid"] is False
+
+
+@SETTINGS
+@given(valid_histories(final_read=False))
+def test_unknown_writes_without_the_final_read_are_unknown(built: Built) -> None:
+    has_info = any(o["f"] == "write" and o["type"] == "info" for o in built.history)
+    result = mutex.check(built.history, {"workload": "mutex"})
+    assert result["valid"] == ("unknown" if has_info else True)
+
+
+@SETTINGS
+@given(valid_histories(fenced=True), st.data())
+def test_stale_token_acceptance_is_caught(built: Built, data: st.DataObject) -> None:
+    assume(len(built.sessions) >= 2)
+    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    result = fencing.check(with_stale_acceptance(built, k), {"workload": "fenced"})
+    assert result["valid"] is False
+    assert result["stale-accepted-count"] >= 1
+    assert "after accepting token" in result["stale-accepted"][0]["explanation"]
+
+
+@SETTINGS
+@given(valid_histories(fenced=True), st.data())
+def test_tokens_out_of_order_are_caught(built: Built, data: st.DataObject) -> None:
+    assume(len(built.sessions) >= 2)
+    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    h = copy.deepcopy(built.history)
+    lower = built.sessions[k - 1]["token"]  # equal to an earlier grant's: never right
+    cur = built.sessions[k]
+    for op in h:
+        if (op["f"] == "acquire" and op["type"] == "ok" and op["process"] == cur["process"]
+                and op["value"]["session"] == cur["session"]):
+            op["token"] = lower
+    result = fencing.check(h, {"workload": "fenced"})
+    assert result["valid"] is False
+    assert result["token-order-violation-count"] >= 1
+
+
+def test_rejected_stale_writes_are_counted_not_failed() -> None:
+    h = [
+        {"index": 0, "time": 1 * MS, "process": 0, "type": "invoke", "f": "acquire"},
+        {"index": 1, "time": 2 * MS, "process": 0, "type": "ok", "f": "acquire",
+         "value": {"session": 1}, "token": 1},
+        {"index": 2, "time": 3 * MS, "process": 1, "type": "invoke", "f": "acquire"},
+        {"index": 3, "time": 9 * MS, "process": 1, "type": "ok", "f": "acquire",
+         "value": {"session": 1}, "token": 2},
+        {"index": 4, "time": 10 * MS, "process": 0, "type": "invoke", "f": "write",
+         "value": {"kind": "exit", "session": 1}, "token": 1},
+        {"index": 5, "time": 11 * MS, "process": 0, "type": "fail", "f": "write",
+         "value": {"kind": "exit", "session": 1, "seq": 3}, "token": 1},
+        {"index": 6, "time": 20 * MS, "process": 2, "type": "invoke", "f": "read"},
+        {"index": 7, "time": 21 * MS, "process": 2, "type": "ok", "f": "read", "value": [
+            {"seq": 1, "process": 0, "session": 1, "kind": "enter", "token": 1,
+             "accepted": True},
+            {"seq": 2, "process": 1, "session": 1, "kind": "enter", "token": 2,
+             "accepted": True},
+            {"seq": 3, "process": 0, "session": 1, "kind": "exit", "token": 1,
+             "accepted": False},
+        ]},
+    ]
+    f = fencing.check(h, {"workload": "fenced"})
+    assert f["valid"] is True
+    assert f["stale-rejected"] == 1
+    assert f["late-writes"]["rejected"] == 1
+    m = mutex.check(h, {"workload": "fenced"})
+    assert m["valid"] is True and m["lock-overlap-count"] == 1
+    assert m["lock-overlaps-informational"] is True
+    assert mutex.check(h, {"workload": "mutex"})["valid"] is False
+
+
+def test_a_holder_that_never_releases_overlaps_to_the_end() -> None:
+    h = [
+        {"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "acquire"},
+        {"index": 1, "time": 2, "process": 0, "type": "ok", "f": "acquire"},
+        {"index": 2, "time": 3, "process": 1, "type": "invoke", "f": "acquire"},
+        {"index": 3, "time": 4, "process": 1, "type": "ok", "f": "acquire"},
+    ]
+    result = mutex.check(h)
+    assert result["valid"] is False
+    assert "never released" in result["lock-overlaps"][0]["explanation"]
+
+
+def test_stats_counts_and_unknown_when_nothing_acquired() -> None:
+    h = [
+        {"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "acquire"},
+        {"index": 1, "time": 2, "process": 0, "type": "fail", "f": "acquire"},
+    ]
+    s = stats.check(h)
+    assert s["valid"] == "unknown"
+    assert s["counts"]["acquire"]["fail"] == 1
+
+
+def test_merge_valid_prefers_false_then_unknown() -> None:
+    assert merge_valid([True, "unknown", False]) is False
+    assert merge_valid([True, "unknown"]) == "unknown"
+    assert merge_valid([True, True]) is True

@@ -1,0 +1,1 @@
+"""What clients do: lock implementations behind one Lock protocol, and the workloads."""

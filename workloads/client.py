@@ -1,0 +1,68 @@
+"""A client process: ``python -m workloads.client CONFIG.json``.
+
+Each client is its own OS process, so that SIGSTOP freezes a lock holder the way a GC pause does,
+its renewal threads included. It binds its own source address, builds its lock, runs the
+workload until told to stop (SIGTERM) and journals every op as it happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from harness.history import JournalWriter
+from workloads.locks import load_class
+from workloads.locks.base import Endpoint, LockConfig
+from workloads.mutex import MutexParams, MutexWorkload
+from workloads.resource import Resource
+from workloads.sockbind import bind_source
+
+
+def build_lock(cfg: dict[str, Any]) -> Any:
+    nodes = tuple(Endpoint(n["name"], n["host"], n["port"]) for n in cfg["nodes"])
+    config = LockConfig(
+        nodes=nodes,
+        name=cfg["lock_name"],
+        ttl=cfg["ttl"],
+        op_timeout=cfg["op_timeout"],
+        process=cfg["process"],
+        options={"seed": cfg["seed"], **cfg.get("lock_options", {})},
+    )
+    return load_class(cfg["lock_target"])(config)
+
+
+def main(argv: list[str]) -> int:
+    cfg = json.loads(Path(argv[1]).read_text())
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the controller's to handle
+    bind_source(cfg["source"])
+    journal = JournalWriter(cfg["journal"], cfg["process"], cfg["t0_ns"])
+    lock = build_lock(cfg)
+    res = cfg["resource"]
+    resource = Resource(res["host"], res["port"], fenced=cfg["workload"] == "fenced")
+    params = MutexParams(
+        process=cfg["process"],
+        lock_name=cfg["lock_name"],
+        fenced=cfg["workload"] == "fenced",
+        seed=cfg["seed"],
+        end_ns=cfg.get("end_ns"),
+        **cfg.get("workload_options", {}),
+    )
+    try:
+        MutexWorkload(params, lock, resource, journal, stop).run()
+    finally:
+        journal.close()
+        for closer in (lock, resource):
+            with contextlib.suppress(Exception):
+                closer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

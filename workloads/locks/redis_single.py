@@ -1,0 +1,165 @@
+"""Locks on a single Redis instance, correct and broken, as people write them.
+
+- ``redis-setnx``: ``SET key uuid NX PX ttl``; release by a Lua compare-and-delete.
+- ``redis-setnx-expire``: ``SETNX`` then ``EXPIRE``: two commands, so a client that dies
+  between them leaves a lock that never expires.
+- ``redis-del``: ``SET NX PX``; release by a bare ``DEL``, which deletes whoever's lock is there.
+- ``redis-get-del``: release by ``GET``, compare, then ``DEL``: not atomic.
+- ``redis-fenced``: ``SET NX PX`` and, atomically with it, ``INCR`` of a counter: the token.
+
+All of them are leases: the key expires after ``ttl`` whether or not the holder is done.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import redis
+
+from workloads.locks.base import Grant, Indeterminate, LockConfig
+
+T = TypeVar("T")
+
+COMPARE_AND_DELETE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+SET_AND_INCR = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return redis.call('INCR', KEYS[2])
+end
+return false
+"""
+
+
+def connect(host: str, port: int, timeout: float) -> redis.Redis:
+    """A redis-py client that fails fast (no retries: a retried write can double-apply)."""
+    return redis.Redis(
+        host=host,
+        port=port,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry_on_timeout=False,
+        retry=None,
+        decode_responses=True,
+        health_check_interval=0,
+    )
+
+
+def attempt(fn: Callable[[], T]) -> T:
+    """Run one Redis request; a refused connection certainly did nothing, else indeterminate."""
+    try:
+        return fn()
+    except redis.exceptions.ConnectionError as e:
+        if isinstance(e.__cause__, ConnectionRefusedError) or "refused" in str(e):
+            raise ConnectionRefusedError(str(e)) from e
+        raise Indeterminate(f"{type(e).__name__}: {e}") from e
+    except redis.exceptions.TimeoutError as e:
+        raise Indeterminate(f"timeout: {e}") from e
+
+
+class RedisSingleLock:
+    """Shared machinery: one connection to the first node, and an acquire loop with backoff."""
+
+    def __init__(self, config: LockConfig) -> None:
+        self.config = config
+        node = config.nodes[0]
+        self.client = connect(node.host, node.port, config.op_timeout)
+        self.key = f"lock:{config.name}"
+        self.ttl_ms = max(1, int(config.ttl * 1000))
+        self.rng = random.Random(config.options.get("seed", 0) * 1000 + config.process)
+
+    def try_acquire(self, owner: str) -> Grant | None:
+        """One attempt. Returns None when the lock is certainly held by someone else."""
+        raise NotImplementedError
+
+    def acquire(self, timeout: float) -> Grant | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            owner = uuid.uuid4().hex
+            try:
+                grant = self.try_acquire(owner)
+            except ConnectionRefusedError:
+                grant = None
+            if grant is not None:
+                return grant
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(self.rng.uniform(0.01, 0.05))
+
+    def release(self, grant: Grant) -> bool:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _grant(self, owner: str, token: int | None = None) -> Grant:
+        return Grant(token=token, validity=self.config.ttl, handle=owner)
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        return attempt(fn)
+
+
+class SetNxLock(RedisSingleLock):
+    """The correct single-instance recipe: SET NX PX, release by compare-and-delete."""
+
+    def __init__(self, config: LockConfig) -> None:
+        super().__init__(config)
+        self._cad = self.client.register_script(COMPARE_AND_DELETE)
+
+    def try_acquire(self, owner: str) -> Grant | None:
+        ok = self._call(lambda: self.client.set(self.key, owner, nx=True, px=self.ttl_ms))
+        return self._grant(owner) if ok else None
+
+    def release(self, grant: Grant) -> bool:
+        return bool(self._call(lambda: self._cad(keys=[self.key], args=[grant.handle])))
+
+
+class SetNxExpireLock(SetNxLock):
+    """SETNX, then EXPIRE in a second command (the crash between them never expires)."""
+
+    def try_acquire(self, owner: str) -> Grant | None:
+        if not self._call(lambda: self.client.setnx(self.key, owner)):
+            return None
+        seconds = max(1, math.ceil(self.ttl_ms / 1000))
+        self._call(lambda: self.client.expire(self.key, seconds))
+        return self._grant(owner)
+
+
+class DelLock(SetNxLock):
+    """SET NX PX, release by a bare DEL: deletes the next holder's lock once ours expired."""
+
+    def release(self, grant: Grant) -> bool:
+        return bool(self._call(lambda: self.client.delete(self.key)))
+
+
+class GetDelLock(SetNxLock):
+    """Release by GET, compare in the client, then DEL: the key can change between them."""
+
+    def release(self, grant: Grant) -> bool:
+        if self._call(lambda: self.client.get(self.key)) != grant.handle:
+            return False
+        return bool(self._call(lambda: self.client.delete(self.key)))
+
+
+class FencedLock(SetNxLock):
+    """SET NX PX plus INCR of a counter in one script: the counter is the fencing token."""
+
+    def __init__(self, config: LockConfig) -> None:
+        super().__init__(config)
+        self._set_incr = self.client.register_script(SET_AND_INCR)
+
+    def try_acquire(self, owner: str) -> Grant | None:
+        token = self._call(
+            lambda: self._set_incr(keys=[self.key, f"{self.key}:token"],
+                                   args=[owner, self.ttl_ms])
+        )
+        return self._grant(owner, int(token)) if token else None

@@ -1,0 +1,64 @@
+"""The protected resource: a separate, real Redis that the workload writes to under the lock.
+
+Every write goes through one Lua script, so the server itself puts it in order: it takes the next
+sequence number, and appends ``{seq, process, session, kind, token, accepted}`` to a log. In fenced
+mode the script rejects a write whose token is lower than the highest it has accepted (equal is
+fine: one holder writes several times). That log, read back at the end of a run, is the ground
+truth of what happened to the protected data.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis
+
+from workloads.locks.redis_single import attempt, connect
+
+LOG_KEY = "resource:log"
+MAX_TOKEN_KEY = "resource:max-token"
+SEQ_KEY = "resource:seq"
+
+WRITE = """
+local seq = redis.call('INCR', KEYS[3])
+local accepted = true
+local token = tonumber(ARGV[4])
+if ARGV[5] == '1' then
+    local max = tonumber(redis.call('GET', KEYS[2]))
+    if token == nil or (max ~= nil and token < max) then
+        accepted = false
+    else
+        redis.call('SET', KEYS[2], token)
+    end
+end
+local entry = {seq = seq, process = tonumber(ARGV[1]), session = tonumber(ARGV[2]),
+               kind = ARGV[3], accepted = accepted}
+if token ~= nil then entry['token'] = token end
+redis.call('RPUSH', KEYS[1], cjson.encode(entry))
+if accepted then return {seq, 1} end
+return {seq, 0}
+"""
+
+
+class Resource:
+    """A client of the protected resource. ``fenced``: the resource checks tokens."""
+
+    def __init__(self, host: str, port: int, *, fenced: bool, timeout: float = 2.0) -> None:
+        self.client: redis.Redis = connect(host, port, timeout)
+        self.fenced = fenced
+        self._write = self.client.register_script(WRITE)
+
+    def write(self, process: int, session: int, kind: str, token: int | None) -> tuple[int, bool]:
+        """Returns (seq, accepted). Raises Indeterminate when the outcome is unknown."""
+        args = [process, session, kind, "" if token is None else token, int(self.fenced)]
+        seq, accepted = attempt(
+            lambda: self._write(keys=[LOG_KEY, MAX_TOKEN_KEY, SEQ_KEY], args=args)
+        )
+        return int(seq), bool(accepted)
+
+    def read_log(self) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in attempt(lambda: self.client.lrange(LOG_KEY, 0, -1))]
+
+    def close(self) -> None:
+        self.client.close()
