@@ -45,13 +45,13 @@ def majorities_ring(nodes: list[str], rng: random.Random) -> nx.Graph:
     nodes see the same majority."""
     ring = rng.sample(nodes, len(nodes))
     n = len(ring)
-    reach = n // 2  # neighbours on each side: itself + 2*reach >= majority
+    reach = -(-(n // 2) // 2)  # neighbours on each side: itself + 2*reach >= n//2 + 1
     g = nx.Graph()
     g.add_nodes_from(ring)
     for i, a in enumerate(ring):
         for d in range(1, reach + 1):
             g.add_edge(a, ring[(i + d) % n])
-    return g if n > 3 else halves(nodes, rng)
+    return g if 2 * reach + 1 < n else halves(nodes, rng)
 
 
 def bridge(nodes: list[str], rng: random.Random) -> nx.Graph:

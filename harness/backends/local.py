@@ -129,6 +129,7 @@ class LocalBackend:
 
 def port_free(node: Node) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is ok
         try:
             s.bind((node.host, node.port))
         except OSError as e:

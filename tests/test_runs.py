@@ -1,0 +1,196 @@
+"""Real short runs on the local backend: real redis-server processes on loopback, real client
+processes, real SIGSTOP / SIGKILL / iptables. Each run is at most ~12 s of workload."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import netfilter
+
+pytestmark = pytest.mark.servers
+
+needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server missing: run `bash setup.sh`")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="iptables needs root")
+
+
+def harness(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "results"
+    harness("clean", "--force")
+
+
+def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
+    proc = harness("run", "--store", str(store), "--quiet", *args)
+    latest = (store / "latest").resolve()
+    results = json.loads((latest / "results.json").read_text()) if (
+        latest / "results.json").exists() else {}
+    return proc.returncode, results, latest, proc.stdout + proc.stderr
+
+
+@needs_redis
+def test_no_faults_is_valid(store: Path) -> None:
+    code, results, _, out = run(store, "--nemesis", "none", "--time-limit", "6", "--seed", "1")
+    assert code == 0, out
+    assert results["valid"] is True
+    assert results["checks"]["stats"]["counts"]["acquire"]["ok"] >= 10
+
+
+@needs_redis
+def test_pausing_the_holder_breaks_redis_setnx_and_check_reproduces_it(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--nemesis", "pause", "--time-limit", "10",
+                                      "--seed", "1")
+    assert code == 1, out
+    m = results["checks"]["mutex"]
+    assert m["valid"] is False
+    first = m["lock-overlaps"][0]
+    assert len(set(first["processes"])) == 2
+    assert first["first"]["acquired"] < first["second"]["acquired"]
+    assert "acquired at" in first["explanation"]
+    assert m["resource-interleaving-count"] >= 1
+    history = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
+    assert any(op["process"] == "nemesis" and op["f"] == "pause" for op in history)
+    saved = (run_dir / "results.json").read_text()
+    again = harness("check", str(run_dir))
+    assert again.returncode == 1
+    assert (run_dir / "results.json").read_text() == saved
+
+
+@needs_redis
+def test_fencing_keeps_the_resource_safe(store: Path) -> None:
+    code, results, _, out = run(store, "--workload", "fenced", "--lock", "redis-fenced",
+                                "--nemesis", "pause", "--time-limit", "12", "--seed", "2")
+    assert code == 0, out
+    f = results["checks"]["fencing"]
+    assert f["valid"] is True and f["stale-rejected"] > 0 and f["stale-accepted-count"] == 0
+    m = results["checks"]["mutex"]
+    assert m["lock-overlaps-informational"] is True and m["lock-overlap-count"] > 0
+
+
+@needs_redis
+def test_bare_del_release_is_caught(store: Path) -> None:
+    code, results, _, out = run(store, "--lock", "redis-del", "--nemesis", "pause",
+                                "--time-limit", "10", "--seed", "3")
+    assert code == 1, out
+    assert results["checks"]["mutex"]["valid"] is False
+
+
+@needs_redis
+@needs_root
+def test_isolating_the_holder_times_out_its_release_and_heals(store: Path) -> None:
+    """A holder cut off from Redis finishes its short critical section well inside the TTL, so
+    redis-setnx stays safe; its release cannot reach Redis and is recorded as indeterminate."""
+    code, results, run_dir, out = run(store, "--nemesis", "partition", "--time-limit", "10",
+                                      "--seed", "4")
+    assert code == 0, out
+    assert results["checks"]["stats"]["counts"]["release"]["info"] >= 1
+    history = (run_dir / "history.jsonl").read_text()
+    assert '"f":"partition"' in history
+    assert not [r for r in netfilter.rules() if "lock-harness:" in r]
+
+
+@needs_redis
+def test_killing_a_server_is_recorded_and_it_comes_back(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--nemesis", "kill", "--time-limit", "8",
+                                      "--seed", "5")
+    assert code in (0, 1), out
+    faults = json.loads((run_dir / "test.json").read_text())["faults"]
+    assert faults and faults[0]["f"] == "kill" and faults[0]["targets"] == ["n1"]
+    assert results["checks"]["stats"]["counts"]["acquire"]["ok"] > 0
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+@needs_redis
+@needs_root
+def test_kill_9_of_the_controller_keeps_the_history_and_clean_removes_everything(
+        store: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
+                             "--quiet", "--nemesis", "partition", "--time-limit", "60",
+                             "--seed", "6"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    run_dir = None
+    while time.monotonic() < deadline:  # wait until a partition is in force
+        latest = store / "latest"
+        nem = latest / "journals" / "nemesis.jsonl"
+        if nem.exists() and '"info","f":"partition","value":"start"' in nem.read_text():
+            run_dir = latest.resolve()
+            break
+        time.sleep(0.2)
+    assert run_dir is not None, "no partition started within 30 s"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    pids = json.loads((run_dir / "pids.json").read_text())["processes"]
+    assert [r for r in netfilter.rules() if "lock-harness:" in r], "the cut should still be there"
+
+    checked = harness("check", str(run_dir))
+    assert checked.returncode in (0, 1, 2), checked.stderr
+    assert (run_dir / "history.jsonl").exists() and (run_dir / "results.json").exists()
+    assert "acquire" in (run_dir / "history.jsonl").read_text()
+
+    cleaned = harness("clean")
+    assert cleaned.returncode == 0, cleaned.stderr
+    time.sleep(0.5)
+    left = [f"{name}:{pid}" for name, (pid, _) in pids.items() if alive(pid)]
+    assert not left, f"still running after clean: {left}"
+    assert not [r for r in netfilter.rules() if "lock-harness:" in r]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["run", "--lock", "no-such-lock"], 64, "unknown lock 'no-such-lock'"),
+        (["run", "--time-limit", "-5"], 64, "--time-limit must be a positive number"),
+        (["run", "--nemesis", "gremlins"], 64, "unknown nemesis 'gremlins'"),
+        (["run", "--workload", "fenced"], 64, "has no fencing tokens"),
+        (["run", "--clients", "x"], 64, "invalid int value"),
+        (["frobnicate"], 64, "invalid choice"),
+    ],
+)
+def test_bad_usage_is_one_line_and_exit_64(args: list[str], code: int, message: str) -> None:
+    proc = harness(*args)
+    assert proc.returncode == code
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+
+
+def test_unreadable_history_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "test.json").write_text(json.dumps({"spec": {"workload": "mutex"}}))
+    (run_dir / "history.jsonl").write_text('{"time": 1, "process": 0, "type": "ok"\n')
+    proc = harness("check", str(run_dir))
+    assert proc.returncode == 3
+    assert proc.stderr.count("\n") == 1 and "line 1" in proc.stderr
+    proc = harness("check", str(tmp_path / "nowhere"))
+    assert proc.returncode == 64 and "not a run directory" in proc.stderr
+
+
+def test_list_names_everything() -> None:
+    proc = harness("list")
+    assert proc.returncode == 0
+    for name in ("redis-setnx", "redis-fenced", "pause", "partition", "fenced"):
+        assert name in proc.stdout
