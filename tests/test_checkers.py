@@ -12,7 +12,6 @@ from checker.compose import check_all, merge_valid
 from tests.histories import (
     MS,
     Built,
-    final_log,
     valid_histories,
     with_interleaving,
     with_overlap,
