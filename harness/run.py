@@ -125,6 +125,7 @@ class Run:
     def _setup_cluster(self) -> None:
         spec, backend = self.spec, self.backend
         assert spec.nodes is not None
+        backend.claim_slot(self.db.port, spec.nodes)
         self.nodes = [Node(f"n{i + 1}", backend.node_host(i), self.db.port)
                       for i in range(spec.nodes)]
         self.resource_node = Node("resource", backend.resource_host(), self.db.port, "resource")

@@ -33,7 +33,7 @@ def harness(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path / "results"
-    harness("clean", "--force")
+    harness("clean")  # only what dead runs left: never other live runs
 
 
 def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:

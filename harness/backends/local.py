@@ -3,11 +3,18 @@
 DB node ``i`` listens on 127.0.0.(i+2), client ``p`` connects from 127.0.1.(p+1) and the
 protected resource is 127.0.2.1, so iptables can cut any link between two of them. Each node has
 its data directory under ``<run>/nodes/<name>`` and its log at ``<run>/logs/<name>.log``.
+
+Runs side by side (parallel CI jobs, a test suite next to a manual run) each claim a *slot*: slot
+0 is the addresses above, slot ``s`` moves them to 127.s.x.y. A slot is held with a file lock for
+as long as the controller lives and is only taken if all its addresses are free, so a run killed
+with -9 whose servers still listen keeps its slot busy until ``harness clean``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import signal
 import socket
 import time
@@ -18,6 +25,9 @@ from harness import netfilter
 from harness.dbs.base import DB, Node
 from harness.errors import HarnessError
 from harness.procs import ProcessTable
+from harness.store import active_dir
+
+SLOTS = 64
 
 
 class LocalBackend:
@@ -31,16 +41,39 @@ class LocalBackend:
         self.hosts: dict[str, str] = {}
         self._cut = False
         self._used_iptables = False
+        self.slot = 0
+        self._slot_fd: int | None = None
 
     # addresses -------------------------------------------------------------------------------
     def node_host(self, index: int) -> str:
-        return f"127.0.0.{index + 2}"
+        return f"127.{self.slot}.0.{index + 2}"
 
     def client_host(self, process: int) -> str:
-        return f"127.0.1.{process + 1}"
+        return f"127.{self.slot}.1.{process + 1}"
 
     def resource_host(self) -> str:
-        return "127.0.2.1"
+        return f"127.{self.slot}.2.1"
+
+    def claim_slot(self, port: int, nodes: int) -> int:
+        """Take the first slot that no live run holds and whose addresses are all free."""
+        for slot in range(SLOTS):
+            fd = os.open(active_dir() / f"slot-{slot}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self.slot = slot
+            hosts = [self.node_host(i) for i in range(nodes)] + [self.resource_host()]
+            if all(is_free(h, port) for h in hosts):
+                self._slot_fd = fd
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()} {self.run_dir}\n".encode())
+                return slot
+            os.close(fd)
+        self.slot = 0
+        raise HarnessError(f"all {SLOTS} address slots are busy (127.s.0.x:{port}); "
+                           "`harness clean` removes what dead runs left")
 
     def register_endpoint(self, name: str, host: str) -> None:
         self.hosts[name] = host
@@ -125,18 +158,27 @@ class LocalBackend:
         if self._used_iptables:
             with contextlib.suppress(HarnessError):
                 self.net.teardown()
+        if self._slot_fd is not None:
+            os.close(self._slot_fd)
+            self._slot_fd = None
 
 
-def port_free(node: Node) -> None:
+def is_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is ok
         try:
-            s.bind((node.host, node.port))
-        except OSError as e:
-            raise HarnessError(
-                f"{node.name}: cannot listen on {node.host}:{node.port} ({e.strerror}); "
-                "another run may be active: `harness clean`"
-            ) from None
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def port_free(node: Node) -> None:
+    if not is_free(node.host, node.port):
+        raise HarnessError(
+            f"{node.name}: cannot listen on {node.host}:{node.port} (address in use); "
+            "another run may be active: `harness clean`"
+        )
 
 
 def last_lines(path: Path, n: int = 2) -> str:
