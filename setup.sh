@@ -43,4 +43,13 @@ if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
   exit 3
 fi
 ln -sf "$PWD/.venv/bin/harness" /usr/local/bin/harness
+
+# The docker backend: an engine (Debian's docker.io, dockerd started if none answers) and the
+# node image, built offline and cached (docker/README.md). SETUP_DOCKER=0 skips both.
+if [ "${SETUP_DOCKER:-1}" != "0" ]; then
+  bash docker/engine.sh
+  .venv/bin/python docker/build_image.py >/dev/null
+  # The local backend's clock faults need a Redis that libfaketime can hook (cached).
+  bash docker/build_redis_libc.sh >/dev/null
+fi
 say "ready: $(command -v harness) ($(redis-server --version | cut -d' ' -f1-3))"

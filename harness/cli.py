@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -40,7 +41,7 @@ def build_parser() -> Parser:
     r.add_argument("--lock", help="a lock name (harness list) or package.module:Class")
     r.add_argument("--workload", help="mutex (default) or fenced")
     r.add_argument("--nemesis", help="comma-separated faults, or none (default: pause)")
-    r.add_argument("--backend", help="local (default)")
+    r.add_argument("--backend", help="local (default) or docker")
     r.add_argument("--nodes", type=int, help="DB nodes (default: the db's own)")
     r.add_argument("--clients", type=int, help="client processes (default 5)")
     r.add_argument("--time-limit", type=float, help="seconds of workload (default 20)")
@@ -213,6 +214,15 @@ def cmd_clean(args: argparse.Namespace) -> int:
             print(f"killed {k} of {run_id}")
         marker.unlink(missing_ok=True)
         cleaned += 1
+    containers = networks = 0
+    if shutil.which("dockerd") or os.path.exists("/var/run/docker.sock"):
+        try:
+            from harness.backends import docker as docker_backend
+
+            containers, networks = docker_backend.leftovers(
+                docker_backend.client(), {r.replace(":", "/", 1) for r in live_runs})
+        except HarnessError:
+            pass
     removed = 0
     if os.geteuid() == 0 and netfilter.rules() is not None:
         try:
@@ -220,7 +230,8 @@ def cmd_clean(args: argparse.Namespace) -> int:
             netfilter.remove_chain_if_empty()
         except HarnessError as e:
             print(f"harness: {e}", file=sys.stderr)
-    print(f"clean: {cleaned} run(s) cleaned, {removed} iptables rule(s) removed")
+    print(f"clean: {cleaned} run(s) cleaned, {removed} iptables rule(s), {containers} "
+          f"container(s), {networks} network(s) removed")
     return 0
 
 

@@ -77,6 +77,7 @@ class ProcessTable:
         self.path = run_dir / "pids.json"
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._started: dict[str, int | None] = {}
+        self._adopted: dict[str, int] = {}
         self._mu = threading.Lock()
         self._save()
 
@@ -95,36 +96,58 @@ class ProcessTable:
             self._save()
         return proc
 
+    def adopt(self, name: str, pid: int) -> None:
+        """Track a process someone else started (a server inside a container) by pid."""
+        with self._mu:
+            self._procs.pop(name, None)
+            self._adopted[name] = pid
+            self._started[name] = start_time(pid)
+            self._save()
+
     def get(self, name: str) -> subprocess.Popen[bytes] | None:
         return self._procs.get(name)
 
     def pid(self, name: str) -> int | None:
         proc = self._procs.get(name)
-        return proc.pid if proc is not None and proc.poll() is None else None
+        if proc is not None:
+            return proc.pid if proc.poll() is None else None
+        pid = self._adopted.get(name)
+        if pid is not None and owned(pid, self._started.get(name)):
+            return pid
+        return None
 
     def send(self, name: str, sig: int) -> bool:
-        proc = self._procs.get(name)
-        if proc is None or proc.poll() is not None:
+        pid = self.pid(name)
+        if pid is None:
             return False
-        return signal_owned(proc.pid, sig, self._started.get(name))
+        return signal_owned(pid, sig, self._started.get(name))
+
+    def wait_gone(self, name: str, timeout: float) -> bool:
+        """Wait until the process is gone (reaped, or no longer ours)."""
+        proc = self._procs.get(name)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc is not None:
+                if proc.poll() is not None:
+                    return True
+            elif self.pid(name) is None:
+                return True
+            time.sleep(0.02)
+        return False
 
     def stop(self, name: str, timeout: float = 5.0, sig: int = signal.SIGTERM) -> int | None:
-        """Signal, wait up to ``timeout``, then SIGKILL. Returns the exit code."""
-        proc = self._procs.get(name)
-        if proc is None:
-            return None
-        if proc.poll() is None:
+        """Signal, wait up to ``timeout``, then SIGKILL. Returns the exit code if known."""
+        if self.pid(name) is not None:
             self.send(name, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
             self.send(name, sig)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
+            if not self.wait_gone(name, timeout):
                 self.send(name, signal.SIGKILL)
-                proc.wait(5)
-        return proc.returncode
+                self.wait_gone(name, 5)
+        proc = self._procs.get(name)
+        return None if proc is None else proc.returncode
 
     def kill_all(self) -> None:
-        for name in list(self._procs):
+        for name in [*self._procs, *self._adopted]:
             self.send(name, signal.SIGKILL)
         deadline = time.monotonic() + 5
         for proc in self._procs.values():
@@ -134,6 +157,8 @@ class ProcessTable:
     def _save(self) -> None:
         data = {"controller": os.getpid(), "controller_started": start_time(os.getpid()),
                 "processes": {n: [p.pid, self._started.get(n)] for n, p in self._procs.items()}}
+        data["processes"].update({n: [pid, self._started.get(n)]
+                                  for n, pid in self._adopted.items()})
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.replace(self.path)

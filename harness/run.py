@@ -21,9 +21,9 @@ from typing import Any
 import nemesis as nemeses
 from checker.compose import check_all
 from harness import dbs
-from harness.backends.local import LocalBackend
+from harness.backends import make as make_backend
 from harness.dbs.base import Node
-from harness.errors import HarnessError
+from harness.errors import HarnessError, UsageError
 from harness.history import INVOKE, OK, JournalWriter, merge_journals, write_history
 from harness.live import LiveState
 from harness.procs import ProcessTable
@@ -79,7 +79,7 @@ class Run:
         self.run_dir = new_run_dir(self.store, spec.test_name)
         self.run_id = f"{spec.test_name}/{self.run_dir.name}"
         self.procs = ProcessTable(self.run_dir)
-        self.backend = LocalBackend(self.run_dir, self.procs, self.run_id)
+        self.backend = make_backend(spec.backend, self.run_dir, self.procs, self.run_id)
         self.db = dbs.lookup(spec.db)()
         self.rng = random.Random(spec.seed)
         self.nodes: list[Node] = []
@@ -125,7 +125,8 @@ class Run:
     def _setup_cluster(self) -> None:
         spec, backend = self.spec, self.backend
         assert spec.nodes is not None
-        backend.claim_slot(self.db.port, spec.nodes)
+        started = time.monotonic()
+        backend.prepare(self.db.port, spec.nodes, spec.clients)
         self.nodes = [Node(f"n{i + 1}", backend.node_host(i), self.db.port)
                       for i in range(spec.nodes)]
         self.resource_node = Node("resource", backend.resource_host(), self.db.port, "resource")
@@ -134,13 +135,19 @@ class Run:
         resource_db = dbs.lookup("redis")()
         backend.provision(self.db, self.nodes)
         backend.provision(resource_db, [self.resource_node])
-        started = time.monotonic()
+        if any(n in nemeses.NEEDS_CLOCK for n in spec.nemesis):
+            reason = self.db.clock_fault_support()
+            if reason:
+                raise UsageError(f"--nemesis clock: {reason}")
+            for node in self.nodes:
+                backend.enable_clock(node)
         for node in [*self.nodes, self.resource_node]:
             backend.start(node)
         for node in [*self.nodes, self.resource_node]:
             backend.wait_ready(node, READY_TIMEOUT)
-        self.progress.line(f"{len(self.nodes)} {spec.db} node(s) + resource ready in "
-                           f"{time.monotonic() - started:.1f} s ({self.run_dir})")
+        self.progress.line(f"{len(self.nodes)} {spec.db} node(s) + resource ready on "
+                           f"{backend.name} in {time.monotonic() - started:.1f} s "
+                           f"({self.run_dir})")
 
     def _client_config(self, process: int, t0: int) -> Path:
         spec = self.spec
@@ -151,6 +158,7 @@ class Run:
             "t0_ns": t0,
             "seed": spec.seed,
             "source": self.backend.client_host(process),
+            "networks": self.backend.client_networks(),
             "journal": str(journals_dir(self.run_dir) / f"c{process}.jsonl"),
             "lock_target": info.target,
             "lock_name": "lock",
@@ -178,7 +186,7 @@ class Run:
         live = LiveState({p: journals_dir(self.run_dir) / f"c{p}.jsonl" for p in self.clients})
         nem_journal = JournalWriter(journals_dir(self.run_dir) / "nemesis.jsonl", "nemesis", t0)
         ctx = NemesisContext(self.backend, self.nodes, Clients(self.procs, self.clients), live,
-                             random.Random(self.rng.random()), spec.ttl)
+                             random.Random(self.rng.random()), spec.ttl, db=self.db)
         self.schedule = Schedule(nemeses.build(spec.nemesis), ctx, nem_journal)
         self.schedule.start()
         deadline = time.monotonic() + spec.time_limit

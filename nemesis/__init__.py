@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from harness.errors import UsageError
 from nemesis.base import Nemesis
+from nemesis.clock import ClockJump
 from nemesis.partition import IsolateHolder, NodePartition
 from nemesis.process_faults import KillNode, PauseHolder, PauseNode
 from nemesis.topology import KINDS
@@ -15,9 +16,11 @@ FACTORIES: dict[str, Callable[[], Nemesis]] = {
     "pause-node": PauseNode,
     "kill": KillNode,
     "partition": IsolateHolder,
+    "clock": ClockJump,
     **{f"partition-{k}": (lambda k=k: NodePartition(k)) for k in KINDS},
 }
 NEEDS_IPTABLES = {name for name in FACTORIES if name.startswith("partition")}
+NEEDS_CLOCK = {"clock"}
 
 
 def names() -> list[str]:

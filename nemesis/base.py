@@ -48,6 +48,7 @@ class NemesisContext:
     live: LiveState
     rng: random.Random
     ttl: float
+    db: Any = None
     options: dict[str, Any] = field(default_factory=dict)
 
     def node(self, name: str) -> Node:

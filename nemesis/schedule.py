@@ -70,7 +70,7 @@ class Schedule:
     def _stop(self, nem: Nemesis, fault: Fault) -> None:
         self.journal.record(INVOKE, nem.name, "stop", targets=fault.targets)
         nem.stop(self.ctx, fault.targets)
-        op = self.journal.record(INFO, nem.name, "stop", targets=fault.targets)
+        op = self.journal.record(INFO, nem.name, "stop", targets=fault.targets, **_detail(nem))
         fault.stop = op["time"] / 1e9
         self.active = None
 

@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the controller's to handle
-    bind_source(cfg["source"])
+    bind_source(cfg["source"], cfg.get("networks"))
     journal = JournalWriter(cfg["journal"], cfg["process"], cfg["t0_ns"])
     lock = build_lock(cfg)
     res = cfg["resource"]

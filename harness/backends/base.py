@@ -11,6 +11,12 @@ from harness.dbs.base import DB, Node
 class Backend(Protocol):
     name: str
 
+    def prepare(self, port: int, nodes: int, clients: int) -> None:
+        """Claim addresses (and create containers, networks) for this many nodes and clients."""
+
+    def register_endpoint(self, name: str, host: str) -> None:
+        """Name a client's address, so that ``cut`` can name it."""
+
     def node_host(self, index: int) -> str:
         """The address of DB node ``index`` (0-based)."""
 
@@ -18,6 +24,9 @@ class Backend(Protocol):
         """The source address client ``process`` connects from."""
 
     def resource_host(self) -> str: ...
+
+    def client_networks(self) -> list[str]:
+        """Where clients must connect from their own address (CIDR blocks)."""
 
     def preflight(self, db: DB, nodes: list[Node], partitions: bool) -> None:
         """Raise HarnessError, one line, if these nodes cannot run here."""
@@ -37,6 +46,12 @@ class Backend(Protocol):
     def is_running(self, node: Node) -> bool: ...
 
     def wait_ready(self, node: Node, timeout: float) -> None: ...
+
+    def enable_clock(self, node: Node) -> None:
+        """Before its first start: run this node's server under libfaketime."""
+
+    def set_clock(self, node: Node, offset: float) -> None:
+        """Move the node's clock to ``offset`` seconds from the true time (0 heals)."""
 
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
         """Drop traffic both ways between each pair of endpoints (node or client names)."""

@@ -17,20 +17,21 @@ import fcntl
 import os
 import signal
 import socket
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from harness import netfilter
+from harness.backends.process_nodes import ProcessNodes
 from harness.dbs.base import DB, Node
 from harness.errors import HarnessError
 from harness.procs import ProcessTable
 from harness.store import active_dir
 
 SLOTS = 64
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 
-class LocalBackend:
+class LocalBackend(ProcessNodes):
     name = "local"
 
     def __init__(self, run_dir: Path, procs: ProcessTable, run_id: str) -> None:
@@ -43,6 +44,7 @@ class LocalBackend:
         self._used_iptables = False
         self.slot = 0
         self._slot_fd: int | None = None
+        self.env: dict[str, dict[str, str]] = {}
 
     # addresses -------------------------------------------------------------------------------
     def node_host(self, index: int) -> str:
@@ -53,6 +55,9 @@ class LocalBackend:
 
     def resource_host(self) -> str:
         return f"127.{self.slot}.2.1"
+
+    def prepare(self, port: int, nodes: int, clients: int) -> None:
+        self.claim_slot(port, nodes)
 
     def claim_slot(self, port: int, nodes: int) -> int:
         """Take the first slot that no live run holds and whose addresses are all free."""
@@ -75,15 +80,15 @@ class LocalBackend:
         raise HarnessError(f"all {SLOTS} address slots are busy (127.s.0.x:{port}); "
                            "`harness clean` removes what dead runs left")
 
+    def client_networks(self) -> list[str]:
+        return ["127.0.0.0/8"]
+
     def register_endpoint(self, name: str, host: str) -> None:
         self.hosts[name] = host
 
     # nodes -----------------------------------------------------------------------------------
     def node_dir(self, node: Node) -> Path:
         return self.run_dir / "nodes" / node.name
-
-    def log_file(self, node: Node) -> Path:
-        return self.run_dir / "logs" / f"{node.name}.log"
 
     def preflight(self, db: DB, nodes: list[Node], partitions: bool) -> None:
         db.check_environment()
@@ -101,40 +106,29 @@ class LocalBackend:
             for fname, content in db.files(node, nodes, d).items():
                 (d / fname).write_text(content)
 
+    def enable_clock(self, node: Node) -> None:
+        """Start this node's server under libfaketime; its offset is read from a file."""
+        db = self.dbs[node.name]
+        lib = Path(FAKETIME_LIB)
+        if not lib.exists():
+            raise HarnessError(f"libfaketime not found ({lib}): run `bash setup.sh`")
+        path = os.environ.get("PATH", "/usr/bin:/bin")
+        host_dir = getattr(db, "host_faketime_dir", None)
+        if host_dir is not None:
+            path = f"{host_dir()}:{path}"
+        clock_file = self.node_dir(node) / "faketime"
+        clock_file.write_text("+0s\n")
+        self.env[node.name] = {**os.environ, "PATH": path, "LD_PRELOAD": str(lib),
+                               "FAKETIME_TIMESTAMP_FILE": str(clock_file),
+                               "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+    def set_clock(self, node: Node, offset: float) -> None:
+        write_offset(self.node_dir(node) / "faketime", offset)
+
     def start(self, node: Node) -> None:
         db = self.dbs[node.name]
-        self.procs.spawn(node.name, db.argv(node, self.node_dir(node)), self.log_file(node))
-
-    def stop(self, node: Node) -> None:
-        self.procs.stop(node.name, timeout=5)
-
-    def kill(self, node: Node) -> None:
-        self.procs.send(node.name, signal.SIGKILL)
-        proc = self.procs.get(node.name)
-        if proc is not None:
-            proc.wait(5)
-
-    def pause(self, node: Node) -> None:
-        self.procs.send(node.name, signal.SIGSTOP)
-
-    def resume(self, node: Node) -> None:
-        self.procs.send(node.name, signal.SIGCONT)
-
-    def is_running(self, node: Node) -> bool:
-        return self.procs.pid(node.name) is not None
-
-    def wait_ready(self, node: Node, timeout: float) -> None:
-        db = self.dbs[node.name]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.is_running(node):
-                tail = last_lines(self.log_file(node))
-                raise HarnessError(f"{node.name} ({db.name}) exited at start: {tail}")
-            if db.ready(node):
-                return
-            time.sleep(0.05)
-        raise HarnessError(f"{node.name} ({db.name}) not ready after {timeout:.0f} s; "
-                           f"see {self.log_file(node)}")
+        self.procs.spawn(node.name, db.argv(node, self.node_dir(node)), self.log_file(node),
+                         env=self.env.get(node.name))
 
     # network ---------------------------------------------------------------------------------
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
@@ -163,6 +157,13 @@ class LocalBackend:
             self._slot_fd = None
 
 
+def write_offset(path: Path, offset: float) -> None:
+    """libfaketime's relative offset format: "+60s", "-1.5s"; written atomically."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"{offset:+.3f}s\n" if offset % 1 else f"{int(offset):+d}s\n")
+    tmp.replace(path)
+
+
 def is_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is ok
@@ -179,11 +180,3 @@ def port_free(node: Node) -> None:
             f"{node.name}: cannot listen on {node.host}:{node.port} (address in use); "
             "another run may be active: `harness clean`"
         )
-
-
-def last_lines(path: Path, n: int = 2) -> str:
-    try:
-        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
-    except OSError:
-        return "(no log)"
-    return " | ".join(lines[-n:]) or "(empty log)"

@@ -41,3 +41,8 @@ class DB(Protocol):
 
     def clock_fault_support(self) -> str | None:
         """None if libfaketime reaches the server, else a one-line reason."""
+
+    # Optional, for clock faults:
+    #   read_clock(node) -> float          the node's own clock, seconds since the epoch
+    #   host_faketime_dir() -> Path        local backend: a directory to put first on PATH so
+    #                                      that the server binary found works under libfaketime

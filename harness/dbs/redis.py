@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -10,6 +12,8 @@ import redis
 
 from harness.dbs.base import Node
 from harness.errors import HarnessError
+
+LIBC_BUILD = Path(os.environ.get("LOCK_HARNESS_CACHE", "/var/cache/lock-harness")) / "redis-libc"
 
 
 class RedisDB:
@@ -19,7 +23,7 @@ class RedisDB:
     port: ClassVar[int] = 16379
 
     def __init__(self, binary: str | None = None, persistence: str = "none") -> None:
-        self.binary = binary or shutil.which("redis-server") or "redis-server"
+        self.binary = binary or "redis-server"  # found on PATH where the node runs
         self.persistence = persistence
 
     def check_environment(self) -> None:
@@ -57,4 +61,31 @@ class RedisDB:
             client.close()
 
     def clock_fault_support(self) -> str | None:
-        return "clock faults on Redis come with the clock nemesis (not in this build)"
+        return None  # libfaketime reaches redis-server, if it is not linked with jemalloc
+
+    def host_faketime_dir(self) -> Path:
+        """On this host, a directory whose redis-server works under libfaketime.
+
+        Debian's redis-server is linked with jemalloc, which libfaketime cannot hook (it dies at
+        start with "Unexpected recursive calls to clock_gettime()"); a build with MALLOC=libc
+        works. (The docker image has such a build on its PATH already.)
+        """
+        if (LIBC_BUILD / "redis-server").exists():
+            return LIBC_BUILD
+        raise HarnessError("clock faults on Redis need a redis-server built with MALLOC=libc "
+                           "(Debian's uses jemalloc, which libfaketime cannot hook): run "
+                           "`bash docker/build_redis_libc.sh`, or use --backend docker")
+
+    def read_clock(self, node: Node) -> float:
+        """The node's own clock (Redis TIME), as seconds since the epoch."""
+        client = redis.Redis(host=node.host, port=node.port, socket_timeout=2,
+                             socket_connect_timeout=2)
+        try:
+            sec, usec = client.time()
+        finally:
+            client.close()
+        return sec + usec / 1e6
+
+    @staticmethod
+    def now() -> float:
+        return time.time()

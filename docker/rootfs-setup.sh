@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs as root INSIDE the node's root filesystem, with network: in the debootstrapped chroot
+# (docker/build_image.py) and in docker/Dockerfile. It installs docker/packages.txt, checks the
+# result, and trims the tree. Expects packages.txt beside it and Redis already in /usr/local/bin.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export DEBIAN_FRONTEND=noninteractive LC_ALL=C
+
+# No service starts at install time (no init runs in a node anyway).
+printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+chmod 0755 /usr/sbin/policy-rc.d
+
+mapfile -t pkgs < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$HERE/packages.txt" | grep -v '^$')
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${pkgs[@]}"
+
+# ZooKeeper: Debian's postinst points /etc/zookeeper/conf at conf_example; make sure it did.
+[ -e /etc/zookeeper/conf/environment ] || ln -sfn /etc/zookeeper/conf_example /etc/zookeeper/conf
+mkdir -p /var/lib/zookeeper /var/log/zookeeper /var/lib/etcd /data
+
+# Sanity: everything a node runs is there and Redis is the libc-malloc build.
+for f in /usr/local/bin/redis-server /usr/local/bin/redis-cli /usr/local/bin/redis-sentinel \
+    /usr/bin/etcd /usr/bin/etcdctl /usr/bin/java /usr/share/zookeeper/bin/zkServer.sh \
+    /usr/share/java/zookeeper.jar /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 \
+    /usr/bin/faketime /usr/sbin/iptables /usr/sbin/ip /usr/bin/pkill; do
+    [ -e "$f" ] || { echo "rootfs-setup.sh: missing $f" >&2; exit 1; }
+done
+/usr/local/bin/redis-server --version | grep -q 'malloc=libc' ||
+    { echo "rootfs-setup.sh: /usr/local/bin/redis-server is not a malloc=libc build" >&2; exit 1; }
+
+# Trim: package lists, caches, docs we never read.
+apt-get clean
+rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/lib/dpkg/*-old \
+    /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log /usr/share/doc/* /usr/share/man/* \
+    /usr/share/info/* /root/.cache
+find /tmp -mindepth 1 -maxdepth 1 ! -path "$HERE" -exec rm -rf {} +   # the caller removes $HERE
+echo "rootfs-setup.sh: node root filesystem ready"
