@@ -29,10 +29,16 @@ def main() -> int:
     store = a.store or tempfile.mkdtemp(prefix="first-overlap-")
     firsts: list[float] = []
     for seed in a.seeds:
-        cmd = [sys.executable, "-m", "harness.cli", "run", "--quiet", "--store", store,
+        seed_store = Path(store) / f"seed-{seed}"
+        cmd = [sys.executable, "-m", "harness.cli", "run", "--quiet", "--store", str(seed_store),
                "--seed", str(seed), *a.args]
         proc = subprocess.run(cmd, capture_output=True, text=True)
-        results = json.loads((Path(store) / "latest" / "results.json").read_text())
+        path = seed_store / "latest" / "results.json"
+        if not path.exists():
+            print(f"seed {seed}: exit {proc.returncode}, no results: "
+                  f"{proc.stderr.strip().splitlines()[-1:]}", flush=True)
+            continue
+        results = json.loads(path.read_text())
         m = results["checks"]["mutex"]
         first = m.get("first-violation-at")
         print(f"seed {seed}: exit {proc.returncode}, verdict {results['valid']}, "
