@@ -170,7 +170,10 @@ def print_summary(results: dict[str, Any], run_dir: Path) -> None:
                     "token-order-violations"):
             items = check.get(key) or []
             if items:
-                print(f"           first of {key}: {items[0]['explanation']}")
+                note = (" (informational: the resource checks tokens)"
+                        if key == "lock-overlaps" and check.get("lock-overlaps-informational")
+                        else "")
+                print(f"           first of {key}{note}: {items[0]['explanation']}")
     print(f"report: {run_dir / 'report.html'}")
 
 

@@ -194,3 +194,30 @@ def test_list_names_everything() -> None:
     assert proc.returncode == 0
     for name in ("redis-setnx", "redis-fenced", "pause", "partition", "fenced"):
         assert name in proc.stdout
+
+
+@needs_redis
+def test_ctrl_c_heals_stops_everything_and_keeps_the_history(store: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
+                             "--quiet", "--nemesis", "pause", "--time-limit", "60",
+                             "--seed", "7"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # wait until a client is paused
+        nem = store / "latest" / "journals" / "nemesis.jsonl"
+        if nem.exists() and '"info","f":"pause","value":"start"' in nem.read_text():
+            break
+        time.sleep(0.2)
+    run_dir = (store / "latest").resolve()
+    pids = json.loads((run_dir / "pids.json").read_text())["processes"]
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert "interrupted" in err
+    status = json.loads((run_dir / "test.json").read_text())["status"]
+    assert status == "interrupted"
+    assert (run_dir / "history.jsonl").exists() and (run_dir / "results.json").exists()
+    history = (run_dir / "history.jsonl").read_text()
+    assert '"f":"pause","value":"heal"' in history, "the final heal is recorded"
+    left = [f"{name}:{pid}" for name, (pid, _) in pids.items() if alive(pid)]
+    assert not left, f"still running after Ctrl-C: {left}"
