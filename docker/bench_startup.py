@@ -5,9 +5,9 @@
 
 1. The image: build it if the current recipe's image is missing (prints the first-build time),
    or rebuild it from scratch with --force (docker/build_image.py --force).
-2. Per run: create a fresh bridge network labelled lock-harness=1, start N redis-server
-   containers on it (in parallel), each publishing 6379 on 127.0.0.1 only, and wait until every
-   one answers PING from this host; then remove them and the network (by label).
+2. Per run: the harness's docker backend creates a fresh labelled bridge network, one container
+   per node plus the protected resource, starts redis-server in each and waits until every one
+   answers PING from this host (on the run's own network); then tears it all down (by label).
 The goal is <= 10 s per run with the image cached. Exit 0 met, 1 missed or failed.
 """
 
@@ -17,18 +17,20 @@ import argparse
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 # The docker SDK, not this directory (it has no __init__.py, so it never shadows the SDK). Alone
 # in its block: ruff's isort takes `docker` for first-party here because of this directory.
 import docker
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from harness.errors import HarnessError as HarnessErrorBase  # noqa: E402
+
 GOAL_S = 10.0
 PING_TIMEOUT_S = 60.0
 
@@ -61,63 +63,35 @@ def ensure_image(force: bool) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
-def wait_ping(port: int, deadline: float) -> float:
-    """Block until 127.0.0.1:port answers PING; return the time it did."""
-    import redis  # here, not at the top: see the note on `import docker`
+def one_run(nodes: int, run: int) -> tuple[float, float]:
+    """Bring up N Redis nodes (+ the protected resource) through the harness's own docker
+    backend, until every one answers PING; then tear down. Returns (up, down) seconds."""
+    sys.path.insert(0, str(HERE.parent))
+    from harness.backends.docker import DockerBackend
+    from harness.dbs.base import Node
+    from harness.dbs.redis import RedisDB
+    from harness.procs import ProcessTable
 
-    conn = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1, socket_connect_timeout=1)
-    try:
-        while True:
-            try:
-                if conn.ping():
-                    return time.monotonic()
-            except redis.RedisError:
-                pass  # docker-proxy accepts before redis-server listens: retry
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"127.0.0.1:{port} did not answer PING in {PING_TIMEOUT_S:.0f}s")
-            time.sleep(0.02)
-    finally:
-        conn.close()
-
-
-def one_run(client: Any, tag: str, nodes: int, run: int) -> tuple[float, float]:
-    """(seconds until all N answer PING, seconds to remove them); cleans up by label."""
-    bench_id = uuid.uuid4().hex[:8]
-    labels = {"lock-harness": "1", "lock-harness.bench": bench_id}
-    selector = {"label": f"lock-harness.bench={bench_id}"}
-    t0 = time.monotonic()
-    try:
-        net = client.networks.create(f"lh-bench-{bench_id}", driver="bridge", labels=labels)
-
-        def start(i: int) -> tuple[str, float]:
-            name = f"lh-bench-{bench_id}-n{i}"
-            ctr = client.containers.run(
-                tag,
-                ["redis-server", "--port", "6379", "--protected-mode", "no", "--save", ""],
-                name=name,
-                hostname=f"n{i}",
-                labels=labels,
-                network=net.name,
-                ports={"6379/tcp": ("127.0.0.1", None)},
-                detach=True,
-            )
-            ctr.reload()
-            port = int(ctr.attrs["NetworkSettings"]["Ports"]["6379/tcp"][0]["HostPort"])
-            return name, wait_ping(port, time.monotonic() + PING_TIMEOUT_S)
-
-        with ThreadPoolExecutor(max_workers=nodes) as pool:
-            ready = list(pool.map(start, range(1, nodes + 1)))
-        up = time.monotonic() - t0
-        detail = " ".join(f"{name.rsplit('-', 1)[1]}={t - t0:.2f}" for name, t in ready)
-        print(f"run {run}: {nodes} nodes answer PING after {up:.2f}s ({detail})")
-    finally:
-        t1 = time.monotonic()
-        with ThreadPoolExecutor(max_workers=nodes) as pool:
-            for ctr in client.containers.list(all=True, filters=selector):
-                pool.submit(ctr.remove, force=True)
-        for n in client.networks.list(filters=selector):
-            n.remove()
-        down = time.monotonic() - t1
+    with tempfile.TemporaryDirectory(prefix="lh-bench-") as tmp:
+        run_dir = Path(tmp)
+        backend = DockerBackend(run_dir, ProcessTable(run_dir), f"bench/{uuid.uuid4().hex[:8]}")
+        db = RedisDB()
+        t0 = time.monotonic()
+        try:
+            backend.prepare(db.port, nodes, clients=1)
+            all_nodes = [Node(f"n{i + 1}", backend.node_host(i), db.port) for i in range(nodes)]
+            all_nodes.append(Node("resource", backend.resource_host(), db.port, "resource"))
+            backend.provision(db, all_nodes)
+            for node in all_nodes:
+                backend.start(node)
+            for node in all_nodes:
+                backend.wait_ready(node, PING_TIMEOUT_S)
+            up = time.monotonic() - t0
+            print(f"run {run}: {nodes} nodes + resource answer PING after {up:.2f}s")
+        finally:
+            t1 = time.monotonic()
+            backend.teardown()
+            down = time.monotonic() - t1
     return up, down
 
 
@@ -128,20 +102,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs with the cached image (3)")
     args = parser.parse_args(argv)
     try:
-        tag = ensure_image(args.force)
-        client = docker.from_env(timeout=60)
-        client.ping()
+        ensure_image(args.force)
         ups: list[float] = []
         for run in range(1, args.runs + 1):
-            up, down = one_run(client, tag, args.nodes, run)
-            print(f"run {run}: removed {args.nodes} containers + network in {down:.2f}s")
+            up, down = one_run(args.nodes, run)
+            print(f"run {run}: removed the containers + network in {down:.2f}s")
             ups.append(up)
-        client.close()
     except (
         docker.errors.DockerException,
         RuntimeError,
         TimeoutError,
         subprocess.CalledProcessError,
+        HarnessErrorBase,
     ) as e:
         print(f"bench_startup.py: {e}", file=sys.stderr)
         return 1
