@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from harness.dbs.base import DB, Node
+from harness.dbs.etcd import EtcdDB
 from harness.dbs.redis import RedisDB
+from harness.dbs.zookeeper import ZooKeeperDB
 from harness.errors import UsageError
 
-DBS: dict[str, type[DB]] = {"redis": RedisDB}
+DBS: dict[str, type[DB]] = {"redis": RedisDB, "zookeeper": ZooKeeperDB, "etcd": EtcdDB}
 
 
 def lookup(name: str) -> type[DB]:
