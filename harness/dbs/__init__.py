@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from harness.dbs.base import DB, Node
-from harness.dbs.etcd import EtcdDB
 from harness.dbs.redis import RedisDB
-from harness.dbs.zookeeper import ZooKeeperDB
 from harness.errors import UsageError
 
-DBS: dict[str, type[DB]] = {"redis": RedisDB, "zookeeper": ZooKeeperDB, "etcd": EtcdDB}
+DBS: dict[str, type[DB]] = {"redis": RedisDB}
 
 
 def lookup(name: str) -> type[DB]:

@@ -42,21 +42,7 @@ class DB(Protocol):
     def clock_fault_support(self) -> str | None:
         """None if libfaketime reaches the server, else a one-line reason."""
 
-    # Optional, for leader faults (partition-leader, pause-leader):
-    #   leader(nodes) -> str | None        the name of the node that leads now, or None when
-    #                                      none does (no quorum, election under way)
     # Optional, for clock faults:
     #   read_clock(node) -> float          the node's own clock, seconds since the epoch
     #   host_faketime_dir() -> Path        local backend: a directory to put first on PATH so
     #                                      that the server binary found works under libfaketime
-
-
-def leader_of(db: object, nodes: list[Node]) -> str | None:
-    """The current leader by the DB's own probe; None if it has none or cannot tell."""
-    probe = getattr(db, "leader", None)
-    return probe(nodes) if callable(probe) else None
-
-
-def has_leader(db: object) -> bool:
-    """Does this DB (class or instance) know how to find its leader?"""
-    return callable(getattr(db, "leader", None))
