@@ -286,6 +286,8 @@ def _hashable(value: Any) -> Any:
         return tuple(_hashable(v) for v in value)
     if isinstance(value, dict):
         return tuple(sorted(((_hashable(k), _hashable(v)) for k, v in value.items()), key=repr))
+    if isinstance(value, Tagged):
+        return Tagged(value.tag, _hashable(value.value))
     return value
 
 

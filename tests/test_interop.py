@@ -1,0 +1,327 @@
+"""Jepsen interop: the EDN reader and writer, Jepsen's text logs, and reading any format."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from checker.linearizable import check
+from harness.history import HistoryError, write_history
+from harness.interop import (
+    Keyword,
+    Symbol,
+    Tagged,
+    dumps_edn,
+    load_any,
+    loads_edn,
+    parse_edn_history,
+    parse_jepsen_log,
+    read_edn_history,
+    read_jepsen_log,
+    write_edn_history,
+)
+
+JEPSEN_EDN = """\
+; an etcd lock test, abridged
+{:type :invoke, :f :acquire, :value nil, :process 0, :time 1000, :index 0}
+{:type :invoke, :f :acquire, :value nil, :process 1, :time 2000, :index 1}
+{:type :ok, :f :acquire, :value nil, :process 0, :time 3000, :index 2}
+{:type :info, :f :start, :value nil, :process :nemesis, :time 3500, :index 3}
+{:type :ok, :f :acquire, :value nil, :process 1, :time 4000, :index 4}
+{:type :fail, :f :release, :process 2, :time 4500, :error [:not-found "lease \\"x\\" gone"],
+ :index 5}
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# The EDN reader
+
+
+def test_edn_scalars_and_collections() -> None:
+    forms = loads_edn(
+        'nil true false 42 -7 12N 1.5 2e3 3.25M 1/4 ##Inf ##NaN "a\\tb\\u00e9" \\a \\newline '
+        ":kw :ns/kw sym [1 2] (3 4) {:a 1, \"b\" [2]} #{1 2} #inst \"2024-01-01\" "
+        "#uuid \"0a\" #my/tag [1] #_ ignored #_[also ignored] last"
+    )
+    assert forms[:9] == [None, True, False, 42, -7, 12, 1.5, 2000.0, 3.25]
+    assert forms[9] == 0.25 and forms[10] == math.inf and math.isnan(forms[11])
+    assert forms[12] == "a\tbé" and forms[13] == "a" and forms[14] == "\n"
+    assert forms[15] == Keyword("kw") and isinstance(forms[15], Keyword)
+    assert forms[16] == "ns/kw" and isinstance(forms[17], Symbol)
+    assert forms[18] == [1, 2] and forms[19] == [3, 4]
+    assert forms[20] == {Keyword("a"): 1, "b": [2]}
+    assert forms[21] == frozenset({1, 2})
+    assert forms[22] == "2024-01-01" and forms[23] == "0a"
+    assert forms[24] == Tagged("my/tag", [1])
+    assert forms[25] == Symbol("last") and len(forms) == 26
+
+
+def test_edn_vector_keys_and_records() -> None:
+    [m] = loads_edn("{[1 2] :a}")
+    assert m == {(1, 2): Keyword("a")}
+    [rec] = loads_edn("#jepsen.history.Op{:index 0, :type :invoke}")
+    assert rec == {Keyword("index"): 0, Keyword("type"): Keyword("invoke")}
+
+
+@pytest.mark.parametrize(("text", "line", "fragment"), [
+    ('{:a 1}\n{:b "unterminated}', 2, "unterminated string"),
+    ("[1 2\n3", 2, "unclosed '['"),
+    ("{:a 1 :b}", 1, "even number"),
+    ("(1 2]", 1, "expected ')'"),
+    ("\n\n]", 3, "unexpected ']'"),
+    ("12abc", 1, "invalid number"),
+    ('"bad \\q escape"', 1, "unknown escape"),
+    ("#", 1, "unexpected '#'"),
+    ("[#_]", 1, "#_"),
+    ("[" * 300, 1, "nested deeper"),
+])
+def test_edn_errors_name_the_line(text: str, line: int, fragment: str) -> None:
+    with pytest.raises(HistoryError) as e:
+        loads_edn(text, "h.edn")
+    assert f"h.edn line {line}:" in str(e.value)
+    assert fragment in str(e.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# EDN histories
+
+
+def test_read_jepsen_edn_history(tmp_path: Path) -> None:
+    ops = read_edn_history(write(tmp_path, "history.edn", JEPSEN_EDN))
+    assert len(ops) == 6
+    assert ops[0] == {"index": 0, "time": 1000, "type": "invoke", "f": "acquire",
+                      "value": None, "process": 0}
+    assert ops[3]["process"] == "nemesis" and ops[3]["f"] == "start"
+    assert ops[5]["error"] == ["not-found", 'lease "x" gone']
+    r = check(ops, "mutex")
+    assert r["valid"] is False
+    assert "process 1" in r["witness"]["explanation"]
+    assert "process 0" in r["witness"]["explanation"]
+
+
+def test_top_level_vector_without_times(tmp_path: Path) -> None:
+    text = """[{:process 0, :type :invoke, :f :write, :value 1}
+ {:process 0, :type :ok, :f :write, :value 1}
+ {:process 1, :type :invoke, :f :read, :value nil}
+ ; a comment between ops
+ {:process 1, :type :ok, :f :read, :value 2}]
+"""
+    ops = read_edn_history(write(tmp_path, "knossos.edn", text))
+    assert [op["time"] for op in ops] == [0, 1_000_000, 2_000_000, 3_000_000]
+    assert [op["index"] for op in ops] == [0, 1, 2, 3]
+    assert check(ops, "register")["valid"] is False
+
+
+def test_edn_history_errors_name_file_and_line(tmp_path: Path) -> None:
+    bad_type = write(tmp_path, "a.edn", '{:type :invoke, :f :x, :process 0, :time 1}\n'
+                                        '{:type :maybe, :f :x, :process 0, :time 2}\n')
+    with pytest.raises(HistoryError, match=r"a\.edn line 2: unknown type 'maybe'"):
+        read_edn_history(bad_type)
+    not_a_map = write(tmp_path, "b.edn", '{:type :invoke, :f :x, :process 0, :time 1}\n\n:oops\n')
+    with pytest.raises(HistoryError, match=r"b\.edn line 3: expected an op map"):
+        read_edn_history(not_a_map)
+    trailing = write(tmp_path, "c.edn", "[{:type :invoke, :f :x, :process 0, :time 1}]\n{:a 1}")
+    with pytest.raises(HistoryError, match=r"c\.edn line 2: more forms"):
+        read_edn_history(trailing)
+    missing = write(tmp_path, "d.edn", "{:type :invoke, :f :x, :time 1}")
+    with pytest.raises(HistoryError, match=r"d\.edn line 1: missing field 'process'"):
+        read_edn_history(missing)
+    with pytest.raises(HistoryError, match="cannot read"):
+        read_edn_history(tmp_path / "nope.edn")
+    binary = tmp_path / "e.edn"
+    binary.write_bytes(b"{:a 1}\n\xff\xfe")
+    with pytest.raises(HistoryError, match=r"e\.edn line 2: not UTF-8"):
+        read_edn_history(binary)
+
+
+OURS = [
+    {"index": 0, "time": 10, "process": 3, "type": "invoke", "f": "acquire", "value": None,
+     "lock": "lock"},
+    {"index": 1, "time": 20, "process": 3, "type": "ok", "f": "acquire",
+     "value": {"session": 1, "validity": 9.5}, "lock": "lock", "token": 7},
+    {"index": 2, "time": 25, "process": "nemesis", "type": "info", "f": "partition",
+     "value": "start"},
+    {"index": 3, "time": 30, "process": 3, "type": "invoke", "f": "write",
+     "value": {"kind": "enter", "weird key": [1, 2.5, "x\ny", None, True]}},
+    {"index": 4, "time": 40, "process": 3, "type": "info", "f": "write", "value": None,
+     "error": 'TimeoutError: "slow"'},
+]
+
+
+def test_edn_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "out.edn"
+    write_edn_history(path, OURS)
+    text = path.read_text()
+    assert text.splitlines()[0] == ("{:index 0, :time 10, :process 3, :type :invoke, "
+                                    ":f :acquire, :value nil, :lock \"lock\"}")
+    assert ":process :nemesis" in text
+    assert read_edn_history(path) == OURS
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=json_values)
+def test_edn_writer_and_reader_agree_on_any_json_value(value: Any) -> None:
+    [back] = loads_edn(dumps_edn(value))
+    assert json.dumps(_plain(back), sort_keys=True) == json.dumps(value, sort_keys=True)
+
+
+def _plain(v: Any) -> Any:
+    from harness.interop import plain
+
+    return plain(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Jepsen logs
+
+
+JEPSEN_LOG = """\
+2017-01-01 12:00:00,000{GMT}\tINFO\t[main] jepsen.core - Running test
+INFO  jepsen.util - 0\t:invoke\t:read\tnil
+INFO  jepsen.util - 1\t:invoke\t:write\t3
+INFO  jepsen.util - 1\t:ok\t:write\t3
+INFO  jepsen.util - :nemesis\t:info\t:start\tnil
+INFO  jepsen.util - 0\t:ok\t:read\t3
+INFO  jepsen.util - 2\t:invoke\t:cas\t[3 4]
+INFO  jepsen.util - 2\t:fail\t:cas\t[3 4]
+INFO  jepsen.util - 3   :invoke :write  1
+INFO  jepsen.util - 3   :info   :write  :timed-out
+INFO  jepsen.util - 4\t:invoke\t:read\tnil
+INFO  jepsen.util - 4\t:fail\t:read\t:timed-out
+INFO  jepsen.util - Relative time begins now
+"""
+
+
+def test_read_jepsen_log(tmp_path: Path) -> None:
+    ops = read_jepsen_log(write(tmp_path, "jepsen.log", JEPSEN_LOG))
+    assert len(ops) == 11
+    assert ops[0] == {"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "read",
+                      "value": None}
+    assert ops[3]["process"] == "nemesis"
+    assert ops[5]["value"] == [3, 4]
+    assert ops[8] == {"index": 8, "time": 8_000_000, "process": 3, "type": "info",
+                      "f": "write", "value": "timed-out"}
+    assert check(ops, "cas-register")["valid"] is True
+
+
+def test_plain_history_txt_with_an_error_column() -> None:
+    ops = parse_jepsen_log("0\t:invoke\t:acquire\tnil\n0\t:fail\t:acquire\tnil\t:timeout\n")
+    assert ops[1]["error"] == "timeout"
+
+
+def test_log_errors_name_the_line(tmp_path: Path) -> None:
+    bad = write(tmp_path, "bad.log", 'INFO  jepsen.util - 0\t:invoke\t:read\tnil\n'
+                                     'INFO  jepsen.util - 0\t:ok\t:read\t"unterminated\n')
+    with pytest.raises(HistoryError, match=r"bad\.log line 2: invalid EDN"):
+        read_jepsen_log(bad)
+    weird = write(tmp_path, "w.log", "INFO  jepsen.util - [0]\t:ok\t:read\t1\n")
+    with pytest.raises(HistoryError, match=r"w\.log line 1: 'process'"):
+        read_jepsen_log(weird)
+    with pytest.raises(HistoryError, match="no Jepsen op lines"):
+        read_jepsen_log(write(tmp_path, "empty.log", "nothing to see\n"))
+
+
+# ---------------------------------------------------------------------------------------------
+# load_any
+
+
+def test_load_any_dispatches_on_extension_and_content(tmp_path: Path) -> None:
+    jsonl = tmp_path / "history.jsonl"
+    write_history(jsonl, OURS)
+    assert load_any(jsonl) == OURS
+    edn = write(tmp_path, "history.edn", JEPSEN_EDN)
+    assert load_any(edn)[0]["f"] == "acquire"
+    log = write(tmp_path, "jepsen.log", JEPSEN_LOG)
+    assert len(load_any(log)) == 11
+    # No telling extension: the content decides.
+    assert load_any(write(tmp_path, "a", jsonl.read_text())) == OURS
+    assert len(load_any(write(tmp_path, "b", JEPSEN_EDN))) == 6
+    assert len(load_any(write(tmp_path, "c", "[" + JEPSEN_EDN.split("\n", 1)[1] + "]"))) == 6
+    assert len(load_any(write(tmp_path, "d", JEPSEN_LOG))) == 11
+    with pytest.raises(HistoryError, match="not a history"):
+        load_any(write(tmp_path, "e", "hello world\n"))
+
+
+def test_parse_edn_history_of_nothing_is_empty() -> None:
+    assert parse_edn_history("; nothing\n") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Fuzz: whatever the text, a HistoryError or a history, never anything else
+
+
+EDN_PIECES = [
+    *'{}[]()#_:;"\\ \t\n,0123456789.-+/eENMabcfilnrstuvx\xe9\x00',
+    ":type", ":invoke", ":ok", ":info", ":f", ":process", ":time", ":index", "nil",
+    "##Inf", "#{", "#inst", "jepsen.util - ", "\\u00",
+]
+edn_ish = st.lists(st.sampled_from(EDN_PIECES), max_size=50).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(edn_ish, st.text(max_size=60)),
+       ext=st.sampled_from([".edn", ".log", ".jsonl", ".txt", ""]))
+def test_random_text_raises_only_history_error(tmp_path_factory: pytest.TempPathFactory,
+                                               text: str, ext: str) -> None:
+    path = tmp_path_factory.mktemp("fuzz") / f"h{ext}"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    for reader in (load_any, read_edn_history, read_jepsen_log):
+        try:
+            ops = reader(path)
+        except HistoryError:
+            continue
+        assert isinstance(ops, list)
+        check(ops, "mutex", time_limit=5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=60))
+def test_random_bytes_raise_only_history_error(tmp_path_factory: pytest.TempPathFactory,
+                                               data: bytes) -> None:
+    path = tmp_path_factory.mktemp("fuzzb") / "h.edn"
+    path.write_bytes(data)
+    with contextlib.suppress(HistoryError):
+        load_any(path)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=st.sampled_from([JEPSEN_EDN, JEPSEN_LOG, "[" + JEPSEN_EDN + "]"]),
+       edits=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 3),
+                                st.sampled_from(EDN_PIECES)), min_size=1, max_size=4))
+def test_damaged_histories_raise_only_history_error(source: str,
+                                                    edits: list[tuple[int, int, str]]) -> None:
+    """Real histories with a few characters cut or pasted in: read, or a HistoryError."""
+    text = source
+    for at, cut, piece in edits:
+        at %= len(text) + 1
+        text = text[:at] + piece + text[at + cut:]
+    for parse in (parse_edn_history, parse_jepsen_log):
+        try:
+            ops = parse(text, "damaged")
+        except HistoryError as e:
+            assert str(e).startswith("damaged")
+            continue
+        check(ops, "mutex", time_limit=5)
+        check(ops, "cas-register", time_limit=5)
