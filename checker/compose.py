@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from checker import fencing, linearizable, mutex, stats
+from checker import availability, fencing, linearizable, liveness, lost_updates, mutex, stats
 from harness.history import Op
 
 LINEARIZABILITY_BUDGET_S = 60.0
@@ -31,12 +31,18 @@ CHECKERS: dict[str, Checker] = {
     "fencing": fencing.check,
     "stats": stats.check,
     "linearizable": lock_linearizability,
+    "lost-updates": lost_updates.check,
 }
 
 BY_WORKLOAD: dict[str, tuple[str, ...]] = {
     "mutex": ("mutex", "linearizable", "stats"),
     "fenced": ("mutex", "fencing", "linearizable", "stats"),
+    "counter": ("mutex", "lost-updates", "linearizable", "stats"),
 }
+
+# Every lock workload also gets liveness (a stuck lock is invalid) and availability (figures).
+CHECKERS.update({"liveness": liveness.check, "availability": availability.check})
+BY_WORKLOAD.update({w: (*names, "liveness", "availability") for w, names in BY_WORKLOAD.items()})
 
 
 def merge_valid(values: Sequence[Any]) -> bool | str:

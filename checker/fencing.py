@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,13 +82,17 @@ def token_order(gs: list[Grant]) -> list[dict[str, Any]]:
 def late_writes(history: Sequence[Op], gs: list[Grant]) -> dict[str, int]:
     """Writes a holder invoked after a grant with a higher token had completed."""
     grant_starts = sorted((g.start, g.token) for g in gs if g.token is not None)
+    starts = [s for s, _ in grant_starts]
+    best: list[int] = []  # best[i]: the highest token among the first i+1 grants
+    for _, t in grant_starts:
+        best.append(t if not best else max(best[-1], t))
     accepted = rejected = unknown = 0
     for inv, done in pairs(client_ops(history)):
         tok = inv.get("token")
         if inv["f"] != "write" or tok is None:
             continue
-        newer = any(t > tok for s, t in grant_starts if s < inv["time"])
-        if not newer:
+        i = bisect.bisect_left(starts, inv["time"])  # grants that completed before the write
+        if i == 0 or best[i - 1] <= tok:
             continue
         if done is None or done["type"] == "info":
             unknown += 1

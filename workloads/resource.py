@@ -19,6 +19,7 @@ from workloads.locks.redis_single import attempt, connect
 LOG_KEY = "resource:log"
 MAX_TOKEN_KEY = "resource:max-token"
 SEQ_KEY = "resource:seq"
+COUNTER_KEY = "resource:counter"
 
 WRITE = """
 local seq = redis.call('INCR', KEYS[3])
@@ -35,6 +36,11 @@ end
 local entry = {seq = seq, process = tonumber(ARGV[1]), session = tonumber(ARGV[2]),
                kind = ARGV[3], accepted = accepted}
 if token ~= nil then entry['token'] = token end
+if ARGV[6] ~= nil and ARGV[6] ~= '' then
+    entry['from'] = tonumber(ARGV[7])
+    entry['to'] = tonumber(ARGV[6])
+    if accepted then redis.call('SET', KEYS[4], ARGV[6]) end
+end
 redis.call('RPUSH', KEYS[1], cjson.encode(entry))
 if accepted then return {seq, 1} end
 return {seq, 0}
@@ -49,13 +55,23 @@ class Resource:
         self.fenced = fenced
         self._write = self.client.register_script(WRITE)
 
-    def write(self, process: int, session: int, kind: str, token: int | None) -> tuple[int, bool]:
-        """Returns (seq, accepted). Raises Indeterminate when the outcome is unknown."""
-        args = [process, session, kind, "" if token is None else token, int(self.fenced)]
+    def write(self, process: int, session: int, kind: str, token: int | None,
+              counter: tuple[int, int] | None = None) -> tuple[int, bool]:
+        """Returns (seq, accepted). Raises Indeterminate when the outcome is unknown.
+
+        ``counter=(read, new)``: the write also sets the shared counter to ``new`` (it read
+        ``read`` first: a non-atomic increment, as applications write them)."""
+        args: list[object] = [process, session, kind, "" if token is None else token,
+                              int(self.fenced)]
+        if counter is not None:
+            args += [counter[1], counter[0]]
         seq, accepted = attempt(
-            lambda: self._write(keys=[LOG_KEY, MAX_TOKEN_KEY, SEQ_KEY], args=args)
+            lambda: self._write(keys=[LOG_KEY, MAX_TOKEN_KEY, SEQ_KEY, COUNTER_KEY], args=args)
         )
         return int(seq), bool(accepted)
+
+    def read_counter(self) -> int:
+        return int(attempt(lambda: self.client.get(COUNTER_KEY)) or 0)
 
     def read_log(self) -> list[dict[str, Any]]:
         return [json.loads(x) for x in attempt(lambda: self.client.lrange(LOG_KEY, 0, -1))]
