@@ -12,7 +12,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(redis-server iptables faketime libfaketime procps iproute2 python3 python3-venv
-          python3-pip)
+          python3-pip
+          chromium fonts-dejavu-core  # the report tests render report.html headless
+          zookeeper etcd-server)  # the consensus-backed locks (ZooKeeper brings its JVM)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
