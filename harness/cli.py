@@ -1,5 +1,5 @@
-"""``harness``: run, check, report, list, clean. Exit codes: 0 valid, 1 invalid, 2 unknown,
-3 the harness could not run the test, 64 bad usage. Errors are one line."""
+"""``harness``: run, check, report, list, clean, serve, suite. Exit codes: 0 valid, 1 invalid,
+2 unknown, 3 the harness could not run the test, 64 bad usage. Errors are one line."""
 
 from __future__ import annotations
 
@@ -48,10 +48,23 @@ def build_parser() -> Parser:
     r.add_argument("--seed", type=int, help="random seed (default: a random one, recorded)")
     r.add_argument("--store", help="results directory (default ./results)")
     r.add_argument("--ttl", type=float, help="lock TTL / lease in seconds (default 2)")
+    r.add_argument("--persistence", help="DB nodes' persistence: none (default) or appendonly "
+                   "(redis: appendfsync always)")
+    r.add_argument("--nemesis-opt", action="append", metavar="KEY=VALUE",
+                   help="a nemesis option, e.g. clock-nodes=all, crash-step=holding, "
+                   "kill-delay=3 (repeatable)")
     r.add_argument("--quiet", action="store_true", help="no progress output")
 
-    c = sub.add_parser("check", help="re-check a stored run from its history")
-    c.add_argument("run_dir", type=Path)
+    c = sub.add_parser("check", help="re-check a stored run, or check a history file")
+    c.add_argument("run_dir", type=Path, metavar="RUN_DIR|FILE",
+                   help="a run directory, or a history file (.jsonl, Jepsen .edn or text log)")
+    c.add_argument("--model", help="for a history file: mutex (default), fenced-mutex, "
+                   "register or cas-register")
+    c.add_argument("--time-limit", type=float, default=60.0,
+                   help="linearizability budget in seconds; past it the verdict is unknown")
+
+    ex = sub.add_parser("export", help="write a run's history as Jepsen EDN (history.edn)")
+    ex.add_argument("run_dir", type=Path)
 
     rep = sub.add_parser("report", help="rebuild report.html of a stored run")
     rep.add_argument("run_dir", type=Path)
@@ -60,6 +73,22 @@ def build_parser() -> Parser:
 
     cl = sub.add_parser("clean", help="remove anything runs left behind")
     cl.add_argument("--force", action="store_true", help="also stop runs still in progress")
+
+    sv = sub.add_parser("serve", help="browse the results store in a web browser")
+    sv.add_argument("--store", type=Path, default=Path("results"),
+                    help="results directory (default ./results)")
+    sv.add_argument("--host", default="127.0.0.1",
+                    help="address to listen on (default 127.0.0.1: this machine only)")
+    sv.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
+    sv.add_argument("--quiet", action="store_true", help="no line per request")
+
+    su = sub.add_parser("suite", help="run a TOML matrix of tests with expected verdicts (CI)")
+    su.add_argument("file", type=Path, help="suite file: [[run]] tables (see docs/ci.md)")
+    su.add_argument("--junit", type=Path, help="JUnit XML path (default: in the suite's "
+                    "directory under the store)")
+    su.add_argument("--store", type=Path, default=Path("results"),
+                    help="results directory (default ./results)")
+    su.add_argument("--dry-run", action="store_true", help="validate and list the runs only")
     return p
 
 
@@ -87,7 +116,22 @@ def spec_from_args(args: argparse.Namespace) -> TestSpec:
             data[key] = value
     if args.nemesis is not None:
         data["nemesis"] = nemesis.parse(args.nemesis)
+    if args.persistence is not None:
+        data["persistence"] = args.persistence
+    if args.nemesis_opt:
+        data["nemesis_options"] = {**data.get("nemesis_options", {}),
+                                   **parse_options(args.nemesis_opt)}
     return TestSpec.from_dict(data).validate()
+
+
+def parse_options(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--nemesis-opt {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -140,11 +184,48 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def cmd_check(args: argparse.Namespace) -> int:
     from harness.run import check_run
 
+    if args.run_dir.is_file():
+        return check_file(args.run_dir, args.model or "mutex", args.time_limit)
+    if args.model is not None:
+        raise UsageError("--model is for a history file; a run directory is checked with the "
+                         "checkers of its workload")
     run_dir = args.run_dir.resolve()
     spec, history = load_run(run_dir)
     results = check_run(run_dir, spec, history)
     print_summary(results, run_dir)
     return exit_code_for(results.get("valid"))
+
+
+def check_file(path: Path, model: str, time_limit: float) -> int:
+    """A foreign (or our own) history file, checked for linearizability against ``model``."""
+    from checker.linearizable import check
+    from checker.models import MODELS
+    from harness.interop import load_any
+
+    if model not in MODELS:
+        raise UsageError(f"unknown model {model!r}: use one of {', '.join(sorted(MODELS))}")
+    if time_limit <= 0:
+        raise UsageError(f"--time-limit must be a positive number of seconds, got {time_limit}")
+    result = check(load_any(path), model, time_limit=time_limit)
+    print(f"{verdict_word(result['valid'])}  {path} as {model}: {result['ops']} ops in "
+          f"{result['parts']} part(s)")
+    witness = result.get("witness")
+    if witness:
+        print(f"  {witness['explanation']}")
+    if result.get("reason"):
+        print(f"  {result['reason']}")
+    return exit_code_for(result["valid"])
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from harness.interop import write_edn_history
+
+    run_dir = args.run_dir.resolve()
+    _spec, history = load_run(run_dir)
+    out = run_dir / "history.edn"
+    write_edn_history(out, history)
+    print(out)
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -162,18 +243,21 @@ def cmd_report(args: argparse.Namespace) -> int:
 def print_summary(results: dict[str, Any], run_dir: Path) -> None:
     print(f"{verdict_word(results.get('valid'))}")
     for name, check in results.get("checks", {}).items():
-        line = f"  {name:<8} {verdict_word(check.get('valid')):<8}"
+        line = f"  {name:<13} {verdict_word(check.get('valid')):<8}"
         facts = [f"{k} {v}" for k, v in check.items()
                  if k.endswith(("-count", "-rejected", "-accepted")) and not isinstance(v, list)]
         print(line + ", ".join(facts))
         for key in ("lock-overlaps", "resource-interleavings", "stale-accepted",
-                    "token-order-violations"):
+                    "token-order-violations", "stuck-locks"):
             items = check.get(key) or []
             if items:
                 note = (" (informational: the resource checks tokens)"
                         if key == "lock-overlaps" and check.get("lock-overlaps-informational")
                         else "")
-                print(f"           first of {key}{note}: {items[0]['explanation']}")
+                print(f"                first of {key}{note}: {items[0]['explanation']}")
+        witness = check.get("witness")
+        if isinstance(witness, dict) and witness.get("explanation"):
+            print(f"                witness: {witness['explanation']}")
     print(f"report: {run_dir / 'report.html'}")
 
 
@@ -238,8 +322,22 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "check": cmd_check, "report": cmd_report, "list": cmd_list,
-            "clean": cmd_clean}
+# serve / suite ------------------------------------------------------------------------------------
+def cmd_serve(args: argparse.Namespace) -> int:
+    from harness.serve import serve
+
+    return serve(args.store, args.host, args.port, args.quiet)
+
+
+def cmd_suite(args: argparse.Namespace) -> int:
+    from harness.suite import command
+
+    return command(args.file, args.store, args.junit, args.dry_run)
+
+
+COMMANDS = {"run": cmd_run, "check": cmd_check, "export": cmd_export, "report": cmd_report,
+            "list": cmd_list,
+            "clean": cmd_clean, "serve": cmd_serve, "suite": cmd_suite}
 
 
 def run_main() -> None:  # pragma: no cover

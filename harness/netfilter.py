@@ -1,13 +1,23 @@
-"""iptables rules for partitions, kept in the project's own chain.
+"""iptables rules for partitions, kept in the project's own chains.
 
 Every rule lives in the chain ``LOCK-HARNESS`` (jumped to from INPUT) and carries the comment
 ``lock-harness:<run-id>``, so a run removes exactly its own rules, and ``harness clean`` those of
 runs that are gone. Loopback traffic passes INPUT on the way in, so dropping ``-s A -d B`` there
 cuts A off from B even though both are addresses of this machine.
+
+Servers that dial each other (a ZooKeeper ensemble, an etcd cluster) do not bind their outgoing
+sockets: the kernel gives a connection to 127.x.y.z the source 127.0.0.1, whoever makes it, and
+``-s A`` would never match. So, for runs with partitions, each server process runs with a group
+id of its own (:func:`node_gid`) and a rule in the nat chain ``LOCK-HARNESS-SNAT`` (jumped to
+from POSTROUTING) rewrites the source of its connections to its node's address. The replies of
+such a connection come back addressed to 127.0.0.1, so a cut also drops by the connection's
+reply tuple (conntrack): every connection A made to B, both ways, silently (a DROP in INPUT, so
+a cut-off process sees timeouts, as on a real network, not errors).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
 import subprocess
@@ -15,7 +25,9 @@ import subprocess
 from harness.errors import HarnessError
 
 CHAIN = "LOCK-HARNESS"
+NAT_CHAIN = "LOCK-HARNESS-SNAT"
 COMMENT_PREFIX = "lock-harness:"
+GID_BASE = 1_600_000_000  # + the low 24 bits of a node's address: one group id per address
 
 
 def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -39,12 +51,21 @@ def check_available() -> None:
         raise HarnessError(f"iptables does not work here: {proc.stderr.strip()}")
 
 
-def rules() -> list[str]:
+def rules(table: str = "filter") -> list[str]:
     """Our chain's rules as ``-A ...`` lines (empty when the chain does not exist)."""
-    proc = _iptables("-S", CHAIN, check=False)
+    proc = _iptables("-t", table, "-S", _chain(table), check=False)
     if proc.returncode != 0:
         return []
     return [line for line in proc.stdout.splitlines() if line.startswith("-A ")]
+
+
+def _chain(table: str) -> str:
+    return NAT_CHAIN if table == "nat" else CHAIN
+
+
+def node_gid(address: str) -> int:
+    """The group id a server at ``address`` runs with when its source address is rewritten."""
+    return GID_BASE + (int(ipaddress.IPv4Address(address)) & 0xFFFFFF)
 
 
 def _comment_of(rule: str) -> str | None:
@@ -71,37 +92,57 @@ class Netfilter:
             _iptables("-I", "INPUT", "1", "-j", CHAIN)
 
     def drop(self, src: str, dst: str) -> None:
+        """Drop what ``src`` sends ``dst``, and every connection ``src`` made to ``dst``."""
         self.ensure_chain()
-        _iptables("-A", CHAIN, "-s", src, "-d", dst, "-m", "comment", "--comment",
-                  self.comment, "-j", "DROP")
+        comment = ["-m", "comment", "--comment", self.comment, "-j", "DROP"]
+        _iptables("-A", CHAIN, "-s", src, "-d", dst, *comment)
+        _iptables("-A", CHAIN, "-m", "conntrack", "--ctreplsrc", dst, "--ctrepldst", src,
+                  *comment)
+
+    def source_nat(self, address: str) -> int:
+        """Make connections of processes in group :func:`node_gid` come from ``address``;
+        returns that group id. Stays until :meth:`teardown` (a heal leaves it)."""
+        gid = node_gid(address)
+        if _iptables("-t", "nat", "-S", NAT_CHAIN, check=False).returncode != 0:
+            _iptables("-t", "nat", "-N", NAT_CHAIN)
+        if _iptables("-t", "nat", "-C", "POSTROUTING", "-j", NAT_CHAIN,
+                     check=False).returncode != 0:
+            _iptables("-t", "nat", "-I", "POSTROUTING", "1", "-j", NAT_CHAIN)
+        _iptables("-t", "nat", "-A", NAT_CHAIN, "-d", "127.0.0.0/8", "-m", "owner",
+                  "--gid-owner", str(gid), "-m", "comment", "--comment", self.comment,
+                  "-j", "SNAT", "--to-source", address)
+        return gid
 
     def heal(self) -> int:
-        """Remove this run's rules. Returns how many were removed."""
-        return remove_rules(lambda c: c == self.run_id)
+        """Remove this run's cuts. Returns how many rules were removed."""
+        return remove_rules(lambda c: c == self.run_id, tables=("filter",))
 
     def teardown(self) -> None:
-        self.heal()
+        remove_rules(lambda c: c == self.run_id)
         remove_chain_if_empty()
 
 
-def remove_rules(select: object) -> int:
+def remove_rules(select: object, tables: tuple[str, ...] = ("filter", "nat")) -> int:
     n = 0
-    for rule in rules():
-        owner = _comment_of(rule)
-        if owner is not None and callable(select) and select(owner):
-            spec = rule.split()[1:]  # drop "-A"
-            args = [a.strip('"') for a in spec]
-            if _iptables("-D", *args, check=False).returncode == 0:
-                n += 1
+    for table in tables:
+        for rule in rules(table):
+            owner = _comment_of(rule)
+            if owner is not None and callable(select) and select(owner):
+                spec = rule.split()[1:]  # drop "-A"
+                args = [a.strip('"') for a in spec]
+                if _iptables("-t", table, "-D", *args, check=False).returncode == 0:
+                    n += 1
     return n
 
 
 def remove_chain_if_empty() -> bool:
-    if _iptables("-S", CHAIN, check=False).returncode != 0:
-        return False
-    if rules():
-        return False
-    while _iptables("-D", "INPUT", "-j", CHAIN, check=False).returncode == 0:
-        pass
-    _iptables("-X", CHAIN, check=False)
-    return True
+    removed = False
+    for table, hook in (("filter", "INPUT"), ("nat", "POSTROUTING")):
+        chain = _chain(table)
+        if _iptables("-t", table, "-S", chain, check=False).returncode != 0 or rules(table):
+            continue
+        while _iptables("-t", table, "-D", hook, "-j", chain, check=False).returncode == 0:
+            pass
+        _iptables("-t", table, "-X", chain, check=False)
+        removed = True
+    return removed

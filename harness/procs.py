@@ -82,13 +82,16 @@ class ProcessTable:
         self._save()
 
     def spawn(self, name: str, argv: list[str], log: Path, *, env: dict[str, str] | None = None,
-              tie_to_controller: bool = False) -> subprocess.Popen[bytes]:
-        """Start ``argv`` in its own session (Ctrl-C at the terminal is the controller's)."""
+              tie_to_controller: bool = False, group: int | None = None
+              ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in its own session (Ctrl-C at the terminal is the controller's).
+        ``group``: run it with that group id only (iptables can match its packets by it)."""
         log.parent.mkdir(parents=True, exist_ok=True)
         fh: IO[bytes] = log.open("ab")
         preexec: Callable[[], None] | None = die_with_parent if tie_to_controller else None
         proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=env, preexec_fn=preexec)
+                                start_new_session=True, env=env, preexec_fn=preexec, group=group,
+                                extra_groups=None if group is None else [])
         fh.close()
         with self._mu:
             self._procs[name] = proc

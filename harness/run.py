@@ -22,7 +22,7 @@ import nemesis as nemeses
 from checker.compose import check_all
 from harness import dbs
 from harness.backends import make as make_backend
-from harness.dbs.base import Node
+from harness.dbs.base import Node, client_options_of, companions_of
 from harness.errors import HarnessError, UsageError
 from harness.history import INVOKE, OK, JournalWriter, merge_journals, write_history
 from harness.live import LiveState
@@ -34,6 +34,7 @@ from harness.store import mark_active, new_run_dir, point_latest, write_json
 from nemesis.base import Clients, NemesisContext, client_name
 from nemesis.schedule import Schedule
 from workloads import locks
+from workloads.crash import crash_file
 from workloads.resource import Resource
 
 READY_TIMEOUT = 20.0
@@ -80,10 +81,12 @@ class Run:
         self.run_id = f"{spec.test_name}/{self.run_dir.name}"
         self.procs = ProcessTable(self.run_dir)
         self.backend = make_backend(spec.backend, self.run_dir, self.procs, self.run_id)
-        self.db = dbs.lookup(spec.db)()
+        self.db = dbs.make(spec.db, spec.persistence)
         self.rng = random.Random(spec.seed)
         self.nodes: list[Node] = []
         self.resource_node: Node | None = None
+        self.companions: list[tuple[Any, list[Node]]] = []  # e.g. Redis Sentinels
+        self.client_handles: Clients | None = None
         self.schedule: Schedule | None = None
         self.clients: list[int] = list(range(spec.clients))
         self.marker: Path | None = None
@@ -132,8 +135,13 @@ class Run:
         self.resource_node = Node("resource", backend.resource_host(), self.db.port, "resource")
         needs_iptables = any(n in nemeses.NEEDS_IPTABLES for n in spec.nemesis)
         backend.preflight(self.db, [*self.nodes, self.resource_node], needs_iptables)
+        self.companions = companions_of(self.db, self.nodes)
+        for helper_db, helper_nodes in self.companions:
+            backend.preflight(helper_db, helper_nodes, False)
         resource_db = dbs.lookup("redis")()
         backend.provision(self.db, self.nodes)
+        for helper_db, helper_nodes in self.companions:
+            backend.provision(helper_db, helper_nodes)
         backend.provision(resource_db, [self.resource_node])
         if any(n in nemeses.NEEDS_CLOCK for n in spec.nemesis):
             reason = self.db.clock_fault_support()
@@ -144,6 +152,11 @@ class Run:
         for node in [*self.nodes, self.resource_node]:
             backend.start(node)
         for node in [*self.nodes, self.resource_node]:
+            backend.wait_ready(node, READY_TIMEOUT)
+        helpers = [n for _, ns in self.companions for n in ns]  # once the nodes they watch run
+        for node in helpers:
+            backend.start(node)
+        for node in helpers:
             backend.wait_ready(node, READY_TIMEOUT)
         self.progress.line(f"{len(self.nodes)} {spec.db} node(s) + resource ready on "
                            f"{backend.name} in {time.monotonic() - started:.1f} s "
@@ -165,6 +178,8 @@ class Run:
             "ttl": spec.ttl,
             "op_timeout": 1.0,
             "nodes": [n.endpoint for n in self.nodes],
+            "lock_options": client_options_of(self.db),
+            "crash_file": str(crash_file(self.run_dir, process)),
             "resource": self.resource_node.endpoint,
             "workload": spec.workload,
             "end_ns": t0 + int((spec.time_limit + spec.quiesce) * 1e9),
@@ -185,8 +200,10 @@ class Run:
                              self.run_dir / "logs" / f"client-{p}.log", tie_to_controller=True)
         live = LiveState({p: journals_dir(self.run_dir) / f"c{p}.jsonl" for p in self.clients})
         nem_journal = JournalWriter(journals_dir(self.run_dir) / "nemesis.jsonl", "nemesis", t0)
-        ctx = NemesisContext(self.backend, self.nodes, Clients(self.procs, self.clients), live,
-                             random.Random(self.rng.random()), spec.ttl, db=self.db)
+        self.client_handles = Clients(self.procs, self.clients)
+        ctx = NemesisContext(self.backend, self.nodes, self.client_handles, live,
+                             random.Random(self.rng.random()), spec.ttl, db=self.db,
+                             options=dict(spec.nemesis_options))
         self.schedule = Schedule(nemeses.build(spec.nemesis), ctx, nem_journal)
         self.schedule.start()
         deadline = time.monotonic() + spec.time_limit
@@ -196,7 +213,8 @@ class Run:
                 live.refresh()
                 self.progress.tick(time.monotonic() - (deadline - spec.time_limit),
                                    spec.time_limit, live, self.schedule.describe_active())
-                dead = [p for p in self.clients if self.procs.pid(client_name(p)) is None]
+                dead = [p for p in self.clients if self.procs.pid(client_name(p)) is None
+                        and p not in self.client_handles.doomed]  # crashed on purpose: fine
                 if dead:
                     raise HarnessError(
                         f"client {dead[0]} exited early; see {self.run_dir}/logs/client-"
@@ -240,6 +258,7 @@ class Run:
             "status": status,
             "error": error,
             "nodes": [n.endpoint for n in self.nodes],
+            "companions": [n.endpoint for _, ns in self.companions for n in ns],
             "resource": self.resource_node.endpoint if self.resource_node else None,
             "faults": faults,
             "nemesis-errors": self.schedule.errors if self.schedule else [],

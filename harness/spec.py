@@ -13,12 +13,14 @@ from typing import Any
 import nemesis
 from harness import dbs
 from harness.backends import check_backend
+from harness.dbs.base import has_leader, persistence_modes
 from harness.errors import UsageError
 from workloads import locks
 
 WORKLOADS = {
     "mutex": "acquire, write enter/exit to the resource, hold a while, release",
     "fenced": "the same, with the grant's token on every write; the resource rejects stale ones",
+    "counter": "read the resource's counter, hold, write it + 1 (non-atomic): lost updates",
 }
 
 
@@ -37,6 +39,8 @@ class TestSpec:
     ttl: float = 2.0
     quiesce: float = 1.0
     name: str | None = None
+    persistence: str = "none"  # the DB nodes' own: none | appendonly (where the db has it)
+    nemesis_options: dict[str, Any] = field(default_factory=dict)  # e.g. clock-nodes=all
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -56,9 +60,11 @@ class TestSpec:
                              "needs one that does (redis-fenced)")
         check_backend(self.backend)
         nemesis.parse(",".join(self.nemesis) or "none")
+        check_db_faults(self.db, db_cls, self.nemesis)
         if self.nodes is None:
             self.nodes = db_cls.default_nodes
         positive("--nodes", self.nodes, integer=True, limit=9)
+        check_db_options(self, db_cls)
         positive("--clients", self.clients, integer=True, limit=200)
         positive("--time-limit", self.time_limit)
         positive("--ttl", self.ttl)
@@ -88,7 +94,42 @@ class TestSpec:
                              + ", ".join(sorted(n.replace("_", "-") for n in names)))
         if isinstance(norm.get("nemesis"), str):
             norm["nemesis"] = nemesis.parse(norm["nemesis"])
+        if "db" in norm and "lock" not in norm:  # --db zookeeper alone: that db's own lock
+            default_lock = getattr(dbs.lookup(norm["db"]), "default_lock", None)
+            if default_lock:
+                norm["lock"] = default_lock
         return cls(**norm)
+
+
+def check_db_options(spec: TestSpec, db_cls: Any) -> None:
+    """--persistence and --nodes as the db can take them; faults only some dbs can take."""
+    modes = persistence_modes(db_cls)
+    if spec.persistence not in modes:
+        raise UsageError(f"--persistence {spec.persistence!r}: --db {spec.db} has "
+                         f"{', '.join(modes)}")
+    least = getattr(db_cls, "min_nodes", 1)
+    if spec.nodes is not None and spec.nodes < least:
+        raise UsageError(f"--db {spec.db} needs --nodes {least} or more, got {spec.nodes}")
+    if "failover" in spec.nemesis and not callable(getattr(db_cls, "role", None)):
+        raise UsageError(f"--nemesis failover needs a primary that Sentinel fails over "
+                         f"(--db redis-sentinel), not {spec.db!r}")
+    if not isinstance(spec.nemesis_options, dict):
+        raise UsageError("nemesis-options must be a table of KEY = VALUE")
+
+
+def check_db_faults(db: str, db_cls: Any, names: list[str]) -> None:
+    """Faults the db cannot take are refused up front, in one line (never a silent no-op)."""
+    leader_faults = [n for n in names if n in nemesis.NEEDS_LEADER]
+    if leader_faults and not has_leader(db_cls):
+        raise UsageError(f"--nemesis {leader_faults[0]} needs a db with a leader "
+                         f"(zookeeper, etcd), not {db!r}")
+    if any(n in nemesis.NEEDS_CLOCK for n in names):
+        reason = db_cls().clock_fault_support()
+        if reason:
+            raise UsageError(f"--nemesis clock: {reason}")
+        if not callable(getattr(db_cls, "read_clock", None)):
+            raise UsageError(f"--nemesis clock: {db} cannot report its own clock (no "
+                             "read_clock), so a clock jump could not be verified")
 
 
 def positive(option: str, value: Any, *, integer: bool = False, limit: float | None = None

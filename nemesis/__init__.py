@@ -6,7 +6,12 @@ from collections.abc import Callable
 
 from harness.errors import UsageError
 from nemesis.base import Nemesis
-from nemesis.clock import ClockJump
+from nemesis.clock import ClockBack, ClockJump, ClockStrobe
+from nemesis.crash_client import CrashClient
+from nemesis.failover import SentinelFailover
+from nemesis.kill_majority import KillMajority
+from nemesis.leader import PartitionLeader, PauseLeader
+from nemesis.minority import PartitionMinority
 from nemesis.partition import IsolateHolder, NodePartition
 from nemesis.process_faults import KillNode, PauseHolder, PauseNode
 from nemesis.topology import KINDS
@@ -18,9 +23,21 @@ FACTORIES: dict[str, Callable[[], Nemesis]] = {
     "partition": IsolateHolder,
     "clock": ClockJump,
     **{f"partition-{k}": (lambda k=k: NodePartition(k)) for k in KINDS},
+    "partition-leader": PartitionLeader,
+    "pause-leader": PauseLeader,
 }
-NEEDS_IPTABLES = {name for name in FACTORIES if name.startswith("partition")}
-NEEDS_CLOCK = {"clock"}
+FACTORIES.update({  # the Redis family's faults (Redlock, Sentinel, crashes, clocks)
+    "clock-back": ClockBack,
+    "clock-strobe": ClockStrobe,
+    "kill-majority": KillMajority,
+    "kill-majority-delayed": lambda: KillMajority(delayed=True),
+    "partition-minority": PartitionMinority,
+    "failover": SentinelFailover,
+    "crash-client": CrashClient,
+})
+NEEDS_IPTABLES = {name for name in FACTORIES if name.startswith("partition")} | {"failover"}
+NEEDS_CLOCK = {"clock", "clock-back", "clock-strobe"}
+NEEDS_LEADER = {"partition-leader", "pause-leader"}  # the db must have leader(nodes)
 
 
 def names() -> list[str]:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import random
 import signal
+import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from harness.backends.base import Backend
 from harness.dbs.base import Node
 from harness.live import LiveState
 from harness.procs import ProcessTable
+from workloads.crash import crash_file
 
 
 def client_name(process: int) -> str:
@@ -39,6 +42,26 @@ class Clients:
     def resume(self, process: int) -> bool:
         return self._signal(process, signal.SIGCONT)
 
+    # crashes on purpose (the crash-client nemesis) --------------------------------------------
+    # A client armed for a crash may die at any moment from then on: the run must not take
+    # its death for a harness failure, and faults must not pick it any more.
+    doomed: set[int] = field(default_factory=set)
+
+    def alive(self) -> list[int]:
+        return [p for p in self.processes if self.procs.pid(client_name(p)) is not None]
+
+    def arm_crash(self, process: int, step: str) -> Path:
+        """Tell the client to SIGKILL itself at ``step`` (see workloads/crash.py)."""
+        self.doomed.add(process)
+        path = crash_file(self.procs.run_dir, process)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(step + "\n")
+        tmp.replace(path)
+        return path
+
+    def disarm_crash(self, process: int) -> None:
+        crash_file(self.procs.run_dir, process).unlink(missing_ok=True)
+
 
 @dataclass
 class NemesisContext:
@@ -50,6 +73,8 @@ class NemesisContext:
     ttl: float
     db: Any = None
     options: dict[str, Any] = field(default_factory=dict)
+    # Set when the run is over and the schedule heals: long verifications may be cut short.
+    finishing: threading.Event = field(default_factory=threading.Event)
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)

@@ -1,14 +1,24 @@
 """Clock faults: move a node's wall clock with libfaketime, and check that it moved.
 
-``clock`` waits until somebody holds the lock, then jumps the clocks of a set of DB nodes (the
-only node of a single Redis, a majority of several) forward by ``offset`` seconds (default +60):
-a lease stored there expires at once although its holder is still working. Each change is
-verified by reading the node's own clock back (Redis ``TIME``) and the observed offsets are
-recorded in the history; healing puts the clocks back and verifies that too.
+Every clock fault waits until somebody holds the lock (that is when a clock matters to a lease),
+then moves the clocks of a set of DB nodes:
+
+- ``clock``: a jump forward by ``clock-offset`` seconds (default +60): a lease stored there
+  expires at once although its holder is still working (Kleppmann's Redlock scenario when the
+  set is a majority);
+- ``clock-back``: a jump back (default -60 s): leases there live that much longer;
+- ``clock-strobe``: the clocks flip between the offset and the true time every
+  ``clock-period`` seconds (default 0.2) for as long as the fault lasts.
+
+The node set is option ``clock-nodes``: ``majority`` (default; the only node of a single
+Redis), ``minority``, ``one``, ``all``, or names (``n1,n3``). Each change is verified by reading
+the node's own clock back (Redis ``TIME``) and the observed offsets are recorded in the
+history; healing puts the clocks back and verifies that too.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -18,40 +28,127 @@ from nemesis.process_faults import wait_for_holder
 TOLERANCE = 1.0  # seconds between the offset asked for and the one observed
 
 
+def choose_nodes(ctx: NemesisContext, how: Any) -> list[str]:
+    """The node names a clock fault hits, from option ``clock-nodes``."""
+    names = [n.name for n in ctx.nodes]
+    n = len(names)
+    if isinstance(how, list | tuple):
+        chosen = [str(x) for x in how]
+    elif isinstance(how, str) and how not in ("majority", "minority", "one", "all"):
+        chosen = [x.strip() for x in how.replace("+", ",").split(",") if x.strip()]
+    else:
+        size = {"majority": n // 2 + 1 if n > 1 else 1, "minority": max(1, (n - 1) // 2),
+                "one": 1, "all": n}[str(how)]
+        chosen = ctx.rng.sample(names, size)
+    unknown = [c for c in chosen if c not in names]
+    if unknown:
+        raise RuntimeError(f"clock-nodes names {unknown[0]!r}, not one of {', '.join(names)}")
+    return sorted(chosen)
+
+
 class ClockJump(BaseNemesis):
     name = "clock"
     summary = "jump the wall clock of a majority of DB nodes +60 s (libfaketime), verified"
+    default_offset = 60.0
 
-    def __init__(self, offset: float = 60.0) -> None:
-        self.offset = offset
+    def __init__(self, offset: float | None = None) -> None:
+        self._offset = offset
         self._detail: dict[str, Any] | None = None
+
+    def offset(self, ctx: NemesisContext) -> float:
+        if self._offset is not None:
+            return self._offset
+        return float(ctx.options.get("clock-offset", self.default_offset))
 
     def setup(self, ctx: NemesisContext) -> None:
         if not hasattr(ctx.db, "read_clock"):
             raise RuntimeError(f"{ctx.db.name} cannot report its clock")
+        choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))  # bad names: say so now
 
     def select(self, ctx: NemesisContext) -> list[str] | None:
-        wait_for_holder(ctx)  # jump while a lease is held: that is when it hurts
-        n = len(ctx.nodes)
-        chosen = ctx.rng.sample(ctx.nodes, n // 2 + 1 if n > 1 else 1)
-        return sorted(node.name for node in chosen)
+        wait_for_holder(ctx)  # move clocks while a lease is held: that is when it hurts
+        return choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        self._detail = {"offset": self.offset, "observed": self._move(ctx, targets, self.offset)}
+        offset = self.offset(ctx)
+        self._detail = {"offset": offset, "observed": move(ctx, targets, offset)}
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        self._detail = {"offset": 0, "observed": self._move(ctx, targets, 0.0)}
+        self._detail = {"offset": 0, "observed": move(ctx, targets, 0.0)}
 
     def detail(self) -> dict[str, Any] | None:
         return self._detail
 
     def teardown(self, ctx: NemesisContext) -> None:
-        self._move(ctx, [n.name for n in ctx.nodes], 0.0)
+        move(ctx, [n.name for n in ctx.nodes], 0.0)
 
-    def _move(self, ctx: NemesisContext, targets: list[str], offset: float) -> dict[str, float]:
-        for name in targets:
-            ctx.backend.set_clock(ctx.node(name), offset)
-        return {name: verify(ctx, name, offset) for name in targets}
+
+class ClockBack(ClockJump):
+    name = "clock-back"
+    summary = "jump the wall clock of a majority of DB nodes back 60 s (libfaketime), verified"
+    default_offset = -60.0
+
+
+class ClockStrobe(ClockJump):
+    """Flip the clocks between the offset and the true time until the fault stops."""
+
+    name = "clock-strobe"
+    summary = ("strobe the wall clock of a majority of DB nodes between +60 s and true time "
+               "every 0.2 s (libfaketime), verified")
+
+    def __init__(self, offset: float | None = None) -> None:
+        super().__init__(offset)
+        self._thread: threading.Thread | None = None
+        self._halt = threading.Event()
+        self._seen: dict[str, list[float]] = {}
+        self._flips = 0
+        self._errors: list[str] = []
+
+    def start(self, ctx: NemesisContext, targets: list[str]) -> None:
+        offset = self.offset(ctx)
+        period = float(ctx.options.get("clock-period", 0.2))
+        observed = move(ctx, targets, offset)
+        self._seen = {k: [v] for k, v in observed.items()}
+        self._flips, self._errors = 1, []
+        self._halt = threading.Event()
+        self._thread = threading.Thread(target=self._strobe, args=(ctx, targets, offset, period),
+                                        name="clock-strobe", daemon=True)
+        self._thread.start()
+        self._detail = {"offset": offset, "period": period, "observed": observed}
+
+    def _strobe(self, ctx: NemesisContext, targets: list[str], offset: float,
+                period: float) -> None:
+        current = offset
+        while not self._halt.wait(period):
+            current = 0.0 if current else offset
+            try:
+                for name, seen in move(ctx, targets, current).items():
+                    self._seen.setdefault(name, []).append(seen)
+                self._flips += 1
+            except Exception as e:  # recorded at stop; the final heal still runs
+                self._errors.append(str(e))
+                return
+
+    def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
+        self._halt.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        observed = move(ctx, targets, 0.0)
+        self._detail = {"offset": 0, "observed": observed, "flips": self._flips,
+                        "observed-range": {k: [min(v), max(v)] for k, v in self._seen.items()}}
+        if self._errors:
+            raise RuntimeError(f"clock strobe stopped: {self._errors[0]}")
+
+    def teardown(self, ctx: NemesisContext) -> None:
+        self._halt.set()
+        super().teardown(ctx)
+
+
+def move(ctx: NemesisContext, targets: list[str], offset: float) -> dict[str, float]:
+    """Set each node's offset, then read each back until it shows (raises if one never does)."""
+    for name in targets:
+        ctx.backend.set_clock(ctx.node(name), offset)
+    return {name: verify(ctx, name, offset) for name in targets}
 
 
 def observed_offset(ctx: NemesisContext, name: str) -> float:

@@ -77,6 +77,7 @@ class Schedule:
     def finish(self, timeout: float = 60.0) -> None:
         """Stop scheduling, heal the active fault, then heal everything."""
         self.done.set()
+        self.ctx.finishing.set()
         if self._thread is not None:
             self._thread.join(timeout)
         for nem in self.nemeses:

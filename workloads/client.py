@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.history import JournalWriter
+from workloads import crash
+from workloads.counter import CounterWorkload
 from workloads.locks import load_class
 from workloads.locks.base import Endpoint, LockConfig
 from workloads.mutex import MutexParams, MutexWorkload
@@ -44,18 +46,23 @@ def main(argv: list[str]) -> int:
     bind_source(cfg["source"], cfg.get("networks"))
     journal = JournalWriter(cfg["journal"], cfg["process"], cfg["t0_ns"])
     lock = build_lock(cfg)
+    crash.configure(cfg.get("crash_file"), tuple(getattr(lock, "crash_steps", ())))
     res = cfg["resource"]
     resource = Resource(res["host"], res["port"], fenced=cfg["workload"] == "fenced")
+    # A lock may say how it is used (consensus locks guard long critical sections); options
+    # from the run's config win.
+    options = {**getattr(type(lock), "workload_defaults", {}), **cfg.get("workload_options", {})}
     params = MutexParams(
         process=cfg["process"],
         lock_name=cfg["lock_name"],
         fenced=cfg["workload"] == "fenced",
         seed=cfg["seed"],
         end_ns=cfg.get("end_ns"),
-        **cfg.get("workload_options", {}),
+        **options,
     )
     try:
-        MutexWorkload(params, lock, resource, journal, stop).run()
+        workload = CounterWorkload if cfg["workload"] == "counter" else MutexWorkload
+        workload(params, lock, resource, journal, stop).run()
     finally:
         journal.close()
         for closer in (lock, resource):

@@ -12,10 +12,14 @@ import random
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from harness.history import FAIL, INFO, INVOKE, OK, JournalWriter
+from workloads import crash
 from workloads.locks.base import Grant, Indeterminate, Lock
 from workloads.resource import Resource
+
+HOLD_POLL = 0.02  # seconds between two held() checks while working under a lock
 
 
 @dataclass(frozen=True)
@@ -76,17 +80,67 @@ class MutexWorkload:
     def critical_section(self, grant: Grant) -> None:
         if not self.write("enter", grant):
             return
-        self.stop.wait(self.rng.uniform(self.p.hold_min, self.p.hold_max))
-        self.write("exit", grant)
+        crash.point(crash.HOLDING)
+        if getattr(self.lock, "reentrant", False):
+            self.reenter()
+        if self.hold(grant, self.rng.uniform(self.p.hold_min, self.p.hold_max)):
+            self.write("exit", grant)
+
+    def reenter(self) -> None:
+        """A reentrant lock (``reentrant = True``) is taken again by its holder, then let go
+        once: it must stay held for the rest of the critical section. Recorded as
+        ``reacquire`` / ``rerelease``, which the grant-based checkers leave aside, so the outer
+        grant is judged from its acquire to its final release."""
+        j, name = self.journal, self.p.lock_name
+        value = {"session": self.session}
+        j.record(INVOKE, "reacquire", value, lock=name)
+        try:
+            inner = self.lock.acquire(self.p.acquire_timeout)
+        except Exception as e:
+            j.record(INFO, "reacquire", value, lock=name, error=f"{type(e).__name__}: {e}"[:200])
+            return
+        if inner is None:
+            j.record(FAIL, "reacquire", value, lock=name, error="the holder could not re-enter")
+            return
+        j.record(OK, "reacquire", value, lock=name, token=inner.token)
+        self.stop.wait(self.rng.uniform(self.p.hold_min, self.p.hold_max) / 2)
+        j.record(INVOKE, "rerelease", value, lock=name)
+        try:
+            released = self.lock.release(inner)
+        except Exception as e:
+            j.record(INFO, "rerelease", value, lock=name, error=f"{type(e).__name__}: {e}"[:200])
+            return
+        j.record(OK if released else FAIL, "rerelease", value, lock=name)
+
+    def hold(self, grant: Grant, seconds: float) -> bool:
+        """Work ``seconds`` under the lock. A lock that can tell it was lost (an optional
+        ``held(grant)``, e.g. a session listener) is asked as the work goes on, and the work
+        stops as soon as it says no: returns False then (the careful client writes no more)."""
+        held = getattr(self.lock, "held", None)
+        if held is None:
+            self.stop.wait(seconds)
+            return True
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self.stop.wait(min(HOLD_POLL, left)):
+                return True
+            if not held(grant):
+                return False
+        return True
 
     def write(self, kind: str, grant: Grant) -> bool:
         """Returns True when the write was accepted."""
-        j = self.journal
         token = grant.token if self.p.fenced else None
-        value = {"kind": kind, "session": self.session}
+        return self.write_value(kind, {"kind": kind, "session": self.session}, token)
+
+    def write_value(self, kind: str, value: dict[str, Any], token: int | None,
+                    counter: tuple[int, int] | None = None) -> bool:
+        """Journal and send one write to the resource; True when it was accepted."""
+        j = self.journal
         j.record(INVOKE, "write", value, lock=self.p.lock_name, token=token)
         try:
-            seq, accepted = self.resource.write(self.p.process, self.session, kind, token)
+            seq, accepted = self.resource.write(self.p.process, self.session, kind, token,
+                                                counter)
         except Exception as e:
             j.record(INFO, "write", value, lock=self.p.lock_name, token=token,
                      error=f"{type(e).__name__}: {e}"[:200])

@@ -149,11 +149,23 @@ class DockerBackend(ProcessNodes):
     def preflight(self, db: DB, nodes: list[Node], partitions: bool) -> None:
         return None  # the image has every server; the engine answered in prepare()
 
+    def _home(self, node: Node) -> tuple[str, Path, Path]:
+        """(container, directory on the host, the same inside the container) of a node. A
+        node that has no container of its own (a companion process such as a Sentinel, on a
+        DB node's address) lives in the container with its address, in a subdirectory."""
+        if node.name in self.containers:
+            return node.name, self.run_dir / "nodes" / node.name, Path("/node")
+        ctr = next((n for n in self.containers if self.hosts.get(n) == node.host), None)
+        if ctr is None:
+            raise HarnessError(f"{node.name}: no container has its address {node.host}")
+        return ctr, self.run_dir / "nodes" / ctr / node.name, Path("/node") / node.name
+
     def provision(self, db: DB, nodes: list[Node]) -> None:
         for node in nodes:
             self.dbs[node.name] = db
-            host_dir = self.run_dir / "nodes" / node.name
-            for fname, content in db.files(node, nodes, Path("/node")).items():
+            _, host_dir, inner = self._home(node)
+            host_dir.mkdir(parents=True, exist_ok=True)
+            for fname, content in db.files(node, nodes, inner).items():
                 (host_dir / fname).write_text(content)
 
     def enable_clock(self, node: Node) -> None:
@@ -170,14 +182,15 @@ class DockerBackend(ProcessNodes):
 
     def start(self, node: Node) -> None:
         db = self.dbs[node.name]
-        argv = db.argv(node, Path("/node"))
-        pidfile = self.run_dir / "nodes" / node.name / "server.pid"
+        ctr, host_dir, inner = self._home(node)
+        argv = db.argv(node, inner)
+        pidfile = host_dir / "server.pid"
         pidfile.unlink(missing_ok=True)
-        script = (f"echo $$ > /node/server.pid; exec {shlex.join(argv)} "
+        script = (f"echo $$ > {inner}/server.pid; exec {shlex.join(argv)} "
                   f">> /logs/{node.name}.log 2>&1")
-        self.containers[node.name].exec_run(["sh", "-c", script], detach=True,
-                                            environment=self.clock_env.get(node.name, {}))
-        self.procs.adopt(node.name, self._host_pid(node.name, pidfile))
+        self.containers[ctr].exec_run(["sh", "-c", script], detach=True,
+                                      environment=self.clock_env.get(node.name, {}))
+        self.procs.adopt(node.name, self._host_pid(ctr, pidfile))
 
     def _host_pid(self, name: str, pidfile: Path, timeout: float = 10.0) -> int:
         """The host pid of the server, from the pid it has inside the container."""

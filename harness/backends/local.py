@@ -42,6 +42,8 @@ class LocalBackend(ProcessNodes):
         self.hosts: dict[str, str] = {}
         self._cut = False
         self._used_iptables = False
+        self._partitions = False
+        self._source_nat: dict[str, int] = {}  # node address -> the group id its server runs as
         self.slot = 0
         self._slot_fd: int | None = None
         self.env: dict[str, dict[str, str]] = {}
@@ -96,6 +98,7 @@ class LocalBackend(ProcessNodes):
             port_free(node)
         if partitions:
             netfilter.check_available()
+            self._partitions = True
 
     def provision(self, db: DB, nodes: list[Node]) -> None:
         for node in nodes:
@@ -127,8 +130,14 @@ class LocalBackend(ProcessNodes):
 
     def start(self, node: Node) -> None:
         db = self.dbs[node.name]
+        group = None
+        if self._partitions:  # servers dial from 127.0.0.1: give them their address (netfilter)
+            if node.host not in self._source_nat:
+                self._source_nat[node.host] = self.net.source_nat(node.host)
+                self._used_iptables = True
+            group = self._source_nat[node.host]
         self.procs.spawn(node.name, db.argv(node, self.node_dir(node)), self.log_file(node),
-                         env=self.env.get(node.name))
+                         env=self.env.get(node.name), group=group)
 
     # network ---------------------------------------------------------------------------------
     def cut(self, links: Iterable[tuple[str, str]]) -> None:

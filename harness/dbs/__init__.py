@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from harness.dbs.base import DB, Node
+from harness.dbs.etcd import EtcdDB
 from harness.dbs.redis import RedisDB
+from harness.dbs.redis_masters import RedisMastersDB
+from harness.dbs.redis_sentinel import RedisSentinelDB
+from harness.dbs.zookeeper import ZooKeeperDB
 from harness.errors import UsageError
 
-DBS: dict[str, type[DB]] = {"redis": RedisDB}
+DBS: dict[str, type[DB]] = {"redis": RedisDB, "zookeeper": ZooKeeperDB, "etcd": EtcdDB}
+DBS.update({"redis-masters": RedisMastersDB, "redis-sentinel": RedisSentinelDB})
 
 
 def lookup(name: str) -> type[DB]:
@@ -18,4 +23,12 @@ def lookup(name: str) -> type[DB]:
         ) from None
 
 
-__all__ = ["DB", "DBS", "Node", "lookup"]
+def make(name: str, persistence: str = "none") -> DB:
+    """An instance of the named DB; ``persistence`` other than none only where it is known."""
+    cls = lookup(name)
+    if persistence == "none":
+        return cls()
+    return cls(persistence=persistence)  # type: ignore[call-arg]
+
+
+__all__ = ["DB", "DBS", "Node", "lookup", "make"]

@@ -21,6 +21,7 @@ class RedisDB:
     summary: ClassVar[str] = "independent redis-server nodes (single-instance locks use n1)"
     default_nodes: ClassVar[int] = 1
     port: ClassVar[int] = 16379
+    persistence_modes: ClassVar[tuple[str, ...]] = ("none", "appendonly")
 
     def __init__(self, binary: str | None = None, persistence: str = "none") -> None:
         self.binary = binary or "redis-server"  # found on PATH where the node runs

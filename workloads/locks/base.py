@@ -8,6 +8,11 @@ A lock is built once per client process with ``Lock(config)``, where ``config`` 
 
 Either may raise :class:`Indeterminate` when it cannot know what happened (a timeout, a
 connection cut mid-request): the workload records that op as ``info``, never ``fail``.
+
+Optional: ``lock.held(grant) -> bool``, for a lock that can tell it was lost (a session
+listener): the workload asks it while it works and stops as soon as it says no. And a class
+attribute ``workload_defaults`` (MutexParams fields, e.g. :data:`LONG_CRITICAL_SECTIONS`) says
+how the lock is used; the run's own workload options win over it.
 """
 
 from __future__ import annotations
@@ -47,6 +52,12 @@ class LockConfig:
     op_timeout: float = 1.0
     process: int = 0
     options: dict[str, Any] = field(default_factory=dict)
+
+
+# Consensus locks guard long critical sections (a leader's term, a batch job): holds that span
+# a session timeout or lease TTL, so that "it expired while its holder worked on" can happen.
+LONG_CRITICAL_SECTIONS: dict[str, float] = {"hold_min": 1.0, "hold_max": 6.0,
+                                            "acquire_timeout": 15.0}
 
 
 class Indeterminate(Exception):

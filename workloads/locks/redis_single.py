@@ -21,7 +21,9 @@ from typing import Any, TypeVar
 
 import redis
 
+from workloads import crash
 from workloads.locks.base import Grant, Indeterminate, LockConfig
+from workloads.locks.redis_conn import certainly_not_sent, client_for
 
 T = TypeVar("T")
 
@@ -59,7 +61,7 @@ def attempt(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except redis.exceptions.ConnectionError as e:
-        if isinstance(e.__cause__, ConnectionRefusedError) or "refused" in str(e):
+        if certainly_not_sent(e):
             raise ConnectionRefusedError(str(e)) from e
         raise Indeterminate(f"{type(e).__name__}: {e}") from e
     except redis.exceptions.TimeoutError as e:
@@ -67,12 +69,12 @@ def attempt(fn: Callable[[], T]) -> T:
 
 
 class RedisSingleLock:
-    """Shared machinery: one connection to the first node, and an acquire loop with backoff."""
+    """Shared machinery: one connection to the first node (or to the primary Sentinel names),
+    and an acquire loop with backoff."""
 
     def __init__(self, config: LockConfig) -> None:
         self.config = config
-        node = config.nodes[0]
-        self.client = connect(node.host, node.port, config.op_timeout)
+        self.client = client_for(config)
         self.key = f"lock:{config.name}"
         self.ttl_ms = max(1, int(config.ttl * 1000))
         self.rng = random.Random(config.options.get("seed", 0) * 1000 + config.process)
@@ -126,9 +128,12 @@ class SetNxLock(RedisSingleLock):
 class SetNxExpireLock(SetNxLock):
     """SETNX, then EXPIRE in a second command (the crash between them never expires)."""
 
+    crash_steps = ("after-setnx",)  # where the crash-client nemesis kills it by default
+
     def try_acquire(self, owner: str) -> Grant | None:
         if not self._call(lambda: self.client.setnx(self.key, owner)):
             return None
+        crash.point("after-setnx")
         seconds = max(1, math.ceil(self.ttl_ms / 1000))
         self._call(lambda: self.client.expire(self.key, seconds))
         return self._grant(owner)

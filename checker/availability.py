@@ -1,0 +1,86 @@
+"""Availability: the share of the time a lock was wanted that it could be had.
+
+Per lock, in the clients' own real time: the lock was *wanted* while some client was in an
+acquire (from invocation to completion), and *held* while some grant was believed held. The
+time it was wanted but nobody held it is time it could not be had: hand-over gaps between
+holders (milliseconds), outages (a dead primary, no quorum) and locks left behind by crashed
+holders until their TTL runs out, which is where the cost of a long TTL shows. So:
+
+    availability = 1 - (wanted and not held) / (wanted or held)
+
+with the longest stretch of unavailability and every *outage* (a stretch of at least
+``max(1 s, TTL/2)``; a stretch runs from a moment the lock was wanted and not held to the next
+grant, whether or not somebody was asking all along) listed. Informational: always valid
+(liveness judges stuck locks). Pure function of the history.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from typing import Any
+
+from checker.demand import attempt_interval, attempts, crash_times, grant_end
+from checker.intervals import Interval, subtract, total, union
+from checker.sessions import by_lock, grants
+from harness.history import Op, seconds
+
+NS = 1_000_000_000
+MAX_LISTED = 20
+
+
+def stretches(gaps: list[Interval], held: list[Interval]) -> list[Interval]:
+    """Join consecutive gaps that no holding separates: a moment when nobody happened to be
+    asking does not end an outage, a grant does."""
+    ends = [h1 for _, h1 in held]  # ``held`` is a union: sorted and disjoint
+    out: list[Interval] = []
+    for a, b in gaps:
+        if out:
+            i = bisect.bisect_right(ends, out[-1][1])  # the first holding after that stretch
+            if i == len(held) or held[i][0] >= a:
+                out[-1] = (out[-1][0], b)
+                continue
+        out.append((a, b))
+    return out
+
+
+def lock_availability(wanted: list[Interval], held: list[Interval], outage_ns: int
+                      ) -> dict[str, Any]:
+    span = total([*wanted, *held])
+    lost = total(subtract(wanted, held))
+    gaps = stretches(subtract(wanted, held), held)
+    outages = [g for g in gaps if g[1] - g[0] >= outage_ns]
+    longest = max(gaps, key=lambda g: g[1] - g[0], default=None)
+    return {
+        "availability": round(1 - lost / span, 4) if span else 1.0,
+        "wanted-s": round(total(wanted) / NS, 3),
+        "held-s": round(total(held) / NS, 3),
+        "unavailable-s": round(lost / NS, 3),
+        "longest-unavailable": None if longest is None else {
+            "from": seconds(longest[0]), "until": seconds(longest[1]),
+            "seconds": round((longest[1] - longest[0]) / NS, 3)},
+        "outage-count": len(outages),
+        "outages": [{"from": seconds(a), "until": seconds(b), "seconds": round((b - a) / NS, 3)}
+                    for a, b in outages[:MAX_LISTED]],
+    }
+
+
+def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    ttl = float((spec or {}).get("ttl") or 2.0)
+    outage_ns = int(max(1.0, ttl / 2) * NS)
+    crashes = crash_times(history)
+    horizon = max((op["time"] for op in history), default=0)
+    all_attempts = attempts(history)
+    gs = by_lock(grants(history))
+    per_lock = {}
+    for lock in sorted({a.lock for a in all_attempts} | set(gs)):
+        wanted = [attempt_interval(a, crashes, horizon) for a in all_attempts if a.lock == lock]
+        held = union((g.start, grant_end(g, crashes, horizon)) for g in gs.get(lock, []))
+        per_lock[lock] = lock_availability(wanted, held, outage_ns)
+    result: dict[str, Any] = {"valid": True, "locks": per_lock}
+    if per_lock:
+        result["availability"] = min(v["availability"] for v in per_lock.values())
+        result["outage-count"] = sum(v["outage-count"] for v in per_lock.values())
+    else:
+        result["note"] = "no acquire was attempted"
+    return result

@@ -1,0 +1,63 @@
+"""Does libfaketime reach a server? Clock faults are only honest where it does.
+
+libfaketime works by LD_PRELOAD: it replaces libc's clock functions. A JVM reads the wall clock
+through libc, so it follows; a Go program (etcd) reads it through the vDSO without libc, so it
+does not, and a clock fault there would be a silent no-op. For a JVM the harness checks rather
+than assumes: it runs ``java -version`` under libfaketime with the clock a year ahead and reads
+the JVM's own log timestamps.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import time
+
+LIBFAKETIME_PATHS = (
+    "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/faketime/libfaketime.so.1",
+)
+SHIFT_DAYS = 400
+_STAMP = re.compile(r"^\[(\d{4})-(\d\d)-(\d\d)T")
+
+
+def libfaketime() -> str | None:
+    """The path of libfaketime's preload library, or None if it is not installed."""
+    return next((p for p in LIBFAKETIME_PATHS if os.path.exists(p)), None)
+
+
+def jvm_log_year(output: str) -> int | None:
+    """The year of the first ``-Xlog`` line decorated with the wall-clock time."""
+    for line in output.splitlines():
+        m = _STAMP.match(line)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+@functools.cache
+def jvm_clock_support(java: str = "java") -> str | None:
+    """None if a JVM started under libfaketime sees the faked clock, else a one-line reason."""
+    lib = libfaketime()
+    if lib is None:
+        return "libfaketime is not installed (Debian package libfaketime): run `bash setup.sh`"
+    binary = shutil.which(java)
+    if binary is None:
+        return f"{java} not found: cannot check that the JVM follows libfaketime"
+    env = {**os.environ, "LD_PRELOAD": lib, "FAKETIME": f"+{SHIFT_DAYS}d"}
+    try:
+        proc = subprocess.run([binary, "-Xlog:os=info:stdout:time", "-version"], env=env,
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"the JVM did not run under libfaketime: {e}"
+    year = jvm_log_year(proc.stdout)
+    expected = time.gmtime(time.time() + SHIFT_DAYS * 86400).tm_year
+    if proc.returncode != 0 or year is None:
+        return f"the JVM did not run under libfaketime (exit {proc.returncode})"
+    if year != expected:
+        return f"the JVM ignores libfaketime (it says {year}, expected {expected})"
+    return None

@@ -1,0 +1,75 @@
+"""``crash-client``: SIGKILL a client process at a chosen step of its lock protocol.
+
+The nemesis arms one live client (workloads/crash.py): the client kills itself when it next
+reaches the step, by default the lock's own crash point (``after-setnx`` for
+``redis-setnx-expire``: the key is set, its EXPIRE never comes), else ``holding`` (inside the
+critical section, lock held). Option ``crash-step`` picks another (``--nemesis-opt
+crash-step=holding``).
+
+The crashed client stays dead and the others go on (its op in flight stays without completion:
+indeterminate, as the history contract says). At least two clients are always left alive.
+The fault's record says which client, the step, whether it died and how long that took.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from nemesis.base import BaseNemesis, NemesisContext, client_name
+from nemesis.process_faults import process_of
+from workloads.crash import AUTO, crash_file, crashed_at
+
+MIN_ALIVE = 2
+POLL = 0.02
+
+
+class CrashClient(BaseNemesis):
+    name = "crash-client"
+    summary = ("SIGKILL a client at a step of its lock protocol (default: the lock's own, "
+               "e.g. between SETNX and EXPIRE); it stays dead")
+
+    def __init__(self) -> None:
+        self._detail: dict[str, Any] | None = None
+
+    def wait_limit(self, ctx: NemesisContext) -> float:
+        return float(ctx.options.get("crash-wait", max(5.0, 3 * ctx.ttl)))
+
+    def select(self, ctx: NemesisContext) -> list[str] | None:
+        candidates = [p for p in ctx.clients.alive() if p not in ctx.clients.doomed]
+        if len(candidates) <= MIN_ALIVE:
+            return None
+        return [client_name(ctx.rng.choice(candidates))]
+
+    def start(self, ctx: NemesisContext, targets: list[str]) -> None:
+        step = str(ctx.options.get("crash-step", AUTO))
+        p = process_of(targets[0])
+        ctx.clients.arm_crash(p, step)
+        began = time.monotonic()
+        deadline = began + self.wait_limit(ctx)
+        while time.monotonic() < deadline and p in ctx.clients.alive():
+            time.sleep(POLL)
+        died = p not in ctx.clients.alive()
+        if died:
+            ctx.live.forget(p)
+        else:
+            ctx.clients.disarm_crash(p)
+        self._detail = {
+            "step": step,
+            "crashed": died,
+            "crashed-at": crashed_at(crash_file(ctx.clients.procs.run_dir, p)) if died else None,
+            "after-s": round(time.monotonic() - began, 3),
+        }
+
+    def duration(self, ctx: NemesisContext) -> float:
+        return 0.0  # nothing to hold: the client stays dead
+
+    def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
+        self._detail = None
+
+    def detail(self) -> dict[str, Any] | None:
+        return self._detail
+
+    def teardown(self, ctx: NemesisContext) -> None:
+        for p in ctx.clients.processes:
+            ctx.clients.disarm_crash(p)

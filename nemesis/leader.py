@@ -1,0 +1,70 @@
+"""Faults aimed at the current leader of a consensus cluster (ZooKeeper, etcd).
+
+The leader is where sessions and leases are tracked, so losing it is when a lock service has to
+decide, in a new term, which sessions survived: ``partition-leader`` cuts it off from the other
+nodes (it keeps its clients; a minority leader steps down, the majority elects a new one),
+``pause-leader`` freezes it with SIGSTOP for longer than the TTL. The leader is found with the
+DB's own probe (``DB.leader(nodes)``) right before each fault and recorded in the history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.dbs.base import leader_of
+from nemesis import topology
+from nemesis.base import BaseNemesis, NemesisContext
+
+
+def current_leader(ctx: NemesisContext) -> str | None:
+    if ctx.db is None:
+        raise RuntimeError("the nemesis context has no db: cannot find the leader")
+    return leader_of(ctx.db, ctx.nodes)
+
+
+class PartitionLeader(BaseNemesis):
+    name = "partition-leader"
+    summary = "cut the current leader off from the other DB nodes, past the TTL"
+
+    def __init__(self) -> None:
+        self._cuts: list[tuple[str, str]] = []
+
+    def select(self, ctx: NemesisContext) -> list[str] | None:
+        leader = current_leader(ctx)
+        if leader is None or len(ctx.nodes) < 2:
+            return None  # an election under way: try again at the next turn
+        self._cuts = topology.cuts(topology.isolate([n.name for n in ctx.nodes], leader))
+        return [leader]
+
+    def start(self, ctx: NemesisContext, targets: list[str]) -> None:
+        ctx.backend.cut(self._cuts)
+
+    def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
+        ctx.backend.heal()
+
+    def teardown(self, ctx: NemesisContext) -> None:
+        ctx.backend.heal()
+
+    def detail(self) -> dict[str, Any] | None:
+        return {"cut": [list(c) for c in self._cuts]} if self._cuts else None
+
+
+class PauseLeader(BaseNemesis):
+    name = "pause-leader"
+    summary = "SIGSTOP the current leader for longer than the TTL, then SIGCONT"
+
+    def select(self, ctx: NemesisContext) -> list[str] | None:
+        leader = current_leader(ctx)
+        return None if leader is None else [leader]
+
+    def start(self, ctx: NemesisContext, targets: list[str]) -> None:
+        for t in targets:
+            ctx.backend.pause(ctx.node(t))
+
+    def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
+        for t in targets:
+            ctx.backend.resume(ctx.node(t))
+
+    def teardown(self, ctx: NemesisContext) -> None:
+        for node in ctx.nodes:
+            ctx.backend.resume(node)

@@ -1,0 +1,43 @@
+"""``partition-minority``: cut a minority of the DB nodes off from every client and node.
+
+The partitions among DB nodes (``partition-halves`` ...) do not touch a lock whose nodes never
+talk to each other, such as Redlock's independent masters: for those, what matters is which
+nodes the *clients* can reach. Here every client still reaches a majority, so a quorum lock
+must stay safe and available; the unreachable nodes cost each attempt its per-node timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nemesis.base import BaseNemesis, NemesisContext, client_name
+
+
+class PartitionMinority(BaseNemesis):
+    name = "partition-minority"
+    summary = "cut a minority of DB nodes off from every client and node, past the TTL"
+
+    def __init__(self) -> None:
+        self._cuts: list[tuple[str, str]] = []
+
+    def select(self, ctx: NemesisContext) -> list[str] | None:
+        n = len(ctx.nodes)
+        if n < 3:
+            return None  # no minority to cut: one node of two is half, not a minority
+        cut = sorted(node.name for node in ctx.rng.sample(ctx.nodes, (n - 1) // 2))
+        others = [node.name for node in ctx.nodes if node.name not in cut]
+        clients = [client_name(p) for p in ctx.clients.processes]
+        self._cuts = [(a, b) for a in cut for b in [*others, *clients]]
+        return cut
+
+    def start(self, ctx: NemesisContext, targets: list[str]) -> None:
+        ctx.backend.cut(self._cuts)
+
+    def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
+        ctx.backend.heal()
+
+    def teardown(self, ctx: NemesisContext) -> None:
+        ctx.backend.heal()
+
+    def detail(self) -> dict[str, Any] | None:
+        return {"cut-off": sorted({a for a, _ in self._cuts})} if self._cuts else None

@@ -1,0 +1,49 @@
+"""`harness check` on foreign history files and `harness export` to Jepsen EDN, end to end."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+STORED = Path(__file__).parent / "data" / "runs" / "redis-setnx-pause"
+
+
+def harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_export_to_edn_and_check_it_back(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(STORED, run)
+    exported = harness("export", str(run))
+    assert exported.returncode == 0, exported.stderr
+    edn = run / "history.edn"
+    assert edn.read_text().lstrip().startswith(("[", "{"))
+    checked = harness("check", str(edn), "--model", "mutex")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "acquired at" in checked.stdout
+
+
+def test_a_valid_history_file_exits_0(tmp_path: Path) -> None:
+    h = tmp_path / "ok.jsonl"
+    h.write_text("\n".join([
+        '{"time": 1, "process": 0, "type": "invoke", "f": "acquire"}',
+        '{"time": 2, "process": 0, "type": "ok", "f": "acquire"}',
+        '{"time": 3, "process": 1, "type": "invoke", "f": "acquire"}',
+        '{"time": 4, "process": 0, "type": "invoke", "f": "release"}',
+        '{"time": 5, "process": 0, "type": "ok", "f": "release"}',
+        '{"time": 6, "process": 1, "type": "ok", "f": "acquire"}',
+    ]) + "\n")
+    assert harness("check", str(h)).returncode == 0
+
+
+def test_bad_model_and_truncated_file_are_one_line_errors(tmp_path: Path) -> None:
+    h = tmp_path / "bad.jsonl"
+    h.write_text('{"time": 1, "process": 0, "type": "invoke", "f": "acq')
+    bad = harness("check", str(h))
+    assert bad.returncode == 3 and bad.stderr.count("\n") == 1 and "line 1" in bad.stderr
+    model = harness("check", str(h), "--model", "queue")
+    assert model.returncode == 64 and "unknown model" in model.stderr

@@ -1,0 +1,179 @@
+"""Liveness (stuck locks) and availability on generated histories: valid ones pass, stuck ones
+are caught; interval arithmetic against a brute-force model."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from checker import availability, liveness
+from checker.compose import check_all
+from checker.intervals import subtract, total, union
+from tests.histories import MS, Built, retime, valid_histories
+
+SETTINGS = settings(max_examples=100, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+S = 1000 * MS
+SPEC = {"workload": "mutex", "ttl": 2.0}  # threshold: max(10 s, 5 x 2 s) = 10 s
+
+
+# interval arithmetic ---------------------------------------------------------------------------
+small_intervals = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=8)
+
+
+def points(intervals: list[tuple[int, int]]) -> set[int]:
+    return {t for a, b in intervals for t in range(a, b)}
+
+
+@given(small_intervals, small_intervals)
+def test_union_and_subtract_match_sets_of_points(a: list[tuple[int, int]],
+                                                 b: list[tuple[int, int]]) -> None:
+    u = union(a)
+    assert points(u) == points(a)
+    assert all(x[1] < y[0] for x, y in itertools.pairwise(u)), "disjoint and sorted"
+    assert points(subtract(a, b)) == points(a) - points(b)
+    assert total(a) == len(points(a))
+
+
+# history builders ------------------------------------------------------------------------------
+def last_time(h: list[dict[str, Any]]) -> int:
+    return max(op["time"] for op in h)
+
+
+def processes(built: Built) -> list[int]:
+    return sorted({op["process"] for op in built.history if isinstance(op["process"], int)})
+
+
+def attempt(h: list[dict[str, Any]], p: int, t: int, dt: int, outcome: str) -> None:
+    h.append({"time": t, "process": p, "type": "invoke", "f": "acquire", "value": None,
+              "lock": "lock"})
+    done: dict[str, Any] = {"time": t + dt, "process": p, "type": outcome, "f": "acquire",
+                            "value": None, "lock": "lock"}
+    if outcome == "ok":
+        done["value"] = {"session": 10_000 + t, "validity": 2.0}
+    h.append(done)
+
+
+@st.composite
+def stuck_histories(draw: st.DrawFn) -> tuple[list[dict[str, Any]], int, int, int]:
+    """A valid history, then: a client crashes in the middle of an acquire (SETNX done, never
+    EXPIREd) and the others try and fail for longer than the threshold, to the end.
+    Returns (history, crashed process, start of the stuck stretch, its end)."""
+    built = draw(valid_histories(final_read=False))
+    h = copy.deepcopy(built.history)
+    procs = processes(built)
+    crashed = draw(st.sampled_from(procs))
+    others = sorted({*procs, max(procs) + 1} - {crashed})  # at least one keeps trying
+    t = last_time(h) + MS
+    free_since = max((op["time"] for op in h if op["f"] == "release"
+                      and op["type"] == "invoke"), default=t)
+    h.append({"time": t, "process": crashed, "type": "invoke", "f": "acquire", "value": None,
+              "lock": "lock"})
+    h.append({"time": t + MS, "process": "nemesis", "type": "info", "f": "crash-client",
+              "value": "start", "targets": [f"c{crashed}"],
+              "detail": {"step": "auto", "crashed": True}})
+    length = draw(st.integers(10_500, 30_000)) * MS
+    clock = {p: t + draw(st.integers(1, 50)) * MS for p in others}
+    end = t + length
+    began = t
+    while began <= end:  # until an attempt begins after the stuck threshold
+        p = min(clock, key=clock.__getitem__)
+        began = clock[p]
+        dt = draw(st.integers(100, 5000)) * MS
+        attempt(h, p, clock[p], dt, draw(st.sampled_from(["fail", "fail", "info"])))
+        clock[p] += dt + draw(st.integers(0, 50)) * MS
+    return retime(h), crashed, free_since, end
+
+
+@st.composite
+def recovering_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A valid history, then an outage shorter than the threshold (nothing acquires, attempts
+    fail), then the lock is acquired and released again: not stuck."""
+    built = draw(valid_histories(final_read=False))
+    h = copy.deepcopy(built.history)
+    procs = processes(built)
+    t = last_time(h) + MS
+    outage_end = t + draw(st.integers(100, 9_000)) * MS
+    while t < outage_end:
+        p = draw(st.sampled_from(procs))
+        dt = draw(st.integers(50, 2000)) * MS
+        attempt(h, p, t, dt, draw(st.sampled_from(["fail", "info"])))
+        t += dt + MS
+    p = draw(st.sampled_from(procs))
+    t = max(t, last_time(h)) + MS
+    attempt(h, p, t, 5 * MS, "ok")
+    h.append({"time": t + 50 * MS, "process": p, "type": "invoke", "f": "release",
+              "value": None, "lock": "lock"})
+    h.append({"time": t + 51 * MS, "process": p, "type": "ok", "f": "release", "value": None,
+              "lock": "lock"})
+    return retime(h)
+
+
+# liveness --------------------------------------------------------------------------------------
+@SETTINGS
+@given(valid_histories())
+def test_valid_histories_are_live_and_available(built: Built) -> None:
+    live = liveness.check(built.history, SPEC)
+    assert live["valid"] is True, live
+    avail = availability.check(built.history, SPEC)
+    assert avail["valid"] is True
+    figures = avail["locks"]["lock"]
+    assert 0.0 <= figures["availability"] <= 1.0
+    assert figures["held-s"] > 0
+
+
+@SETTINGS
+@given(stuck_histories())
+def test_stuck_locks_are_caught(case: tuple[list[dict[str, Any]], int, int, int]) -> None:
+    history, crashed, free_since, end = case
+    result = liveness.check(history, SPEC)
+    assert result["valid"] is False
+    stuck = result["stuck-locks"][0]
+    assert stuck["crashed-in-acquire"] == [crashed]
+    assert stuck["free-since"] == round(free_since / 1e9, 3) < end / 1e9
+    assert crashed not in stuck["processes"]
+    assert "nothing acquired it" in stuck["explanation"]
+    assert check_all(history, SPEC)["valid"] is False  # a stuck lock fails the whole run
+    avail = availability.check(history, SPEC)["locks"]["lock"]
+    assert avail["longest-unavailable"]["seconds"] >= 10.0
+    assert avail["outage-count"] >= 1
+
+
+@SETTINGS
+@given(recovering_histories())
+def test_outages_that_end_are_not_stuck(history: list[dict[str, Any]]) -> None:
+    assert liveness.check(history, SPEC)["valid"] is True
+
+
+@SETTINGS
+@given(stuck_histories())
+def test_a_longer_ttl_raises_the_threshold(case: tuple[list[dict[str, Any]], int, int, int]
+                                           ) -> None:
+    history, *_ = case
+    assert liveness.check(history, {"ttl": 60.0})["valid"] is True  # 300 s: not yet stuck
+
+
+def test_a_holder_to_the_end_is_not_stuck() -> None:
+    h: list[dict[str, Any]] = []
+    attempt(h, 0, 1 * MS, MS, "ok")
+    for i in range(30):
+        attempt(h, 1, (10 + i) * S // 1, S // 2, "fail")
+    assert liveness.check(retime(h), SPEC)["valid"] is True  # process 0 holds it (a lease)
+
+
+def test_a_crashed_holder_stops_holding_at_its_crash() -> None:
+    h: list[dict[str, Any]] = []
+    attempt(h, 0, 1 * MS, MS, "ok")
+    h.append({"time": 5 * MS, "process": "nemesis", "type": "info", "f": "crash-client",
+              "value": "start", "targets": ["c0"], "detail": {"crashed": True}})
+    for i in range(30):
+        attempt(h, 1, i * S + 10 * MS, S // 2, "fail")
+    result = liveness.check(retime(h), SPEC)
+    assert result["valid"] is False
+    assert result["stuck-locks"][0]["free-since"] == 0.005
+    avail = availability.check(retime(h), SPEC)["locks"]["lock"]
+    assert avail["availability"] < 0.1

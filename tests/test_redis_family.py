@@ -1,0 +1,150 @@
+"""The Redis family on real servers: Redisson's watchdog and redis-py's lock under pauses, a
+Sentinel failover that loses the lock, a client crash between SETNX and EXPIRE that leaves a
+stuck lock; and the one-line refusals (no libc Redis for clock faults, bad options)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workloads.crash import crashed_at
+
+needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server missing: run `bash setup.sh`")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="iptables needs root")
+
+
+def harness(*args: str, timeout: float = 180, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "results"
+    harness("clean")  # only what dead runs left: never other live runs
+
+
+def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
+    proc = harness("run", "--store", str(store), "--quiet", *args)
+    latest = (store / "latest").resolve()
+    results = json.loads((latest / "results.json").read_text()) if (
+        latest / "results.json").exists() else {}
+    return proc.returncode, results, latest, proc.stdout + proc.stderr
+
+
+def history(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.servers
+@needs_redis
+def test_pausing_a_redisson_holder_pauses_its_watchdog(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--lock", "redisson", "--nemesis", "pause",
+                                      "--time-limit", "9", "--seed", "1")
+    assert code == 1, out
+    assert results["checks"]["mutex"]["lock-overlap-count"] >= 1
+    ops = history(run_dir)
+    # Re-entry works while nobody interferes: the nested release leaves the lock held.
+    assert any(op["f"] == "reacquire" and op["type"] == "ok" for op in ops)
+    assert any(op["f"] == "rerelease" and op["type"] == "ok" for op in ops)
+
+
+@pytest.mark.servers
+@needs_redis
+def test_redis_py_lock_breaks_under_a_pause(store: Path) -> None:
+    code, results, _, out = run(store, "--lock", "redis-py", "--nemesis", "pause",
+                                "--time-limit", "9", "--seed", "1")
+    assert code == 1, out
+    assert results["checks"]["mutex"]["resource-interleaving-count"] >= 1
+
+
+@pytest.mark.servers
+@needs_redis
+@needs_root
+def test_sentinel_failover_loses_the_lock(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--db", "redis-sentinel", "--lock", "redis-setnx",
+                                      "--nemesis", "failover", "--time-limit", "12",
+                                      "--seed", "1")
+    assert code == 1, out
+    test = json.loads((run_dir / "test.json").read_text())
+    assert [n["name"] for n in test["companions"]] == ["s1", "s2", "s3"]
+    stops = [op for op in history(run_dir) if op["f"] == "failover" and op["type"] == "info"
+             and op["value"] == "stop"]
+    assert stops, out
+    detail = stops[0]["detail"]
+    assert detail["promoted"] in ("n2", "n3") and detail["old-primary"] == "n1"
+    assert results["checks"]["mutex"]["lock-overlap-count"] >= 1
+
+
+@pytest.mark.servers
+@needs_redis
+def test_a_client_killed_between_setnx_and_expire_leaves_a_stuck_lock(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--lock", "redis-setnx-expire", "--nemesis",
+                                      "crash-client", "--time-limit", "15", "--seed", "1")
+    assert code == 1, out
+    assert results["checks"]["mutex"]["valid"] is True  # safe, and useless
+    live = results["checks"]["liveness"]
+    assert live["valid"] is False and live["stuck-lock-count"] == 1
+    crashes = [op for op in history(run_dir) if op["f"] == "crash-client"
+               and op["type"] == "info" and (op.get("detail") or {}).get("crashed")]
+    assert crashes and crashes[0]["detail"]["crashed-at"] == "after-setnx"
+    crashed = int(crashes[0]["targets"][0][1:])
+    assert live["stuck-locks"][0]["crashed-in-acquire"] == [crashed]
+    assert results["checks"]["availability"]["outage-count"] >= 1
+
+
+@needs_redis
+def test_clock_faults_without_a_libc_redis_are_refused_in_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "LOCK_HARNESS_CACHE": str(tmp_path / "no-cache")}
+    proc = harness("run", "--nemesis", "clock", "--time-limit", "2", "--quiet", "--store",
+                   str(tmp_path / "results"), env=env)
+    assert proc.returncode == 3
+    assert proc.stderr.count("\n") == 1 and "build_redis_libc.sh" in proc.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--persistence", "sometimes"], "--persistence 'sometimes'"),
+    (["--db", "redis-sentinel", "--nodes", "2"], "needs --nodes 3 or more"),
+    (["--nemesis", "failover"], "--nemesis failover needs"),
+    (["--db", "redis-masters", "--lock", "redisson"], "lock 'redisson' runs on"),
+    (["--nemesis-opt", "oops"], "expected KEY=VALUE"),
+])
+def test_bad_options_are_one_line_and_exit_64(args: list[str], message: str) -> None:
+    proc = harness("run", *args)
+    assert proc.returncode == 64, proc.stderr
+    assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+
+
+def test_list_names_the_redis_family() -> None:
+    out = harness("list").stdout
+    for name in ("redis-masters", "redis-sentinel", "redlock", "redlock-fenced", "redisson",
+                 "redis-py", "kill-majority-delayed", "failover", "crash-client",
+                 "clock-strobe", "partition-minority"):
+        assert name in out
+
+
+def test_an_armed_client_kills_itself_at_its_crash_point(tmp_path: Path) -> None:
+    armed = tmp_path / "c0.crash"
+    armed.write_text("after-setnx\n")
+    code = ("from workloads import crash\n"
+            f"crash.configure({str(armed)!r}, ('after-setnx',))\n"
+            "crash.point('holding')\n"
+            "print('survived holding', flush=True)\n"
+            "crash.point('after-setnx')\n"
+            "print('survived after-setnx', flush=True)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert proc.stdout == "survived holding\n"
+    assert crashed_at(armed) == "after-setnx"

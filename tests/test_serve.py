@@ -1,0 +1,147 @@
+"""``harness serve`` over real HTTP on 127.0.0.1: the list of runs with verdicts and filters, a
+report, a log, a zip of a run, the JSON list, and nothing outside the store."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.history import read_history
+from harness.report import write_report
+from harness.serve import make_server
+
+DATA = Path(__file__).parent / "data" / "runs" / "redis-setnx-pause"
+INVALID = "redis_redis-setnx_mutex_pause/20261122T043130"
+VALID = "redis_redis-fenced_fenced_none/20261122T050000"
+
+
+def make_store(root: Path) -> Path:
+    """Two runs: the stored invalid one, and a copy relabelled as a valid fenced run."""
+    store = root / "results"
+    shutil.copytree(DATA, store / INVALID)
+    shutil.copytree(DATA, store / VALID)
+    test = json.loads((store / VALID / "test.json").read_text())
+    test["spec"].update(lock="redis-fenced", workload="fenced", nemesis=[])
+    (store / VALID / "test.json").write_text(json.dumps(test))
+    (store / VALID / "results.json").write_text(json.dumps(
+        {"valid": True, "checks": {"mutex": {"valid": True}}}))
+    (store / "latest").symlink_to(VALID)
+    run = store / INVALID
+    spec = json.loads((run / "test.json").read_text())["spec"]
+    write_report(run, spec, read_history(run / "history.jsonl"),
+                 json.loads((run / "results.json").read_text()))
+    (root / "secret.txt").write_text("outside the store")
+    suite = store / "_suites" / "nightly" / "20261122T060000"
+    suite.mkdir(parents=True)
+    (suite / "summary.json").write_text(json.dumps(
+        {"name": "nightly", "total": 2, "as_expected": 1, "differ": 1}))
+    (suite / "index.html").write_text("<title>suite nightly</title>")
+    return store
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    srv = make_server(make_store(tmp_path), "127.0.0.1", 0, quiet=True)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    host, port = srv.server_address[:2]
+    yield f"http://{host}:{port}"
+    srv.shutdown()
+    srv.server_close()
+    thread.join(10)
+
+
+def get(url: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read()
+
+
+def test_lists_runs_with_verdicts_and_filters(server: str) -> None:
+    assert server.startswith("http://127.0.0.1:")
+    status, ctype, body = get(server + "/")
+    page = body.decode()
+    assert status == 200 and ctype.startswith("text/html")
+    assert "2 of 2 runs" in page
+    assert '<span class="chip v-false">INVALID</span>' in page
+    assert '<span class="chip v-true">VALID</span>' in page
+    assert f'href="/runs/{INVALID}/report.html"' in page
+    assert f'href="/zip/{INVALID}.zip"' in page
+    assert "14 lock-overlap" in page
+    assert "1 of 2 as expected" in page  # the suites harness suite ran
+    assert 'href="/runs/_suites/nightly/20261122T060000/index.html"' in page
+    status, _, body = get(server + "/runs/_suites/nightly/20261122T060000/index.html")
+    assert status == 200 and b"suite nightly" in body
+    _, _, body = get(server + "/?verdict=invalid")
+    page = body.decode()
+    assert "1 of 2 runs" in page and INVALID in page and VALID not in page
+    _, _, body = get(server + "/?lock=redis-fenced&nemesis=none")
+    page = body.decode()
+    assert "1 of 2 runs" in page and VALID in page and INVALID not in page
+
+
+def test_serves_a_report_its_logs_and_a_zip(server: str) -> None:
+    status, ctype, body = get(f"{server}/runs/{INVALID}/report.html")
+    assert status == 200 and ctype.startswith("text/html")
+    assert b"INVALID" in body and b'id="timeline-canvas"' in body
+    status, ctype, body = get(f"{server}/runs/{INVALID}/logs/n1.log")  # the report's log link
+    assert status == 200 and ctype.startswith("text/plain") and b"Redis" in body
+    status, ctype, body = get(f"{server}/runs/{INVALID}/")
+    assert status == 200 and b"history.jsonl" in body
+    status, ctype, body = get(f"{server}/zip/{INVALID}.zip")
+    assert status == 200 and ctype == "application/zip"
+    names = zipfile.ZipFile(io.BytesIO(body)).namelist()
+    assert f"{INVALID}/history.jsonl" in names and f"{INVALID}/logs/n1.log" in names
+    status, ctype, body = get(server + "/api/runs.json")
+    runs = json.loads(body)
+    assert {r["path"] for r in runs} == {INVALID, VALID}
+    assert {r["valid"] for r in runs} == {True, False}
+
+
+def test_nothing_outside_the_store(server: str) -> None:
+    for path in ("/runs/../secret.txt", "/runs/%2e%2e/secret.txt", "/runs/..%2fsecret.txt",
+                 "/zip/../results.zip", "/runs/" + INVALID + "/../../../secret.txt",
+                 "/nothing-here"):
+        status, _, body = get(server + path)
+        assert status == 404, (path, body)
+        assert b"outside the store" not in body
+
+
+def test_the_command_listens_on_loopback(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "serve", "--store",
+                             str(store), "--port", "0", "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # "serving ... at http://127.0.0.1:PORT/ (Ctrl-C stops)"
+        assert " at http://127.0.0.1:" in line, (line, proc.poll())
+        url = line.split(" at ", 1)[1].split()[0]
+        status, _, body = get(url)
+        assert status == 200 and INVALID.encode() in body
+        status, _, body = get(f"{url}runs/{INVALID}/report.html")
+        assert status == 200 and b"lock-overlaps" in body
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+def test_a_missing_store_is_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "serve", "--store",
+                           str(tmp_path / "nope"), "--port", "0"], capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 3
+    assert proc.stderr.count("\n") == 1 and "no results store" in proc.stderr

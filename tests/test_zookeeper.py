@@ -1,0 +1,71 @@
+"""Real short runs against a 3-node ZooKeeper ensemble on loopback (Debian's zookeeper, a JVM
+per node), with kazoo clients in their own processes. Each run is 12 s of workload or less."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import netfilter
+from harness.dbs.faketime import jvm_clock_support
+from harness.dbs.zookeeper import ZOOKEEPER_JAR
+from tests.consensus_runs import harness, run
+
+pytestmark = [
+    pytest.mark.servers,
+    pytest.mark.skipif(shutil.which("java") is None or not os.path.exists(ZOOKEEPER_JAR),
+                       reason="zookeeper missing: run `bash setup.sh`"),
+]
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="iptables needs root")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "results"
+    harness("clean")  # only what dead runs left: never other live runs
+
+
+def test_a_holder_paused_past_its_session_timeout_overlaps_the_next(store: Path) -> None:
+    r = run(store, "--db", "zookeeper", "--nemesis", "pause", "--time-limit", "12",
+            "--seed", "1")
+    assert r.code == 1, r.output
+    mutex = r.check("mutex")
+    assert mutex["lock-overlap-count"] >= 1 and mutex["resource-interleaving-count"] >= 1
+    assert r.test["spec"]["lock"] == "zookeeper" and r.test["spec"]["nodes"] == 3
+    tokens = [g["token"] for g in r.grants()]
+    assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens)  # znode sequence
+
+
+def test_the_znode_sequence_number_fences_off_the_paused_holder(store: Path) -> None:
+    r = run(store, "--db", "zookeeper", "--workload", "fenced", "--nemesis", "pause",
+            "--time-limit", "12", "--seed", "1")
+    assert r.code == 0, r.output
+    fencing = r.check("fencing")
+    assert fencing["stale-rejected"] >= 1 and fencing["stale-accepted-count"] == 0
+    assert fencing["token-order-violation-count"] == 0
+    assert r.check("mutex")["lock-overlap-count"] >= 1  # it did happen; it did no harm
+
+
+@needs_root
+def test_cutting_the_leader_off_elects_another_and_fencing_keeps_data_safe(
+        store: Path) -> None:
+    """Servers dial each other from 127.0.0.1; the local backend rewrites their source address
+    (netfilter.source_nat), so a cut between two servers really cuts them."""
+    r = run(store, "--db", "zookeeper", "--lock", "zookeeper-listener", "--workload", "fenced",
+            "--nemesis", "partition-leader", "--time-limit", "12", "--seed", "3")
+    assert r.code == 0, r.output
+    faults = r.test["faults"]
+    assert faults and all(f["targets"][0] in ("n1", "n2", "n3") for f in faults)
+    leading = sum(log.read_text().count("- LEADING\n") for log in (r.run_dir / "logs").glob("n*"))
+    assert leading >= 2, "cutting the leader off should have made another node lead"
+    assert r.check("fencing")["writes-accepted"] > 0
+    run_id = r.test["run_id"].replace("/", ":")
+    assert not [x for t in ("filter", "nat") for x in netfilter.rules(t) if run_id in x]
+
+
+def test_the_jvm_follows_libfaketime() -> None:
+    assert jvm_clock_support() is None
