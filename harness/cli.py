@@ -248,7 +248,7 @@ def print_summary(results: dict[str, Any], run_dir: Path) -> None:
                  if k.endswith(("-count", "-rejected", "-accepted")) and not isinstance(v, list)]
         print(line + ", ".join(facts))
         for key in ("lock-overlaps", "resource-interleavings", "stale-accepted",
-                    "token-order-violations", "stuck-locks"):
+                    "token-order-violations", "stuck-locks", "lost-updates"):
             items = check.get(key) or []
             if items:
                 note = (" (informational: the resource checks tokens)"

@@ -221,3 +221,13 @@ def test_ctrl_c_heals_stops_everything_and_keeps_the_history(store: Path) -> Non
     assert '"f":"pause","value":"heal"' in history, "the final heal is recorded"
     left = [f"{name}:{pid}" for name, (pid, _) in pids.items() if alive(pid)]
     assert not left, f"still running after Ctrl-C: {left}"
+
+
+@needs_redis
+def test_counter_workload_loses_updates_under_pauses(store: Path) -> None:
+    code, results, _, out = run(store, "--workload", "counter", "--nemesis", "pause",
+                                "--time-limit", "10", "--seed", "2")
+    assert code == 1, out
+    lost = results["checks"]["lost-updates"]
+    assert lost["valid"] is False and lost["lost-update-count"] >= 1
+    assert "instead of going up by 1" in lost["lost-updates"][0]["explanation"]
