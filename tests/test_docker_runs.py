@@ -97,7 +97,10 @@ def test_partition_cuts_one_client_off_inside_the_containers(
     code, results, _, out = run(store, "--nemesis", "partition", "--time-limit", "8",
                                 "--seed", "4")
     assert code == 0, out
-    assert results["checks"]["stats"]["counts"]["release"]["info"] >= 1
+    counts = results["checks"]["stats"]["counts"]
+    # the cut-off client's next request to Redis (its release, or its next acquire if it had
+    # already released when the cut landed) times out: indeterminate, never a failure
+    assert counts["release"]["info"] + counts["acquire"]["info"] >= 1, counts
 
 
 def test_interrupted_runs_leave_nothing_after_clean(docker_client: Any, tmp_path: Path) -> None:

@@ -99,7 +99,10 @@ def test_isolating_the_holder_times_out_its_release_and_heals(store: Path) -> No
     code, results, run_dir, out = run(store, "--nemesis", "partition", "--time-limit", "10",
                                       "--seed", "4")
     assert code == 0, out
-    assert results["checks"]["stats"]["counts"]["release"]["info"] >= 1
+    counts = results["checks"]["stats"]["counts"]
+    # the cut-off client's next request to Redis (its release, or its next acquire if it had
+    # already released when the cut landed) times out: indeterminate, never a failure
+    assert counts["release"]["info"] + counts["acquire"]["info"] >= 1, counts
     history = (run_dir / "history.jsonl").read_text()
     assert '"f":"partition"' in history
     assert not [r for r in netfilter.rules() if "lock-harness:" in r]
