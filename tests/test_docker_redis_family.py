@@ -5,13 +5,16 @@ n1..n3, a failover that really happens, and Redlock broken by a majority clock j
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.harness_runs import run as run_harness
+
+
+def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
+    return run_harness(store, "--backend", "docker", *args)
 
 pytestmark = [pytest.mark.docker, pytest.mark.servers]
 
@@ -27,25 +30,6 @@ def docker_client() -> Any:
         return c
     except Exception as e:  # no SDK, no engine, no image
         pytest.skip(f"docker backend unavailable ({type(e).__name__}): run `bash setup.sh`")
-
-
-def harness(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "results"
-    harness("clean")
-
-
-def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
-    proc = harness("run", "--backend", "docker", "--store", str(store), "--quiet", *args)
-    latest = (store / "latest").resolve()
-    path = latest / "results.json"
-    results = json.loads(path.read_text()) if path.exists() else {}
-    return proc.returncode, results, latest, proc.stdout + proc.stderr
 
 
 def ops(run_dir: Path, f: str) -> list[dict[str, Any]]:

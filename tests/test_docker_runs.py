@@ -9,11 +9,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.harness_runs import harness
+from tests.harness_runs import run as run_harness
+
+
+def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
+    return run_harness(store, "--backend", "docker", *args)
 
 pytestmark = [pytest.mark.docker, pytest.mark.servers]
 
@@ -33,25 +39,6 @@ def engine() -> Any:
 @pytest.fixture
 def docker_client() -> Any:
     return engine()
-
-
-def harness(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "results"
-    harness("clean")
-
-
-def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
-    proc = harness("run", "--backend", "docker", "--store", str(store), "--quiet", *args)
-    latest = (store / "latest").resolve()
-    path = latest / "results.json"
-    results = json.loads(path.read_text()) if path.exists() else {}
-    return proc.returncode, results, latest, proc.stdout + proc.stderr
 
 
 def labelled(c: Any, run_id: str | None = None) -> tuple[list[Any], list[Any]]:

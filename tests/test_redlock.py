@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +14,14 @@ import redis
 
 from checker import fencing
 from harness.dbs.redis import LIBC_BUILD
+from tests.harness_runs import run as run_harness
 from workloads.locks.base import Endpoint, Indeterminate, LockConfig
 from workloads.locks.redlock import DRIFT_FACTOR, DRIFT_FIXED, FencedRedlockLock, RedlockLock
+
+
+def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
+    return run_harness(store, "--db", "redis-masters", *args)
+
 
 MS = 1_000_000
 
@@ -168,25 +171,6 @@ needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
                                  reason="redis-server missing: run `bash setup.sh`")
 needs_libc = pytest.mark.skipif(not (LIBC_BUILD / "redis-server").exists(),
                                 reason="no libc-malloc Redis: bash docker/build_redis_libc.sh")
-
-
-def harness(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "results"
-    harness("clean")  # only what dead runs left: never other live runs
-
-
-def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
-    proc = harness("run", "--store", str(store), "--quiet", "--db", "redis-masters", *args)
-    latest = (store / "latest").resolve()
-    results = json.loads((latest / "results.json").read_text()) if (
-        latest / "results.json").exists() else {}
-    return proc.returncode, results, latest, proc.stdout + proc.stderr
 
 
 @pytest.mark.servers

@@ -10,38 +10,18 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from harness import netfilter
+from tests.harness_runs import harness, run
 
 pytestmark = pytest.mark.servers
 
 needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
                                  reason="redis-server missing: run `bash setup.sh`")
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="iptables needs root")
-
-
-def harness(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "results"
-    harness("clean")  # only what dead runs left: never other live runs
-
-
-def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
-    proc = harness("run", "--store", str(store), "--quiet", *args)
-    latest = (store / "latest").resolve()
-    results = json.loads((latest / "results.json").read_text()) if (
-        latest / "results.json").exists() else {}
-    return proc.returncode, results, latest, proc.stdout + proc.stderr
 
 
 @needs_redis

@@ -1,0 +1,18 @@
+"""Fixtures shared by the test files that run servers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness_runs import harness
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Path]:
+    """A results store of the test's own; afterwards, `harness clean` removes what dead runs
+    left (never other live runs: no --force)."""
+    yield tmp_path / "results"
+    harness("clean")

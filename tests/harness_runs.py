@@ -1,0 +1,29 @@
+"""Running the real `harness` CLI from tests: one subprocess per command, verdicts read back
+from the results store. Shared by every test file that runs servers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def harness(*args: str, timeout: float = 240, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
+    """`harness run` into ``store``: (exit code, results.json, run dir, output)."""
+    proc = harness("run", "--store", str(store), "--quiet", *args)
+    latest = (store / "latest").resolve()
+    path = latest / "results.json"
+    results = json.loads(path.read_text()) if path.exists() else {}
+    return proc.returncode, results, latest, proc.stdout + proc.stderr
+
+
+def history(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
