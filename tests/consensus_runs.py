@@ -1,19 +1,15 @@
-"""Helpers for the real-server tests of ZooKeeper and etcd: run ``harness`` as a user would, in a
-store of the test's own, and read back what the run left."""
+"""Helpers for the real-server tests of ZooKeeper and etcd: run ``harness`` as a user would (the
+shared :func:`tests.harness_runs.harness`), in a store of the test's own, and read back what the
+run left: its exit code, results, history, test.json."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
-def harness(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+from tests.harness_runs import harness
 
 
 @dataclass

@@ -6,25 +6,19 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from harness import netfilter
-from tests.consensus_runs import harness, run
+from tests.consensus_runs import run
+from tests.harness_runs import harness
 
 pytestmark = [
     pytest.mark.servers,
     pytest.mark.skipif(shutil.which("etcd") is None, reason="etcd missing: run `bash setup.sh`"),
 ]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="iptables needs root")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "results"
-    harness("clean")  # only what dead runs left: never other live runs
 
 
 def test_pausing_the_holder_past_its_lease_breaks_the_etcd_lock(store: Path) -> None:

@@ -85,7 +85,7 @@ def test_isolating_the_holder_times_out_its_release_and_heals(store: Path) -> No
     assert counts["release"]["info"] + counts["acquire"]["info"] >= 1, counts
     history = (run_dir / "history.jsonl").read_text()
     assert '"f":"partition"' in history
-    assert not [r for r in netfilter.rules() if "lock-harness:" in r]
+    assert not own_rules(run_dir)
 
 
 @needs_redis
@@ -96,6 +96,12 @@ def test_killing_a_server_is_recorded_and_it_comes_back(store: Path) -> None:
     faults = json.loads((run_dir / "test.json").read_text())["faults"]
     assert faults and faults[0]["f"] == "kill" and faults[0]["targets"] == ["n1"]
     assert results["checks"]["stats"]["counts"]["acquire"]["ok"] > 0
+
+
+def own_rules(run_dir: Path) -> list[str]:
+    """This run's iptables rules (other runs may be live on this machine)."""
+    marker = f"lock-harness:{run_dir.parent.name}:{run_dir.name}"
+    return [r for r in netfilter.rules() if marker in r]
 
 
 def alive(pid: int) -> bool:
@@ -127,7 +133,7 @@ def test_kill_9_of_the_controller_keeps_the_history_and_clean_removes_everything
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
     pids = json.loads((run_dir / "pids.json").read_text())["processes"]
-    assert [r for r in netfilter.rules() if "lock-harness:" in r], "the cut should still be there"
+    assert own_rules(run_dir), "the cut should still be there"
 
     checked = harness("check", str(run_dir))
     assert checked.returncode in (0, 1, 2), checked.stderr
@@ -139,7 +145,7 @@ def test_kill_9_of_the_controller_keeps_the_history_and_clean_removes_everything
     time.sleep(0.5)
     left = [f"{name}:{pid}" for name, (pid, _) in pids.items() if alive(pid)]
     assert not left, f"still running after clean: {left}"
-    assert not [r for r in netfilter.rules() if "lock-harness:" in r]
+    assert not own_rules(run_dir)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from harness import netfilter
 from harness.dbs.faketime import jvm_clock_support
 from harness.dbs.zookeeper import ZOOKEEPER_JAR
-from tests.consensus_runs import harness, run
+from tests.consensus_runs import run
 
 pytestmark = [
     pytest.mark.servers,
@@ -21,12 +20,6 @@ pytestmark = [
                        reason="zookeeper missing: run `bash setup.sh`"),
 ]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="iptables needs root")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "results"
-    harness("clean")  # only what dead runs left: never other live runs
 
 
 def test_a_holder_paused_past_its_session_timeout_overlaps_the_next(store: Path) -> None:

@@ -9,7 +9,9 @@
   ``<prefix><lease id>`` on it and the waiter with the oldest key holds the lock; the others wait
   for the deletion of every older key. Safe as long as the process runs: a pause freezes the
   keepalive thread with the rest, and the lease expires under the paused holder (what Jepsen
-  found with etcd 3.4.3's lock API).
+  found with etcd 3.4.3's lock API). One departure from Go: a key left behind by a release
+  that failed is deleted before queueing again, where Go would reuse it and its revision (two
+  grants, one token).
 
 The fencing token is the lock key's create revision: etcd's revision is global and increases
 with every write, and a holder's key is always created after the previous holder's key was
@@ -163,9 +165,15 @@ class EtcdMutex:
         session = self._session()
         key = self.prefix + f"{session.id:x}".encode()
         resp = call(lambda: self._try_acquire(key, session.id))
+        if not resp.succeeded:
+            # Our key is still there: a release that failed. Go would hand it back with its old
+            # revision (its reentrancy path), so two grants would share a token; instead finish
+            # that release (as a Go user retries Unlock) and queue afresh.
+            self._unlock(key)
+            resp = call(lambda: self._try_acquire(key, session.id))
+            if not resp.succeeded:
+                raise Indeterminate("our queue key is back: another acquire in this session?")
         rev = resp.header.revision
-        if not resp.succeeded:  # our key exists already (a release that failed): reuse it
-            rev = resp.responses[0].response_range.kvs[0].create_revision
         owner = resp.responses[1].response_range.kvs
         if owner and owner[0].create_revision != rev:
             try:
