@@ -9,11 +9,11 @@ DB's own probe (``DB.leader(nodes)``) right before each fault and recorded in th
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.dbs.base import leader_of
 from nemesis import topology
-from nemesis.base import BaseNemesis, NemesisContext
+from nemesis.base import NemesisContext
+from nemesis.partition import CutLinks
+from nemesis.process_faults import PauseNode
 
 
 def current_leader(ctx: NemesisContext) -> str | None:
@@ -22,12 +22,9 @@ def current_leader(ctx: NemesisContext) -> str | None:
     return leader_of(ctx.db, ctx.nodes)
 
 
-class PartitionLeader(BaseNemesis):
+class PartitionLeader(CutLinks):
     name = "partition-leader"
     summary = "cut the current leader off from the other DB nodes, past the TTL"
-
-    def __init__(self) -> None:
-        self._cuts: list[tuple[str, str]] = []
 
     def select(self, ctx: NemesisContext) -> list[str] | None:
         leader = current_leader(ctx)
@@ -36,35 +33,11 @@ class PartitionLeader(BaseNemesis):
         self._cuts = topology.cuts(topology.isolate([n.name for n in ctx.nodes], leader))
         return [leader]
 
-    def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        ctx.backend.cut(self._cuts)
 
-    def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        ctx.backend.heal()
-
-    def teardown(self, ctx: NemesisContext) -> None:
-        ctx.backend.heal()
-
-    def detail(self) -> dict[str, Any] | None:
-        return {"cut": [list(c) for c in self._cuts]} if self._cuts else None
-
-
-class PauseLeader(BaseNemesis):
+class PauseLeader(PauseNode):
     name = "pause-leader"
     summary = "SIGSTOP the current leader for longer than the TTL, then SIGCONT"
 
     def select(self, ctx: NemesisContext) -> list[str] | None:
         leader = current_leader(ctx)
         return None if leader is None else [leader]
-
-    def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        for t in targets:
-            ctx.backend.pause(ctx.node(t))
-
-    def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        for t in targets:
-            ctx.backend.resume(ctx.node(t))
-
-    def teardown(self, ctx: NemesisContext) -> None:
-        for node in ctx.nodes:
-            ctx.backend.resume(node)

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemesis.base import BaseNemesis, NemesisContext, client_name
+from nemesis.base import NemesisContext, client_name
+from nemesis.partition import CutLinks
 
 
-class PartitionMinority(BaseNemesis):
+class PartitionMinority(CutLinks):
     name = "partition-minority"
     summary = "cut a minority of DB nodes off from every client and node, past the TTL"
-
-    def __init__(self) -> None:
-        self._cuts: list[tuple[str, str]] = []
 
     def select(self, ctx: NemesisContext) -> list[str] | None:
         n = len(ctx.nodes)
@@ -29,15 +27,6 @@ class PartitionMinority(BaseNemesis):
         clients = [client_name(p) for p in ctx.clients.processes]
         self._cuts = [(a, b) for a in cut for b in [*others, *clients]]
         return cut
-
-    def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        ctx.backend.cut(self._cuts)
-
-    def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        ctx.backend.heal()
-
-    def teardown(self, ctx: NemesisContext) -> None:
-        ctx.backend.heal()
 
     def detail(self) -> dict[str, Any] | None:
         return {"cut-off": sorted({a for a, _ in self._cuts})} if self._cuts else None

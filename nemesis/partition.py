@@ -8,6 +8,8 @@ would). ``partition-halves|one|ring|bridge``: partitions among the DB nodes, bui
 
 from __future__ import annotations
 
+from typing import Any
+
 from nemesis import topology
 from nemesis.base import BaseNemesis, NemesisContext, client_name
 from nemesis.process_faults import wait_for_holder
@@ -31,22 +33,12 @@ class IsolateHolder(BaseNemesis):
         ctx.backend.heal()
 
 
-class NodePartition(BaseNemesis):
-    """A partition among the DB nodes; targets name the resulting components."""
+class CutLinks(BaseNemesis):
+    """A partition chosen in ``select`` as a list of links (``self._cuts``): ``start`` cuts
+    them, ``stop`` and ``teardown`` heal. Subclasses only choose the links."""
 
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.name = f"partition-{kind}"
-        self.summary = f"partition the DB nodes: {kind}"
+    def __init__(self) -> None:
         self._cuts: list[tuple[str, str]] = []
-
-    def select(self, ctx: NemesisContext) -> list[str] | None:
-        names = [n.name for n in ctx.nodes]
-        if len(names) < 2:
-            return None
-        reach = topology.build(self.kind, names, ctx.rng)
-        self._cuts = topology.cuts(reach)
-        return ["|".join(c) for c in topology.describe(reach)]
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
         ctx.backend.cut(self._cuts)
@@ -57,5 +49,23 @@ class NodePartition(BaseNemesis):
     def teardown(self, ctx: NemesisContext) -> None:
         ctx.backend.heal()
 
-    def detail(self) -> dict[str, object] | None:
-        return {"cut": [list(c) for c in self._cuts]}
+    def detail(self) -> dict[str, Any] | None:
+        return {"cut": [list(c) for c in self._cuts]} if self._cuts else None
+
+
+class NodePartition(CutLinks):
+    """A partition among the DB nodes; targets name the resulting components."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.name = f"partition-{kind}"
+        self.summary = f"partition the DB nodes: {kind}"
+
+    def select(self, ctx: NemesisContext) -> list[str] | None:
+        names = [n.name for n in ctx.nodes]
+        if len(names) < 2:
+            return None
+        reach = topology.build(self.kind, names, ctx.rng)
+        self._cuts = topology.cuts(reach)
+        return ["|".join(c) for c in topology.describe(reach)]
