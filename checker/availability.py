@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from checker.demand import attempt_interval, attempts, crash_times, grant_end
 from checker.intervals import Interval, subtract, total, union
 from checker.sessions import by_lock, grants
-from harness.history import Op, seconds
+from harness.core.history import Op, seconds
 
 NS = 1_000_000_000
 MAX_LISTED = 20
@@ -65,8 +65,7 @@ def lock_availability(wanted: list[Interval], held: list[Interval], outage_ns: i
     }
 
 
-def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    ttl = float((spec or {}).get("ttl") or 2.0)
+def check(history: Sequence[Op], *, ttl: float = 2.0) -> dict[str, Any]:
     outage_ns = int(max(1.0, ttl / 2) * NS)
     crashes = crash_times(history)
     horizon = max((op["time"] for op in history), default=0)
@@ -84,3 +83,10 @@ def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str
     else:
         result["note"] = "no acquire was attempted"
     return result
+
+
+class AvailabilityChecker:
+    name: ClassVar[str] = "availability"
+    summary: ClassVar[str] = ("the share of the time a lock was wanted that it could be had; "
+                              "outages (informational)")
+    check = staticmethod(check)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from checker.intervals import Interval
 from checker.sessions import Grant, client_ops
-from harness.history import INFO, NEMESIS, Op, pairs
+from harness.core.history import INFO, NEMESIS, Op, pairs
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from checker.sessions import Grant, by_lock, client_ops, grants, resource_log
-from harness.history import OK, Op, pairs, seconds
+from harness.core.history import OK, Op, pairs, seconds
 
 MAX_LISTED = 50
 
@@ -103,7 +103,7 @@ def late_writes(history: Sequence[Op], gs: list[Grant]) -> dict[str, int]:
     return {"accepted": accepted, "rejected": rejected, "unknown": unknown}
 
 
-def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str, Any]:
+def check(history: Sequence[Op]) -> dict[str, Any]:
     entries, unknown = resource_log(history)
     stale, rejected = stale_acceptances(entries)
     all_grants = grants(history)
@@ -131,3 +131,10 @@ def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str
     if accepted == 0:
         result["note"] = "the resource accepted no write: nothing was protected, nothing tested"
     return result
+
+
+class FencingChecker:
+    name: ClassVar[str] = "fencing"
+    summary: ClassVar[str] = ("stale tokens accepted by the resource, tokens out of grant order, "
+                              "stale writes rejected")
+    check = staticmethod(check)

@@ -46,10 +46,10 @@ import itertools
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from checker.models import Model, OpView, State, freeze, get_model, secs
-from harness.history import FAIL, INVOKE, NEMESIS, OK, Op, pairs
+from harness.core.history import FAIL, INVOKE, NEMESIS, OK, Op, pairs
 
 VALID = True
 INVALID = False
@@ -605,3 +605,24 @@ def _summarize(model: Model, prepared: Prepared, results: list[PartResult],
     if unknown:
         out["unknown_parts"] = [_jsonable(r.key) for r in unknown]
     return out
+
+
+LOCK_BUDGET_S = 60.0
+
+
+def check_lock(history: Sequence[Op], *, model: str = "mutex", informational: bool = False,
+               time_limit: float = LOCK_BUDGET_S) -> dict[str, Any]:
+    """Is the lock itself linearizable (as ``model``)? ``informational``: the resource protects
+    itself (the fenced workload), so, like lock overlaps, the lock's own verdict is reported
+    but does not decide the run's."""
+    result = check(history, model, time_limit=time_limit)
+    if informational and result["valid"] is not True:
+        result = {**result, "lock-valid": result["valid"], "valid": True, "informational": True}
+    return result
+
+
+class LinearizableChecker:
+    name: ClassVar[str] = "linearizable"
+    summary: ClassVar[str] = ("the lock's history against a sequential model (mutex, "
+                              "fenced-mutex): Wing & Gong search, P-compositional")
+    check = staticmethod(check_lock)

@@ -8,26 +8,24 @@ promises and than the outages the nemeses cause and heal (a failover, a restart)
 left is a lock nobody can ever take again, the classic one being ``SETNX`` by a client that
 died before its ``EXPIRE``. A stuck lock makes the verdict invalid: safety is not everything.
 
-Pure function of the history (and of ``spec["ttl"]``).
+Pure function of the history (and of the lock's ``ttl``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from checker.demand import Attempt, attempts, crash_times, grant_end
 from checker.sessions import by_lock, grants
-from harness.history import Op, seconds
+from harness.core.history import Op, seconds
 
 MIN_STUCK_S = 10.0
 STUCK_TTLS = 5.0
 NS = 1_000_000_000
 
 
-def threshold_s(spec: dict[str, Any] | None) -> float:
-    spec = spec or {}
-    ttl = float(spec.get("ttl") or 2.0)
+def threshold_s(ttl: float) -> float:
     return max(MIN_STUCK_S, STUCK_TTLS * ttl)
 
 
@@ -66,8 +64,8 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], crashes: dict[i
     }
 
 
-def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    threshold = threshold_s(spec)
+def check(history: Sequence[Op], *, ttl: float = 2.0) -> dict[str, Any]:
+    threshold = threshold_s(ttl)
     crashes = crash_times(history)
     all_attempts = attempts(history)
     horizon = max((op["time"] for op in history), default=0)
@@ -89,3 +87,9 @@ def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str
     if not all_attempts:
         result["note"] = "no acquire was attempted: nothing to be stuck"
     return result
+
+
+class LivenessChecker:
+    name: ClassVar[str] = "liveness"
+    summary: ClassVar[str] = "a stuck lock: free, wanted, and never acquired again"
+    check = staticmethod(check)

@@ -12,15 +12,15 @@ the ones a user would notice. Pure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from checker.sessions import client_ops, final_read
-from harness.history import INFO, OK, Op, pairs
+from harness.core.history import INFO, OK, Op, pairs
 
 MAX_LISTED = 50
 
 
-def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str, Any]:
+def check(history: Sequence[Op]) -> dict[str, Any]:
     acked = unknown = 0
     for inv, done in pairs(client_ops(history)):
         if inv["f"] != "write" or (inv.get("value") or {}).get("kind") != "increment":
@@ -67,3 +67,9 @@ def moved(before: int, after: int) -> str:
     if after == before:
         return f"stayed at {before}"
     return f"went {'back' if after < before else 'forward'} by {abs(after - before)}"
+
+
+class LostUpdatesChecker:
+    name: ClassVar[str] = "lost-updates"
+    summary: ClassVar[str] = "increments of the counter workload lost to overlapping holders"
+    check = staticmethod(check)

@@ -8,17 +8,18 @@ Two views, both from the history alone:
 - **resource interleavings** (ground truth, in the resource's own order): the resource accepted
   a write of session B between two accepted writes of session A. That is damage done.
 
-Under the ``fenced`` workload the resource protects itself, so lock overlaps are reported but
-informational: only interleavings decide the verdict there.
+Where the resource protects itself (the ``fenced`` workload asks for
+``overlaps_informational``), lock overlaps are reported but informational: only interleavings
+decide the verdict there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from checker.sessions import Entry, Grant, by_lock, grants, horizon, resource_log
-from harness.history import Op, seconds
+from harness.core.history import Op, seconds
 
 MAX_LISTED = 50
 
@@ -92,9 +93,10 @@ def describe_interleaving(span: tuple[Entry, Entry], intruder: Entry) -> str:
             f"{a1.kind} (seq {a1.seq}): two critical sections interleaved on the data")
 
 
-def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    spec = spec or {}
-    informational = spec.get("workload") == "fenced"
+def check(history: Sequence[Op], *, overlaps_informational: bool = False) -> dict[str, Any]:
+    """``overlaps_informational``: the resource checks tokens (the fenced workload), so lock
+    overlaps are reported but only interleavings on the data decide the verdict."""
+    informational = overlaps_informational
     end = horizon(history)
     overlaps: list[tuple[Grant, Grant]] = []
     for gs in by_lock(grants(history)).values():
@@ -134,3 +136,10 @@ def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str
         result["note"] = (f"{unknown_writes} writes have unknown outcomes and the resource log "
                           "was never read back (the run was cut short)")
     return result
+
+
+class MutexChecker:
+    name: ClassVar[str] = "mutex"
+    summary: ClassVar[str] = ("two clients in the critical section at once: lock overlaps in "
+                              "real time, interleavings in the resource's log")
+    check = staticmethod(check)

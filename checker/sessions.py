@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history import FAIL, INFO, INVOKE, OK, Op, pairs, seconds
+from harness.core.history import FAIL, INFO, INVOKE, OK, Op, pairs, seconds
 
 
 @dataclass

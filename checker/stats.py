@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from checker.sessions import client_ops, count_types, horizon
-from harness.history import OK, Op, pairs
+from harness.core.history import OK, Op, pairs
 
 
 def quantiles(values: list[float], qs: Sequence[float] = (0.5, 0.95, 0.99, 1.0)
@@ -21,7 +21,7 @@ def quantiles(values: list[float], qs: Sequence[float] = (0.5, 0.95, 0.99, 1.0)
     return out
 
 
-def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str, Any]:
+def check(history: Sequence[Op]) -> dict[str, Any]:
     counts = count_types(history)
     latencies: dict[str, list[float]] = {}
     for inv, done in pairs(client_ops(history)):
@@ -39,3 +39,9 @@ def check(history: Sequence[Op], spec: dict[str, Any] | None = None) -> dict[str
     if not acquired:
         result["note"] = "no acquire succeeded: the run tested nothing"
     return result
+
+
+class StatsChecker:
+    name: ClassVar[str] = "stats"
+    summary: ClassVar[str] = "counts by f and type, latency quantiles, throughput"
+    check = staticmethod(check)

@@ -29,7 +29,7 @@ import docker
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from harness.errors import HarnessError as HarnessErrorBase  # noqa: E402
+from harness.core.errors import HarnessError as HarnessErrorBase  # noqa: E402
 
 GOAL_S = 10.0
 PING_TIMEOUT_S = 60.0
@@ -67,20 +67,22 @@ def one_run(nodes: int, run: int) -> tuple[float, float]:
     """Bring up N Redis nodes (+ the protected resource) through the harness's own docker
     backend, until every one answers PING; then tear down. Returns (up, down) seconds."""
     sys.path.insert(0, str(HERE.parent))
-    from harness.backends.docker import DockerBackend
-    from harness.dbs.base import Node
-    from harness.dbs.redis import RedisDB
-    from harness.procs import ProcessTable
+    from harness.controller.backends.docker import DockerBackend
+    from harness.controller.dbs.redis import RedisDB
+    from harness.controller.procs import ProcessTable
+    from harness.controller.store import RunDir
+    from harness.core.cluster import Node
 
     with tempfile.TemporaryDirectory(prefix="lh-bench-") as tmp:
-        run_dir = Path(tmp)
-        backend = DockerBackend(run_dir, ProcessTable(run_dir), f"bench/{uuid.uuid4().hex[:8]}")
+        run_dir = RunDir(Path(tmp))
+        backend = DockerBackend(run_dir, ProcessTable(run_dir.pids),
+                                f"bench/{uuid.uuid4().hex[:8]}")
         db = RedisDB()
         t0 = time.monotonic()
         try:
             backend.prepare(db.port, nodes, clients=1)
             all_nodes = [Node(f"n{i + 1}", backend.node_host(i), db.port) for i in range(nodes)]
-            all_nodes.append(Node("resource", backend.resource_host(), db.port, "resource"))
+            all_nodes.append(Node("resource", backend.resource_host(), db.port))
             backend.provision(db, all_nodes)
             for node in all_nodes:
                 backend.start(node)

@@ -1,1 +1,11 @@
-"""The controller: CLI, test spec, run orchestration, history, results store, backends, DBs."""
+"""lock-harness: a Jepsen-style black-box correctness harness for distributed locks.
+
+The package is layered, and imports point down only (``lint-imports`` enforces it):
+
+- :mod:`harness.cli`: the command line; the top.
+- :mod:`harness.presentation`: report.html, ``serve``, ``suite``.
+- :mod:`harness.controller`: spec, registry, run, store, backends and DBs.
+- the roles, top-level packages beside this one: ``workloads``, ``nemesis``, ``checker``.
+- :mod:`harness.core`: the vocabulary every layer shares (history, errors, role protocols,
+  capabilities, fault schedules).
+"""

@@ -1,26 +1,24 @@
-"""``harness``: run, check, report, list, clean, serve, suite. Exit codes: 0 valid, 1 invalid,
-2 unknown, 3 the harness could not run the test, 64 bad usage. Errors are one line."""
+"""``harness``: run, check, report, export, list, clean, serve, suite. Exit codes: 0 valid,
+1 invalid, 2 unknown, 3 the harness could not run (or check) the test, 64 bad usage. Errors
+are one line. The top of the layers: it parses, dispatches and prints."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shutil
-import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-import nemesis
-from harness import dbs, netfilter, procs
-from harness.errors import EXIT_SETUP, EXIT_USAGE, HarnessError, UsageError, exit_code_for
-from harness.history import HistoryError, read_history
-from harness.progress import Progress
-from harness.report import verdict_word, write_report
-from harness.spec import WORKLOADS, TestSpec
-from harness.store import active_runs
-from workloads.locks import LOCKS
+from harness.core.errors import (
+    EXIT_SETUP,
+    EXIT_USAGE,
+    EXIT_VALID,
+    HarnessError,
+    UsageError,
+    exit_code_for,
+)
+from harness.core.history import HistoryError
 
 
 class Parser(argparse.ArgumentParser):
@@ -39,7 +37,7 @@ def build_parser() -> Parser:
     r.add_argument("--config", type=Path, help="a TOML test spec; flags override its keys")
     r.add_argument("--db", help="redis (default)")
     r.add_argument("--lock", help="a lock name (harness list) or package.module:Class")
-    r.add_argument("--workload", help="mutex (default) or fenced")
+    r.add_argument("--workload", help="mutex (default), fenced or counter")
     r.add_argument("--nemesis", help="comma-separated faults, or none (default: pause)")
     r.add_argument("--backend", help="local (default) or docker")
     r.add_argument("--nodes", type=int, help="DB nodes (default: the db's own)")
@@ -69,7 +67,7 @@ def build_parser() -> Parser:
     rep = sub.add_parser("report", help="rebuild report.html of a stored run")
     rep.add_argument("run_dir", type=Path)
 
-    sub.add_parser("list", help="dbs, locks, workloads and nemeses")
+    sub.add_parser("list", help="dbs, locks, workloads, nemeses and checkers, with their origin")
 
     cl = sub.add_parser("clean", help="remove anything runs left behind")
     cl.add_argument("--force", action="store_true", help="also stop runs still in progress")
@@ -105,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # run ----------------------------------------------------------------------------------------------
-def spec_from_args(args: argparse.Namespace) -> TestSpec:
+def spec_from_args(args: argparse.Namespace) -> Any:
+    from harness.controller.spec import TestSpec, parse_nemeses
+
     data: dict[str, Any] = {}
     if args.config is not None:
         data = load_toml(args.config)
@@ -115,7 +115,7 @@ def spec_from_args(args: argparse.Namespace) -> TestSpec:
         if value is not None:
             data[key] = value
     if args.nemesis is not None:
-        data["nemesis"] = nemesis.parse(args.nemesis)
+        data["nemesis"] = parse_nemeses(args.nemesis)
     if args.persistence is not None:
         data["persistence"] = args.persistence
     if args.nemesis_opt:
@@ -146,53 +146,31 @@ def load_toml(path: Path) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.run import Run
+    from harness.controller.progress import Progress
+    from harness.presentation.runs import run_and_report
 
     spec = spec_from_args(args)
-    progress = Progress(quiet=args.quiet)
-    progress.line(f"harness run: db {spec.db} x{spec.nodes}, lock {spec.lock}, workload "
-                  f"{spec.workload}, nemesis {'+'.join(spec.nemesis) or 'none'}, "
-                  f"{spec.clients} clients, {spec.time_limit:g} s, seed {spec.seed}")
-    outcome = Run(spec, progress).execute()
-    print_summary(outcome.results, outcome.run_dir)
-    if outcome.interrupted:
-        print("run interrupted: the verdict covers only what was recorded", file=sys.stderr)
-        return EXIT_SETUP
-    return exit_code_for(outcome.results.get("valid"))
+    return run_and_report(spec, Progress(quiet=args.quiet))
 
 
-# check / report -----------------------------------------------------------------------------------
-def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from harness.run import collect_history, journals_dir
-
-    if not run_dir.is_dir():
-        raise UsageError(f"{run_dir} is not a run directory (expected results/<test>/<time>)")
-    try:
-        spec = json.loads((run_dir / "test.json").read_text())["spec"]
-    except (OSError, ValueError, KeyError):
-        raise HarnessError(f"{run_dir}/test.json is missing or unreadable: not a run "
-                           "directory?") from None
-    if (run_dir / "history.jsonl").exists():
-        history = read_history(run_dir / "history.jsonl")
-    elif journals_dir(run_dir).is_dir():
-        history = collect_history(run_dir)  # a run that died before merging
-    else:
-        raise HarnessError(f"{run_dir} has no history.jsonl and no journals")
-    return spec, history
-
-
+# check / report / export --------------------------------------------------------------------------
 def cmd_check(args: argparse.Namespace) -> int:
-    from harness.run import check_run
+    from harness.controller.checking import check_run
+    from harness.controller.store import open_run
+    from harness.presentation.report import write_report
+    from harness.presentation.runs import print_summary
 
     if args.run_dir.is_file():
         return check_file(args.run_dir, args.model or "mutex", args.time_limit)
     if args.model is not None:
         raise UsageError("--model is for a history file; a run directory is checked with the "
                          "checkers of its workload")
-    run_dir = args.run_dir.resolve()
-    spec, history = load_run(run_dir)
-    results = check_run(run_dir, spec, history)
-    print_summary(results, run_dir)
+    run = open_run(args.run_dir)
+    spec = run.load_test()["spec"]
+    history = run.load_history()
+    results = check_run(run, spec, history)
+    write_report(run, spec, history, results)
+    print_summary(results, run)
     return exit_code_for(results.get("valid"))
 
 
@@ -200,7 +178,8 @@ def check_file(path: Path, model: str, time_limit: float) -> int:
     """A foreign (or our own) history file, checked for linearizability against ``model``."""
     from checker.linearizable import check
     from checker.models import MODELS
-    from harness.interop import load_any
+    from harness.core.interop import load_any
+    from harness.presentation.report import verdict_word
 
     if model not in MODELS:
         raise UsageError(f"unknown model {model!r}: use one of {', '.join(sorted(MODELS))}")
@@ -218,130 +197,116 @@ def check_file(path: Path, model: str, time_limit: float) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from harness.interop import write_edn_history
+    from harness.controller.store import open_run
+    from harness.core.interop import write_edn_history
 
-    run_dir = args.run_dir.resolve()
-    _spec, history = load_run(run_dir)
-    out = run_dir / "history.edn"
-    write_edn_history(out, history)
+    run = open_run(args.run_dir)
+    out = run.path / "history.edn"
+    write_edn_history(out, run.load_history())
     print(out)
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    run_dir = args.run_dir.resolve()
-    spec, history = load_run(run_dir)
+    from harness.controller.store import open_run
+    from harness.presentation.report import write_report
+
+    run = open_run(args.run_dir)
+    spec = run.load_test()["spec"]
+    history = run.load_history()
     try:
-        results = json.loads((run_dir / "results.json").read_text())
-    except (OSError, ValueError):
-        raise HarnessError(f"{run_dir}/results.json is missing: run `harness check "
+        results = run.load_results()
+    except HarnessError:
+        raise HarnessError(f"{run.results} is missing: run `harness check "
                            f"{args.run_dir}` first") from None
-    print(write_report(run_dir, spec, history, results))
+    print(write_report(run, spec, history, results))
     return 0
 
 
-def print_summary(results: dict[str, Any], run_dir: Path) -> None:
-    print(f"{verdict_word(results.get('valid'))}")
-    for name, check in results.get("checks", {}).items():
-        line = f"  {name:<13} {verdict_word(check.get('valid')):<8}"
-        facts = [f"{k} {v}" for k, v in check.items()
-                 if k.endswith(("-count", "-rejected", "-accepted")) and not isinstance(v, list)]
-        print(line + ", ".join(facts))
-        for key in ("lock-overlaps", "resource-interleavings", "stale-accepted",
-                    "token-order-violations", "stuck-locks", "lost-updates"):
-            items = check.get(key) or []
-            if items:
-                note = (" (informational: the resource checks tokens)"
-                        if key == "lock-overlaps" and check.get("lock-overlaps-informational")
-                        else "")
-                print(f"                first of {key}{note}: {items[0]['explanation']}")
-        witness = check.get("witness")
-        if isinstance(witness, dict) and witness.get("explanation"):
-            print(f"                witness: {witness['explanation']}")
-    print(f"report: {run_dir / 'report.html'}")
-
-
 # list / clean -------------------------------------------------------------------------------------
+LIST_KINDS = (("dbs", "dbs"), ("locks", "locks"), ("workloads", "workloads"),
+              ("nemeses", "nemeses"), ("checkers", "checkers"))
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    print("dbs:")
-    for name, cls in dbs.DBS.items():
-        print(f"  {name:<20} {cls.summary}")
-    print("locks:")
-    for info in LOCKS.values():
-        tokens = " [tokens]" if info.tokens else ""
-        print(f"  {info.name:<20} {info.summary}{tokens}")
-    print("  package.module:Class  your own lock (see README)")
-    print("workloads:")
-    for name, summary in WORKLOADS.items():
-        print(f"  {name:<20} {summary}")
-    print("nemeses:")
-    for name, summary in nemesis.summaries().items():
-        print(f"  {name:<20} {summary}")
+    from harness.controller.registry import DISTRIBUTION, default_registry
+
+    reg = default_registry()
+    for kind, title in LIST_KINDS:
+        print(f"{title}:")
+        if kind == "nemeses":
+            print(f"  {'none':<22} no faults: the baseline every lock should pass")
+        for entry in reg.entries(kind):
+            summary = reg.summary(kind, entry.name)
+            tags = []
+            if kind == "locks":
+                try:
+                    if reg.lock_tokens(entry.name):
+                        tags.append("tokens")
+                except UsageError:
+                    pass
+            if entry.distribution != DISTRIBUTION:
+                tags.append(f"from {entry.origin}")
+            tag = f" [{', '.join(tags)}]" if tags else ""
+            print(f"  {entry.name:<22} {summary}{tag}")
+        if kind == "locks":
+            print(f"  {'package.module:Class':<22} your own lock (see README)")
+    for conflict in reg.conflicts:
+        print(f"note: {conflict}")
     return 0
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    live_runs: set[str] = set()
-    cleaned = 0
-    for marker, data in active_runs():
-        run_id = str(data.get("run_id", marker.stem))
-        controller = int(data.get("controller", 0) or 0)
-        started = data.get("controller_started")
-        if (controller and controller != os.getpid() and started is not None
-                and procs.owned(controller, int(started))):
-            if not args.force:
-                print(f"run {run_id} is still in progress (controller pid {controller}); "
-                      "use --force to stop it")
-                live_runs.add(run_id.replace("/", ":"))
-                continue
-            os.kill(controller, signal.SIGKILL)
-        run_dir = Path(str(data.get("run_dir", "")))
-        killed = procs.kill_recorded(run_dir) if run_dir.is_dir() else []
-        for k in killed:
-            print(f"killed {k} of {run_id}")
-        marker.unlink(missing_ok=True)
-        cleaned += 1
-    containers = networks = 0
-    if shutil.which("dockerd") or os.path.exists("/var/run/docker.sock"):
-        try:
-            from harness.backends import docker as docker_backend
+    from harness.controller.cleanup import clean
 
-            containers, networks = docker_backend.leftovers(
-                docker_backend.client(), {r.replace(":", "/", 1) for r in live_runs})
-        except HarnessError:
-            pass
-    removed = 0
-    if os.geteuid() == 0 and netfilter.rules() is not None:
-        try:
-            removed = netfilter.remove_rules(lambda owner: owner not in live_runs)
-            netfilter.remove_chain_if_empty()
-        except HarnessError as e:
-            print(f"harness: {e}", file=sys.stderr)
-    print(f"clean: {cleaned} run(s) cleaned, {removed} iptables rule(s), {containers} "
-          f"container(s), {networks} network(s) removed")
+    out = clean(force=args.force)
+    for err in out.errors:
+        print(f"harness: {err}", file=sys.stderr)
+    print(f"clean: {out.runs} run(s) cleaned, {out.rules} iptables rule(s), {out.containers} "
+          f"container(s), {out.networks} network(s) removed")
     return 0
 
 
 # serve / suite ------------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
-    from harness.serve import serve
+    from harness.presentation.serve import serve
 
     return serve(args.store, args.host, args.port, args.quiet)
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    from harness.suite import command
+    """Validate every entry, run them in order, write JUnit, the index page and a summary."""
+    from harness.controller.store import Store
+    from harness.presentation import suite_output
+    from harness.presentation.suite import exit_code, load, run_suite
 
-    return command(args.file, args.store, args.junit, args.dry_run)
+    suite = load(args.file)
+    total = len(suite.entries)
+    print(f"suite {suite.name}: {total} run(s) from {args.file}, about "
+          f"{suite.estimate() / 60:.0f} min", flush=True)
+    if args.dry_run:
+        for entry in suite.entries:
+            print(f"  {entry.number:>3}. {entry.command()}  # expect {entry.expect}")
+        return EXIT_VALID
+    out_dir = Store(args.store).suites_dir(suite.name)
+    junit_path = args.junit if args.junit is not None else out_dir / "junit.xml"
+    started = time.time()
+    outcomes = run_suite(suite, args.store, out_dir)
+    try:
+        suite_output.write_outputs(out_dir, junit_path, suite, outcomes, started)
+    except OSError as err:
+        raise HarnessError(f"cannot write the suite's results: {err}") from None
+    differ = sum(1 for o in outcomes if not o.as_expected)
+    print(f"suite {suite.name}: {total - differ} of {total} as expected"
+          f"{f', {differ} differ' if differ else ''} "
+          f"({sum(o.seconds for o in outcomes) / 60:.1f} min)")
+    print(f"junit: {junit_path}")
+    print(f"index: {out_dir / 'index.html'}")
+    return exit_code(outcomes)
 
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "export": cmd_export, "report": cmd_report,
-            "list": cmd_list,
-            "clean": cmd_clean, "serve": cmd_serve, "suite": cmd_suite}
-
-
-def run_main() -> None:  # pragma: no cover
-    sys.exit(main())
+            "list": cmd_list, "clean": cmd_clean, "serve": cmd_serve, "suite": cmd_suite}
 
 
 if __name__ == "__main__":  # pragma: no cover

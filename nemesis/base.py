@@ -1,113 +1,47 @@
-"""The Nemesis role, and what a nemesis may touch (its context).
+"""The Nemesis role: a base class with the defaults, and how targets are chosen.
 
-A nemesis picks its targets from live state (``select``), then injects (``start``) and heals
-(``stop``) its fault; ``teardown`` heals everything it could have done, whatever state it is in.
-It drives nodes only through the backend's node operations and clients only through their
-process handles, so it never knows which backend it runs on.
+A nemesis picks its targets (``select``), then injects (``start``) and heals (``stop``) its
+fault; ``teardown`` heals everything it could have done, whatever state it is in. It drives
+nodes only through ``ctx.cluster`` (:class:`harness.core.cluster.NodeOps`) and clients only
+through ``ctx.clients``, so it never knows which backend it runs on.
+
+Targets are roles, resolved when the fault starts (so a replayed schedule hits "the holder",
+whoever that is then): for client faults ``holder`` (the client holding the lock now),
+``waiter`` (one blocked in an acquire), ``any`` or ``client:3``; for node faults ``any``,
+``leader``, ``minority``, ``majority``, ``all`` or ``node:n2``.
 """
 
 from __future__ import annotations
 
-import random
-import signal
-import threading
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+import time
+from typing import Any, ClassVar
 
-from harness.backends.base import Backend
-from harness.dbs.base import Node
-from harness.live import LiveState
-from harness.procs import ProcessTable
-from workloads.crash import crash_file
+from harness.core.capabilities import HasLeader
+from harness.core.cluster import NemesisContext, client_name
+
+HOLDER_WAIT = 3.0  # seconds to wait for somebody to hold (or wait for) the lock
+CLIENT_TARGETS = ("holder", "waiter", "any", "client:N")
+NODE_TARGETS = ("any", "leader", "minority", "majority", "all", "node:NAME")
 
 
-def client_name(process: int) -> str:
-    return f"c{process}"
-
-
-@dataclass
-class Clients:
-    """The client processes, by history process number."""
-
-    procs: ProcessTable
-    processes: list[int]
-
-    def _signal(self, process: int, sig: int) -> bool:
-        return self.procs.send(client_name(process), sig)
-
-    def pause(self, process: int) -> bool:
-        return self._signal(process, signal.SIGSTOP)
-
-    def resume(self, process: int) -> bool:
-        return self._signal(process, signal.SIGCONT)
-
-    # crashes on purpose (the crash-client nemesis) --------------------------------------------
-    # A client armed for a crash may die at any moment from then on: the run must not take
-    # its death for a harness failure, and faults must not pick it any more.
-    doomed: set[int] = field(default_factory=set)
-
-    def alive(self) -> list[int]:
-        return [p for p in self.processes if self.procs.pid(client_name(p)) is not None]
-
-    def arm_crash(self, process: int, step: str) -> Path:
-        """Tell the client to SIGKILL itself at ``step`` (see workloads/crash.py)."""
-        self.doomed.add(process)
-        path = crash_file(self.procs.run_dir, process)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(step + "\n")
-        tmp.replace(path)
-        return path
-
-    def disarm_crash(self, process: int) -> None:
-        crash_file(self.procs.run_dir, process).unlink(missing_ok=True)
-
-
-@dataclass
-class NemesisContext:
-    backend: Backend
-    nodes: list[Node]
-    clients: Clients
-    live: LiveState
-    rng: random.Random
-    ttl: float
-    db: Any = None
-    options: dict[str, Any] = field(default_factory=dict)
-    # Set when the run is over and the schedule heals: long verifications may be cut short.
-    finishing: threading.Event = field(default_factory=threading.Event)
-
-    def node(self, name: str) -> Node:
-        return next(n for n in self.nodes if n.name == name)
-
-
-class Nemesis(Protocol):
-    name: str
-    summary: str
-
-    def setup(self, ctx: NemesisContext) -> None: ...
-
-    def select(self, ctx: NemesisContext) -> list[str] | None:
-        """Targets for the next fault, from live state; None when there is none right now."""
-
-    def start(self, ctx: NemesisContext, targets: list[str]) -> None: ...
-
-    def duration(self, ctx: NemesisContext) -> float:
-        """How long the fault stays on."""
-
-    def stop(self, ctx: NemesisContext, targets: list[str]) -> None: ...
-
-    def teardown(self, ctx: NemesisContext) -> None:
-        """Heal everything this nemesis can have done."""
+class TargetError(ValueError):
+    """A target role this nemesis cannot aim at (a usage error, said before the run starts)."""
 
 
 class BaseNemesis:
     """Defaults: no setup, faults last a little longer than the lock's TTL."""
 
-    name = "base"
-    summary = ""
+    name: ClassVar[str] = "base"
+    summary: ClassVar[str] = ""
+    requires: ClassVar[tuple[type, ...]] = ()
+    targets: ClassVar[tuple[str, ...]] = ()
+    default_target: ClassVar[str | None] = None
 
     def setup(self, ctx: NemesisContext) -> None:
         return None
+
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+        raise NotImplementedError
 
     def duration(self, ctx: NemesisContext) -> float:
         return ctx.ttl + 2.0
@@ -118,3 +52,78 @@ class BaseNemesis:
     def detail(self) -> dict[str, Any] | None:
         """Extra facts about the fault just started, recorded in the history."""
         return None
+
+    @classmethod
+    def check_target(cls, target: str | None) -> None:
+        """Raise TargetError if this nemesis cannot aim at ``target``."""
+        if target is None:
+            return
+        kind = target.split(":", 1)[0] + (":N" if target.startswith("client:") else
+                                          ":NAME" if target.startswith("node:") else "")
+        if kind not in cls.targets:
+            accepted = ", ".join(cls.targets) or "no target roles"
+            raise TargetError(f"nemesis {cls.name} cannot target {target!r}: it takes "
+                              f"{accepted}")
+
+
+def wait_for(ctx: NemesisContext, pick: Any, timeout: float = HOLDER_WAIT) -> int | None:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = pick()
+        if found:
+            return int(found[0])
+        if time.monotonic() >= deadline or ctx.finishing.is_set():
+            return None
+        time.sleep(0.01)
+
+
+def wait_for_holder(ctx: NemesisContext, timeout: float = HOLDER_WAIT) -> int | None:
+    return wait_for(ctx, ctx.live.holders, timeout)
+
+
+def client_target(ctx: NemesisContext, target: str | None, default: str = "holder"
+                  ) -> list[str] | None:
+    """The client endpoint a client fault hits now, or None when there is none."""
+    role = target or default
+    if role == "holder":
+        p = wait_for_holder(ctx)
+    elif role == "waiter":
+        p = wait_for(ctx, ctx.live.waiters)
+    elif role == "any":
+        alive = [c for c in ctx.clients.alive() if c not in ctx.clients.doomed]
+        p = ctx.rng.choice(alive) if alive else None
+    elif role.startswith("client:"):
+        p = int(role.split(":", 1)[1])
+        if p not in ctx.clients.processes:
+            raise TargetError(f"no client {p} (clients: {ctx.clients.processes})")
+    else:
+        raise TargetError(f"{role!r} is not a client target ({', '.join(CLIENT_TARGETS)})")
+    return None if p is None else [client_name(p)]
+
+
+def node_target(ctx: NemesisContext, target: str | None, default: str = "any"
+                ) -> list[str] | None:
+    """The DB nodes a node fault hits now, or None when there are none right now."""
+    role = target or default
+    names = [n.name for n in ctx.nodes]
+    n = len(names)
+    if role == "any":
+        return [ctx.rng.choice(names)]
+    if role == "all":
+        return names
+    if role == "majority":
+        return sorted(ctx.rng.sample(names, n // 2 + 1))
+    if role == "minority":
+        return sorted(ctx.rng.sample(names, max(1, (n - 1) // 2))) if n > 1 else None
+    if role == "leader":
+        if not isinstance(ctx.db, HasLeader):
+            raise TargetError(f"{getattr(ctx.db, 'name', 'this db')} has no leader to target")
+        leader = ctx.db.leader(ctx.nodes)
+        return None if leader is None else [leader]
+    if role.startswith("node:"):
+        wanted = [x for x in role.split(":", 1)[1].split(",") if x]
+        unknown = [w for w in wanted if w not in names]
+        if unknown or not wanted:
+            raise TargetError(f"no DB node {(unknown or [''])[0]!r} (nodes: {', '.join(names)})")
+        return wanted
+    raise TargetError(f"{role!r} is not a node target ({', '.join(NODE_TARGETS)})")

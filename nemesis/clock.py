@@ -22,8 +22,9 @@ import threading
 import time
 from typing import Any
 
-from nemesis.base import BaseNemesis, NemesisContext
-from nemesis.process_faults import wait_for_holder
+from harness.core.capabilities import ClockFaults
+from harness.core.cluster import NemesisContext
+from nemesis.base import BaseNemesis, wait_for_holder
 
 TOLERANCE = 1.0  # seconds between the offset asked for and the one observed
 
@@ -49,6 +50,7 @@ def choose_nodes(ctx: NemesisContext, how: Any) -> list[str]:
 class ClockJump(BaseNemesis):
     name = "clock"
     summary = "jump the wall clock of a majority of DB nodes +60 s (libfaketime), verified"
+    requires = (ClockFaults,)
     default_offset = 60.0
 
     def __init__(self, offset: float | None = None) -> None:
@@ -61,11 +63,9 @@ class ClockJump(BaseNemesis):
         return float(ctx.options.get("clock-offset", self.default_offset))
 
     def setup(self, ctx: NemesisContext) -> None:
-        if not hasattr(ctx.db, "read_clock"):
-            raise RuntimeError(f"{ctx.db.name} cannot report its clock")
         choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))  # bad names: say so now
 
-    def select(self, ctx: NemesisContext) -> list[str] | None:
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         wait_for_holder(ctx)  # move clocks while a lease is held: that is when it hurts
         return choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))
 
@@ -147,13 +147,14 @@ class ClockStrobe(ClockJump):
 def move(ctx: NemesisContext, targets: list[str], offset: float) -> dict[str, float]:
     """Set each node's offset, then read each back until it shows (raises if one never does)."""
     for name in targets:
-        ctx.backend.set_clock(ctx.node(name), offset)
+        ctx.cluster.set_clock(ctx.node(name), offset)
     return {name: verify(ctx, name, offset) for name in targets}
 
 
 def observed_offset(ctx: NemesisContext, name: str) -> float:
     before = time.time()
-    node_clock = ctx.db.read_clock(ctx.node(name))  # type: ignore[attr-defined]
+    db: ClockFaults = ctx.db
+    node_clock = db.read_clock(ctx.node(name))
     after = time.time()
     return node_clock - (before + after) / 2
 

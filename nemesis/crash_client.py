@@ -16,9 +16,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from nemesis.base import BaseNemesis, NemesisContext, client_name
-from nemesis.process_faults import process_of
-from workloads.crash import AUTO, crash_file, crashed_at
+from harness.core.cluster import NemesisContext, client_name, process_of
+from nemesis.base import BaseNemesis
+
+AUTO = "auto"  # the lock's own first crash step, else "holding" (workloads/crash.py)
 
 MIN_ALIVE = 2
 POLL = 0.02
@@ -28,6 +29,7 @@ class CrashClient(BaseNemesis):
     name = "crash-client"
     summary = ("SIGKILL a client at a step of its lock protocol (default: the lock's own, "
                "e.g. between SETNX and EXPIRE); it stays dead")
+    targets = ("any", "client:N")
 
     def __init__(self) -> None:
         self._detail: dict[str, Any] | None = None
@@ -35,10 +37,13 @@ class CrashClient(BaseNemesis):
     def wait_limit(self, ctx: NemesisContext) -> float:
         return float(ctx.options.get("crash-wait", max(5.0, 3 * ctx.ttl)))
 
-    def select(self, ctx: NemesisContext) -> list[str] | None:
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         candidates = [p for p in ctx.clients.alive() if p not in ctx.clients.doomed]
         if len(candidates) <= MIN_ALIVE:
             return None
+        if target is not None and target.startswith("client:"):
+            p = int(target.split(":", 1)[1])
+            return [client_name(p)] if p in candidates else None
         return [client_name(ctx.rng.choice(candidates))]
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
@@ -57,7 +62,7 @@ class CrashClient(BaseNemesis):
         self._detail = {
             "step": step,
             "crashed": died,
-            "crashed-at": crashed_at(crash_file(ctx.clients.procs.run_dir, p)) if died else None,
+            "crashed-at": ctx.clients.crashed_at(p) if died else None,
             "after-s": round(time.monotonic() - began, 3),
         }
 

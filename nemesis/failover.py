@@ -19,9 +19,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from harness.dbs.base import leader_of
-from nemesis.base import BaseNemesis, NemesisContext, client_name
-from nemesis.process_faults import wait_for_holder
+from harness.core.capabilities import Failover, Iptables
+from harness.core.cluster import NemesisContext, client_name
+from nemesis.base import BaseNemesis, wait_for_holder
 
 POLL = 0.1
 
@@ -30,6 +30,7 @@ class SentinelFailover(BaseNemesis):
     name = "failover"
     summary = ("cut the Sentinel primary (with the lock holder) off from the rest until a "
                "replica is promoted, then heal")
+    requires = (Failover, Iptables)
 
     def __init__(self) -> None:
         self._cuts: list[tuple[str, str]] = []
@@ -37,18 +38,13 @@ class SentinelFailover(BaseNemesis):
         self._began = 0.0
         self._detail: dict[str, Any] | None = None
 
-    def setup(self, ctx: NemesisContext) -> None:
-        if not callable(getattr(ctx.db, "role", None)) or not callable(
-                getattr(ctx.db, "leader", None)):
-            raise RuntimeError(f"{getattr(ctx.db, 'name', ctx.db)} has no Sentinel primary to "
-                               "fail over: use --db redis-sentinel")
-
     def wait_limit(self, ctx: NemesisContext) -> float:
         return float(ctx.options.get("failover-wait", 15.0))
 
-    def select(self, ctx: NemesisContext) -> list[str] | None:
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         holder = wait_for_holder(ctx)
-        primary = leader_of(ctx.db, ctx.nodes)
+        db: Failover = ctx.db
+        primary = db.leader(ctx.nodes)
         if holder is None or primary is None:
             return None
         others = [n.name for n in ctx.nodes if n.name != primary]
@@ -59,14 +55,14 @@ class SentinelFailover(BaseNemesis):
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
         self._began = time.monotonic()
-        ctx.backend.cut(self._cuts)
+        ctx.cluster.cut(self._cuts)
         self._detail = {"primary": self._old, "kept-with-it": targets[1:]}
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         old = self._old
         promoted, took = self._wait(ctx, lambda: _new_primary(ctx, old), self._began,
                                     interruptible=True)
-        ctx.backend.heal()
+        ctx.cluster.heal()
         healed = time.monotonic()
         demoted, rejoin = (None, None)
         if promoted is not None and old is not None and not ctx.finishing.is_set():
@@ -102,9 +98,10 @@ class SentinelFailover(BaseNemesis):
         return self._detail
 
     def teardown(self, ctx: NemesisContext) -> None:
-        ctx.backend.heal()
+        ctx.cluster.heal()
 
 
 def _new_primary(ctx: NemesisContext, old: str | None) -> str | None:
-    primary = leader_of(ctx.db, ctx.nodes)
+    db: Failover = ctx.db
+    primary = db.leader(ctx.nodes)
     return primary if primary is not None and primary != old else None

@@ -12,27 +12,24 @@ time it is back). Option ``kill-delay`` (seconds) sets the downtime of either.
 
 from __future__ import annotations
 
-from nemesis.base import BaseNemesis, NemesisContext
-from nemesis.process_faults import wait_for_holder
-
-READY_TIMEOUT = 20.0
+from harness.core.cluster import NemesisContext
+from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_holder
+from nemesis.process_faults import restart
 
 
 class KillMajority(BaseNemesis):
-    def __init__(self, delayed: bool = False) -> None:
-        self.delayed = delayed
-        self.name = "kill-majority-delayed" if delayed else "kill-majority"
-        self.summary = ("SIGKILL a majority of DB nodes at once while a lock is held, restart "
-                        + ("them once the TTL has passed" if delayed else "them at once"))
+    name = "kill-majority"
+    summary = "SIGKILL a majority of DB nodes at once while a lock is held, restart them at once"
+    targets = NODE_TARGETS
+    delayed = False
 
-    def select(self, ctx: NemesisContext) -> list[str] | None:
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         wait_for_holder(ctx)  # crash while a lock is held: that is when forgetting it hurts
-        n = len(ctx.nodes)
-        return sorted(node.name for node in ctx.rng.sample(ctx.nodes, n // 2 + 1))
+        return node_target(ctx, target, "majority")
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
         for t in targets:
-            ctx.backend.kill(ctx.node(t))
+            ctx.cluster.kill(ctx.node(t))
 
     def duration(self, ctx: NemesisContext) -> float:
         if "kill-delay" in ctx.options:
@@ -46,10 +43,8 @@ class KillMajority(BaseNemesis):
         restart(ctx, [n.name for n in ctx.nodes])
 
 
-def restart(ctx: NemesisContext, names: list[str]) -> None:
-    """Start every named node that is down, all before waiting for any."""
-    down = [ctx.node(n) for n in names if not ctx.backend.is_running(ctx.node(n))]
-    for node in down:
-        ctx.backend.start(node)
-    for node in down:
-        ctx.backend.wait_ready(node, READY_TIMEOUT)
+class KillMajorityDelayed(KillMajority):
+    name = "kill-majority-delayed"
+    summary = ("SIGKILL a majority of DB nodes at once while a lock is held, restart them once "
+               "the TTL has passed")
+    delayed = True

@@ -4,40 +4,36 @@ The leader is where sessions and leases are tracked, so losing it is when a lock
 decide, in a new term, which sessions survived: ``partition-leader`` cuts it off from the other
 nodes (it keeps its clients; a minority leader steps down, the majority elects a new one),
 ``pause-leader`` freezes it with SIGSTOP for longer than the TTL. The leader is found with the
-DB's own probe (``DB.leader(nodes)``) right before each fault and recorded in the history.
+DB's own probe (the ``HasLeader`` capability) right before each fault and recorded in the
+history.
 """
 
 from __future__ import annotations
 
-from harness.dbs.base import leader_of
+from harness.core.capabilities import HasLeader, Iptables
+from harness.core.cluster import NemesisContext
 from nemesis import topology
-from nemesis.base import NemesisContext
+from nemesis.base import node_target
 from nemesis.partition import CutLinks
 from nemesis.process_faults import PauseNode
-
-
-def current_leader(ctx: NemesisContext) -> str | None:
-    if ctx.db is None:
-        raise RuntimeError("the nemesis context has no db: cannot find the leader")
-    return leader_of(ctx.db, ctx.nodes)
 
 
 class PartitionLeader(CutLinks):
     name = "partition-leader"
     summary = "cut the current leader off from the other DB nodes, past the TTL"
+    requires = (HasLeader, Iptables)
 
-    def select(self, ctx: NemesisContext) -> list[str] | None:
-        leader = current_leader(ctx)
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+        leader = node_target(ctx, "leader")
         if leader is None or len(ctx.nodes) < 2:
             return None  # an election under way: try again at the next turn
-        self._cuts = topology.cuts(topology.isolate([n.name for n in ctx.nodes], leader))
-        return [leader]
+        self._cuts = topology.cuts(topology.isolate([n.name for n in ctx.nodes], leader[0]))
+        return leader
 
 
 class PauseLeader(PauseNode):
     name = "pause-leader"
     summary = "SIGSTOP the current leader for longer than the TTL, then SIGCONT"
-
-    def select(self, ctx: NemesisContext) -> list[str] | None:
-        leader = current_leader(ctx)
-        return None if leader is None else [leader]
+    requires = (HasLeader,)
+    targets = ()
+    default_target = "leader"

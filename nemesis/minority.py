@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemesis.base import NemesisContext, client_name
+from harness.core.cluster import NemesisContext, client_name
 from nemesis.partition import CutLinks
 
 
@@ -18,11 +18,11 @@ class PartitionMinority(CutLinks):
     name = "partition-minority"
     summary = "cut a minority of DB nodes off from every client and node, past the TTL"
 
-    def select(self, ctx: NemesisContext) -> list[str] | None:
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         n = len(ctx.nodes)
         if n < 3:
             return None  # no minority to cut: one node of two is half, not a minority
-        cut = sorted(node.name for node in ctx.rng.sample(ctx.nodes, (n - 1) // 2))
+        cut = sorted(node.name for node in ctx.rng.sample(list(ctx.nodes), (n - 1) // 2))
         others = [node.name for node in ctx.nodes if node.name not in cut]
         clients = [client_name(p) for p in ctx.clients.processes]
         self._cuts = [(a, b) for a in cut for b in [*others, *clients]]

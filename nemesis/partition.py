@@ -1,71 +1,91 @@
-"""Network partitions (iptables through the backend).
+"""Network partitions (iptables through the cluster's node operations).
 
-``partition``: cut the client that holds the lock right now off from every DB node (its session
-or lease expires while it runs on; the protected resource stays reachable, as a separate service
-would). ``partition-halves|one|ring|bridge``: partitions among the DB nodes, built as graphs in
-:mod:`nemesis.topology`.
+``partition``: cut a client (the one that holds the lock right now, by default) off from every
+DB node: its session or lease expires while it runs on; the protected resource stays reachable,
+as a separate service would. ``partition-halves|one|ring|bridge``: partitions among the DB
+nodes, built as graphs in :mod:`nemesis.topology`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from harness.core.capabilities import Iptables
+from harness.core.cluster import NemesisContext
 from nemesis import topology
-from nemesis.base import BaseNemesis, NemesisContext, client_name
-from nemesis.process_faults import wait_for_holder
-
-
-class IsolateHolder(BaseNemesis):
-    name = "partition"
-    summary = "cut the client holding the lock off from every DB node, past the TTL"
-
-    def select(self, ctx: NemesisContext) -> list[str] | None:
-        holder = wait_for_holder(ctx)
-        return None if holder is None else [client_name(holder)]
-
-    def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        ctx.backend.cut((t, n.name) for t in targets for n in ctx.nodes)
-
-    def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        ctx.backend.heal()
-
-    def teardown(self, ctx: NemesisContext) -> None:
-        ctx.backend.heal()
+from nemesis.base import CLIENT_TARGETS, BaseNemesis, client_target
 
 
 class CutLinks(BaseNemesis):
     """A partition chosen in ``select`` as a list of links (``self._cuts``): ``start`` cuts
     them, ``stop`` and ``teardown`` heal. Subclasses only choose the links."""
 
+    requires: tuple[type, ...] = (Iptables,)
+
     def __init__(self) -> None:
         self._cuts: list[tuple[str, str]] = []
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        ctx.backend.cut(self._cuts)
+        ctx.cluster.cut(self._cuts)
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        ctx.backend.heal()
+        ctx.cluster.heal()
 
     def teardown(self, ctx: NemesisContext) -> None:
-        ctx.backend.heal()
+        ctx.cluster.heal()
 
     def detail(self) -> dict[str, Any] | None:
         return {"cut": [list(c) for c in self._cuts]} if self._cuts else None
 
 
+class IsolateHolder(CutLinks):
+    name = "partition"
+    summary = "cut the client holding the lock off from every DB node, past the TTL"
+    targets = CLIENT_TARGETS
+
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+        chosen = client_target(ctx, target)
+        if chosen is not None:
+            self._cuts = [(c, n.name) for c in chosen for n in ctx.nodes]
+        return chosen
+
+    def detail(self) -> dict[str, Any] | None:
+        return None
+
+
 class NodePartition(CutLinks):
     """A partition among the DB nodes; targets name the resulting components."""
 
-    def __init__(self, kind: str) -> None:
-        super().__init__()
-        self.kind = kind
-        self.name = f"partition-{kind}"
-        self.summary = f"partition the DB nodes: {kind}"
+    kind = "halves"
 
-    def select(self, ctx: NemesisContext) -> list[str] | None:
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         names = [n.name for n in ctx.nodes]
         if len(names) < 2:
             return None
         reach = topology.build(self.kind, names, ctx.rng)
         self._cuts = topology.cuts(reach)
         return ["|".join(c) for c in topology.describe(reach)]
+
+
+class PartitionHalves(NodePartition):
+    name = "partition-halves"
+    summary = "partition the DB nodes: halves"
+    kind = "halves"
+
+
+class PartitionOne(NodePartition):
+    name = "partition-one"
+    summary = "partition the DB nodes: one"
+    kind = "one"
+
+
+class PartitionRing(NodePartition):
+    name = "partition-ring"
+    summary = "partition the DB nodes: ring"
+    kind = "ring"
+
+
+class PartitionBridge(NodePartition):
+    name = "partition-bridge"
+    summary = "partition the DB nodes: bridge"
+    kind = "bridge"

@@ -1,27 +1,12 @@
-"""Faults on processes: pause the lock holder, pause a server, kill and restart a server."""
+"""Faults on processes: pause a client (the holder by default), pause a server, kill and restart
+a server."""
 
 from __future__ import annotations
 
-import time
+from harness.core.cluster import NemesisContext, process_of
+from nemesis.base import CLIENT_TARGETS, NODE_TARGETS, BaseNemesis, client_target, node_target
 
-from nemesis.base import BaseNemesis, NemesisContext, client_name
-
-HOLDER_WAIT = 3.0  # seconds to wait for somebody to hold the lock
-
-
-def wait_for_holder(ctx: NemesisContext, timeout: float = HOLDER_WAIT) -> int | None:
-    deadline = time.monotonic() + timeout
-    while True:
-        holders = ctx.live.holders()
-        if holders:
-            return holders[0]
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.01)
-
-
-def process_of(target: str) -> int:
-    return int(target.removeprefix("c"))
+READY_TIMEOUT = 20.0
 
 
 class PauseHolder(BaseNemesis):
@@ -33,10 +18,10 @@ class PauseHolder(BaseNemesis):
 
     name = "pause"
     summary = "SIGSTOP the client holding the lock for longer than the TTL, then SIGCONT"
+    targets = CLIENT_TARGETS
 
-    def select(self, ctx: NemesisContext) -> list[str] | None:
-        holder = wait_for_holder(ctx)
-        return None if holder is None else [client_name(holder)]
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+        return client_target(ctx, target)
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
         for t in targets:
@@ -56,21 +41,22 @@ class PauseNode(BaseNemesis):
 
     name = "pause-node"
     summary = "SIGSTOP a DB server node for longer than the TTL, then SIGCONT"
+    targets = NODE_TARGETS
 
-    def select(self, ctx: NemesisContext) -> list[str] | None:
-        return [ctx.rng.choice(ctx.nodes).name]
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+        return node_target(ctx, target, self.default_target or "any")
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
         for t in targets:
-            ctx.backend.pause(ctx.node(t))
+            ctx.cluster.pause(ctx.node(t))
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         for t in targets:
-            ctx.backend.resume(ctx.node(t))
+            ctx.cluster.resume(ctx.node(t))
 
     def teardown(self, ctx: NemesisContext) -> None:
         for node in ctx.nodes:
-            ctx.backend.resume(node)
+            ctx.cluster.resume(node)
 
 
 class KillNode(BaseNemesis):
@@ -78,27 +64,29 @@ class KillNode(BaseNemesis):
 
     name = "kill"
     summary = "SIGKILL a DB server node, restart it after a few seconds"
+    targets = NODE_TARGETS
 
-    def select(self, ctx: NemesisContext) -> list[str] | None:
-        return [ctx.rng.choice(ctx.nodes).name]
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+        return node_target(ctx, target)
 
     def duration(self, ctx: NemesisContext) -> float:
         return ctx.rng.uniform(1.0, 3.0)
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
         for t in targets:
-            ctx.backend.kill(ctx.node(t))
+            ctx.cluster.kill(ctx.node(t))
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        for t in targets:
-            self._restart(ctx, t)
-
-    def _restart(self, ctx: NemesisContext, name: str) -> None:
-        node = ctx.node(name)
-        if not ctx.backend.is_running(node):
-            ctx.backend.start(node)
-            ctx.backend.wait_ready(node, 20)
+        restart(ctx, targets)
 
     def teardown(self, ctx: NemesisContext) -> None:
-        for node in ctx.nodes:
-            self._restart(ctx, node.name)
+        restart(ctx, [n.name for n in ctx.nodes])
+
+
+def restart(ctx: NemesisContext, names: list[str]) -> None:
+    """Start every named node that is down, all before waiting for any."""
+    down = [ctx.node(n) for n in names if not ctx.cluster.is_running(ctx.node(n))]
+    for node in down:
+        ctx.cluster.start(node)
+    for node in down:
+        ctx.cluster.wait_ready(node, READY_TIMEOUT)

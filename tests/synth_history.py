@@ -18,7 +18,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from harness.history import Op
+from harness.core.history import Op
 
 MS = 1_000_000  # ns
 
@@ -155,9 +155,10 @@ def spec_for(history: list[Op], clients: int = 5, seed: int = 1) -> dict[str, An
 
 def write_run(run_dir: Path, n_ops: int, seed: int = 1) -> tuple[Path, dict[str, Any]]:
     """A run directory as `harness run` leaves it (test.json, history, results, report)."""
-    from checker.compose import check_all
-    from harness.history import write_history
-    from harness.report import write_report
+    from harness.controller.checking import check_history as check_all
+    from harness.controller.store import RunDir
+    from harness.core.history import write_history
+    from harness.presentation.report import write_report
 
     run_dir.mkdir(parents=True, exist_ok=True)
     history = generate(n_ops, seed=seed)
@@ -168,7 +169,7 @@ def write_run(run_dir: Path, n_ops: int, seed: int = 1) -> tuple[Path, dict[str,
     write_history(run_dir / "history.jsonl", history)
     results = check_all(history, spec)
     (run_dir / "results.json").write_text(json.dumps(results, indent=1))
-    return write_report(run_dir, spec, history, results), results
+    return write_report(RunDir(run_dir), spec, history, results), results
 
 
 def main() -> None:

@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from checker import fencing, mutex, stats
-from checker.compose import check_all, merge_valid
+from harness.controller.checking import check_history as check_all
+from harness.core.checks import merge_valid
 from tests.histories import (
     MS,
     Built,
@@ -25,7 +26,7 @@ SETTINGS = settings(max_examples=150, deadline=None,
 @SETTINGS
 @given(valid_histories())
 def test_valid_mutex_histories_pass(built: Built) -> None:
-    result = mutex.check(built.history, {"workload": "mutex"})
+    result = mutex.check(built.history)
     assert result["valid"] is True, result
     assert result["lock-overlap-count"] == 0
     assert check_all(built.history, {"workload": "mutex"})["valid"] is True
@@ -34,7 +35,7 @@ def test_valid_mutex_histories_pass(built: Built) -> None:
 @SETTINGS
 @given(valid_histories(fenced=True))
 def test_valid_fenced_histories_pass(built: Built) -> None:
-    result = fencing.check(built.history, {"workload": "fenced"})
+    result = fencing.check(built.history)
     assert result["valid"] is True, result
     assert check_all(built.history, {"workload": "fenced"})["valid"] is True
 
@@ -45,7 +46,7 @@ def test_overlaps_are_caught(built: Built, data: st.DataObject) -> None:
     assume(len(built.sessions) >= 2)
     k = data.draw(st.integers(1, len(built.sessions) - 1))
     assume(built.sessions[k]["process"] != built.sessions[k - 1]["process"])
-    result = mutex.check(with_overlap(built, k), {"workload": "mutex"})
+    result = mutex.check(with_overlap(built, k))
     assert result["valid"] is False
     first = result["lock-overlaps"][0]
     assert set(first["processes"]) == {built.sessions[k - 1]["process"],
@@ -59,7 +60,7 @@ def test_overlaps_are_informational_when_fenced(built: Built, data: st.DataObjec
     assume(len(built.sessions) >= 2)
     k = data.draw(st.integers(1, len(built.sessions) - 1))
     assume(built.sessions[k]["process"] != built.sessions[k - 1]["process"])
-    result = mutex.check(with_overlap(built, k), {"workload": "fenced"})
+    result = mutex.check(with_overlap(built, k), overlaps_informational=True)
     assert result["lock-overlap-count"] >= 1
     assert result["valid"] is True
 
@@ -69,7 +70,7 @@ def test_overlaps_are_informational_when_fenced(built: Built, data: st.DataObjec
 def test_resource_interleavings_are_caught(built: Built, data: st.DataObject) -> None:
     assume(len(built.sessions) >= 2)
     k = data.draw(st.integers(1, len(built.sessions) - 1))
-    result = mutex.check(with_interleaving(built, k), {"workload": "mutex"})
+    result = mutex.check(with_interleaving(built, k))
     assert result["valid"] is False
     assert result["resource-interleaving-count"] >= 1
 
@@ -85,14 +86,14 @@ def test_info_writes_are_not_dropped(built: Built, data: st.DataObject) -> None:
         if op["f"] == "write" and op["type"] == "ok":
             op["type"] = "info"
             op["value"] = {k2: v for k2, v in op["value"].items() if k2 != "seq"}
-    assert mutex.check(h, {"workload": "mutex"})["valid"] is False
+    assert mutex.check(h)["valid"] is False
 
 
 @SETTINGS
 @given(valid_histories(final_read=False))
 def test_unknown_writes_without_the_final_read_are_unknown(built: Built) -> None:
     has_info = any(o["f"] == "write" and o["type"] == "info" for o in built.history)
-    result = mutex.check(built.history, {"workload": "mutex"})
+    result = mutex.check(built.history)
     assert result["valid"] == ("unknown" if has_info else True)
 
 
@@ -101,7 +102,7 @@ def test_unknown_writes_without_the_final_read_are_unknown(built: Built) -> None
 def test_stale_token_acceptance_is_caught(built: Built, data: st.DataObject) -> None:
     assume(len(built.sessions) >= 2)
     k = data.draw(st.integers(1, len(built.sessions) - 1))
-    result = fencing.check(with_stale_acceptance(built, k), {"workload": "fenced"})
+    result = fencing.check(with_stale_acceptance(built, k))
     assert result["valid"] is False
     assert result["stale-accepted-count"] >= 1
     assert "after accepting token" in result["stale-accepted"][0]["explanation"]
@@ -119,7 +120,7 @@ def test_tokens_out_of_order_are_caught(built: Built, data: st.DataObject) -> No
         if (op["f"] == "acquire" and op["type"] == "ok" and op["process"] == cur["process"]
                 and op["value"]["session"] == cur["session"]):
             op["token"] = lower
-    result = fencing.check(h, {"workload": "fenced"})
+    result = fencing.check(h)
     assert result["valid"] is False
     assert result["token-order-violation-count"] >= 1
 
@@ -146,14 +147,14 @@ def test_rejected_stale_writes_are_counted_not_failed() -> None:
              "accepted": False},
         ]},
     ]
-    f = fencing.check(h, {"workload": "fenced"})
+    f = fencing.check(h)
     assert f["valid"] is True
     assert f["stale-rejected"] == 1
     assert f["late-writes"]["rejected"] == 1
-    m = mutex.check(h, {"workload": "fenced"})
+    m = mutex.check(h, overlaps_informational=True)
     assert m["valid"] is True and m["lock-overlap-count"] == 1
     assert m["lock-overlaps-informational"] is True
-    assert mutex.check(h, {"workload": "mutex"})["valid"] is False
+    assert mutex.check(h)["valid"] is False
 
 
 def test_a_holder_that_never_releases_overlaps_to_the_end() -> None:

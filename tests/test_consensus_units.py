@@ -14,18 +14,18 @@ from typing import Any
 
 import pytest
 
-from harness import spec as specs
-from harness.dbs import DBS
-from harness.dbs.base import Node, has_leader, leader_of
-from harness.dbs.etcd import CLOCK_REFUSAL, EtcdDB, etcd_config, metric
-from harness.dbs.faketime import jvm_log_year
-from harness.dbs.fourletter import ServerState, parse_srvr, pick_leader
-from harness.dbs.zookeeper import ZooKeeperDB, myid, zoo_cfg
-from harness.errors import UsageError
-from harness.netfilter import GID_BASE, node_gid
-from nemesis.base import NemesisContext
+from harness.controller import spec as specs
+from harness.controller.dbs.etcd import CLOCK_REFUSAL, EtcdDB, etcd_config, metric
+from harness.controller.dbs.faketime import jvm_log_year
+from harness.controller.dbs.fourletter import ServerState, parse_srvr, pick_leader
+from harness.controller.dbs.zookeeper import ZooKeeperDB, myid, zoo_cfg
+from harness.controller.netfilter import GID_BASE, node_gid
+from harness.controller.registry import default_registry
+from harness.core.capabilities import HasLeader
+from harness.core.cluster import NemesisContext, Node
+from harness.core.errors import UsageError
+from harness.core.locks import Grant
 from nemesis.leader import PartitionLeader, PauseLeader
-from workloads.locks.base import Grant
 from workloads.locks.etcd import lease_ttl, prefix_end
 from workloads.locks.zookeeper import sequence_of
 from workloads.mutex import MutexParams, MutexWorkload
@@ -63,9 +63,9 @@ def test_etcd_config_is_json_yaml_with_the_whole_cluster() -> None:
 
 def test_both_dbs_are_registered_with_three_nodes_and_a_leader_probe() -> None:
     for name in ("zookeeper", "etcd"):
-        assert DBS[name].default_nodes == 3 and has_leader(DBS[name])
-    assert not has_leader(DBS["redis"])
-    assert leader_of(DBS["redis"](), CLUSTER) is None
+        db = default_registry().load("dbs", name)
+        assert db.default_nodes == 3 and issubclass(db, HasLeader)
+    assert not issubclass(default_registry().load("dbs", "redis"), HasLeader)
 
 
 # probes --------------------------------------------------------------------------------------
@@ -281,7 +281,7 @@ class LosingLock:
 
 
 def test_a_lock_that_says_it_was_lost_stops_the_work_early(tmp_path: Path) -> None:
-    from harness.history import JournalWriter
+    from harness.core.journal import JournalWriter
 
     resource = FakeResource()
     journal = JournalWriter(tmp_path / "c0.jsonl", 0, 0)

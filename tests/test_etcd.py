@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import netfilter
+from harness.controller import netfilter
 from tests.consensus_runs import run
 from tests.harness_runs import harness
 

@@ -10,14 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.history import (
-    HistoryError,
-    JournalWriter,
-    merge_journals,
-    pairs,
-    read_history,
-    write_history,
-)
+from harness.core.history import HistoryError, pairs, read_history, write_history
+from harness.core.journal import JournalWriter, merge_journals
 
 
 def line(**kw: object) -> str:
@@ -56,7 +50,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300))
 def test_fuzzed_input_raises_only_history_errors(text: str) -> None:
-    from harness.history import parse_lines
+    from harness.core.history import parse_lines
 
     with contextlib.suppress(HistoryError):
         parse_lines(text.splitlines(), "fuzz")

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker.linearizable import check
-from harness.history import HistoryError, write_history
-from harness.interop import (
+from harness.core.history import HistoryError, write_history
+from harness.core.interop import (
     Keyword,
     Symbol,
     Tagged,
@@ -188,7 +188,7 @@ def test_edn_writer_and_reader_agree_on_any_json_value(value: Any) -> None:
 
 
 def _plain(v: Any) -> Any:
-    from harness.interop import plain
+    from harness.core.interop import plain
 
     return plain(v)
 

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker import availability, liveness
-from checker.compose import check_all
 from checker.intervals import subtract, total, union
+from harness.controller.checking import check_history as check_all
 from tests.histories import MS, Built, retime, valid_histories
 
 SETTINGS = settings(max_examples=100, deadline=None,
@@ -117,9 +117,9 @@ def recovering_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
 @SETTINGS
 @given(valid_histories())
 def test_valid_histories_are_live_and_available(built: Built) -> None:
-    live = liveness.check(built.history, SPEC)
+    live = liveness.check(built.history, ttl=SPEC["ttl"])
     assert live["valid"] is True, live
-    avail = availability.check(built.history, SPEC)
+    avail = availability.check(built.history, ttl=SPEC["ttl"])
     assert avail["valid"] is True
     figures = avail["locks"]["lock"]
     assert 0.0 <= figures["availability"] <= 1.0
@@ -130,7 +130,7 @@ def test_valid_histories_are_live_and_available(built: Built) -> None:
 @given(stuck_histories())
 def test_stuck_locks_are_caught(case: tuple[list[dict[str, Any]], int, int, int]) -> None:
     history, crashed, free_since, end = case
-    result = liveness.check(history, SPEC)
+    result = liveness.check(history, ttl=SPEC["ttl"])
     assert result["valid"] is False
     stuck = result["stuck-locks"][0]
     assert stuck["crashed-in-acquire"] == [crashed]
@@ -138,7 +138,7 @@ def test_stuck_locks_are_caught(case: tuple[list[dict[str, Any]], int, int, int]
     assert crashed not in stuck["processes"]
     assert "nothing acquired it" in stuck["explanation"]
     assert check_all(history, SPEC)["valid"] is False  # a stuck lock fails the whole run
-    avail = availability.check(history, SPEC)["locks"]["lock"]
+    avail = availability.check(history, ttl=SPEC["ttl"])["locks"]["lock"]
     assert avail["longest-unavailable"]["seconds"] >= 10.0
     assert avail["outage-count"] >= 1
 
@@ -146,7 +146,7 @@ def test_stuck_locks_are_caught(case: tuple[list[dict[str, Any]], int, int, int]
 @SETTINGS
 @given(recovering_histories())
 def test_outages_that_end_are_not_stuck(history: list[dict[str, Any]]) -> None:
-    assert liveness.check(history, SPEC)["valid"] is True
+    assert liveness.check(history, ttl=SPEC["ttl"])["valid"] is True
 
 
 @SETTINGS
@@ -154,7 +154,7 @@ def test_outages_that_end_are_not_stuck(history: list[dict[str, Any]]) -> None:
 def test_a_longer_ttl_raises_the_threshold(case: tuple[list[dict[str, Any]], int, int, int]
                                            ) -> None:
     history, *_ = case
-    assert liveness.check(history, {"ttl": 60.0})["valid"] is True  # 300 s: not yet stuck
+    assert liveness.check(history, ttl=60.0)["valid"] is True  # 300 s: not yet stuck
 
 
 def test_a_holder_to_the_end_is_not_stuck() -> None:
@@ -162,7 +162,8 @@ def test_a_holder_to_the_end_is_not_stuck() -> None:
     attempt(h, 0, 1 * MS, MS, "ok")
     for i in range(30):
         attempt(h, 1, (10 + i) * S // 1, S // 2, "fail")
-    assert liveness.check(retime(h), SPEC)["valid"] is True  # process 0 holds it (a lease)
+    # process 0 holds it (a lease)
+    assert liveness.check(retime(h), ttl=SPEC["ttl"])["valid"] is True
 
 
 def test_a_crashed_holder_stops_holding_at_its_crash() -> None:
@@ -172,8 +173,8 @@ def test_a_crashed_holder_stops_holding_at_its_crash() -> None:
               "value": "start", "targets": ["c0"], "detail": {"crashed": True}})
     for i in range(30):
         attempt(h, 1, i * S + 10 * MS, S // 2, "fail")
-    result = liveness.check(retime(h), SPEC)
+    result = liveness.check(retime(h), ttl=SPEC["ttl"])
     assert result["valid"] is False
     assert result["stuck-locks"][0]["free-since"] == 0.005
-    avail = availability.check(retime(h), SPEC)["locks"]["lock"]
+    avail = availability.check(retime(h), ttl=SPEC["ttl"])["locks"]["lock"]
     assert avail["availability"] < 0.1

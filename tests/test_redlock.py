@@ -13,9 +13,9 @@ import pytest
 import redis
 
 from checker import fencing
-from harness.dbs.redis import LIBC_BUILD
+from harness.controller.dbs.redis import LIBC_BUILD
+from harness.core.locks import Endpoint, Indeterminate, LockConfig
 from tests.harness_runs import run as run_harness
-from workloads.locks.base import Endpoint, Indeterminate, LockConfig
 from workloads.locks.redlock import DRIFT_FACTOR, DRIFT_FIXED, FencedRedlockLock, RedlockLock
 
 
@@ -160,7 +160,7 @@ def test_redlock_fenced_tokens_go_backwards_and_the_fencing_checker_says_where()
          "value": {"session": 1, "validity": second.validity}, "token": second.token},
     ]
     history = [{"index": i, **op} for i, op in enumerate(history)]
-    result = fencing.check(history, {"workload": "fenced"})
+    result = fencing.check(history)
     assert result["valid"] is False
     assert result["token-order-violation-count"] == 1
     assert "yet got a lower token" in result["token-order-violations"][0]["explanation"]

@@ -24,9 +24,11 @@ from typing import Any
 
 import pytest
 
-from harness import report_model
-from harness.history import read_history
-from harness.report import render, replay_command, write_report
+from harness.controller.store import RunDir
+from harness.core.history import read_history
+from harness.presentation.report import model as report_model
+from harness.presentation.report import write_report
+from harness.presentation.report.html import render, replay_command
 from tests import synth_history
 
 DATA = Path(__file__).parent / "data" / "runs" / "redis-setnx-pause"
@@ -114,7 +116,7 @@ def test_big_histories_are_decimated_and_say_so(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(report_model, "MAX_PAIRS", 2000)
     history = synth_history.generate(12_000, fault_every=25.0)
     spec = synth_history.spec_for(history)
-    from checker.compose import check_all
+    from harness.controller.checking import check_history as check_all
 
     results = check_all(history, spec)
     m = report_model.build(spec, history, results)
@@ -141,7 +143,7 @@ def test_a_run_that_recorded_nothing_still_has_a_page() -> None:
 
 def test_page_is_self_contained_and_complete(tmp_path: Path) -> None:
     run_dir, spec, history, results = stored_run(tmp_path)
-    path = write_report(run_dir, spec, history, results)
+    path = write_report(RunDir(run_dir), spec, history, results)
     page = path.read_text()
     assert 'class="banner v-false"' in page and "INVALID" in page
     assert 'href="#check-mutex"' in page and 'href="#check-stats"' in page
@@ -247,7 +249,7 @@ def count_colour(rows: list[bytes], rgb: tuple[int, int, int], y0: int, y1: int,
 
 def test_stored_invalid_run_in_headless_chromium(tmp_path: Path) -> None:
     run_dir, spec, history, results = stored_run(tmp_path)
-    page = write_report(run_dir, spec, history, results)
+    page = write_report(RunDir(run_dir), spec, history, results)
     url = page.as_uri() + "#v-0"  # what a "show on timeline" link or a red flag opens
     dom, _ = browse(url, tmp_path / "profile", "--window-size=1400,1000",
                     "--virtual-time-budget=3000", "--dump-dom")
@@ -302,7 +304,7 @@ PROBE = """<script>
 
 def test_hover_and_zoom_in_headless_chromium(tmp_path: Path) -> None:
     run_dir, spec, history, results = stored_run(tmp_path)
-    page = write_report(run_dir, spec, history, results)
+    page = write_report(RunDir(run_dir), spec, history, results)
     probe = run_dir / "probe.html"
     probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
     dom, _ = browse(probe.as_uri(), tmp_path / "profile", "--window-size=1400,1000",

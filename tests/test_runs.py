@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import netfilter
+from harness.controller import netfilter
 from tests.harness_runs import harness, run
 
 pytestmark = pytest.mark.servers

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.history import read_history
-from harness.report import write_report
-from harness.serve import make_server
+from harness.controller.store import RunDir
+from harness.core.history import read_history
+from harness.presentation.report import write_report
+from harness.presentation.serve import make_server
 
 DATA = Path(__file__).parent / "data" / "runs" / "redis-setnx-pause"
 INVALID = "redis_redis-setnx_mutex_pause/20261122T043130"
@@ -39,7 +40,7 @@ def make_store(root: Path) -> Path:
     (store / "latest").symlink_to(VALID)
     run = store / INVALID
     spec = json.loads((run / "test.json").read_text())["spec"]
-    write_report(run, spec, read_history(run / "history.jsonl"),
+    write_report(RunDir(run), spec, read_history(run / "history.jsonl"),
                  json.loads((run / "results.json").read_text()))
     (root / "secret.txt").write_text("outside the store")
     suite = store / "_suites" / "nightly" / "20261122T060000"

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import suite as suite_mod
-from harness.errors import UsageError
-from harness.suite import Entry, Outcome, judge, parse
-from harness.suite_output import write_outputs
-from workloads.locks import LOCKS
+from harness.controller.registry import BUILTINS
+from harness.controller.store import RunDir
+from harness.core.errors import UsageError
+from harness.presentation import suite as suite_mod
+from harness.presentation.suite import Entry, Outcome, judge, parse
+from harness.presentation.suite_output import write_outputs
 
 ROOT = Path(__file__).parent.parent
 NIGHTLY = ROOT / "suites" / "nightly.toml"
@@ -105,13 +106,13 @@ def test_bad_files_are_usage_errors(tmp_path: Path) -> None:
 def test_a_crash_is_never_a_found_bug(tmp_path: Path) -> None:
     """A Python traceback exits 1 like an invalid verdict: only results.json says invalid."""
     assert judge(1, None) == ("error", "")
-    run = tmp_path / "run"
-    run.mkdir()
+    run = RunDir(tmp_path / "run")
+    run.path.mkdir()
     assert judge(1, run)[0] == "error"
-    (run / "results.json").write_text(json.dumps({"valid": True, "checks": {}}))
+    run.results.write_text(json.dumps({"valid": True, "checks": {}}))
     assert judge(1, run)[0] == "error"
     assert judge(0, run) == ("valid", "")
-    (run / "results.json").write_text(json.dumps({"valid": False, "checks": {"mutex": {
+    run.results.write_text(json.dumps({"valid": False, "checks": {"mutex": {
         "valid": False, "lock-overlaps": [{"explanation": "two holders"}]}}}))
     assert judge(1, run) == ("invalid", "two holders")
 
@@ -126,8 +127,8 @@ def test_junit_and_index(tmp_path: Path) -> None:
     run_dir.mkdir(parents=True)
     (run_dir / "report.html").write_text("<html></html>")
     outcomes = [
-        Outcome(s.entries[0], "valid", 0, 7.5, run_dir, "VALID\n"),
-        Outcome(s.entries[1], "valid", 0, 8.0, run_dir, "VALID\n"),
+        Outcome(s.entries[0], "valid", 0, 7.5, RunDir(run_dir), "VALID\n"),
+        Outcome(s.entries[1], "valid", 0, 8.0, RunDir(run_dir), "VALID\n"),
         Outcome(s.entries[2], "error", 3, 1.0, None, "harness: boom\n", "harness: boom"),
     ]
     out = tmp_path / "store" / "_suites" / "j" / "1"
@@ -155,6 +156,7 @@ def test_junit_and_index(tmp_path: Path) -> None:
 def test_nightly_covers_every_lock_within_30_minutes() -> None:
     s = suite_mod.load(NIGHTLY)
     locks = {e.options.get("lock", "redis-setnx") for e in s.entries}
+    LOCKS = BUILTINS["locks"]
     assert set(LOCKS) <= locks, f"not in the nightly suite: {sorted(set(LOCKS) - locks)}"
     assert s.estimate() <= 30 * 60, f"{s.estimate() / 60:.1f} min"
     assert {e.expect for e in s.entries} == {"valid", "invalid"}
@@ -218,9 +220,9 @@ def test_every_long_option_of_harness_run() -> None:
         "4", "--ttl", "1.5", "--persistence", "appendonly", "--nemesis-opt", "kill-delay=3"]
 
 
-def test_entry_argv_runs_the_same_cli() -> None:
+def test_an_entry_is_the_spec_harness_run_would_make() -> None:
     e = Entry(1, {"lock": "redis-del", "nemesis": "pause", "seed": 3}, "invalid", 1)
-    argv = e.argv(Path("/tmp/s"))
-    assert argv[:4] == [sys.executable, "-m", "harness.cli", "run"]
-    assert argv[4:] == ["--store", "/tmp/s", "--quiet", "--lock", "redis-del", "--nemesis",
-                        "pause", "--seed", "3"]
+    spec = e.spec(Path("/tmp/s"))
+    assert (spec.lock, spec.nemesis, spec.seed, spec.store) == ("redis-del", ["pause"], 3,
+                                                                "/tmp/s")
+    assert e.command() == "harness run --lock redis-del --nemesis pause --seed 3"

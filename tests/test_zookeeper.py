@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import netfilter
-from harness.dbs.faketime import jvm_clock_support
-from harness.dbs.zookeeper import ZOOKEEPER_JAR
+from harness.controller import netfilter
+from harness.controller.dbs.faketime import jvm_clock_support
+from harness.controller.dbs.zookeeper import ZOOKEEPER_JAR
 from tests.consensus_runs import run
 
 pytestmark = [

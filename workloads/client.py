@@ -2,7 +2,8 @@
 
 Each client is its own OS process, so that SIGSTOP freezes a lock holder the way a GC pause does,
 its renewal threads included. It binds its own source address, builds its lock, runs the
-workload until told to stop (SIGTERM) and journals every op as it happens.
+workload until told to stop (SIGTERM) and journals every op as it happens. The controller
+resolved every name to a ``module:Class`` target already: this process never needs the registry.
 """
 
 from __future__ import annotations
@@ -15,18 +16,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from harness.history import JournalWriter
+from harness.core.cluster import Node
+from harness.core.journal import JournalWriter
+from harness.core.locks import LockConfig
+from harness.core.roles import load_object
 from workloads import crash
-from workloads.counter import CounterWorkload
-from workloads.locks import load_class
-from workloads.locks.base import Endpoint, LockConfig
-from workloads.mutex import MutexParams, MutexWorkload
+from workloads.mutex import MutexParams
 from workloads.resource import Resource
 from workloads.sockbind import bind_source
 
 
 def build_lock(cfg: dict[str, Any]) -> Any:
-    nodes = tuple(Endpoint(n["name"], n["host"], n["port"]) for n in cfg["nodes"])
+    nodes = tuple(Node(n["name"], n["host"], n["port"]) for n in cfg["nodes"])
     config = LockConfig(
         nodes=nodes,
         name=cfg["lock_name"],
@@ -35,7 +36,7 @@ def build_lock(cfg: dict[str, Any]) -> Any:
         process=cfg["process"],
         options={"seed": cfg["seed"], **cfg.get("lock_options", {})},
     )
-    return load_class(cfg["lock_target"])(config)
+    return load_object(cfg["lock_target"])(config)
 
 
 def main(argv: list[str]) -> int:
@@ -47,22 +48,16 @@ def main(argv: list[str]) -> int:
     journal = JournalWriter(cfg["journal"], cfg["process"], cfg["t0_ns"])
     lock = build_lock(cfg)
     crash.configure(cfg.get("crash_file"), tuple(getattr(lock, "crash_steps", ())))
+    workload_cls = load_object(cfg["workload_target"])
     res = cfg["resource"]
-    resource = Resource(res["host"], res["port"], fenced=cfg["workload"] == "fenced")
+    resource = Resource(res["host"], res["port"], fenced=bool(workload_cls.fenced))
     # A lock may say how it is used (consensus locks guard long critical sections); options
     # from the run's config win.
     options = {**getattr(type(lock), "workload_defaults", {}), **cfg.get("workload_options", {})}
-    params = MutexParams(
-        process=cfg["process"],
-        lock_name=cfg["lock_name"],
-        fenced=cfg["workload"] == "fenced",
-        seed=cfg["seed"],
-        end_ns=cfg.get("end_ns"),
-        **options,
-    )
+    params = MutexParams(process=cfg["process"], lock_name=cfg["lock_name"], seed=cfg["seed"],
+                         end_ns=cfg.get("end_ns"), **options)
     try:
-        workload = CounterWorkload if cfg["workload"] == "counter" else MutexWorkload
-        workload(params, lock, resource, journal, stop).run()
+        workload_cls(params, lock, resource, journal, stop).run()
     finally:
         journal.close()
         for closer in (lock, resource):

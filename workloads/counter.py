@@ -8,12 +8,23 @@ increment with the value it was computed from, so the checker can name the colli
 
 from __future__ import annotations
 
-from harness.history import INFO, INVOKE, OK
-from workloads.locks.base import Grant
-from workloads.mutex import MutexWorkload
+from collections.abc import Mapping
+from typing import Any
+
+from harness.core.history import INFO, INVOKE, OK
+from harness.core.locks import Grant
+from workloads.mutex import MutexWorkload, lock_checks
 
 
 class CounterWorkload(MutexWorkload):
+    name = "counter"
+    summary = "read the resource's counter, hold, write it + 1 (non-atomic): lost updates"
+
+    @classmethod
+    def checkers(cls, spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        return [("mutex", {}), ("lost-updates", {}), ("linearizable", {"model": "mutex"}),
+                ("stats", {}), *lock_checks(spec)]
+
     def critical_section(self, grant: Grant) -> None:
         j, name = self.journal, self.p.lock_name
         value = {"session": self.session}
@@ -28,7 +39,7 @@ class CounterWorkload(MutexWorkload):
         self.write_increment(grant, current)
 
     def write_increment(self, grant: Grant, current: int) -> None:
-        token = grant.token if self.p.fenced else None
+        token = grant.token if self.fenced else None
         value = {"kind": "increment", "session": self.session, "from": current,
                  "to": current + 1}
         self.write_value("increment", value, token, (current, current + 1))

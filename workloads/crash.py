@@ -2,10 +2,12 @@
 
 A process that crashes between two commands of a lock protocol (``SETNX`` done, ``EXPIRE``
 not yet) is the failure some locks never recover from. Waiting for that to happen by chance
-takes forever, so the ``crash-client`` nemesis *arms* one client: it writes the step's name
-into that client's crash file (``<run>/clients/c<p>.crash``), and the client, which checks
-the file at each crash point, kills itself with SIGKILL there: no cleanup, no last journal
-line, exactly like a crash. Just before, it notes in the file where it died, for the record.
+takes forever, so the ``crash-client`` nemesis *arms* one client through the controller: the
+step's name goes into that client's crash file and the client is sent SIGUSR1; its handler
+reads the file once, and from then on :func:`point` (a comparison of two strings, nothing
+more, so unarmed clients pay nothing) kills the process with SIGKILL at that step: no
+cleanup, no last journal line, exactly like a crash. Just before, it notes in the file where it
+died, for the record.
 
 Steps: a lock names its own (``crash_steps``, e.g. ``after-setnx``); the workload has
 ``holding`` (right after entering the critical section). The nemesis may ask for ``auto``:
@@ -17,24 +19,35 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 AUTO = "auto"
 HOLDING = "holding"
+ARM_SIGNAL = signal.SIGUSR1
 
 _file: Path | None = None
 _auto = HOLDING
-
-
-def crash_file(run_dir: Path, process: int) -> Path:
-    """Where the nemesis arms client ``process`` (the run and the nemesis agree on this)."""
-    return run_dir / "clients" / f"c{process}.crash"
+_armed: str | None = None
 
 
 def configure(path: str | os.PathLike[str] | None, lock_steps: tuple[str, ...] = ()) -> None:
-    """In a client process: watch ``path``; ``auto`` means the lock's first step."""
+    """In a client process: be armed through ``path`` on SIGUSR1; ``auto`` means the lock's
+    first step."""
     global _file, _auto
     _file = Path(path) if path else None
     _auto = lock_steps[0] if lock_steps else HOLDING
+    if _file is not None:
+        signal.signal(ARM_SIGNAL, _rearm)
+        _rearm()  # armed before the process started
+
+
+def _rearm(signum: int = 0, frame: Any = None) -> None:
+    global _armed
+    try:
+        step = armed_step(_file.read_text()) if _file is not None else ""
+    except OSError:
+        step = ""
+    _armed = (_auto if step == AUTO else step) or None
 
 
 def armed_step(text: str) -> str:
@@ -43,19 +56,15 @@ def armed_step(text: str) -> str:
 
 def point(step: str) -> None:
     """If this process is armed for ``step``: note it, then SIGKILL this process."""
-    if _file is None:
+    if _armed is None or _armed != step:
         return
-    try:
-        armed = armed_step(_file.read_text())
-    except OSError:
-        return  # not armed: the common case, one failed open()
-    if armed == step or (armed == AUTO and step == _auto):
+    if _file is not None:
         try:
             with _file.open("a") as fh:
                 fh.write(f"crashed-at {step}\n")
         except OSError:
             pass
-        os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def crashed_at(path: Path) -> str | None:

@@ -1,9 +1,9 @@
-"""The ``mutex`` and ``fenced`` workloads: acquire, write enter/exit to the resource, release.
+"""The ``mutex`` workload: acquire, write enter/exit to the resource, release.
 
 One session: ``acquire`` -> ``write enter`` -> hold a random time -> ``write exit`` ->
-``release``. In ``fenced`` mode every write carries the grant's token and the resource rejects
-stale ones; a rejected write ends the session early (the holder has been fenced off).
-Every op is journaled before it is sent (invoke) and after it returns (ok / fail / info).
+``release``. Every op is journaled before it is sent (invoke) and after it returns (ok / fail /
+info). The ``fenced`` workload (:mod:`workloads.fenced`) is the same loop with tokens on every
+write.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from harness.history import FAIL, INFO, INVOKE, OK, JournalWriter
+from harness.core.history import FAIL, INFO, INVOKE, OK
+from harness.core.journal import JournalWriter
+from harness.core.locks import Grant, Indeterminate, Lock
 from workloads import crash
-from workloads.locks.base import Grant, Indeterminate, Lock
 from workloads.resource import Resource
 
 HOLD_POLL = 0.02  # seconds between two held() checks while working under a lock
@@ -26,7 +28,6 @@ HOLD_POLL = 0.02  # seconds between two held() checks while working under a lock
 class MutexParams:
     process: int
     lock_name: str = "lock"
-    fenced: bool = False
     acquire_timeout: float = 5.0
     hold_min: float = 0.05
     hold_max: float = 0.3
@@ -36,7 +37,24 @@ class MutexParams:
     end_ns: int | None = None  # monotonic time the run's load ends: stop waiting for locks then
 
 
+def lock_checks(spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """What every lock workload gets besides its own checks: liveness (a stuck lock is
+    invalid) and availability (figures)."""
+    ttl = float(spec.get("ttl") or 2.0)
+    return [("liveness", {"ttl": ttl}), ("availability", {"ttl": ttl})]
+
+
 class MutexWorkload:
+    name: ClassVar[str] = "mutex"
+    summary: ClassVar[str] = "acquire, write enter/exit to the resource, hold a while, release"
+    needs_tokens: ClassVar[bool] = False
+    fenced: ClassVar[bool] = False  # the resource checks the writes' tokens
+
+    @classmethod
+    def checkers(cls, spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        return [("mutex", {}), ("linearizable", {"model": "mutex"}), ("stats", {}),
+                *lock_checks(spec)]
+
     def __init__(self, params: MutexParams, lock: Lock, resource: Resource,
                  journal: JournalWriter, stop: threading.Event) -> None:
         self.p = params
@@ -130,7 +148,7 @@ class MutexWorkload:
 
     def write(self, kind: str, grant: Grant) -> bool:
         """Returns True when the write was accepted."""
-        token = grant.token if self.p.fenced else None
+        token = grant.token if self.fenced else None
         return self.write_value(kind, {"kind": kind, "session": self.session}, token)
 
     def write_value(self, kind: str, value: dict[str, Any], token: int | None,

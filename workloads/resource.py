@@ -14,7 +14,7 @@ from typing import Any
 
 import redis
 
-from workloads.locks.redis_single import attempt, connect
+from workloads.locks.redis_conn import attempt, connect
 
 LOG_KEY = "resource:log"
 MAX_TOKEN_KEY = "resource:max-token"

@@ -35,7 +35,13 @@ import grpc
 from etcd3 import etcdrpc
 from etcd3.events import DeleteEvent
 
-from workloads.locks.base import LONG_CRITICAL_SECTIONS, Grant, Indeterminate, LockConfig
+from harness.core.locks import (
+    LONG_CRITICAL_SECTIONS,
+    Grant,
+    Indeterminate,
+    LockConfig,
+    LockRole,
+)
 from workloads.relay import Relay
 
 T = TypeVar("T")
@@ -78,8 +84,13 @@ def describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}".strip(": ")
 
 
-class Etcd3Lock:
+class Etcd3Lock(LockRole):
     """python-etcd3's ``lock()``: a key on a lease that nobody refreshes."""
+
+    name = "etcd"
+    summary = "python-etcd3 lock(): a key on a lease TTL, never refreshed; token: revision"
+    dbs = ("etcd",)
+    tokens = True
 
     workload_defaults: ClassVar[dict[str, float]] = {}  # short holds: well inside the lease
 
@@ -141,8 +152,13 @@ class Session:
         self._closed.set()
 
 
-class EtcdMutex:
+class EtcdMutex(LockRole):
     """Go's ``concurrency.Mutex`` (etcd 3.4), on a session kept alive by a thread."""
+
+    name = "etcd-keepalive"
+    summary = "Go's concurrency.Mutex: lease kept alive by a thread; token: revision"
+    dbs = ("etcd",)
+    tokens = True
 
     workload_defaults: ClassVar[dict[str, float]] = LONG_CRITICAL_SECTIONS
 

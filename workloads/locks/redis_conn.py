@@ -1,30 +1,49 @@
-"""How a Redis lock reaches "the" Redis: the first node, or the primary that Sentinel names.
+"""How every Redis client of the project is built, and what the Redis locks share.
 
-On ``--db redis-sentinel`` the run gives every lock ``options["sentinels"]`` (endpoints) and
-``options["service"]``; the client then asks the Sentinels for the primary exactly as an
-application using redis-py's ``Sentinel.master_for`` does: on each new connection, and again
-after the old primary answers READONLY. Nothing here re-checks the primary on its own: neither
-does redis-py, and that is part of what is being tested.
+One place builds ``redis.Redis`` clients (:func:`connect`): no retries (a retried write can
+apply twice, and the workload must see every failure), fail-fast timeouts, decoded replies.
+:func:`client_for` reaches "the" Redis of a lock: node 1, or on ``--db redis-sentinel`` the
+primary that the Sentinels name, exactly as an application using redis-py's
+``Sentinel.master_for`` does (on each new connection, and again after the old primary answers
+READONLY; nothing here re-checks the primary on its own: neither does redis-py, and that is
+part of what is being tested).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import redis
 from redis.sentinel import MasterNotFoundError, Sentinel
 
-from workloads.locks.base import LockConfig
+from harness.core.locks import Indeterminate, LockConfig
 
+T = TypeVar("T")
 SENTINEL_TIMEOUT = 0.5  # seconds per Sentinel asked: an unreachable one costs this much
+SINGLE_REDIS = ("redis", "redis-sentinel")  # where single-instance locks run
 
-# No retries: a retried write can apply twice, and the workload must see every failure.
 CLIENT_KWARGS: dict[str, Any] = {
     "retry_on_timeout": False,
     "retry": None,
     "decode_responses": True,
     "health_check_interval": 0,
 }
+
+# Release only if the key still holds our value: the compare-and-delete every careful Redis
+# lock uses (redis.io's single-instance recipe, Redlock's unlock).
+COMPARE_AND_DELETE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+def connect(host: str, port: int, timeout: float) -> redis.Redis:
+    """A redis-py client of one server that fails fast and never retries."""
+    return redis.Redis(host=host, port=port, socket_timeout=timeout,
+                       socket_connect_timeout=timeout, **CLIENT_KWARGS)
 
 
 def uses_sentinel(config: LockConfig) -> bool:
@@ -42,8 +61,7 @@ def client_for(config: LockConfig, timeout: float | None = None) -> redis.Redis:
         return manager.master_for(str(config.options.get("service", "mymaster")),
                                   socket_timeout=t, socket_connect_timeout=t, **CLIENT_KWARGS)
     node = config.nodes[0]
-    return redis.Redis(host=node.host, port=node.port, socket_timeout=t,
-                       socket_connect_timeout=t, **CLIENT_KWARGS)
+    return connect(node.host, node.port, t)
 
 
 def certainly_not_sent(e: redis.exceptions.ConnectionError) -> bool:
@@ -55,3 +73,15 @@ def certainly_not_sent(e: redis.exceptions.ConnectionError) -> bool:
     text = str(e)
     return (isinstance(e.__cause__, ConnectionRefusedError) or "refused" in text
             or "previous master is now a slave" in text)
+
+
+def attempt(fn: Callable[[], T]) -> T:
+    """Run one Redis request; a refused connection certainly did nothing, else indeterminate."""
+    try:
+        return fn()
+    except redis.exceptions.ConnectionError as e:
+        if certainly_not_sent(e):
+            raise ConnectionRefusedError(str(e)) from e
+        raise Indeterminate(f"{type(e).__name__}: {e}") from e
+    except redis.exceptions.TimeoutError as e:
+        raise Indeterminate(f"timeout: {e}") from e

@@ -13,20 +13,24 @@ from __future__ import annotations
 import redis
 from redis.lock import Lock as RedisPyLibLock
 
-from workloads.locks.base import Grant, Indeterminate, LockConfig
-from workloads.locks.redis_conn import certainly_not_sent, client_for
+from harness.core.locks import Grant, Indeterminate, LockConfig, LockRole
+from workloads.locks.redis_conn import SINGLE_REDIS, certainly_not_sent, client_for
 
 SLEEP = 0.02  # seconds between the library's own acquire attempts
 
 
-class RedisPyLock:
+class RedisPyLock(LockRole):
+    name = "redis-py"
+    summary = "redis-py's redis.lock.Lock as documented (SET NX PX, Lua release)"
+    dbs = SINGLE_REDIS
+
     def __init__(self, config: LockConfig) -> None:
         self.config = config
         self.client = client_for(config)
-        self.name = f"lock:{config.name}"
+        self.key = f"lock:{config.name}"
 
     def acquire(self, timeout: float) -> Grant | None:
-        lock: RedisPyLibLock = self.client.lock(self.name, timeout=self.config.ttl, sleep=SLEEP,
+        lock: RedisPyLibLock = self.client.lock(self.key, timeout=self.config.ttl, sleep=SLEEP,
                                                 blocking=True, blocking_timeout=timeout,
                                                 thread_local=False)
         try:

@@ -17,22 +17,11 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-import redis
-
+from harness.core.locks import Grant, LockConfig, LockRole
 from workloads import crash
-from workloads.locks.base import Grant, Indeterminate, LockConfig
-from workloads.locks.redis_conn import certainly_not_sent, client_for
-
-T = TypeVar("T")
-
-COMPARE_AND_DELETE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-    return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
+from workloads.locks.redis_conn import COMPARE_AND_DELETE, SINGLE_REDIS, attempt, client_for
 
 SET_AND_INCR = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -42,35 +31,11 @@ return false
 """
 
 
-def connect(host: str, port: int, timeout: float) -> redis.Redis:
-    """A redis-py client that fails fast (no retries: a retried write can double-apply)."""
-    return redis.Redis(
-        host=host,
-        port=port,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        retry_on_timeout=False,
-        retry=None,
-        decode_responses=True,
-        health_check_interval=0,
-    )
-
-
-def attempt(fn: Callable[[], T]) -> T:
-    """Run one Redis request; a refused connection certainly did nothing, else indeterminate."""
-    try:
-        return fn()
-    except redis.exceptions.ConnectionError as e:
-        if certainly_not_sent(e):
-            raise ConnectionRefusedError(str(e)) from e
-        raise Indeterminate(f"{type(e).__name__}: {e}") from e
-    except redis.exceptions.TimeoutError as e:
-        raise Indeterminate(f"timeout: {e}") from e
-
-
-class RedisSingleLock:
+class RedisSingleLock(LockRole):
     """Shared machinery: one connection to the first node (or to the primary Sentinel names),
     and an acquire loop with backoff."""
+
+    dbs = SINGLE_REDIS
 
     def __init__(self, config: LockConfig) -> None:
         self.config = config
@@ -113,6 +78,9 @@ class RedisSingleLock:
 class SetNxLock(RedisSingleLock):
     """The correct single-instance recipe: SET NX PX, release by compare-and-delete."""
 
+    name = "redis-setnx"
+    summary = "SET key uuid NX PX ttl; release by Lua compare-and-delete"
+
     def __init__(self, config: LockConfig) -> None:
         super().__init__(config)
         self._cad = self.client.register_script(COMPARE_AND_DELETE)
@@ -128,6 +96,9 @@ class SetNxLock(RedisSingleLock):
 class SetNxExpireLock(SetNxLock):
     """SETNX, then EXPIRE in a second command (the crash between them never expires)."""
 
+    name = "redis-setnx-expire"
+    summary = "SETNX then EXPIRE (two commands); compare-and-delete"
+
     crash_steps = ("after-setnx",)  # where the crash-client nemesis kills it by default
 
     def try_acquire(self, owner: str) -> Grant | None:
@@ -142,12 +113,18 @@ class SetNxExpireLock(SetNxLock):
 class DelLock(SetNxLock):
     """SET NX PX, release by a bare DEL: deletes the next holder's lock once ours expired."""
 
+    name = "redis-del"
+    summary = "SET NX PX; release by a bare DEL (deletes whoever holds it)"
+
     def release(self, grant: Grant) -> bool:
         return bool(self._call(lambda: self.client.delete(self.key)))
 
 
 class GetDelLock(SetNxLock):
     """Release by GET, compare in the client, then DEL: the key can change between them."""
+
+    name = "redis-get-del"
+    summary = "SET NX PX; release by GET, compare, then DEL (not atomic)"
 
     def release(self, grant: Grant) -> bool:
         if self._call(lambda: self.client.get(self.key)) != grant.handle:
@@ -157,6 +134,10 @@ class GetDelLock(SetNxLock):
 
 class FencedLock(SetNxLock):
     """SET NX PX plus INCR of a counter in one script: the counter is the fencing token."""
+
+    name = "redis-fenced"
+    summary = "SET NX PX plus INCR in one script: the counter is a fencing token"
+    tokens = True
 
     def __init__(self, config: LockConfig) -> None:
         super().__init__(config)

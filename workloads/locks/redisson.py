@@ -21,9 +21,8 @@ import uuid
 
 import redis
 
-from workloads.locks.base import Grant, LockConfig
-from workloads.locks.redis_conn import client_for
-from workloads.locks.redis_single import attempt
+from harness.core.locks import Grant, LockConfig, LockRole
+from workloads.locks.redis_conn import SINGLE_REDIS, attempt, client_for
 
 ACQUIRE = """
 if (redis.call('exists', KEYS[1]) == 0) then
@@ -62,9 +61,12 @@ return 0;
 """
 
 
-class RedissonLock:
+class RedissonLock(LockRole):
     """Reentrant hash lock with a watchdog thread renewing it every TTL/3."""
 
+    name = "redisson"
+    summary = "Redisson RLock: reentrant hash lock, Lua scripts, watchdog renews every TTL/3"
+    dbs = SINGLE_REDIS
     reentrant = True  # the mutex workload re-enters it inside the critical section
 
     def __init__(self, config: LockConfig) -> None:

@@ -31,19 +31,12 @@ from typing import Any
 
 import redis
 
-from workloads.locks.base import Grant, Indeterminate, LockConfig
-from workloads.locks.redis_conn import CLIENT_KWARGS
+from harness.core.locks import Grant, Indeterminate, LockConfig, LockRole
+from workloads.locks.redis_conn import COMPARE_AND_DELETE, connect
 
 DRIFT_FACTOR = 0.01
 DRIFT_FIXED = 0.002  # seconds
 RETRY_DELAY = 0.1  # seconds: retries wait uniform(0, this)
-
-UNLOCK = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-    return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
 
 LOCK_AND_COUNT = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -53,8 +46,12 @@ return false
 """
 
 
-class RedlockLock:
+class RedlockLock(LockRole):
     """The Redlock algorithm over ``config.nodes`` (every node is an independent master)."""
+
+    name = "redlock"
+    summary = "Redlock: SET NX PX on N masters, quorum, validity = ttl - elapsed - drift"
+    dbs = ("redis-masters", "redis")
 
     def __init__(self, config: LockConfig) -> None:
         self.config = config
@@ -63,14 +60,10 @@ class RedlockLock:
         self.ttl_ms = max(1, int(config.ttl * 1000))
         self.node_timeout = float(config.options.get(
             "node_timeout", max(0.01, min(config.op_timeout, config.ttl / 20))))
-        self.clients = [
-            redis.Redis(host=n.host, port=n.port, socket_timeout=self.node_timeout,
-                        socket_connect_timeout=self.node_timeout, **CLIENT_KWARGS)
-            for n in config.nodes
-        ]
+        self.clients = [connect(n.host, n.port, self.node_timeout) for n in config.nodes]
         self.quorum = len(self.clients) // 2 + 1
         self.rng = random.Random(config.options.get("seed", 0) * 1000 + config.process)
-        self._unlock = [c.register_script(UNLOCK) for c in self.clients]
+        self._unlock = [c.register_script(COMPARE_AND_DELETE) for c in self.clients]
 
     # one node ----------------------------------------------------------------------------------
     def lock_instance(self, i: int, value: str) -> Any:
@@ -139,6 +132,10 @@ class RedlockLock:
 
 class FencedRedlockLock(RedlockLock):
     """Redlock plus a per-master counter: token = the largest counter of the OK masters."""
+
+    name = "redlock-fenced"
+    summary = "Redlock plus a per-master INCR; token = max of the quorum's (weak)"
+    tokens = True
 
     def __init__(self, config: LockConfig) -> None:
         super().__init__(config)

@@ -28,7 +28,13 @@ from kazoo.exceptions import KazooException, LockTimeout
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
-from workloads.locks.base import LONG_CRITICAL_SECTIONS, Grant, Indeterminate, LockConfig
+from harness.core.locks import (
+    LONG_CRITICAL_SECTIONS,
+    Grant,
+    Indeterminate,
+    LockConfig,
+    LockRole,
+)
 
 LOCK_ROOT = "/locks"
 START_TIMEOUT = 15.0
@@ -42,9 +48,13 @@ def sequence_of(node: str) -> int:
     return int(digits)
 
 
-class KazooLock:
+class KazooLock(LockRole):
     """kazoo's Lock recipe; one client (one session) and one Lock object per client process."""
 
+    name = "zookeeper"
+    summary = "kazoo's Lock recipe (ephemeral sequential znode); token: its sequence number"
+    dbs = ("zookeeper",)
+    tokens = True
     workload_defaults: ClassVar[dict[str, float]] = LONG_CRITICAL_SECTIONS
 
     def __init__(self, config: LockConfig) -> None:
@@ -91,6 +101,9 @@ class KazooLock:
 
 class KazooListenerLock(KazooLock):
     """kazoo's Lock plus a connection-state listener: SUSPENDED or LOST means the lock is lost."""
+
+    name = "zookeeper-listener"
+    summary = "kazoo's Lock plus a state listener: SUSPENDED/LOST = lost, stop working"
 
     def __init__(self, config: LockConfig) -> None:
         self._lost = threading.Event()

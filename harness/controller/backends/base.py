@@ -1,0 +1,67 @@
+"""The Backend role: where nodes live. Node operations are the same whatever the nodes run in,
+and only the controller knows which backend it drives."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from harness.core.cluster import Node
+
+
+class Backend(Protocol):
+    name: str
+
+    def prepare(self, port: int, nodes: int, clients: int) -> None:
+        """Claim addresses (and create containers, networks) for this many nodes and clients."""
+
+    def register_endpoint(self, name: str, host: str) -> None:
+        """Name a client's address, so that ``cut`` can name it."""
+
+    def node_host(self, index: int) -> str:
+        """The address of DB node ``index`` (0-based)."""
+
+    def client_host(self, process: int) -> str:
+        """The source address client ``process`` connects from."""
+
+    def resource_host(self) -> str: ...
+
+    def client_networks(self) -> list[str]:
+        """Where clients must connect from their own address (CIDR blocks)."""
+
+    def environment_unmet(self, capability: type) -> str | None:
+        """None if this backend gives the environment capability (iptables), else why not."""
+
+    def preflight(self, db: Any, nodes: list[Node], partitions: bool) -> None:
+        """Raise HarnessError, one line, if these nodes cannot run here."""
+
+    def provision(self, db: Any, nodes: list[Node]) -> None: ...
+
+    def start(self, node: Node) -> None: ...
+
+    def stop(self, node: Node) -> None: ...
+
+    def kill(self, node: Node) -> None: ...
+
+    def pause(self, node: Node) -> None: ...
+
+    def resume(self, node: Node) -> None: ...
+
+    def is_running(self, node: Node) -> bool: ...
+
+    def wait_ready(self, node: Node, timeout: float) -> None: ...
+
+    def enable_clock(self, node: Node) -> None:
+        """Before its first start: run this node's server under libfaketime."""
+
+    def set_clock(self, node: Node, offset: float) -> None:
+        """Move the node's clock to ``offset`` seconds from the true time (0 heals)."""
+
+    def cut(self, links: Iterable[tuple[str, str]]) -> None:
+        """Drop traffic both ways between each pair of endpoints (node or client names)."""
+
+    def heal(self) -> None:
+        """Remove every cut this run made."""
+
+    def teardown(self) -> None:
+        """Stop every node and remove everything this backend created."""

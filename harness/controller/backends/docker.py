@@ -1,0 +1,297 @@
+"""The docker backend: one container per node on a bridge network of the run's own.
+
+Each container runs an idle PID 1 and the server is started inside it with ``docker exec``, so
+a server can be killed and restarted while its container, its network namespace and its
+iptables rules stay: a crash, not a new machine. The server's host pid is found once it runs, and
+pause / resume / kill are plain signals to that pid, exactly as on the local backend.
+
+- Node files live on the host under ``<run>/nodes/<name>`` (mounted at ``/node``); logs go to
+  ``<run>/logs/<name>.log`` (``/logs`` is mounted), so nothing needs copying out.
+- Clients stay on the host. Each gets its own address on the network's bridge (from the top of
+  the subnet), which it binds before connecting, so iptables inside a node can match one client.
+- Partitions: iptables rules in a chain ``LOCK-HARNESS`` inside each node's network namespace
+  (containers get ``NET_ADMIN``); healing flushes that chain everywhere.
+- Clocks: a server started with libfaketime reads its offset from ``/node/faketime``
+  (``FAKETIME_TIMESTAMP_FILE`` + ``FAKETIME_NO_CACHE``), so the offset changes while it runs.
+- Everything carries the labels ``lock-harness=1`` and ``lock-harness.run=<run id>``; teardown,
+  Ctrl-C and ``harness clean`` remove containers and networks by those labels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from harness.controller.backends.process_nodes import ProcessNodes, write_offset
+from harness.controller.dbs.faketime import LIBFAKETIME_PATHS
+from harness.controller.procs import ProcessTable
+from harness.controller.store import RunDir
+from harness.core.capabilities import Iptables
+from harness.core.cluster import Node
+from harness.core.errors import HarnessError
+
+LABEL = "lock-harness"
+RUN_LABEL = "lock-harness.run"
+IMAGE = "lock-harness/node:latest"
+CHAIN = "LOCK-HARNESS"
+FAKETIME_LIB = LIBFAKETIME_PATHS[0]  # where Debian's libfaketime is in the (amd64) node image
+REPO = Path(__file__).resolve().parents[3]
+
+
+def client() -> Any:
+    """A Docker SDK client, or one line saying how to get an engine."""
+    try:
+        import docker  # the SDK (this repository's docker/ folder has no __init__.py)
+
+        c = docker.from_env(timeout=30)
+        c.ping()
+        return c
+    except Exception as e:
+        raise HarnessError(f"no Docker engine answers ({type(e).__name__}): run `bash setup.sh`"
+                           " (it installs docker.io and starts dockerd)") from None
+
+
+def ensure_image(c: Any) -> str:
+    """The node image, built offline (docker/build_image.py) if it is not there yet."""
+    import docker
+
+    try:
+        c.images.get(IMAGE)
+        return IMAGE
+    except docker.errors.ImageNotFound:
+        pass
+    script = REPO / "docker" / "build_image.py"
+    print(f"building the node image ({script.relative_to(REPO)}); this takes a few minutes "
+          "the first time", flush=True)
+    proc = subprocess.run([os.environ.get("PYTHON", "python3"), str(script)], timeout=3600)
+    if proc.returncode != 0:
+        raise HarnessError(f"the node image could not be built: see {script.parent}/README.md")
+    return IMAGE
+
+
+class DockerBackend(ProcessNodes):
+    name = "docker"
+
+    def __init__(self, run: RunDir, procs: ProcessTable, run_id: str) -> None:
+        self.run = run
+        self.procs = procs
+        self.run_id = run_id
+        self.dbs: dict[str, Any] = {}
+        self.hosts: dict[str, str] = {}
+        self.containers: dict[str, Any] = {}
+        self.network: Any = None
+        self.bridge = ""
+        self.subnet: ipaddress.IPv4Network | None = None
+        self.clock_env: dict[str, dict[str, str]] = {}
+        self._client_addrs: list[str] = []
+        self._docker: Any = None
+
+    # set-up ----------------------------------------------------------------------------------
+    def prepare(self, port: int, nodes: int, clients: int) -> None:
+        """Engine, image, network and one idle container per node plus the resource."""
+        self._docker = c = client()
+        image = ensure_image(c)
+        labels = {LABEL: "1", RUN_LABEL: self.run_id}
+        slug = self.run_id.replace("/", "-").replace("_", "-").replace(":", "-")[-40:]
+        self.network = c.networks.create(f"lh-{slug}", driver="bridge", labels=labels)
+        self.network.reload()
+        cfg = self.network.attrs["IPAM"]["Config"][0]
+        self.subnet = ipaddress.ip_network(cfg["Subnet"])
+        self.bridge = "br-" + self.network.id[:12]
+        self.run.logs.mkdir(exist_ok=True)
+        names = [f"n{i + 1}" for i in range(nodes)] + ["resource"]
+        for name in names:
+            node_dir = self.run.node_dir(name)
+            node_dir.mkdir(parents=True, exist_ok=True)
+            (node_dir / "faketime").write_text("+0s\n")
+            self.containers[name] = c.containers.run(
+                image, ["sleep", "infinity"], detach=True, name=f"lh-{slug}-{name}",
+                hostname=name, labels={**labels, "lock-harness.node": name},
+                cap_add=["NET_ADMIN"], network=self.network.name,
+                volumes={str(node_dir): {"bind": "/node", "mode": "rw"},
+                         str(self.run.logs): {"bind": "/logs", "mode": "rw"}},
+            )
+        for name, ctr in self.containers.items():
+            ctr.reload()
+            ip = ctr.attrs["NetworkSettings"]["Networks"][self.network.name]["IPAddress"]
+            self.hosts[name] = ip
+            self._exec(name, f"iptables -w -N {CHAIN} && iptables -w -I INPUT -j {CHAIN} && "
+                             f"iptables -w -I OUTPUT -j {CHAIN}")
+        for p in range(clients):
+            addr = self.client_host(p)
+            ip_cmd("addr", "add", f"{addr}/32", "dev", self.bridge)
+            self._client_addrs.append(addr)
+
+    # addresses -------------------------------------------------------------------------------
+    def node_host(self, index: int) -> str:
+        return self.hosts[f"n{index + 1}"]
+
+    def client_host(self, process: int) -> str:
+        assert self.subnet is not None
+        return str(self.subnet.broadcast_address - 255 + process + 1)
+
+    def resource_host(self) -> str:
+        return self.hosts["resource"]
+
+    def client_networks(self) -> list[str]:
+        return [str(self.subnet)]
+
+    def register_endpoint(self, name: str, host: str) -> None:
+        self.hosts[name] = host
+
+    def environment_unmet(self, capability: type) -> str | None:
+        if capability is Iptables:
+            return None  # every container has iptables and NET_ADMIN
+        return f"the docker backend has no {getattr(capability, '__name__', capability)}"
+
+    # nodes -----------------------------------------------------------------------------------
+    def preflight(self, db: Any, nodes: list[Node], partitions: bool) -> None:
+        return None  # the image has every server; the engine answered in prepare()
+
+    def _home(self, node: Node) -> tuple[str, Path, Path]:
+        """(container, directory on the host, the same inside the container) of a node. A
+        node that has no container of its own (a companion process such as a Sentinel, on a
+        DB node's address) lives in the container with its address, in a subdirectory."""
+        if node.name in self.containers:
+            return node.name, self.run.node_dir(node.name), Path("/node")
+        ctr = next((n for n in self.containers if self.hosts.get(n) == node.host), None)
+        if ctr is None:
+            raise HarnessError(f"{node.name}: no container has its address {node.host}")
+        return ctr, self.run.node_dir(ctr) / node.name, Path("/node") / node.name
+
+    def provision(self, db: Any, nodes: list[Node]) -> None:
+        for node in nodes:
+            self.dbs[node.name] = db
+            _, host_dir, inner = self._home(node)
+            host_dir.mkdir(parents=True, exist_ok=True)
+            for fname, content in db.files(node, nodes, inner).items():
+                (host_dir / fname).write_text(content)
+
+    def enable_clock(self, node: Node) -> None:
+        """Start this node's server under libfaketime, its offset read from /node/faketime."""
+        self.clock_env[node.name] = {
+            "LD_PRELOAD": FAKETIME_LIB,
+            "FAKETIME_TIMESTAMP_FILE": "/node/faketime",
+            "FAKETIME_NO_CACHE": "1",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        }
+
+    def set_clock(self, node: Node, offset: float) -> None:
+        write_offset(self.run.node_dir(node.name) / "faketime", offset)
+
+    def start(self, node: Node) -> None:
+        db = self.dbs[node.name]
+        ctr, host_dir, inner = self._home(node)
+        argv = db.argv(node, inner)
+        pidfile = host_dir / "server.pid"
+        pidfile.unlink(missing_ok=True)
+        script = (f"echo $$ > {inner}/server.pid; exec {shlex.join(argv)} "
+                  f">> /logs/{node.name}.log 2>&1")
+        self.containers[ctr].exec_run(["sh", "-c", script], detach=True,
+                                      environment=self.clock_env.get(node.name, {}))
+        self.procs.adopt(node.name, self._host_pid(ctr, pidfile))
+
+    def _host_pid(self, name: str, pidfile: Path, timeout: float = 10.0) -> int:
+        """The host pid of the server, from the pid it has inside the container."""
+        deadline = time.monotonic() + timeout
+        ctr = self.containers[name]
+        ctr.reload()
+        init_pid = ctr.attrs["State"]["Pid"]
+        ns = os.readlink(f"/proc/{init_pid}/ns/pid")
+        while time.monotonic() < deadline:
+            try:
+                inner = int(pidfile.read_text().strip())
+            except (OSError, ValueError):
+                time.sleep(0.02)
+                continue
+            for entry in os.scandir("/proc"):
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    if os.readlink(f"/proc/{entry.name}/ns/pid") != ns:
+                        continue
+                    status = Path(f"/proc/{entry.name}/status").read_text()
+                except OSError:
+                    continue
+                nspid = next((ln.split()[1:] for ln in status.splitlines()
+                              if ln.startswith("NSpid:")), [])
+                if nspid and int(nspid[-1]) == inner:
+                    return int(entry.name)
+            time.sleep(0.02)
+        raise HarnessError(f"{name}: the server did not start in its container; see "
+                           f"{self.run.log(name)}")
+
+    # network ---------------------------------------------------------------------------------
+    def _exec(self, name: str, script: str) -> None:
+        res = self.containers[name].exec_run(["sh", "-c", script], environment={"LD_PRELOAD": ""})
+        if res.exit_code != 0:
+            raise HarnessError(f"{name}: `{script}` failed: "
+                               f"{res.output.decode(errors='replace').strip()[:200]}")
+
+    def cut(self, links: Iterable[tuple[str, str]]) -> None:
+        rules: dict[str, list[str]] = {}
+        for a, b in links:
+            for here, there in ((a, b), (b, a)):
+                if here in self.containers:
+                    ip = self.hosts[there]
+                    rules.setdefault(here, []).extend([
+                        f"iptables -w -A {CHAIN} -s {ip} -j DROP",
+                        f"iptables -w -A {CHAIN} -d {ip} -j DROP",
+                    ])
+        for name, cmds in rules.items():
+            self._exec(name, " && ".join(cmds))
+
+    def heal(self) -> None:
+        for name in self.containers:
+            with contextlib.suppress(HarnessError):
+                self._exec(name, f"iptables -w -F {CHAIN}")
+
+    def teardown(self) -> None:
+        for name in self.containers:
+            self.procs.send(name, signal.SIGCONT)
+        for addr in self._client_addrs:
+            ip_cmd("addr", "del", f"{addr}/32", "dev", self.bridge, check=False)
+        remove_run(self._docker, self.run_id)
+
+
+def ip_cmd(*args: str, check: bool = True) -> None:
+    proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
+    if check and proc.returncode != 0:
+        raise HarnessError(f"ip {' '.join(args)} failed: {proc.stderr.strip()}")
+
+
+def remove_run(c: Any, run_id: str | None) -> tuple[int, int]:
+    """Remove the containers and networks of one run (or of every run: ``run_id=None``)."""
+    if c is None:
+        return 0, 0
+    selector = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
+    containers = c.containers.list(all=True, filters={"label": selector})
+    for ctr in containers:
+        with contextlib.suppress(Exception):
+            ctr.remove(force=True)
+    networks = c.networks.list(filters={"label": selector})
+    for net in networks:
+        with contextlib.suppress(Exception):
+            net.remove()
+    return len(containers), len(networks)
+
+
+def leftovers(c: Any, live: set[str]) -> tuple[int, int]:
+    """``harness clean``: remove what runs that are no longer alive left behind."""
+    runs = {ctr.labels.get(RUN_LABEL) for ctr in c.containers.list(
+        all=True, filters={"label": RUN_LABEL})}
+    runs |= {net.attrs.get("Labels", {}).get(RUN_LABEL) for net in c.networks.list(
+        filters={"label": RUN_LABEL})}
+    total = (0, 0)
+    for run_id in sorted(r for r in runs if r and r not in live):
+        n = remove_run(c, run_id)
+        total = (total[0] + n[0], total[1] + n[1])
+    return total

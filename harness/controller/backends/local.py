@@ -1,0 +1,197 @@
+"""The local backend (the embedded default): each node a real server process on this machine.
+
+DB node ``i`` listens on 127.0.0.(i+2), client ``p`` connects from 127.0.1.(p+1) and the
+protected resource is 127.0.2.1, so iptables can cut any link between two of them. Each node has
+its data directory under ``<run>/nodes/<name>`` and its log at ``<run>/logs/<name>.log``.
+
+Runs side by side (parallel CI jobs, a test suite next to a manual run) each claim a *slot*: slot
+0 is the addresses above, slot ``s`` moves them to 127.s.x.y. A slot is held with a file lock for
+as long as the controller lives and is only taken if all its addresses are free, so a run killed
+with -9 whose servers still listen keeps its slot busy until ``harness clean``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from harness.controller import netfilter
+from harness.controller.backends.process_nodes import ProcessNodes, write_offset
+from harness.controller.cleanup import active_dir
+from harness.controller.dbs.faketime import libfaketime
+from harness.controller.procs import ProcessTable
+from harness.controller.store import RunDir
+from harness.core.capabilities import Iptables
+from harness.core.cluster import Node
+from harness.core.errors import HarnessError
+
+SLOTS = 64
+
+
+class LocalBackend(ProcessNodes):
+    name = "local"
+
+    def __init__(self, run: RunDir, procs: ProcessTable, run_id: str) -> None:
+        self.run = run
+        self.procs = procs
+        self.net = netfilter.Netfilter(run_id)
+        self.dbs: dict[str, Any] = {}
+        self.hosts: dict[str, str] = {}
+        self._cut = False
+        self._used_iptables = False
+        self._partitions = False
+        self._source_nat: dict[str, int] = {}  # node address -> the group id its server runs as
+        self.slot = 0
+        self._slot_fd: int | None = None
+        self.env: dict[str, dict[str, str]] = {}
+
+    # addresses -------------------------------------------------------------------------------
+    def node_host(self, index: int) -> str:
+        return f"127.{self.slot}.0.{index + 2}"
+
+    def client_host(self, process: int) -> str:
+        return f"127.{self.slot}.1.{process + 1}"
+
+    def resource_host(self) -> str:
+        return f"127.{self.slot}.2.1"
+
+    def prepare(self, port: int, nodes: int, clients: int) -> None:
+        self.claim_slot(port, nodes)
+
+    def claim_slot(self, port: int, nodes: int) -> int:
+        """Take the first slot that no live run holds and whose addresses are all free."""
+        for slot in range(SLOTS):
+            fd = os.open(active_dir() / f"slot-{slot}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self.slot = slot
+            hosts = [self.node_host(i) for i in range(nodes)] + [self.resource_host()]
+            if all(is_free(h, port) for h in hosts):
+                self._slot_fd = fd
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()} {self.run.path}\n".encode())
+                return slot
+            os.close(fd)
+        self.slot = 0
+        raise HarnessError(f"all {SLOTS} address slots are busy (127.s.0.x:{port}); "
+                           "`harness clean` removes what dead runs left")
+
+    def client_networks(self) -> list[str]:
+        return ["127.0.0.0/8"]
+
+    def register_endpoint(self, name: str, host: str) -> None:
+        self.hosts[name] = host
+
+    def environment_unmet(self, capability: type) -> str | None:
+        if capability is Iptables:
+            try:
+                netfilter.check_available()
+            except HarnessError as e:
+                return str(e)
+            return None
+        return f"the local backend has no {getattr(capability, '__name__', capability)}"
+
+    # nodes -----------------------------------------------------------------------------------
+    def node_dir(self, node: Node) -> Path:
+        return self.run.node_dir(node.name)
+
+    def preflight(self, db: Any, nodes: list[Node], partitions: bool) -> None:
+        db.check_environment()
+        for node in nodes:
+            port_free(node)
+        if partitions:
+            netfilter.check_available()
+            self._partitions = True
+
+    def provision(self, db: Any, nodes: list[Node]) -> None:
+        for node in nodes:
+            self.dbs[node.name] = db
+            self.hosts[node.name] = node.host
+            d = self.node_dir(node)
+            d.mkdir(parents=True, exist_ok=True)
+            for fname, content in db.files(node, nodes, d).items():
+                (d / fname).write_text(content)
+
+    def enable_clock(self, node: Node) -> None:
+        """Start this node's server under libfaketime; its offset is read from a file."""
+        db = self.dbs[node.name]
+        lib = libfaketime()
+        if lib is None:
+            raise HarnessError("libfaketime not found (Debian package libfaketime): run "
+                               "`bash setup.sh`")
+        path = os.environ.get("PATH", "/usr/bin:/bin")
+        host_dir = getattr(db, "host_faketime_dir", None)
+        if host_dir is not None:
+            path = f"{host_dir()}:{path}"
+        clock_file = self.node_dir(node) / "faketime"
+        clock_file.write_text("+0s\n")
+        self.env[node.name] = {**os.environ, "PATH": path, "LD_PRELOAD": lib,
+                               "FAKETIME_TIMESTAMP_FILE": str(clock_file),
+                               "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+    def set_clock(self, node: Node, offset: float) -> None:
+        write_offset(self.node_dir(node) / "faketime", offset)
+
+    def start(self, node: Node) -> None:
+        db = self.dbs[node.name]
+        group = None
+        if self._partitions:  # servers dial from 127.0.0.1: give them their address (netfilter)
+            if node.host not in self._source_nat:
+                self._source_nat[node.host] = self.net.source_nat(node.host)
+                self._used_iptables = True
+            group = self._source_nat[node.host]
+        self.procs.spawn(node.name, db.argv(node, self.node_dir(node)), self.log_file(node),
+                         env=self.env.get(node.name), group=group)
+
+    # network ---------------------------------------------------------------------------------
+    def cut(self, links: Iterable[tuple[str, str]]) -> None:
+        for a, b in links:
+            ha, hb = self.hosts[a], self.hosts[b]
+            self.net.drop(ha, hb)
+            self.net.drop(hb, ha)
+            self._cut = True
+            self._used_iptables = True
+
+    def heal(self) -> None:
+        if self._cut:
+            self.net.heal()
+            self._cut = False
+
+    def teardown(self) -> None:
+        for name in list(self.dbs):
+            self.procs.send(name, signal.SIGCONT)
+        for name in list(self.dbs):
+            self.procs.stop(name, timeout=3)
+        if self._used_iptables:
+            with contextlib.suppress(HarnessError):
+                self.net.teardown()
+        if self._slot_fd is not None:
+            os.close(self._slot_fd)
+            self._slot_fd = None
+
+
+def is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is ok
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def port_free(node: Node) -> None:
+    if not is_free(node.host, node.port):
+        raise HarnessError(
+            f"{node.name}: cannot listen on {node.host}:{node.port} (address in use); "
+            "another run may be active: `harness clean`"
+        )

@@ -1,0 +1,67 @@
+"""Node operations both backends share: once a server runs, it is a host pid in the run's
+ProcessTable (a child on the local backend, a process inside a container on the docker one),
+and stopping, killing, pausing and probing it are the same signals and probes."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.controller.procs import ProcessTable
+from harness.controller.store import RunDir
+from harness.core.atomic import write_text
+from harness.core.cluster import Node
+from harness.core.errors import HarnessError
+
+
+class ProcessNodes:
+    procs: ProcessTable
+    dbs: dict[str, Any]
+    run: RunDir
+
+    def log_file(self, node: Node) -> Path:
+        return self.run.log(node.name)
+
+    def stop(self, node: Node) -> None:
+        self.procs.stop(node.name, timeout=5)
+
+    def kill(self, node: Node) -> None:
+        self.procs.send(node.name, signal.SIGKILL)
+        self.procs.wait_gone(node.name, 5)
+
+    def pause(self, node: Node) -> None:
+        self.procs.send(node.name, signal.SIGSTOP)
+
+    def resume(self, node: Node) -> None:
+        self.procs.send(node.name, signal.SIGCONT)
+
+    def is_running(self, node: Node) -> bool:
+        return self.procs.pid(node.name) is not None
+
+    def wait_ready(self, node: Node, timeout: float) -> None:
+        db = self.dbs[node.name]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.is_running(node):
+                raise HarnessError(f"{node.name} ({db.name}) exited at start: "
+                                   f"{last_lines(self.log_file(node))}")
+            if db.ready(node):
+                return
+            time.sleep(0.05)
+        raise HarnessError(f"{node.name} ({db.name}) not ready after {timeout:.0f} s; "
+                           f"see {self.log_file(node)}")
+
+
+def write_offset(path: Path, offset: float) -> None:
+    """libfaketime's relative offset format: "+60s", "-1.5s"; written atomically."""
+    write_text(path, f"{offset:+.3f}s\n" if offset % 1 else f"{int(offset):+d}s\n")
+
+
+def last_lines(path: Path, n: int = 2) -> str:
+    try:
+        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return "(no log)"
+    return " | ".join(lines[-n:]) or "(empty log)"

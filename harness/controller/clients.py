@@ -1,0 +1,77 @@
+"""The client processes of a run: started, signalled, armed to crash, stopped.
+
+Each client is ``python -m workloads.client CONFIG.json``, its own process (and session), tied
+to the controller so that it dies with it. :class:`Clients` is what a nemesis may do to them
+(:class:`harness.core.cluster.ClientOps`).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.controller.procs import ProcessTable
+from harness.controller.store import RunDir
+from harness.core.atomic import write_json, write_text
+from harness.core.cluster import client_name
+from workloads.crash import ARM_SIGNAL, crashed_at
+
+STOP_TIMEOUT = 10.0
+
+
+@dataclass
+class Clients:
+    """The client processes, by history process number."""
+
+    procs: ProcessTable
+    run: RunDir
+    processes: list[int]
+    doomed: set[int] = field(default_factory=set)
+
+    def spawn(self, process: int, config: dict[str, Any]) -> None:
+        path = self.run.client_config(process)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, config, indent=1)
+        self.procs.spawn(client_name(process), [sys.executable, "-m", "workloads.client",
+                                                str(path)],
+                         self.run.client_log(process), tie_to_controller=True)
+
+    def _signal(self, process: int, sig: int) -> bool:
+        return self.procs.send(client_name(process), sig)
+
+    def pid(self, process: int) -> int | None:
+        return self.procs.pid(client_name(process))
+
+    def alive(self) -> list[int]:
+        return [p for p in self.processes if self.pid(p) is not None]
+
+    def dead(self) -> list[int]:
+        """Clients that died although nobody meant them to."""
+        return [p for p in self.processes if self.pid(p) is None and p not in self.doomed]
+
+    def pause(self, process: int) -> bool:
+        return self._signal(process, signal.SIGSTOP)
+
+    def resume(self, process: int) -> bool:
+        return self._signal(process, signal.SIGCONT)
+
+    # crashes on purpose (the crash-client nemesis) --------------------------------------------
+    # A client armed for a crash may die at any moment from then on: the run must not take
+    # its death for a harness failure, and faults must not pick it any more.
+    def arm_crash(self, process: int, step: str) -> None:
+        self.doomed.add(process)
+        write_text(self.run.crash_file(process), step + "\n")
+        self._signal(process, ARM_SIGNAL)
+
+    def disarm_crash(self, process: int) -> None:
+        self.run.crash_file(process).unlink(missing_ok=True)
+        self._signal(process, ARM_SIGNAL)
+
+    def crashed_at(self, process: int) -> str | None:
+        return crashed_at(self.run.crash_file(process))
+
+    def stop_all(self) -> None:
+        for p in self.processes:
+            self.procs.stop(client_name(p), timeout=STOP_TIMEOUT)

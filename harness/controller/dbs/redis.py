@@ -1,0 +1,89 @@
+"""Redis: a single ``redis-server`` per node, no replication, no persistence by default."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import ClassVar
+
+import redis
+
+from harness.core.cluster import Node
+from harness.core.errors import HarnessError
+from workloads.locks.redis_conn import connect
+
+LIBC_BUILD = Path(os.environ.get("LOCK_HARNESS_CACHE", "/var/cache/lock-harness")) / "redis-libc"
+
+
+class RedisDB:
+    name: ClassVar[str] = "redis"
+    summary: ClassVar[str] = "independent redis-server nodes (single-instance locks use n1)"
+    default_nodes: ClassVar[int] = 1
+    port: ClassVar[int] = 16379
+    persistence_modes: ClassVar[tuple[str, ...]] = ("none", "appendonly")
+
+    def __init__(self, binary: str | None = None, persistence: str = "none") -> None:
+        self.binary = binary or "redis-server"  # found on PATH where the node runs
+        self.persistence = persistence
+
+    def check_environment(self) -> None:
+        if shutil.which(self.binary) is None:
+            raise HarnessError(
+                f"redis-server not found ({self.binary}): run the set-up command `bash setup.sh`"
+            )
+
+    def files(self, node: Node, cluster: list[Node], node_dir: Path) -> dict[str, str]:
+        lines = [
+            *base_conf(node, node_dir),
+            'save ""',
+            f"appendonly {'yes' if self.persistence == 'appendonly' else 'no'}",
+            "appendfsync always",
+            "hz 100",
+        ]
+        return {"redis.conf": "\n".join(lines) + "\n"}
+
+    def argv(self, node: Node, node_dir: Path) -> list[str]:
+        return [self.binary, str(node_dir / "redis.conf")]
+
+    def ready(self, node: Node) -> bool:
+        client = connect(node.host, node.port, 0.5)
+        try:
+            return bool(client.ping())
+        except redis.exceptions.RedisError:
+            return False
+        finally:
+            client.close()
+
+    def clock_fault_support(self) -> str | None:
+        return None  # libfaketime reaches redis-server, if it is not linked with jemalloc
+
+    def host_faketime_dir(self) -> Path:
+        """On this host, a directory whose redis-server works under libfaketime.
+
+        Debian's redis-server is linked with jemalloc, which libfaketime cannot hook (it dies at
+        start with "Unexpected recursive calls to clock_gettime()"); a build with MALLOC=libc
+        works. (The docker image has such a build on its PATH already.)
+        """
+        if (LIBC_BUILD / "redis-server").exists():
+            return LIBC_BUILD
+        raise HarnessError("clock faults on Redis need a redis-server built with MALLOC=libc "
+                           "(Debian's uses jemalloc, which libfaketime cannot hook): run "
+                           "`bash docker/build_redis_libc.sh`, or use --backend docker")
+
+    def read_clock(self, node: Node) -> float:
+        """The node's own clock (Redis TIME), as seconds since the epoch."""
+        client = connect(node.host, node.port, 2.0)
+        try:
+            sec, usec = client.time()
+        finally:
+            client.close()
+        return sec + usec / 1e6
+
+
+def base_conf(node: Node, node_dir: Path) -> list[str]:
+    """What every redis-server of the harness (node or Sentinel) is told: its own address and
+    port, its directory, logs to stdout, stay in the foreground, take clients from any address
+    (protected mode would refuse the clients' own 127.x.y.z source addresses)."""
+    return [f"bind {node.host}", f"port {node.port}", f"dir {node_dir}", 'logfile ""',
+            "daemonize no", "protected-mode no"]

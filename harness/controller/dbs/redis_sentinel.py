@@ -1,0 +1,168 @@
+"""``redis-sentinel``: a primary (n1), replicas (n2, n3, ...) and three Sentinels.
+
+The deployment the Redis docs describe: three machines, each running a ``redis-server`` and a
+Sentinel. So the Sentinels are *companions* of n1..n3 (``s1`` on n1's address, port 26379,
+...): a partition that cuts a machine off cuts both of its processes, as it would in real life,
+while killing or pausing ``n1`` hits only its Redis. Clients find the primary through the
+Sentinels, as redis-py's ``Sentinel.master_for`` does (``client_options`` tells them where).
+
+Replication is Redis's own, asynchronous, with default replica settings: that is what loses a
+lock on failover. Sentinel timings are short so that a failover fits in a 30 s run:
+``down-after-milliseconds`` 1000 and ``failover-timeout`` 3000 (a partitioned primary is
+replaced in about 3 s; an old primary that comes back is turned into a replica within the
+Sentinels' 10 s INFO period).
+
+Every process binds its outgoing connections to its own address (``bind-source-addr``) and
+announces it, so that iptables rules between node addresses really cut replication and
+Sentinel gossip on the local backend, where all addresses are on one loopback interface.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import redis
+
+from harness.controller.dbs.redis import RedisDB, base_conf
+from harness.core.cluster import Node
+from harness.core.errors import UsageError
+from workloads.locks.redis_conn import connect
+
+SERVICE = "mymaster"
+SENTINEL_PORT = 26379
+SENTINELS = 3
+QUORUM = 2
+DOWN_AFTER_MS = 1000
+FAILOVER_TIMEOUT_MS = 3000
+PROBE_TIMEOUT = 0.5
+
+
+def _client(host: str, port: int, timeout: float = PROBE_TIMEOUT) -> redis.Redis:
+    return connect(host, port, timeout)
+
+
+class RedisSentinelDB(RedisDB):
+    name: ClassVar[str] = "redis-sentinel"
+    summary: ClassVar[str] = ("a primary, replicas and 3 Sentinels (one per machine n1..n3); "
+                              "clients find the primary through Sentinel")
+    default_nodes: ClassVar[int] = 3
+    min_nodes: ClassVar[int] = SENTINELS
+    default_lock: ClassVar[str] = "redis-setnx"
+
+    def __init__(self, binary: str | None = None, persistence: str = "none") -> None:
+        super().__init__(binary, persistence)
+        self.sentinels: list[Node] = []
+        self.by_address: dict[str, str] = {}
+
+    def files(self, node: Node, cluster: list[Node], node_dir: Path) -> dict[str, str]:
+        conf = super().files(node, cluster, node_dir)["redis.conf"]
+        lines = [
+            f"replica-announce-ip {node.host}",
+            f"bind-source-addr {node.host}",
+            "repl-diskless-sync-delay 0",  # replicas in sync at start without a 5 s wait
+        ]
+        primary = cluster[0]
+        if node.name != primary.name:
+            lines.append(f"replicaof {primary.host} {primary.port}")
+        return {"redis.conf": conf + "\n".join(lines) + "\n"}
+
+    # capabilities: HasCompanions, HasLeader, Failover (harness/core/capabilities.py) --------
+    def companions(self, nodes: list[Node]) -> list[tuple[Any, list[Node]]]:
+        """Three Sentinels, one on each of the first three machines."""
+        if len(nodes) < SENTINELS:
+            raise UsageError(f"--db redis-sentinel needs at least {SENTINELS} nodes (a primary "
+                             f"and replicas, with a Sentinel on each of the first "
+                             f"{SENTINELS}), got {len(nodes)}")
+        self.by_address = {n.host: n.name for n in nodes}
+        self.sentinels = [Node(f"s{i + 1}", n.host, SENTINEL_PORT)
+                          for i, n in enumerate(nodes[:SENTINELS])]
+        return [(SentinelProcess(nodes[0], len(nodes) - 1), self.sentinels)]
+
+    def client_options(self) -> dict[str, Any]:
+        return {"sentinels": [s.endpoint for s in self.sentinels], "service": SERVICE}
+
+    def leader(self, nodes: list[Node]) -> str | None:
+        """The primary a majority of the Sentinels names now (None: no majority agrees)."""
+        votes: dict[str, int] = {}
+        for s in self.sentinels:
+            addr = primary_seen_by(s)
+            if addr is not None:
+                votes[addr] = votes.get(addr, 0) + 1
+        for addr, n in votes.items():
+            if n >= len(self.sentinels) // 2 + 1:
+                return self.by_address.get(addr)
+        return None
+
+    def role(self, node: Node) -> str | None:
+        """``master`` or ``slave`` as the node itself says (None: it does not answer)."""
+        c = _client(node.host, node.port)
+        try:
+            return str(c.role()[0])
+        except redis.exceptions.RedisError:
+            return None
+        finally:
+            c.close()
+
+
+def primary_seen_by(sentinel: Node) -> str | None:
+    c = _client(sentinel.host, sentinel.port)
+    try:
+        addr = c.sentinel_get_master_addr_by_name(SERVICE)
+    except redis.exceptions.RedisError:
+        return None
+    finally:
+        c.close()
+    return None if not addr else str(addr[0])
+
+
+class SentinelProcess:
+    """One Sentinel (``redis-server --sentinel``): the companion process of a machine."""
+
+    name: ClassVar[str] = "redis-sentinel-process"
+    summary: ClassVar[str] = "Redis Sentinel"
+    default_nodes: ClassVar[int] = SENTINELS
+    port: ClassVar[int] = SENTINEL_PORT
+
+    def __init__(self, primary: Node, replicas: int, binary: str = "redis-server") -> None:
+        self.primary = primary
+        self.replicas = replicas
+        self.binary = binary
+
+    def check_environment(self) -> None:
+        RedisDB(self.binary).check_environment()
+
+    def files(self, node: Node, cluster: list[Node], node_dir: Path) -> dict[str, str]:
+        p = self.primary
+        lines = [
+            *base_conf(node, node_dir),
+            f"sentinel announce-ip {node.host}",
+            f"bind-source-addr {node.host}",
+            f"sentinel monitor {SERVICE} {p.host} {p.port} {QUORUM}",
+            f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}",
+            f"sentinel failover-timeout {SERVICE} {FAILOVER_TIMEOUT_MS}",
+            f"sentinel parallel-syncs {SERVICE} 1",
+        ]
+        return {"sentinel.conf": "\n".join(lines) + "\n"}
+
+    def argv(self, node: Node, node_dir: Path) -> list[str]:
+        return [self.binary, str(node_dir / "sentinel.conf"), "--sentinel"]
+
+    def ready(self, node: Node) -> bool:
+        """Ready when it sees every replica in sync and every other Sentinel: before that a
+        failover could not happen (or could pick nobody)."""
+        c = _client(node.host, node.port)
+        try:
+            master = c.sentinel_master(SERVICE)
+            replicas = c.sentinel_slaves(SERVICE)
+        except redis.exceptions.RedisError:
+            return False
+        finally:
+            c.close()
+        linked = [r for r in replicas if r.get("master-link-status") == "ok"
+                  and not r.get("is_sdown")]
+        return (len(linked) >= self.replicas
+                and int(master.get("num-other-sentinels", 0)) >= SENTINELS - 1)
+
+    def clock_fault_support(self) -> str | None:
+        return "clock faults target the Redis nodes, not their Sentinels"

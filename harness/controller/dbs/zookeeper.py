@@ -1,0 +1,113 @@
+"""ZooKeeper: an ensemble of QuorumPeerMain JVMs from Debian's ``zookeeper`` package.
+
+Only config files, a command line and probes: the backend decides where the JVM runs. Every node
+uses the standard ports (client 2181, quorum 2888, election 3888) on its own address.
+
+Timings are short so that faults bite inside a 30 s test: ``tickTime`` 200 ms, so a session can
+be as short as 400 ms (2 ticks); the lock's ``--ttl`` becomes the session timeout the client asks
+for (2 s by default). A follower that misses ``syncLimit`` (5 ticks = 1 s) of its leader drops
+out, and a leader that loses its quorum for as long steps down. The four-letter words ``srvr``,
+``ruok`` and ``mntr`` are enabled: readiness (the node serves: it is in a quorum with a leader)
+and leader detection use them, never a client session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import ClassVar
+
+from harness.controller.dbs.faketime import jvm_clock_support
+from harness.controller.dbs.fourletter import pick_leader, server_state
+from harness.core.cluster import Node
+from harness.core.errors import HarnessError
+
+TICK_MS = 200
+INIT_LIMIT = 25  # ticks a follower has to connect and sync at start (5 s)
+SYNC_LIMIT = 5  # ticks a follower may lag its leader (1 s)
+MIN_SESSION_MS = 2 * TICK_MS
+MAX_SESSION_MS = 60_000  # so a long --ttl is honoured rather than silently capped
+PEER_PORT = 2888
+ELECTION_PORT = 3888
+
+ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"  # its manifest names the dependencies
+SLF4J_SIMPLE_JAR = "/usr/share/java/slf4j-simple.jar"  # logs to stderr: the node's log
+MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+JVM_FLAGS = (
+    "-Xms32m", "-Xmx256m",
+    "-XX:+UseSerialGC",  # two cores shared with other runs: no parallel GC threads
+    "-XX:TieredStopAtLevel=1",  # C1 only: a faster start, and speed is not what we test
+    "-XX:-UsePerfData",  # no /tmp/hsperfdata files
+    "-Djava.net.preferIPv4Stack=true",
+    "-Dzookeeper.admin.enableServer=false",
+    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+    "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+    "-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.server.NIOServerCnxn=warn",
+)
+
+
+class ZooKeeperDB:
+    name: ClassVar[str] = "zookeeper"
+    summary: ClassVar[str] = (f"a ZooKeeper ensemble (Debian's zookeeper, tickTime {TICK_MS} ms; "
+                              "session timeout = --ttl)")
+    default_nodes: ClassVar[int] = 3
+    port: ClassVar[int] = 2181
+    default_lock: ClassVar[str] = "zookeeper"
+
+    def __init__(self, java: str | None = None) -> None:
+        self.java = java or shutil.which("java") or "java"
+
+    def check_environment(self) -> None:
+        if shutil.which(self.java) is None:
+            raise HarnessError(f"java not found ({self.java}): ZooKeeper needs a JVM; run the "
+                               "set-up command `bash setup.sh`")
+        if not os.path.exists(ZOOKEEPER_JAR):
+            raise HarnessError(f"{ZOOKEEPER_JAR} not found (Debian package zookeeper): run the "
+                               "set-up command `bash setup.sh`")
+
+    def files(self, node: Node, cluster: list[Node], node_dir: Path) -> dict[str, str]:
+        return {"zoo.cfg": zoo_cfg(node, cluster, node_dir), "myid": f"{myid(node, cluster)}\n"}
+
+    def argv(self, node: Node, node_dir: Path) -> list[str]:
+        classpath = f"{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}"
+        return [self.java, *JVM_FLAGS, "-cp", classpath, MAIN_CLASS, str(node_dir / "zoo.cfg")]
+
+    def ready(self, node: Node) -> bool:
+        """Serving: a member of a quorum that has a leader (or standalone)."""
+        return server_state(node.host, node.port).serving
+
+    def leader(self, nodes: list[Node]) -> str | None:
+        return pick_leader({n.name: server_state(n.host, n.port) for n in nodes})
+
+    def clock_fault_support(self) -> str | None:
+        return jvm_clock_support(self.java)
+
+
+def myid(node: Node, cluster: list[Node]) -> int:
+    return [n.name for n in cluster].index(node.name) + 1
+
+
+def zoo_cfg(node: Node, cluster: list[Node], node_dir: Path) -> str:
+    lines = [
+        f"tickTime={TICK_MS}",
+        f"initLimit={INIT_LIMIT}",
+        f"syncLimit={SYNC_LIMIT}",
+        f"minSessionTimeout={MIN_SESSION_MS}",
+        f"maxSessionTimeout={MAX_SESSION_MS}",
+        f"dataDir={node_dir}",
+        f"clientPortAddress={node.host}",
+        f"clientPort={node.port}",
+        "4lw.commands.whitelist=srvr,ruok,mntr",
+        "admin.enableServer=false",
+        # The faults are process crashes, never power loss: the page cache survives them, so
+        # fsync per transaction buys nothing here but jitter on a shared disk.
+        "forceSync=no",
+        "preAllocSize=4096",  # KB per transaction log file (the default is 64 MB)
+        "maxClientCnxns=0",
+    ]
+    if len(cluster) > 1:
+        lines.append("quorumListenOnAllIPs=false")
+        lines += [f"server.{i + 1}={n.host}:{PEER_PORT}:{ELECTION_PORT}"
+                  for i, n in enumerate(cluster)]
+    return "\n".join(lines) + "\n"

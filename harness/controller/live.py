@@ -1,0 +1,93 @@
+"""Live state of a running test, read from the journals as they grow.
+
+The nemesis asks it who holds the lock right now (to pause or cut off exactly that client), and
+the progress line asks it how many ops and overlaps there have been so far. It only reads the
+journals (the clients write them), so it sees what the history will say.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+
+class JournalTail:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+
+    def read_new(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(data)
+        data = self.partial + data
+        *lines, self.partial = data.split(b"\n")
+        ops = []
+        for line in lines:
+            try:
+                ops.append(json.loads(line))
+            except ValueError:
+                continue
+        return ops
+
+
+class LiveState:
+    def __init__(self, journals: dict[int, Path]) -> None:
+        self.tails = {p: JournalTail(path) for p, path in journals.items()}
+        self.holding: dict[int, float] = {}  # process -> time (s) it acquired
+        self.waiting: dict[int, float] = {}  # process -> time (s) it began an acquire
+        self.ops = 0
+        self.acquired = 0
+        self.overlaps = 0
+        self.first_overlap: float | None = None
+        self._mu = threading.Lock()
+
+    def refresh(self) -> None:
+        with self._mu:
+            new = [op for tail in self.tails.values() for op in tail.read_new()]
+            for op in sorted(new, key=lambda o: o.get("time", 0)):
+                self._apply(op)
+
+    def _apply(self, op: dict[str, Any]) -> None:
+        p, f, t = op.get("process"), op.get("f"), op.get("type")
+        if t == "invoke":
+            self.ops += 1
+        if f == "acquire" and isinstance(p, int):
+            if t == "invoke":
+                self.waiting[p] = op["time"] / 1e9
+            else:
+                self.waiting.pop(p, None)
+        if f == "acquire" and t == "ok" and isinstance(p, int):
+            if self.holding:
+                self.overlaps += 1
+                if self.first_overlap is None:
+                    self.first_overlap = op["time"] / 1e9
+            self.holding[p] = op["time"] / 1e9
+            self.acquired += 1
+        elif f == "release" and t == "invoke" and isinstance(p, int):
+            self.holding.pop(p, None)
+
+    def holders(self) -> list[int]:
+        """Clients that believe they hold the lock now (acquired, not yet releasing)."""
+        self.refresh()
+        with self._mu:
+            return sorted(self.holding, key=self.holding.__getitem__)
+
+    def waiters(self) -> list[int]:
+        """Clients blocked in an acquire now (invoked, not completed), longest first."""
+        self.refresh()
+        with self._mu:
+            return sorted(self.waiting, key=self.waiting.__getitem__)
+
+    def forget(self, process: int) -> None:
+        """A client that is gone (killed) holds and wants nothing any more."""
+        with self._mu:
+            self.holding.pop(process, None)
+            self.waiting.pop(process, None)

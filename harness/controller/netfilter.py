@@ -1,0 +1,148 @@
+"""iptables rules for partitions, kept in the project's own chains.
+
+Every rule lives in the chain ``LOCK-HARNESS`` (jumped to from INPUT) and carries the comment
+``lock-harness:<run-id>``, so a run removes exactly its own rules, and ``harness clean`` those of
+runs that are gone. Loopback traffic passes INPUT on the way in, so dropping ``-s A -d B`` there
+cuts A off from B even though both are addresses of this machine.
+
+Servers that dial each other (a ZooKeeper ensemble, an etcd cluster) do not bind their outgoing
+sockets: the kernel gives a connection to 127.x.y.z the source 127.0.0.1, whoever makes it, and
+``-s A`` would never match. So, for runs with partitions, each server process runs with a group
+id of its own (:func:`node_gid`) and a rule in the nat chain ``LOCK-HARNESS-SNAT`` (jumped to
+from POSTROUTING) rewrites the source of its connections to its node's address. The replies of
+such a connection come back addressed to 127.0.0.1, so a cut also drops by the connection's
+reply tuple (conntrack): every connection A made to B, both ways, silently (a DROP in INPUT, so
+a cut-off process sees timeouts, as on a real network, not errors).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import subprocess
+
+from harness.core.errors import HarnessError
+
+CHAIN = "LOCK-HARNESS"
+NAT_CHAIN = "LOCK-HARNESS-SNAT"
+COMMENT_PREFIX = "lock-harness:"
+GID_BASE = 1_600_000_000  # + the low 24 bits of a node's address: one group id per address
+
+
+def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    binary = shutil.which("iptables")
+    if binary is None:
+        raise HarnessError("iptables not found: run the set-up command `bash setup.sh`")
+    proc = subprocess.run([binary, "-w", "5", *args], capture_output=True, text=True,
+                          timeout=30)
+    if check and proc.returncode != 0:
+        raise HarnessError(f"iptables {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc
+
+
+def check_available() -> None:
+    """Partitions need root and a working iptables: say so in one line if not."""
+    if os.geteuid() != 0:
+        raise HarnessError("partitions need root (iptables): run as root, or pick another "
+                           "--nemesis")
+    proc = _iptables("-S", "INPUT", check=False)
+    if proc.returncode != 0:
+        raise HarnessError(f"iptables does not work here: {proc.stderr.strip()}")
+
+
+def rules(table: str = "filter") -> list[str]:
+    """Our chain's rules as ``-A ...`` lines (empty when the chain does not exist)."""
+    proc = _iptables("-t", table, "-S", _chain(table), check=False)
+    if proc.returncode != 0:
+        return []
+    return [line for line in proc.stdout.splitlines() if line.startswith("-A ")]
+
+
+def _chain(table: str) -> str:
+    return NAT_CHAIN if table == "nat" else CHAIN
+
+
+def node_gid(address: str) -> int:
+    """The group id a server at ``address`` runs with when its source address is rewritten."""
+    return GID_BASE + (int(ipaddress.IPv4Address(address)) & 0xFFFFFF)
+
+
+def _comment_of(rule: str) -> str | None:
+    marker = f'--comment "{COMMENT_PREFIX}'
+    if marker in rule:
+        return rule.split(marker, 1)[1].split('"', 1)[0]
+    marker = f"--comment {COMMENT_PREFIX}"
+    if marker in rule:
+        return rule.split(marker, 1)[1].split()[0]
+    return None
+
+
+class Netfilter:
+    """One run's rules."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id.replace("/", ":")
+        self.comment = COMMENT_PREFIX + self.run_id
+
+    def ensure_chain(self) -> None:
+        if _iptables("-S", CHAIN, check=False).returncode != 0:
+            _iptables("-N", CHAIN)
+        if _iptables("-C", "INPUT", "-j", CHAIN, check=False).returncode != 0:
+            _iptables("-I", "INPUT", "1", "-j", CHAIN)
+
+    def drop(self, src: str, dst: str) -> None:
+        """Drop what ``src`` sends ``dst``, and every connection ``src`` made to ``dst``."""
+        self.ensure_chain()
+        comment = ["-m", "comment", "--comment", self.comment, "-j", "DROP"]
+        _iptables("-A", CHAIN, "-s", src, "-d", dst, *comment)
+        _iptables("-A", CHAIN, "-m", "conntrack", "--ctreplsrc", dst, "--ctrepldst", src,
+                  *comment)
+
+    def source_nat(self, address: str) -> int:
+        """Make connections of processes in group :func:`node_gid` come from ``address``;
+        returns that group id. Stays until :meth:`teardown` (a heal leaves it)."""
+        gid = node_gid(address)
+        if _iptables("-t", "nat", "-S", NAT_CHAIN, check=False).returncode != 0:
+            _iptables("-t", "nat", "-N", NAT_CHAIN)
+        if _iptables("-t", "nat", "-C", "POSTROUTING", "-j", NAT_CHAIN,
+                     check=False).returncode != 0:
+            _iptables("-t", "nat", "-I", "POSTROUTING", "1", "-j", NAT_CHAIN)
+        _iptables("-t", "nat", "-A", NAT_CHAIN, "-d", "127.0.0.0/8", "-m", "owner",
+                  "--gid-owner", str(gid), "-m", "comment", "--comment", self.comment,
+                  "-j", "SNAT", "--to-source", address)
+        return gid
+
+    def heal(self) -> int:
+        """Remove this run's cuts. Returns how many rules were removed."""
+        return remove_rules(lambda c: c == self.run_id, tables=("filter",))
+
+    def teardown(self) -> None:
+        remove_rules(lambda c: c == self.run_id)
+        remove_chain_if_empty()
+
+
+def remove_rules(select: object, tables: tuple[str, ...] = ("filter", "nat")) -> int:
+    n = 0
+    for table in tables:
+        for rule in rules(table):
+            owner = _comment_of(rule)
+            if owner is not None and callable(select) and select(owner):
+                spec = rule.split()[1:]  # drop "-A"
+                args = [a.strip('"') for a in spec]
+                if _iptables("-t", table, "-D", *args, check=False).returncode == 0:
+                    n += 1
+    return n
+
+
+def remove_chain_if_empty() -> bool:
+    removed = False
+    for table, hook in (("filter", "INPUT"), ("nat", "POSTROUTING")):
+        chain = _chain(table)
+        if _iptables("-t", table, "-S", chain, check=False).returncode != 0 or rules(table):
+            continue
+        while _iptables("-t", table, "-D", hook, "-j", chain, check=False).returncode == 0:
+            pass
+        _iptables("-t", table, "-X", chain, check=False)
+        removed = True
+    return removed

@@ -1,0 +1,172 @@
+"""Processes a run starts, recorded by pid in the run directory so that teardown, Ctrl-C and
+``harness clean`` stop exactly those and nothing else.
+
+A pid is only ever signalled after checking that it is still the same process: its start time
+(field 22 of /proc/<pid>/stat, recorded when it was spawned) must match, so a recycled pid is
+never hit. (Command lines are no proof: redis-server rewrites its own.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from harness.core.atomic import write_json
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """preexec_fn: if the controller dies (even by SIGKILL), the kernel kills the child too."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()  # fields from 3 (state) on
+
+
+def start_time(pid: int) -> int | None:
+    """When the process started (clock ticks since boot), or None if it is gone or a zombie."""
+    fields = _stat(pid)
+    if fields is None or fields[0] == "Z":
+        return None
+    return int(fields[19])
+
+
+def owned(pid: int, started: int | None) -> bool:
+    """Is ``pid`` alive and still the process that started at ``started``?"""
+    now = start_time(pid)
+    return now is not None and (started is None or now == started)
+
+
+def signal_owned(pid: int, sig: int, started: int | None) -> bool:
+    if not owned(pid, started):
+        return False
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class ProcessTable:
+    """The run's processes: spawn them, remember them in ``path`` (the run's ``pids.json``),
+    stop them."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._started: dict[str, int | None] = {}
+        self._adopted: dict[str, int] = {}
+        self._mu = threading.Lock()
+        self._save()
+
+    def spawn(self, name: str, argv: list[str], log: Path, *, env: dict[str, str] | None = None,
+              tie_to_controller: bool = False, group: int | None = None
+              ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in its own session (Ctrl-C at the terminal is the controller's).
+        ``group``: run it with that group id only (iptables can match its packets by it)."""
+        log.parent.mkdir(parents=True, exist_ok=True)
+        fh: IO[bytes] = log.open("ab")
+        preexec: Callable[[], None] | None = die_with_parent if tie_to_controller else None
+        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=env, preexec_fn=preexec, group=group,
+                                extra_groups=None if group is None else [])
+        fh.close()
+        with self._mu:
+            self._procs[name] = proc
+            self._started[name] = start_time(proc.pid)
+            self._save()
+        return proc
+
+    def adopt(self, name: str, pid: int) -> None:
+        """Track a process someone else started (a server inside a container) by pid."""
+        with self._mu:
+            self._procs.pop(name, None)
+            self._adopted[name] = pid
+            self._started[name] = start_time(pid)
+            self._save()
+
+    def pid(self, name: str) -> int | None:
+        proc = self._procs.get(name)
+        if proc is not None:
+            return proc.pid if proc.poll() is None else None
+        pid = self._adopted.get(name)
+        if pid is not None and owned(pid, self._started.get(name)):
+            return pid
+        return None
+
+    def send(self, name: str, sig: int) -> bool:
+        pid = self.pid(name)
+        if pid is None:
+            return False
+        return signal_owned(pid, sig, self._started.get(name))
+
+    def wait_gone(self, name: str, timeout: float) -> bool:
+        """Wait until the process is gone (reaped, or no longer ours)."""
+        proc = self._procs.get(name)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc is not None:
+                if proc.poll() is not None:
+                    return True
+            elif self.pid(name) is None:
+                return True
+            time.sleep(0.02)
+        return False
+
+    def stop(self, name: str, timeout: float = 5.0, sig: int = signal.SIGTERM) -> int | None:
+        """Signal, wait up to ``timeout``, then SIGKILL. Returns the exit code if known."""
+        if self.pid(name) is not None:
+            self.send(name, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+            self.send(name, sig)
+            if not self.wait_gone(name, timeout):
+                self.send(name, signal.SIGKILL)
+                self.wait_gone(name, 5)
+        proc = self._procs.get(name)
+        return None if proc is None else proc.returncode
+
+    def kill_all(self) -> None:
+        for name in [*self._procs, *self._adopted]:
+            self.send(name, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        for proc in self._procs.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(max(0.0, deadline - time.monotonic()))
+
+    def _save(self) -> None:
+        data = {"controller": os.getpid(), "controller_started": start_time(os.getpid()),
+                "processes": {n: [p.pid, self._started.get(n)] for n, p in self._procs.items()}}
+        data["processes"].update({n: [pid, self._started.get(n)]
+                                  for n, pid in self._adopted.items()})
+        write_json(self.path, data, indent=1)
+
+
+def kill_recorded(path: Path) -> list[str]:
+    """``harness clean``: SIGKILL every process recorded in ``path`` that is still ours."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    killed = []
+    for name, entry in data.get("processes", {}).items():
+        if not isinstance(entry, list) or len(entry) != 2 or entry[1] is None:
+            continue  # without a start time we cannot be sure it is ours: leave it
+        pid, started = int(entry[0]), int(entry[1])
+        if signal_owned(pid, signal.SIGKILL, started):
+            killed.append(f"{name} (pid {pid})")
+    return killed

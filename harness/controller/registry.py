@@ -1,0 +1,265 @@
+"""One registry of every role: built-ins, installed plugins, and ``module:Class`` by hand.
+
+Built-ins are the table below (a new built-in role is one file plus one line here). Plugins are
+found the way pytest finds ``pytest11`` plugins: entry points of installed distributions, in
+the groups ``lock_harness.locks``, ``lock_harness.nemeses``, ``lock_harness.dbs``,
+``lock_harness.workloads`` and ``lock_harness.checkers``, each entry ``name = "module:Class"``.
+Nothing is imported until it is asked for, so ``harness check`` never loads a lock library.
+
+Each role is a class that declares itself (``name``, ``summary``; a lock its ``dbs`` and
+``tokens``; a nemesis what it ``requires``): the registry checks those declarations when it
+loads a class, and whether a nemesis can run on a DB, in one place (:meth:`Registry.check_run`),
+with one clear line when it cannot.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from harness.core import capabilities
+from harness.core.errors import UsageError
+from harness.core.roles import RoleError, load_object
+
+DISTRIBUTION = "lock-harness"
+GROUPS = {
+    "locks": "lock_harness.locks",
+    "nemeses": "lock_harness.nemeses",
+    "dbs": "lock_harness.dbs",
+    "workloads": "lock_harness.workloads",
+    "checkers": "lock_harness.checkers",
+}
+SINGULAR = {"locks": "lock", "nemeses": "nemesis", "dbs": "db", "workloads": "workload",
+            "checkers": "checker"}
+
+BUILTINS: dict[str, dict[str, str]] = {
+    "dbs": {
+        "redis": "harness.controller.dbs.redis:RedisDB",
+        "redis-masters": "harness.controller.dbs.redis_masters:RedisMastersDB",
+        "redis-sentinel": "harness.controller.dbs.redis_sentinel:RedisSentinelDB",
+        "zookeeper": "harness.controller.dbs.zookeeper:ZooKeeperDB",
+        "etcd": "harness.controller.dbs.etcd:EtcdDB",
+    },
+    "locks": {
+        "redis-setnx": "workloads.locks.redis_single:SetNxLock",
+        "redis-setnx-expire": "workloads.locks.redis_single:SetNxExpireLock",
+        "redis-del": "workloads.locks.redis_single:DelLock",
+        "redis-get-del": "workloads.locks.redis_single:GetDelLock",
+        "redis-fenced": "workloads.locks.redis_single:FencedLock",
+        "zookeeper": "workloads.locks.zookeeper:KazooLock",
+        "zookeeper-listener": "workloads.locks.zookeeper:KazooListenerLock",
+        "etcd": "workloads.locks.etcd:Etcd3Lock",
+        "etcd-keepalive": "workloads.locks.etcd:EtcdMutex",
+        "redlock": "workloads.locks.redlock:RedlockLock",
+        "redlock-fenced": "workloads.locks.redlock:FencedRedlockLock",
+        "redisson": "workloads.locks.redisson:RedissonLock",
+        "redis-py": "workloads.locks.redis_py:RedisPyLock",
+    },
+    "workloads": {
+        "mutex": "workloads.mutex:MutexWorkload",
+        "fenced": "workloads.fenced:FencedWorkload",
+        "counter": "workloads.counter:CounterWorkload",
+    },
+    "nemeses": {
+        "pause": "nemesis.process_faults:PauseHolder",
+        "pause-node": "nemesis.process_faults:PauseNode",
+        "kill": "nemesis.process_faults:KillNode",
+        "partition": "nemesis.partition:IsolateHolder",
+        "clock": "nemesis.clock:ClockJump",
+        "partition-halves": "nemesis.partition:PartitionHalves",
+        "partition-one": "nemesis.partition:PartitionOne",
+        "partition-ring": "nemesis.partition:PartitionRing",
+        "partition-bridge": "nemesis.partition:PartitionBridge",
+        "partition-leader": "nemesis.leader:PartitionLeader",
+        "pause-leader": "nemesis.leader:PauseLeader",
+        "clock-back": "nemesis.clock:ClockBack",
+        "clock-strobe": "nemesis.clock:ClockStrobe",
+        "kill-majority": "nemesis.kill_majority:KillMajority",
+        "kill-majority-delayed": "nemesis.kill_majority:KillMajorityDelayed",
+        "partition-minority": "nemesis.minority:PartitionMinority",
+        "failover": "nemesis.failover:SentinelFailover",
+        "crash-client": "nemesis.crash_client:CrashClient",
+    },
+    "checkers": {
+        "mutex": "checker.mutex:MutexChecker",
+        "fencing": "checker.fencing:FencingChecker",
+        "stats": "checker.stats:StatsChecker",
+        "linearizable": "checker.linearizable:LinearizableChecker",
+        "lost-updates": "checker.lost_updates:LostUpdatesChecker",
+        "liveness": "checker.liveness:LivenessChecker",
+        "availability": "checker.availability:AvailabilityChecker",
+    },
+}
+
+# What a class of each kind must have (attributes that are callable).
+REQUIRED_METHODS = {
+    "locks": ("acquire", "release"),
+    "nemeses": ("select", "start", "stop", "teardown"),
+    "dbs": ("files", "argv", "ready", "check_environment"),
+    "workloads": ("checkers", "run"),
+    "checkers": ("check",),
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A role as the registry knows it before loading it."""
+
+    kind: str
+    name: str
+    target: str  # module:Class
+    distribution: str | None  # None: given by hand (--lock module:Class)
+    version: str | None
+
+    @property
+    def origin(self) -> str:
+        if self.distribution is None:
+            return "by path"
+        return f"{self.distribution} {self.version or '?'}"
+
+    def record(self) -> dict[str, Any]:
+        """What test.json keeps of a plugin a run used."""
+        return {"kind": SINGULAR[self.kind], "name": self.name, "target": self.target,
+                "distribution": self.distribution, "version": self.version}
+
+
+@cache
+def own_version() -> str:
+    try:
+        return md.version(DISTRIBUTION)
+    except md.PackageNotFoundError:
+        return "source"
+
+
+class Registry:
+    """Every role by kind and name. Cheap to build: nothing is imported until loaded."""
+
+    def __init__(self, *, entry_points: bool = True) -> None:
+        self._entries: dict[str, dict[str, Entry]] = {}
+        self.conflicts: list[str] = []
+        for kind, table in BUILTINS.items():
+            self._entries[kind] = {name: Entry(kind, name, target, DISTRIBUTION, own_version())
+                                   for name, target in table.items()}
+        if entry_points:
+            self._add_entry_points()
+        self._loaded: dict[tuple[str, str], type] = {}
+
+    def _add_entry_points(self) -> None:
+        for kind, group in GROUPS.items():
+            for ep in md.entry_points(group=group):
+                dist = getattr(ep, "dist", None)
+                entry = Entry(kind, ep.name, ep.value, getattr(dist, "name", None) or "?",
+                              getattr(dist, "version", None))
+                known = self._entries[kind].get(ep.name)
+                if known is not None:
+                    self.conflicts.append(f"{SINGULAR[kind]} {ep.name!r} of {entry.origin} is "
+                                          f"ignored: {known.origin} has one of that name")
+                    continue
+                self._entries[kind][ep.name] = entry
+
+    # lookups ---------------------------------------------------------------------------------
+    def names(self, kind: str) -> list[str]:
+        return list(self._entries[kind])
+
+    def entries(self, kind: str) -> list[Entry]:
+        return list(self._entries[kind].values())
+
+    def entry(self, kind: str, name: str) -> Entry:
+        """The entry for ``name``; ``module:Class`` stands for itself (the escape hatch)."""
+        found = self._entries[kind].get(name)
+        if found is not None:
+            return found
+        if ":" in name and kind in ("locks", "nemeses", "workloads", "checkers", "dbs"):
+            return Entry(kind, name, name, None, None)
+        known = ", ".join(self._entries[kind])
+        hatch = ", or package.module:Class" if kind == "locks" else ""
+        raise UsageError(f"unknown {SINGULAR[kind]} {name!r}: use one of {known}{hatch}")
+
+    def load(self, kind: str, name: str) -> type:
+        """The class for ``name``, imported and checked (UsageError, one line, otherwise)."""
+        key = (kind, name)
+        if key in self._loaded:
+            return self._loaded[key]
+        entry = self.entry(kind, name)
+        what = f"{SINGULAR[kind]} {name!r}" + (f" ({entry.origin})" if entry.distribution
+                                                 not in (None, DISTRIBUTION) else "")
+        try:
+            cls = load_object(entry.target)
+        except RoleError as e:
+            raise UsageError(f"{what}: {e}") from None
+        if not isinstance(cls, type):
+            raise UsageError(f"{what}: {entry.target} is not a class")
+        missing = [m for m in REQUIRED_METHODS[kind] if not callable(getattr(cls, m, None))]
+        if missing:
+            raise UsageError(f"{what}: {entry.target} has no {missing[0]}() method")
+        declared = getattr(cls, "name", None)
+        if entry.distribution is not None and declared and declared != name:
+            raise UsageError(f"{what}: the class {entry.target} calls itself {declared!r}")
+        self._loaded[key] = cls
+        return cls
+
+    def summary(self, kind: str, name: str) -> str:
+        try:
+            return str(getattr(self.load(kind, name), "summary", "") or "")
+        except UsageError as e:
+            return f"(cannot load: {e})"
+
+    # declarations ----------------------------------------------------------------------------
+    def lock_dbs(self, name: str) -> tuple[str, ...]:
+        return tuple(getattr(self.load("locks", name), "dbs", ()) or ())
+
+    def lock_tokens(self, name: str) -> bool:
+        return bool(getattr(self.load("locks", name), "tokens", False))
+
+    def nemesis_requires(self, name: str) -> tuple[type, ...]:
+        return tuple(getattr(self.load("nemeses", name), "requires", ()) or ())
+
+    def dbs_with(self, capability: type) -> list[str]:
+        """The registered DBs that have ``capability`` (for the hint in an error)."""
+        out = []
+        for name in self.names("dbs"):
+            try:
+                cls = self.load("dbs", name)
+            except UsageError:
+                continue
+            if issubclass(cls, capability):
+                out.append(name)
+        return out
+
+    # the one place a run's roles are checked against each other ------------------------------
+    def check_run(self, *, db: str, db_obj: Any, lock: str, workload: str,
+                  nemeses: Iterable[str], environment: Any) -> None:
+        """Raise UsageError (one line) if the lock, workload and faults cannot run on ``db``.
+        ``environment(capability) -> reason | None`` answers for environment capabilities."""
+        dbs = self.lock_dbs(lock)
+        if dbs and db not in dbs:
+            raise UsageError(f"lock {lock!r} runs on --db {', '.join(dbs)}, not {db!r}")
+        wl = self.load("workloads", workload)
+        if getattr(wl, "needs_tokens", False) and not self.lock_tokens(lock):
+            raise UsageError(f"--workload {workload} needs a lock with fencing tokens; "
+                             f"{lock!r} has no fencing tokens (a lock class declares them "
+                             "with tokens = True)")
+        for name in nemeses:
+            for cap in self.nemesis_requires(name):
+                if capabilities.is_environment(cap):
+                    reason = environment(cap)
+                    if reason is not None:
+                        raise UsageError(f"--nemesis {name}: {reason}")
+                    continue
+                reason = capabilities.unmet(cap, db_obj)
+                if reason is None:
+                    continue
+                if reason == capabilities.GENERIC:
+                    others = self.dbs_with(cap)
+                    hint = f" ({', '.join(others)})" if others else ""
+                    raise UsageError(f"--nemesis {name} needs {capabilities.describe(cap)}"
+                                     f"{hint}, not {db!r}")
+                raise UsageError(f"--nemesis {name}: {reason}")
+
+
+@cache
+def default_registry() -> Registry:
+    return Registry()

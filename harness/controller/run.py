@@ -1,0 +1,306 @@
+"""One test run, start to finish, as nested scopes: each part is torn down by the scope that
+made it, so the order of teardown is the structure of the code.
+
+    run directory, test.json, marked active          (store, cleanup)
+    └─ cluster: nodes + companions + resource up     (torn down: servers stopped, rules gone)
+       └─ clients: one process each, journaling      (torn down: clients stopped)
+          └─ faults: the schedule on its thread      (torn down: every fault healed)
+             └─ the load, for the time limit
+          quiesce
+       the resource's log read back (the ground truth)
+    journals merged into history.jsonl, checkers, results.json
+
+Teardown runs on errors and on SIGINT / SIGTERM too; what was recorded is checked either way.
+The report is written by the caller (presentation sits above the controller).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.controller import checking, cleanup
+from harness.controller.backends import Backend
+from harness.controller.backends import make as make_backend
+from harness.controller.clients import Clients
+from harness.controller.faults import FaultRunner, generate
+from harness.controller.live import LiveState
+from harness.controller.procs import ProcessTable
+from harness.controller.progress import Progress
+from harness.controller.registry import Registry, default_registry
+from harness.controller.spec import TestSpec, make_db
+from harness.controller.store import RunDir, Store
+from harness.core import capabilities
+from harness.core.cluster import NemesisContext, Node, client_name
+from harness.core.errors import HarnessError
+from harness.core.history import INVOKE, OK
+from harness.core.journal import JournalWriter
+from workloads.resource import Resource
+
+READY_TIMEOUT = 20.0
+OP_TIMEOUT = 1.0
+
+
+@dataclass
+class Outcome:
+    run: RunDir
+    results: dict[str, Any]
+    status: str  # complete | interrupted | error
+    error: str | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.status == "interrupted"
+
+
+class Interrupted(Exception):
+    pass
+
+
+@dataclass
+class Cluster:
+    """The DB nodes, their companions (Sentinels) and the protected resource."""
+
+    backend: Backend
+    db: Any
+    nodes: list[Node] = field(default_factory=list)
+    companions: list[tuple[Any, list[Node]]] = field(default_factory=list)
+    resource: Node | None = None
+
+    def endpoints(self) -> dict[str, Any]:
+        return {"nodes": [n.endpoint for n in self.nodes],
+                "companions": [n.endpoint for _, ns in self.companions for n in ns],
+                "resource": self.resource.endpoint if self.resource else None}
+
+
+class Run:
+    def __init__(self, spec: TestSpec, progress: Progress, *, store: Store | None = None,
+                 run: RunDir | None = None, registry: Registry | None = None) -> None:
+        self.spec = spec
+        self.progress = progress
+        self.registry = registry or default_registry()
+        self.store = store or Store(spec.store)
+        self.run = run or self.store.create(spec.test_name)
+        self.run_id = f"{spec.test_name}/{self.run.name}"
+        self.procs = ProcessTable(self.run.pids)
+        self.rng = random.Random(spec.seed)
+        self.db = make_db(self.registry.load("dbs", spec.db), spec.persistence)
+        self.cluster: Cluster | None = None
+        self.faults: FaultRunner | None = None
+
+    # ------------------------------------------------------------------------------------------
+    def plugins(self) -> list[dict[str, Any]]:
+        reg, spec = self.registry, self.spec
+        used = [("dbs", spec.db), ("locks", spec.lock), ("workloads", spec.workload),
+                *(("nemeses", n) for n in spec.nemesis)]
+        used += [("checkers", e.name) for e, _, _ in checking.plan(spec.to_dict(), reg)]
+        return [reg.entry(kind, name).record() for kind, name in used]
+
+    def execute(self) -> Outcome:
+        spec = self.spec
+        self.run.save_test({"spec": spec.to_dict(), "run_id": self.run_id, "status": "starting",
+                            "plugins": self.plugins()})
+        status, error, failure = "complete", None, None
+        with contextlib.ExitStack() as stack:
+            marker = cleanup.mark_active(self.run, self.run_id)
+            stack.callback(marker.unlink, missing_ok=True)
+            stack.enter_context(_signals_interrupt())
+            try:
+                self._scopes()
+            except Interrupted:
+                status = "interrupted"
+                self.progress.line("interrupted: healing, stopping, saving what was recorded")
+            except HarnessError as e:
+                status, error, failure = "error", str(e), e
+        results: dict[str, Any] = {}
+        if self.run.has_journals():
+            history = self.run.merge()
+            results = checking.check_run(self.run, spec.to_dict(), history, self.registry)
+        self._save_test(status, error)
+        if failure is not None and not results:
+            raise failure
+        return Outcome(self.run, results, status, error)
+
+    def _scopes(self) -> None:
+        with self._cluster() as cluster:
+            self.store.point_latest(self.run)  # only a run that started becomes "latest"
+            t0 = time.monotonic_ns()
+            with self._clients(cluster, t0) as (clients, live):
+                with self._faults(cluster, clients, live, t0) as faults:
+                    self._load(clients, live, faults)
+                time.sleep(self.spec.quiesce)
+            self._final_read(cluster, t0)
+
+    # scopes -----------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _cluster(self) -> Iterator[Cluster]:
+        spec, run = self.spec, self.run
+        assert spec.nodes is not None
+        started = time.monotonic()
+        backend = make_backend(spec.backend, run, self.procs, self.run_id)
+        try:
+            self.registry.check_run(db=spec.db, db_obj=self.db, lock=spec.lock,
+                                    workload=spec.workload, nemeses=spec.nemesis,
+                                    environment=backend.environment_unmet)
+            backend.prepare(self.db.port, spec.nodes, spec.clients)
+            cluster = self.cluster = Cluster(backend, self.db)
+            cluster.nodes = [Node(f"n{i + 1}", backend.node_host(i), self.db.port)
+                             for i in range(spec.nodes)]
+            cluster.resource = Node("resource", backend.resource_host(), self.db.port)
+            needs_iptables = any(capabilities.Iptables in self.registry.nemesis_requires(n)
+                                 for n in spec.nemesis)
+            backend.preflight(self.db, [*cluster.nodes, cluster.resource], needs_iptables)
+            if isinstance(self.db, capabilities.HasCompanions):
+                cluster.companions = list(self.db.companions(cluster.nodes))
+            for helper_db, helper_nodes in cluster.companions:
+                backend.preflight(helper_db, helper_nodes, False)
+            resource_db = make_db(self.registry.load("dbs", "redis"))
+            backend.provision(self.db, cluster.nodes)
+            for helper_db, helper_nodes in cluster.companions:
+                backend.provision(helper_db, helper_nodes)
+            backend.provision(resource_db, [cluster.resource])
+            if any(capabilities.ClockFaults in self.registry.nemesis_requires(n)
+                   for n in spec.nemesis):
+                for node in cluster.nodes:
+                    backend.enable_clock(node)
+            everything = [*cluster.nodes, cluster.resource]
+            for node in everything:
+                backend.start(node)
+            for node in everything:
+                backend.wait_ready(node, READY_TIMEOUT)
+            helpers = [n for _, ns in cluster.companions for n in ns]  # once their nodes run
+            for node in helpers:
+                backend.start(node)
+            for node in helpers:
+                backend.wait_ready(node, READY_TIMEOUT)
+            self.progress.line(f"{len(cluster.nodes)} {spec.db} node(s) + resource ready on "
+                               f"{backend.name} in {time.monotonic() - started:.1f} s "
+                               f"({run.path})")
+            yield cluster
+        finally:
+            backend.teardown()
+            self.procs.kill_all()
+
+    @contextlib.contextmanager
+    def _clients(self, cluster: Cluster, t0: int) -> Iterator[tuple[Clients, LiveState]]:
+        spec = self.spec
+        self.run.journals.mkdir(exist_ok=True)
+        clients = Clients(self.procs, self.run, list(range(spec.clients)))
+        try:
+            for p in clients.processes:
+                cluster.backend.register_endpoint(client_name(p), cluster.backend.client_host(p))
+                clients.spawn(p, self._client_config(cluster, p, t0))
+            live = LiveState({p: self.run.journal(p) for p in clients.processes})
+            yield clients, live
+        finally:
+            clients.stop_all()
+
+    @contextlib.contextmanager
+    def _faults(self, cluster: Cluster, clients: Clients, live: LiveState, t0: int
+                ) -> Iterator[FaultRunner]:
+        spec = self.spec
+        journal = JournalWriter(self.run.journal("nemesis"), "nemesis", t0)
+        ctx = NemesisContext(cluster.backend, cluster.nodes, clients, live,
+                             random.Random(self.rng.random()), spec.ttl, db=self.db,
+                             options=dict(spec.nemesis_options))
+        nemeses = {name: self.registry.load("nemeses", name)() for name in spec.nemesis}
+        schedule = generate(spec.nemesis, nemeses, ctx, spec.time_limit,
+                            random.Random(self.rng.random()))
+        self.faults = runner = FaultRunner(nemeses, schedule, ctx, journal, t0=t0 / 1e9)
+        try:
+            runner.start()
+            yield runner
+        finally:
+            self.progress.done()
+            self.progress.line("healing, quiescing, stopping clients")
+            runner.finish()
+            journal.close()
+
+    # the parts --------------------------------------------------------------------------------
+    def _client_config(self, cluster: Cluster, process: int, t0: int) -> dict[str, Any]:
+        spec, reg, backend = self.spec, self.registry, cluster.backend
+        assert cluster.resource is not None
+        options = dict(self.db.client_options()) if isinstance(
+            self.db, capabilities.HasCompanions) else {}
+        return {
+            "process": process,
+            "t0_ns": t0,
+            "seed": spec.seed,
+            "source": backend.client_host(process),
+            "networks": backend.client_networks(),
+            "journal": str(self.run.journal(process)),
+            "lock_target": reg.entry("locks", spec.lock).target,
+            "workload_target": reg.entry("workloads", spec.workload).target,
+            "lock_name": "lock",
+            "ttl": spec.ttl,
+            "op_timeout": OP_TIMEOUT,
+            "nodes": [n.endpoint for n in cluster.nodes],
+            "lock_options": options,
+            "crash_file": str(self.run.crash_file(process)),
+            "resource": cluster.resource.endpoint,
+            "end_ns": t0 + int((spec.time_limit + spec.quiesce) * 1e9),
+        }
+
+    def _load(self, clients: Clients, live: LiveState, faults: FaultRunner) -> None:
+        """The time limit, with progress; a client that dies on its own ends the run."""
+        limit = self.spec.time_limit
+        deadline = time.monotonic() + limit
+        while (now := time.monotonic()) < deadline:
+            time.sleep(min(0.25, deadline - now))
+            live.refresh()
+            self.progress.tick(time.monotonic() - (deadline - limit), limit, live,
+                               faults.describe_active())
+            dead = clients.dead()
+            if dead:
+                raise HarnessError(f"client {dead[0]} exited early; see "
+                                   f"{self.run.client_log(dead[0])}")
+
+    def _final_read(self, cluster: Cluster, t0: int) -> None:
+        """Read the resource's own log back: the ground truth the checkers compare with."""
+        assert cluster.resource is not None
+        j = JournalWriter(self.run.journal("final"), self.spec.clients, t0)
+        resource = Resource(cluster.resource.host, cluster.resource.port, fenced=False)
+        try:
+            j.record(INVOKE, "read", None)
+            try:
+                log = resource.read_log()
+            except Exception as e:
+                raise HarnessError(f"could not read the resource log back: {e}") from None
+            j.record(OK, "read", log)
+        finally:
+            j.close()
+            resource.close()
+
+    def _save_test(self, status: str, error: str | None) -> None:
+        data = self.run.load_test()
+        data.update({"status": status, "error": error})
+        if self.cluster is not None:
+            data.update(self.cluster.endpoints())
+        if self.faults is not None:
+            data.update(self.faults.record())
+        self.run.save_test(data)
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGINT stop the run the same way (heal, stop, save), whatever the parent
+    shell did with SIGINT (a background job starts with it ignored)."""
+    fired = False
+
+    def handler(signum: int, frame: object) -> None:
+        nonlocal fired
+        if not fired:  # a second signal must not cut the teardown the first one started
+            fired = True
+            raise Interrupted()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

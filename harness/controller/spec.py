@@ -1,0 +1,130 @@
+"""TestSpec: everything a run needs, from flags or a TOML file, validated up front.
+
+Bad values raise UsageError with one line naming the option and what to do. Whether the lock,
+the workload and the faults fit the DB is the registry's question
+(:meth:`harness.controller.registry.Registry.check_run`), asked here once.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from harness.controller.backends import check_backend
+from harness.controller.registry import Registry, default_registry
+from harness.controller.store import safe_name
+from harness.core.errors import UsageError
+
+
+def parse_nemeses(text: str, registry: Registry | None = None) -> list[str]:
+    """``pause,kill`` -> ["pause", "kill"]; ``none`` -> []."""
+    reg = registry or default_registry()
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise UsageError("--nemesis is empty: use none, or one or more of "
+                         + ", ".join(reg.names("nemeses")))
+    out = [p for p in parts if p != "none"]
+    for name in out:
+        reg.entry("nemeses", name)
+    return out
+
+
+@dataclass
+class TestSpec:
+    __test__ = False  # not a pytest test class
+    db: str = "redis"
+    lock: str = "redis-setnx"
+    workload: str = "mutex"
+    nemesis: list[str] = field(default_factory=lambda: ["pause"])
+    backend: str = "local"
+    nodes: int | None = None
+    clients: int = 5
+    time_limit: float = 20.0
+    seed: int | None = None
+    store: str = "results"
+    ttl: float = 2.0
+    quiesce: float = 1.0
+    name: str | None = None
+    persistence: str = "none"  # the DB nodes' own: none | appendonly (where the db has it)
+    nemesis_options: dict[str, Any] = field(default_factory=dict)  # e.g. clock-nodes=all
+
+    def __post_init__(self) -> None:
+        if self.seed is None:
+            self.seed = random.SystemRandom().randrange(1, 2**31)
+
+    def validate(self, registry: Registry | None = None) -> TestSpec:
+        reg = registry or default_registry()
+        db_cls = reg.load("dbs", self.db)
+        reg.load("locks", self.lock)
+        reg.load("workloads", self.workload)
+        check_backend(self.backend)
+        for name in self.nemesis:
+            reg.load("nemeses", name)
+        if self.nodes is None:
+            self.nodes = int(getattr(db_cls, "default_nodes", 1))
+        positive("--nodes", self.nodes, integer=True, limit=9)
+        least = getattr(db_cls, "min_nodes", 1)
+        if self.nodes < least:
+            raise UsageError(f"--db {self.db} needs --nodes {least} or more, got {self.nodes}")
+        modes = tuple(getattr(db_cls, "persistence_modes", ("none",)))
+        if self.persistence not in modes:
+            raise UsageError(f"--persistence {self.persistence!r}: --db {self.db} has "
+                             f"{', '.join(modes)}")
+        if not isinstance(self.nemesis_options, dict):
+            raise UsageError("nemesis-options must be a table of KEY = VALUE")
+        positive("--clients", self.clients, integer=True, limit=200)
+        positive("--time-limit", self.time_limit)
+        positive("--ttl", self.ttl)
+        if self.quiesce < 0:
+            raise UsageError(f"--quiesce must be >= 0 seconds, got {self.quiesce}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise UsageError(f"--seed must be a non-negative integer, got {self.seed!r}")
+        reg.check_run(db=self.db, db_obj=make_db(db_cls, self.persistence), lock=self.lock,
+                      workload=self.workload, nemeses=self.nemesis,
+                      environment=lambda cap: None)
+        return self
+
+    @property
+    def test_name(self) -> str:
+        if self.name:
+            return safe_name(self.name)
+        nem = "+".join(self.nemesis) or "none"
+        return safe_name(f"{self.db}_{self.lock}_{self.workload}_{nem}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], registry: Registry | None = None) -> TestSpec:
+        names = {f.name for f in fields(cls)}
+        norm = {k.replace("-", "_"): v for k, v in data.items()}
+        unknown = sorted(set(norm) - names)
+        if unknown:
+            raise UsageError(f"unknown spec key {unknown[0]!r}: use one of "
+                             + ", ".join(sorted(n.replace("_", "-") for n in names)))
+        reg = registry or default_registry()
+        if isinstance(norm.get("nemesis"), str):
+            norm["nemesis"] = parse_nemeses(norm["nemesis"], reg)
+        if "db" in norm and "lock" not in norm:  # --db zookeeper alone: that db's own lock
+            default_lock = getattr(reg.load("dbs", str(norm["db"])), "default_lock", None)
+            if default_lock:
+                norm["lock"] = default_lock
+        return cls(**norm)
+
+
+def make_db(db_cls: type, persistence: str = "none") -> Any:
+    """An instance of a DB class; ``persistence`` other than none only where it is known."""
+    if persistence == "none":
+        return db_cls()
+    return db_cls(persistence=persistence)
+
+
+def positive(option: str, value: Any, *, integer: bool = False, limit: float | None = None
+             ) -> None:
+    ok_type = isinstance(value, int) if integer else isinstance(value, int | float)
+    if isinstance(value, bool) or not ok_type or value <= 0:
+        kind = "a positive integer" if integer else "a positive number of seconds"
+        raise UsageError(f"{option} must be {kind}, got {value!r}")
+    if limit is not None and value > limit:
+        raise UsageError(f"{option} must be at most {limit}, got {value!r}")

@@ -1,0 +1,257 @@
+"""The results store: the only module that knows how a run directory is laid out.
+
+    <store>/<test-name>/<YYYYmmddTHHMMSS>/
+        test.json       the spec, seed, fault schedule, plugin versions, status (replayable)
+        history.jsonl   the merged history
+        results.json    the checkers' verdicts
+        report.html     the one-file report
+        logs/           <node>.log, client-<p>.log
+        journals/       c<p>.jsonl, nemesis.jsonl, final.jsonl (merged into history.jsonl)
+        clients/        c<p>.json (each client's config), c<p>.crash
+        nodes/<name>/   a node's config and data
+        pids.json       the processes the run started, for teardown and ``harness clean``
+    <store>/latest -> the newest run that started
+
+Everything else asks a :class:`Store` or a :class:`RunDir` for paths, and reads and writes
+runs through them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.core.atomic import write_json
+from harness.core.errors import HarnessError, UsageError
+from harness.core.history import HistoryError, Op, read_history, write_history
+from harness.core.journal import merge_journals
+
+LATEST = "latest"
+SUITES = "_suites"
+NAME = re.compile(r"[^A-Za-z0-9_.+-]")
+MAX_JSON_BYTES = 64 * 1024 * 1024
+
+
+def safe_name(name: str) -> str:
+    """A test name that stays one directory inside the store (no separators, no ``..``)."""
+    cleaned = NAME.sub("-", name).strip(".") or "test"
+    return cleaned[:200]
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One run directory and the files in it."""
+
+    path: Path
+
+    # paths ---------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def test_json(self) -> Path:
+        return self.path / "test.json"
+
+    @property
+    def history(self) -> Path:
+        return self.path / "history.jsonl"
+
+    @property
+    def results(self) -> Path:
+        return self.path / "results.json"
+
+    @property
+    def report(self) -> Path:
+        return self.path / "report.html"
+
+    @property
+    def pids(self) -> Path:
+        return self.path / "pids.json"
+
+    @property
+    def logs(self) -> Path:
+        return self.path / "logs"
+
+    @property
+    def journals(self) -> Path:
+        return self.path / "journals"
+
+    def log(self, name: str) -> Path:
+        return self.logs / f"{name}.log"
+
+    def client_log(self, process: int) -> Path:
+        return self.logs / f"client-{process}.log"
+
+    def journal(self, process: int | str) -> Path:
+        return self.journals / (f"c{process}.jsonl" if isinstance(process, int)
+                                else f"{process}.jsonl")
+
+    def client_config(self, process: int) -> Path:
+        return self.path / "clients" / f"c{process}.json"
+
+    def crash_file(self, process: int) -> Path:
+        return self.path / "clients" / f"c{process}.crash"
+
+    def node_dir(self, name: str) -> Path:
+        return self.path / "nodes" / name
+
+    def schedule_toml(self) -> Path:
+        return self.path / "schedule.toml"
+
+    # reading and writing -------------------------------------------------------------------
+    def is_run(self) -> bool:
+        return self.test_json.is_file()
+
+    def load_test(self) -> dict[str, Any]:
+        """test.json as a dict (HarnessError, one line, if it is missing or not a run's)."""
+        data = _load_json(self.test_json, "test.json")
+        if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
+            raise HarnessError(f"{self.test_json} has no spec: not a run directory?")
+        return data
+
+    def save_test(self, data: dict[str, Any]) -> None:
+        write_json(self.test_json, data)
+
+    def update_test(self, **fields: Any) -> None:
+        try:
+            data = self.load_test()
+        except HarnessError:
+            data = {}
+        data.update(fields)
+        self.save_test(data)
+
+    def load_results(self) -> dict[str, Any]:
+        data = _load_json(self.results, "results.json")
+        if not isinstance(data, dict):
+            raise HarnessError(f"{self.results} is not a results object")
+        return data
+
+    def save_results(self, results: dict[str, Any]) -> None:
+        write_json(self.results, results)
+
+    def has_journals(self) -> bool:
+        return self.journals.is_dir()
+
+    def merge(self) -> list[Op]:
+        """Merge the journals into history.jsonl (idempotent; what a crashed run recorded)."""
+        history = merge_journals(self.journals.glob("*.jsonl"))
+        write_history(self.history, history)
+        return history
+
+    def load_history(self) -> list[Op]:
+        """history.jsonl, or the journals merged now (a run that died before merging)."""
+        if self.history.exists():
+            return read_history(self.history)
+        if self.has_journals():
+            return self.merge()
+        raise HarnessError(f"{self.path} has no history.jsonl and no journals")
+
+    def raw_files(self) -> list[str]:
+        """The run's own files that exist, by their names in the directory (for links)."""
+        return [p.name for p in (self.history, self.results, self.test_json) if p.exists()]
+
+    def log_names(self) -> list[str]:
+        return sorted(p.name for p in self.logs.glob("*.log")) if self.logs.is_dir() else []
+
+
+def _load_json(path: Path, what: str) -> Any:
+    try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            raise HarnessError(f"{path} is larger than {MAX_JSON_BYTES >> 20} MB: not a {what}")
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HarnessError(f"{path} is missing: not a run directory?") from None
+    except IsADirectoryError:
+        raise HarnessError(f"{path} is a directory, not a {what}") from None
+    except OSError as e:
+        raise HarnessError(f"{path} cannot be read ({e.strerror})") from None
+    except (ValueError, RecursionError):
+        raise HarnessError(f"{path} is not valid JSON: not a {what}?") from None
+
+
+class Store:
+    """A results store: ``<root>/<test>/<stamp>/`` run directories and ``<root>/latest``."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def create(self, test_name: str) -> RunDir:
+        """A new, empty run directory for ``test_name``."""
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        base = self.root / safe_name(test_name)
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise HarnessError(f"cannot create the results store {base}: {e.strerror}") from None
+        for n in range(1000):
+            run = base / (stamp if n == 0 else f"{stamp}-{n}")
+            try:
+                run.mkdir()
+            except FileExistsError:
+                continue
+            return RunDir(run.resolve())
+        raise HarnessError(f"too many runs in {base} this second")
+
+    def point_latest(self, run: RunDir) -> None:
+        link = self.root / LATEST
+        tmp = self.root / f".latest.{os.getpid()}"
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        tmp.symlink_to(os.path.relpath(run.path, self.root.resolve()))
+        tmp.replace(link)
+
+    def latest(self) -> RunDir | None:
+        link = self.root / LATEST
+        return RunDir(link.resolve()) if link.exists() else None
+
+    def runs(self) -> Iterator[RunDir]:
+        """Every run directory under the store (suites and ``latest`` left out)."""
+        for test_json in self.root.glob("*/*/test.json"):
+            run = test_json.parent
+            if run.parent.name.startswith("_") or run.parent.is_symlink() or run.is_symlink():
+                continue
+            yield RunDir(run)
+
+    def relative(self, run: RunDir) -> str:
+        return run.path.resolve().relative_to(self.root.resolve()).as_posix()
+
+    def suites_dir(self, suite_name: str) -> Path:
+        """``<store>/_suites/<name>/<stamp>/``: beside the runs, so relative links to their
+        reports hold when the store is copied or uploaded as one artifact."""
+        base = self.root / SUITES / safe_name(suite_name)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        for n in range(100):
+            d = base / (stamp if n == 0 else f"{stamp}-{n}")
+            try:
+                d.mkdir(parents=True)
+            except FileExistsError:
+                continue
+            except OSError as err:
+                raise HarnessError(f"cannot create {d}: {err.strerror}") from None
+            return d.resolve()
+        raise HarnessError(f"too many suite runs in {base} this second")
+
+    def suite_summaries(self) -> Iterator[Path]:
+        yield from self.root.glob(f"{SUITES}/*/*/summary.json")
+
+
+def open_run(path: str | os.PathLike[str]) -> RunDir:
+    """A run directory given on the command line (64 if it is not one)."""
+    p = Path(path)
+    if not p.is_dir():
+        raise UsageError(f"{p} is not a run directory (expected results/<test>/<time>)")
+    run = RunDir(p.resolve())
+    if not run.test_json.exists():
+        raise UsageError(f"{p} has no test.json: not a run directory (expected "
+                         "results/<test>/<time>)")
+    return run
+
+
+__all__ = ["HistoryError", "RunDir", "Store", "open_run", "safe_name"]

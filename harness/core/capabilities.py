@@ -1,0 +1,104 @@
+"""Capabilities: what a DB (or the environment) can do, as small protocols.
+
+A nemesis declares what it ``requires``; :func:`unmet` says, in one line, why a DB cannot give
+it (the registry asks, once, before anything starts). The fault menu thereby adapts to what
+the DB can do, as Jepsen's ``db/Primary`` and ``satisfies?`` do: a DB gains a fault by
+implementing a method, never by being named in a list somewhere.
+
+DB capabilities are runtime-checkable protocols, matched by the methods a DB class has.
+Environment capabilities (:class:`Iptables`) are asked of the backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from harness.core.cluster import Node
+
+
+@runtime_checkable
+class HasLeader(Protocol):
+    """The DB can name the node that leads now (ZooKeeper's leader, etcd's, Sentinel's primary)."""
+
+    def leader(self, nodes: Sequence[Node]) -> str | None: ...
+
+
+@runtime_checkable
+class HasCompanions(Protocol):
+    """Besides its nodes, the DB runs helper processes (Redis Sentinels), started once the
+    nodes are ready; ``client_options`` tells the clients where they are."""
+
+    def companions(self, nodes: Sequence[Node]) -> list[tuple[Any, list[Node]]]: ...
+
+    def client_options(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Failover(Protocol):
+    """A primary that something (Sentinel) replaces when it is lost; each node says its role."""
+
+    def leader(self, nodes: Sequence[Node]) -> str | None: ...
+
+    def role(self, node: Node) -> str | None: ...
+
+
+@runtime_checkable
+class ClockFaults(Protocol):
+    """libfaketime reaches the server (``clock_fault_support`` is None, else the reason it does
+    not) and the node reports its own clock, so that every jump is verified."""
+
+    def clock_fault_support(self) -> str | None: ...
+
+    def read_clock(self, node: Node) -> float: ...
+
+
+@runtime_checkable
+class Replication(Protocol):
+    """Nodes replicate to each other over links the harness can name (for faults on them)."""
+
+    def replication_links(self, nodes: Sequence[Node]) -> list[tuple[str, str]]: ...
+
+
+class Iptables:
+    """Environment: the backend can cut links with iptables (root, the project's chain)."""
+
+
+NEEDS: dict[type, str] = {
+    HasLeader: "a db with a leader",
+    HasCompanions: "a db with companion processes",
+    Failover: "a db whose primary is failed over (redis-sentinel)",
+    ClockFaults: "a db whose clock libfaketime moves and that reports its clock",
+    Replication: "a db that replicates between its nodes",
+    Iptables: "iptables (root)",
+}
+
+
+def describe(capability: type) -> str:
+    return NEEDS.get(capability, getattr(capability, "__name__", str(capability)))
+
+
+def is_environment(capability: type) -> bool:
+    return capability is Iptables or bool(getattr(capability, "environment", False))
+
+
+GENERIC = "lacks it"  # what unmet() says when the only reason is a missing method
+
+
+def unmet(capability: type, db: Any) -> str | None:
+    """None when ``db`` (an instance) has ``capability``; else :data:`GENERIC`, or a reason of
+    the DB's own (why libfaketime cannot reach it, say)."""
+    if capability is ClockFaults:
+        probe = getattr(db, "clock_fault_support", None)
+        reason = probe() if callable(probe) else None
+        if reason:
+            return str(reason)
+        if not callable(getattr(db, "read_clock", None)):
+            return (f"{getattr(db, 'name', db)} cannot report its own clock, so a clock jump "
+                    "could not be verified")
+        return None
+    return None if isinstance(db, capability) else GENERIC
+
+
+def has(db: Any, capability: type) -> bool:
+    return isinstance(db, capability)

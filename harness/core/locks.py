@@ -1,0 +1,84 @@
+"""The client-side Lock protocol every implementation (ours, a library's, a user's) follows.
+
+A lock is built once per client process with ``Lock(config)``, where ``config`` is a
+:class:`LockConfig` naming the DB nodes and options, and then used by one workload thread:
+
+    grant = lock.acquire(timeout)   # -> Grant, or None when it certainly did not acquire
+    lock.release(grant)             # -> True released, False it no longer held the lock
+
+Either may raise :class:`Indeterminate` when it cannot know what happened (a timeout, a
+connection cut mid-request): the workload records that op as ``info``, never ``fail``.
+
+A lock class declares itself with class attributes (all optional but ``name`` for a registered
+lock): ``name``, ``summary``, ``dbs`` (the ``--db`` names it runs on; empty: any), ``tokens``
+(do its grants carry fencing tokens?), ``workload_defaults`` (how it is used: hold and
+acquire-timeout seconds), ``reentrant`` and ``crash_steps``. Optional methods: ``held(grant)``
+(a lock that can tell it was lost) and ``close()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from harness.core.cluster import Node
+
+Endpoint = Node  # what a lock is told about each DB node: name, host, port
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What a successful acquire returns.
+
+    ``token``: the fencing token, when the implementation has one (it must increase with grant
+    order). ``validity``: the seconds the implementation promises the lock is ours, if it
+    promises any. ``handle``: whatever the implementation needs to release it.
+    """
+
+    token: int | None = None
+    validity: float | None = None
+    handle: Any = None
+
+
+@dataclass(frozen=True)
+class LockConfig:
+    """What a lock implementation is told: where the DB nodes are and how to behave."""
+
+    nodes: tuple[Node, ...]
+    name: str = "lock"
+    ttl: float = 2.0
+    op_timeout: float = 1.0
+    process: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+# Consensus locks guard long critical sections (a leader's term, a batch job): holds that span
+# a session timeout or lease TTL, so that "it expired while its holder worked on" can happen.
+LONG_CRITICAL_SECTIONS: dict[str, float] = {"hold_min": 1.0, "hold_max": 6.0,
+                                            "acquire_timeout": 15.0}
+
+
+class Indeterminate(Exception):
+    """The operation may or may not have taken effect (timeout, connection lost mid-request)."""
+
+
+@runtime_checkable
+class Lock(Protocol):
+    def acquire(self, timeout: float) -> Grant | None: ...
+
+    def release(self, grant: Grant) -> bool: ...
+
+
+class LockRole:
+    """Optional base class: the declarations a lock may make, with their defaults."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    dbs: ClassVar[tuple[str, ...]] = ()
+    tokens: ClassVar[bool] = False
+    workload_defaults: ClassVar[dict[str, float]] = {}
+    reentrant: ClassVar[bool] = False
+    crash_steps: ClassVar[tuple[str, ...]] = ()
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,129 @@
+"""A fault schedule is data: steps at offsets, each a fault aimed at a target role.
+
+    [[step]]
+    at = 3.1              # seconds after the load started (a step never starts before the
+                          # previous one has healed: then it starts late, and says so)
+    fault = "clock"       # a nemesis name
+    target = "holder"     # a role resolved when the step runs: holder, waiter, any, leader,
+                          # minority, majority, all, node:n2, client:3 (omitted: the fault's own)
+    duration = 4.0        # seconds the fault stays on (omitted: the fault's default)
+    params = { clock-offset = 60 }   # the fault's options for this step
+
+A run records its schedule in ``test.json``, so a run directory (or a TOML file of steps) can be
+replayed step for step: roles are resolved at run time, so "pause the holder" pauses whoever
+holds the lock then.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import tomli_w
+
+from harness.core.errors import UsageError
+
+MAX_STEPS = 10_000
+SCALARS = (str, int, float, bool)
+
+
+@dataclass(frozen=True)
+class Step:
+    at: float
+    fault: str
+    target: str | None = None
+    duration: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"at": round(self.at, 3), "fault": self.fault}
+        if self.target is not None:
+            out["target"] = self.target
+        if self.duration is not None:
+            out["duration"] = round(self.duration, 3)
+        if self.params:
+            out["params"] = dict(self.params)
+        return out
+
+    def describe(self) -> str:
+        target = f" on {self.target}" if self.target else ""
+        dur = "" if self.duration is None else f" for {self.duration:g} s"
+        params = "".join(f", {k}={v}" for k, v in self.params.items())
+        return f"{self.fault}{target} at {self.at:g} s{dur}{params}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    steps: tuple[Step, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"steps": [s.to_dict() for s in self.steps]}
+
+    def to_toml(self) -> str:
+        return tomli_w.dumps({"step": [s.to_dict() for s in self.steps]})
+
+    @property
+    def faults(self) -> list[str]:
+        return sorted({s.fault for s in self.steps})
+
+    def span(self) -> float:
+        """Seconds from the start of the load to the planned end of the last step."""
+        return max((s.at + (s.duration or 0.0) for s in self.steps), default=0.0)
+
+
+def _number(value: Any, where: str, *, allow_none: bool = False) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise UsageError(f"{where} must be a finite number of seconds, got {value!r}")
+    if value < 0:
+        raise UsageError(f"{where} must be >= 0 seconds, got {value!r}")
+    return float(value)
+
+
+def step_from_dict(data: Any, where: str) -> Step:
+    if not isinstance(data, Mapping):
+        raise UsageError(f"{where}: a step must be a table, got {type(data).__name__}")
+    unknown = sorted(set(data) - {"at", "fault", "target", "duration", "params"})
+    if unknown:
+        raise UsageError(f"{where}: unknown key {unknown[0]!r} (use at, fault, target, duration, "
+                         "params)")
+    fault = data.get("fault")
+    if not isinstance(fault, str) or not fault:
+        raise UsageError(f"{where}: fault must be a nemesis name, got {fault!r}")
+    target = data.get("target")
+    if target is not None and (not isinstance(target, str) or not target or len(target) > 100):
+        raise UsageError(f"{where}: target must be a role such as holder or node:n2, "
+                         f"got {target!r}")
+    params = data.get("params") or {}
+    if not isinstance(params, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, SCALARS) for k, v in params.items()):
+        raise UsageError(f"{where}: params must be a table of names to plain values")
+    at = _number(data.get("at"), f"{where}: at")
+    assert at is not None
+    return Step(at, fault, target, _number(data.get("duration"), f"{where}: duration",
+                                           allow_none=True), dict(params))
+
+
+def from_dict(data: Any, where: str = "schedule") -> Schedule:
+    """A schedule from ``{"steps": [...]}`` (test.json) or ``{"step": [...]}`` (TOML)."""
+    if not isinstance(data, Mapping):
+        raise UsageError(f"{where}: expected a table with steps")
+    steps = data.get("steps", data.get("step"))
+    if not isinstance(steps, list):
+        raise UsageError(f"{where}: expected a list of steps ([[step]] tables)")
+    if len(steps) > MAX_STEPS:
+        raise UsageError(f"{where}: {len(steps)} steps; at most {MAX_STEPS}")
+    parsed = [step_from_dict(s, f"{where} step {i + 1}") for i, s in enumerate(steps)]
+    return Schedule(tuple(sorted(parsed, key=lambda s: s.at)))
+
+
+def from_toml(text: str, where: str) -> Schedule:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{where} is not valid TOML: {e}") from None
+    return from_dict(data, where)

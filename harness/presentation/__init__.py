@@ -1,0 +1,1 @@
+"""What people and CI read: report.html, ``harness serve``, suites (JUnit, index pages)."""

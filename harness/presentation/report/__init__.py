@@ -1,0 +1,25 @@
+"""report.html: one self-contained page per run (see :mod:`.html` and :mod:`.model`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.controller.store import RunDir
+from harness.core.atomic import write_text
+from harness.presentation.report.html import render, verdict_class, verdict_word
+
+
+def write_report(run: RunDir, spec: dict[str, Any], history: list[dict[str, Any]],
+                 results: dict[str, Any]) -> Path:
+    """Render the run's report.html from what is stored (and these) and write it."""
+    try:
+        test = run.load_test()
+    except Exception:  # a report of what there is, even beside a broken test.json
+        test = {}
+    write_text(run.report, render(spec, history, results, run.log_names(), test,
+                                  run.raw_files()))
+    return run.report
+
+
+__all__ = ["verdict_class", "verdict_word", "write_report"]

@@ -1,0 +1,466 @@
+(function () {
+"use strict";
+var M = JSON.parse(document.getElementById("report-data").textContent);
+var O = M.ops, N = O.t.length, END = Math.max(M.end, 1), NL = M.lanes.length;
+var COL = ["#2f81f7", "#e85aad", "#f0a020", "#f0a020"];
+var TYPE = ["ok", "fail", "info (unknown outcome)", "never completed"];
+var FCOL = ["#0969da", "#8250df", "#1a7f37", "#bf3989", "#953800", "#57606a"];
+var LABEL = 104, AXIS_H = 22, NEM_H = 22, DENSE = 4, CHART_H = 150;
+var RED = "#cf222e";
+
+// decode the ops: invoke times are delta-encoded microseconds; d < 0: never completed
+var start = new Float64Array(N), end = new Float64Array(N), acc = 0, i, l;
+for (i = 0; i < N; i++) {
+  acc += O.t[i]; start[i] = acc; end[i] = O.d[i] < 0 ? acc : acc + O.d[i];
+}
+// per lane: its ops (sorted by invoke), the longest op (to find what reaches into a window),
+// and where its first unknown outcome begins (info runs on to the end of the history)
+var lanes = [], maxDur = [], tail = [];
+for (l = 0; l < NL; l++) { lanes.push([]); maxDur.push(0); tail.push(Infinity); }
+for (i = 0; i < N; i++) {
+  l = O.lane[i]; lanes[l].push(i);
+  if (end[i] - start[i] > maxDur[l]) maxDur[l] = end[i] - start[i];
+  if (O.ty[i] >= 2 && end[i] < tail[l]) tail[l] = end[i];
+}
+var laneOf = {};
+M.laneProcs.forEach(function (p, k) { laneOf[p] = k; });
+// drawn and flagged: the violations with a time; informational items only when selected
+var V = M.violations.filter(function (v) { return v.t0 !== null && !v.info; });
+var byTime = V.slice().sort(function (a, b) { return a.t0 - b.t0 || a.n - b.n; });
+
+var view = {a: 0, b: END}, sel = -1;
+var cv = document.getElementById("timeline-canvas"), ctx = cv.getContext("2d");
+var tip = document.getElementById("tip");
+var charts = [document.getElementById("throughput-canvas"),
+              document.getElementById("latency-canvas")];
+var laneH = Math.max(8, Math.min(30, Math.floor(440 / Math.max(NL, 1))));
+var H = AXIS_H + NEM_H + NL * laneH + 6, W = 800, PW = 600;
+var DPR = window.devicePixelRatio || 1;
+
+function X(t) { return LABEL + (t - view.a) / (view.b - view.a) * PW; }
+function T(x) { return view.a + (x - LABEL) / PW * (view.b - view.a); }
+function laneY(k) { return AXIS_H + NEM_H + k * laneH; }
+function s3(us) { return (us / 1e6).toFixed(3); }
+function fmtDur(us) {
+  if (us < 1000) return (us / 1000).toFixed(2) + " ms";
+  return us < 1e6 ? (us / 1000).toFixed(1) + " ms" : (us / 1e6).toFixed(3) + " s";
+}
+function fmtMs(ms) {
+  return ms >= 1000 ? ms / 1000 + " s" : ms >= 1 ? ms + " ms" : Math.round(ms * 1000) + " µs";
+}
+function lowerBound(arr, t) {  // first position in a lane whose op starts at or after t
+  var lo = 0, hi = arr.length;
+  while (lo < hi) {
+    var mid = (lo + hi) >> 1;
+    if (start[arr[mid]] < t) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+function setup(c, h) {
+  c.width = Math.round(W * DPR); c.height = Math.round(h * DPR);
+  c.style.width = W + "px"; c.style.height = h + "px";
+  var g = c.getContext("2d"); g.setTransform(DPR, 0, 0, DPR, 0, 0);
+  return g;
+}
+function resize() {
+  W = Math.max(480, cv.parentNode.clientWidth - 2); PW = W - LABEL - 10;
+  ctx = setup(cv, H);
+  charts.forEach(function (c) { c.g = setup(c, CHART_H); });
+}
+function niceStep(span, px) {
+  var raw = span / Math.max(1, px / 90), p = Math.pow(10, Math.floor(Math.log10(raw)));
+  var m = raw / p;
+  return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+function clipX(t) { return Math.min(LABEL + PW, Math.max(LABEL, X(t))); }
+
+// the timeline -----------------------------------------------------------------------------
+function shadeFaults(g, y0, y1, labels) {
+  M.faults.forEach(function (f) {
+    if (f.stop < view.a || f.start > view.b) return;
+    var x0 = clipX(f.start), x1 = Math.max(clipX(f.stop), x0 + 2);
+    g.fillStyle = "rgba(110,119,129,.17)"; g.fillRect(x0, y0, x1 - x0, y1 - y0);
+    if (!labels) return;
+    g.fillStyle = f.error ? "#bc4c00" : "#57606a";
+    g.fillRect(x0, AXIS_H + 3, x1 - x0, NEM_H - 6);
+    var text = f.f + " " + f.targets.join(",") + (f.error ? " (failed)" : "");
+    g.save(); g.beginPath(); g.rect(x0, AXIS_H, x1 - x0, NEM_H); g.clip();
+    g.fillStyle = "#fff"; g.font = "11px system-ui,sans-serif";
+    g.fillText(text, x0 + 3, AXIS_H + 15);
+    g.restore();
+  });
+}
+function axis(g, y, h, labels) {
+  var step = niceStep(view.b - view.a, PW), t = Math.ceil(view.a / step) * step;
+  var digits = step < 1e4 ? 3 : step < 1e5 ? 2 : step < 1e6 ? 1 : 0;
+  g.fillStyle = "#656d76"; g.strokeStyle = "#eaeef2"; g.lineWidth = 1;
+  g.font = "11px system-ui,sans-serif";
+  for (var k = 0; t <= view.b && k < 60; t += step, k++) {
+    var x = Math.round(X(t)) + 0.5;
+    g.beginPath(); g.moveTo(x, y); g.lineTo(x, y + h); g.stroke();
+    if (labels) g.fillText((t / 1e6).toFixed(digits) + " s", x + 3, 14);
+  }
+}
+function drawLane(k) {  // returns ops in view: > 0 drawn per pixel column, < 0 one by one
+  var ops = lanes[k], y = laneY(k);
+  var lo = lowerBound(ops, view.a - maxDur[k]), hi = lowerBound(ops, view.b + 1);
+  var by = y + laneH * 0.25, bh = Math.max(3, laneH * 0.55), n = hi - lo, j, o, c;
+  if (n > PW / DENSE) {  // more ops than room: one column a pixel, every outcome in it shown
+    var mask = new Uint8Array(PW + 1);
+    for (j = lo; j < hi; j++) {
+      o = ops[j];
+      var c0 = Math.floor(X(start[o]) - LABEL), c1 = Math.floor(X(end[o]) - LABEL);
+      if (c1 < 0 || c0 > PW) continue;
+      c0 = Math.max(0, c0); c1 = Math.min(PW, c1);
+      var bit = 1 << Math.min(O.ty[o], 2);
+      for (c = c0; c <= c1; c++) mask[c] |= bit;
+    }
+    for (c = 0; c <= PW; c++) {
+      var m = mask[c];
+      if (!m) continue;
+      var h = bh / ((m & 1) + ((m >> 1) & 1) + ((m >> 2) & 1)), yy = by;
+      for (var b = 0; b < 3; b++) {
+        if (m & (1 << b)) { ctx.fillStyle = COL[b]; ctx.fillRect(LABEL + c, yy, 1, h); yy += h; }
+      }
+    }
+    return n;
+  }
+  for (j = lo; j < hi; j++) {
+    o = ops[j];
+    var x0 = X(start[o]), x1 = X(end[o]);
+    if (x1 < LABEL || x0 > LABEL + PW) continue;
+    x0 = Math.max(LABEL, x0); x1 = Math.min(LABEL + PW, Math.max(x1, x0 + 2));
+    ctx.fillStyle = COL[O.ty[o]]; ctx.fillRect(x0, by, x1 - x0, bh);
+    if (x1 - x0 > 5) {
+      ctx.strokeStyle = "rgba(0,0,0,.35)"; ctx.lineWidth = 1;
+      ctx.strokeRect(x0 + 0.5, by + 0.5, x1 - x0 - 1, bh - 1);
+    }
+  }
+  return -n;
+}
+function drawSpans(g) {  // lock held: a light band over the lane and a solid strip at its top
+  var S = M.spans;
+  for (var s = 0; s < S.s.length; s++) {
+    var e = S.e[s] < 0 ? END : S.e[s];
+    if (e < view.a || S.s[s] > view.b) continue;
+    var x0 = clipX(S.s[s]), x1 = Math.max(clipX(e), x0 + 1), y = laneY(S.lane[s]);
+    g.fillStyle = "rgba(45,164,78,.20)"; g.fillRect(x0, y + 1, x1 - x0, laneH - 2);
+    g.fillStyle = "#2da44e"; g.fillRect(x0, y + 1, x1 - x0, Math.max(2, laneH * 0.14));
+  }
+}
+function drawViolation(g, v) {
+  var x0 = X(v.t0), x1 = Math.max(X(v.t1), x0 + 3), on = v.n === sel;
+  var ls = [];
+  v.procs.forEach(function (p) { if (laneOf[p] !== undefined) ls.push(laneOf[p]); });
+  if (!ls.length) for (var k = 0; k < NL; k++) ls.push(k);
+  g.strokeStyle = v.info ? "#9a6700" : RED; g.lineWidth = on ? 3 : 1.2;
+  ls.forEach(function (k) {
+    if (on) {
+      g.fillStyle = v.info ? "rgba(154,103,0,.15)" : "rgba(207,34,46,.18)";
+      g.fillRect(x0, laneY(k), x1 - x0, laneH);
+    }
+    g.strokeRect(x0, laneY(k) + 1, x1 - x0, laneH - 2);
+  });
+  g.lineWidth = on ? 2 : 1; g.setLineDash([3, 3]); g.beginPath();
+  g.moveTo(x0, 0); g.lineTo(x0, on ? H : AXIS_H); g.stroke(); g.setLineDash([]);
+}
+function draw() {
+  var g = ctx, k;
+  g.clearRect(0, 0, W, H); g.fillStyle = "#fff"; g.fillRect(0, 0, W, H);
+  for (k = 1; k < NL; k += 2) { g.fillStyle = "#f6f8fa"; g.fillRect(0, laneY(k), W, laneH); }
+  axis(g, 0, H, true); shadeFaults(g, AXIS_H, H, true); drawSpans(g);
+  var dense = 0, single = 0;
+  for (k = 0; k < NL; k++) {
+    var n = drawLane(k);
+    if (n > 0) dense += n; else single -= n;
+    if (tail[k] < view.b) {  // an unknown outcome may take effect any time until the end
+      var y = laneY(k) + laneH * 0.9;
+      g.strokeStyle = "#f0a020"; g.setLineDash([4, 3]); g.lineWidth = 2; g.beginPath();
+      g.moveTo(clipX(tail[k]), y); g.lineTo(clipX(END), y); g.stroke(); g.setLineDash([]);
+    }
+  }
+  V.forEach(function (v) {
+    if (v.n !== sel && v.c1 >= view.a && v.c0 <= view.b) drawViolation(g, v);
+  });
+  var selected = M.violations[sel];
+  if (selected && selected.t0 !== null) drawViolation(g, selected);
+  g.fillStyle = "#fff"; g.fillRect(0, AXIS_H, LABEL - 4, H);
+  g.fillStyle = "#1f2328"; g.font = "12px system-ui,sans-serif";
+  g.fillText("faults", 8, AXIS_H + 15);
+  for (k = 0; k < NL; k++) g.fillText(M.lanes[k], 8, laneY(k) + laneH / 2 + 4);
+  placeMarkers(); drawCharts();
+  document.getElementById("window").textContent =
+    s3(view.a) + " – " + s3(view.b) + " s  (" + fmtDur(view.b - view.a) + " in view)";
+  document.getElementById("mode").textContent = dense
+    ? dense.toLocaleString() + " ops in view are drawn per pixel column (more ops than " +
+      "pixels: a column shows every outcome in it)" +
+      (single ? ", " + single.toLocaleString() + " one by one" : "") +
+      ". Zoom in to see single ops."
+    : single.toLocaleString() + " ops in view, each drawn as its own bar.";
+}
+function placeMarkers() {  // HTML flags over the timeline: two rows, the selected one on top
+  var rows = [-1e9, -1e9];
+  byTime.forEach(function (v) {  // left to right, so a row is free once a flag's width is past
+    var m = v.mark || (v.mark = document.getElementById("vm-" + v.n));
+    if (!m) return;
+    var x = X(v.t0), inView = v.t0 >= view.a && v.t0 <= view.b, row = -1;
+    if (inView) {
+      for (var r = 0; r < rows.length && row < 0; r++) if (x >= rows[r] + 24) row = r;
+    }
+    if (v.n === sel && inView && row < 0) row = 0;
+    if (row < 0) { m.style.display = "none"; m.dataset.visible = "0"; return; }
+    rows[row] = x;
+    m.style.display = "block"; m.dataset.visible = "1";
+    m.style.left = (x - 1) + "px"; m.style.top = (2 + row * 18) + "px";
+  });
+}
+
+// the charts -------------------------------------------------------------------------------
+function drawCharts() {
+  var Sr = M.series, w = Sr.width, fs = Object.keys(Sr.fs);
+  var b0 = Math.max(0, Math.floor(view.a / w) - 1);
+  var b1 = Math.min(Sr.n - 1, Math.ceil(view.b / w) + 1);
+  chart(charts[0], false, function (f) { return Sr.fs[f].rate; });
+  chart(charts[1], true, function (f) { return Sr.fs[f].max; });
+  function chart(c, log, values) {
+    if (!c) return;
+    var g = c.g, top = 8, bot = CHART_H - 6, lo = Infinity, hi = 0, b, t;
+    g.clearRect(0, 0, W, CHART_H); g.fillStyle = "#fff"; g.fillRect(0, 0, W, CHART_H);
+    shadeFaults(g, 0, bot, false); axis(g, 0, bot, false);
+    fs.forEach(function (f) {
+      var vals = values(f);
+      for (var b = b0; b <= b1; b++) {
+        if (vals[b] === null || vals[b] <= 0) continue;
+        hi = Math.max(hi, vals[b]); lo = Math.min(lo, vals[b]);
+      }
+    });
+    if (!log) { for (b = b0; b <= b1; b++) hi = Math.max(hi, Sr.fail[b], Sr.info[b]); lo = 0; }
+    g.fillStyle = "#656d76"; g.font = "11px system-ui,sans-serif";
+    if (hi <= 0) { g.fillText("nothing in view", LABEL + 8, 40); return; }
+    if (log) {
+      lo = Math.pow(10, Math.floor(Math.log10(lo))); hi = Math.pow(10, Math.ceil(Math.log10(hi)));
+      if (hi <= lo) hi = lo * 10;
+    }
+    var L0 = Math.log10(lo), L1 = Math.log10(hi);
+    function Y(v) {
+      return bot - (log ? (Math.log10(v) - L0) / (L1 - L0) : v / hi) * (bot - top);
+    }
+    var ticks = log ? [] : [0, hi / 2, hi];
+    if (log) for (t = lo; t <= hi * 1.001; t *= 10) ticks.push(t);
+    ticks.forEach(function (t) {
+      var y = Y(t);
+      g.fillStyle = "#656d76";
+      g.fillText(log ? fmtMs(t) : t.toFixed(t < 10 ? 1 : 0) + "/s", 8, y + 4);
+      g.strokeStyle = "#eaeef2"; g.lineWidth = 1;
+      g.beginPath(); g.moveTo(LABEL, y); g.lineTo(LABEL + PW, y); g.stroke();
+    });
+    function line(vals, colour, width, dash, dots) {
+      g.strokeStyle = colour; g.lineWidth = width; g.setLineDash(dash || []); g.beginPath();
+      var pen = false;
+      for (var b = b0; b <= b1; b++) {
+        var v = vals[b];
+        if (v === null || (log && v <= 0)) { pen = false; continue; }
+        var x = X((b + 0.5) * w), y = Y(v);
+        if (pen) g.lineTo(x, y); else g.moveTo(x, y);
+        pen = true;
+      }
+      g.stroke(); g.setLineDash([]);
+      if (!dots) return;
+      g.fillStyle = colour;
+      for (b = b0; b <= b1; b++) {
+        if (vals[b] !== null && vals[b] > 0) g.fillRect(X((b + 0.5) * w) - 2, Y(vals[b]) - 2, 4, 4);
+      }
+    }
+    g.save(); g.beginPath(); g.rect(LABEL, 0, PW, CHART_H); g.clip();
+    fs.forEach(function (f, k) {
+      line(values(f), FCOL[k % FCOL.length], 1.8, null, log);
+      if (log) line(Sr.fs[f].p50, FCOL[k % FCOL.length], 1, [2, 2]);
+    });
+    if (!log) { line(Sr.fail, "#e85aad", 1.2, [4, 2]); line(Sr.info, "#f0a020", 1.2, [4, 2]); }
+    g.restore();
+  }
+}
+function chartLegend() {
+  var box = document.getElementById("chart-legend");
+  Object.keys(M.series.fs).forEach(function (f, k) {
+    var s = document.createElement("span"), i = document.createElement("i");
+    i.style.background = FCOL[k % FCOL.length];
+    s.appendChild(i); s.appendChild(document.createTextNode(f)); box.appendChild(s);
+  });
+}
+
+// selection and the callout ----------------------------------------------------------------
+var callout = document.getElementById("callout");
+function select(n, zoom) {
+  var v = M.violations[n];
+  if (!v) return;
+  sel = n;
+  document.querySelectorAll(".sel").forEach(function (e) { e.classList.remove("sel"); });
+  ["violation-", "vm-"].forEach(function (p) {
+    var e = document.getElementById(p + n);
+    if (e) e.classList.add("sel");
+  });
+  var head = (v.info ? "Informational (" + v.check + " judged it harmless) " : "Violation ") +
+    (n + 1) + " of " + M.violations.length + " · " + v.check + " · " + v.kind +
+    (v.total > 1 ? " (" + (v.rank + 1) + " of " + v.total + ")" : "");
+  callout.classList.toggle("info", !!v.info);
+  head += v.t0 !== null ? " · " + s3(v.t0) + " – " + s3(v.t1) + " s" : " · no time recorded";
+  if (v.procs.length) head += " · processes " + v.procs.join(", ");
+  callout.hidden = false;
+  callout.querySelector(".head").textContent = head;
+  callout.querySelector(".expl").textContent = v.explanation;
+  callout.querySelector("a.list").href = "#violation-" + n;
+  if (zoom && v.t0 !== null) {
+    var pad = Math.max(2e5, (v.c1 - v.c0) * 0.25);
+    view.a = Math.max(0, v.c0 - pad); view.b = Math.min(END, v.c1 + pad);
+    if (view.b - view.a < 1000) view.b = view.a + 1000;
+  }
+  draw();
+}
+function fromHash() {
+  var m = /^#v-(\d+)$/.exec(location.hash);
+  if (m) select(+m[1], true);
+  return !!m;
+}
+window.addEventListener("hashchange", fromHash);
+callout.querySelector(".prev").onclick = function () {
+  if (sel > 0) location.hash = "#v-" + (sel - 1);
+};
+callout.querySelector(".next").onclick = function () {
+  if (sel < M.violations.length - 1) location.hash = "#v-" + (sel + 1);
+};
+document.querySelectorAll("a.show").forEach(function (a) {
+  a.addEventListener("click", function () {
+    document.getElementById("timeline").scrollIntoView();
+  });
+});
+
+// zoom, pan, hover -------------------------------------------------------------------------
+function clampView() {
+  var span = view.b - view.a;
+  if (view.a < 0) { view.a = 0; view.b = span; }
+  if (view.b > END * 1.01) { view.b = END * 1.01; view.a = Math.max(0, view.b - span); }
+}
+var pending = false;
+function flush() { if (pending) { pending = false; draw(); } }
+function redraw() {  // at most one draw a frame, however many events asked for one
+  if (pending) return;
+  pending = true;
+  requestAnimationFrame(flush);
+  setTimeout(flush, 100);  // frames do not come in background tabs and some headless modes
+}
+function zoomAt(t, factor) {
+  var span = Math.min(END * 1.01, Math.max(1000, (view.b - view.a) * factor));
+  var f = (t - view.a) / (view.b - view.a);
+  view.a = t - f * span; view.b = view.a + span; clampView(); redraw();
+}
+function pan(frac) {
+  var s = (view.b - view.a) * frac;
+  view.a += s; view.b += s; clampView(); redraw();
+}
+function fit() { view.a = 0; view.b = END; redraw(); }
+function mid() { return (view.a + view.b) / 2; }
+document.getElementById("zoom-in").onclick = function () { zoomAt(mid(), 0.5); };
+document.getElementById("zoom-out").onclick = function () { zoomAt(mid(), 2); };
+document.getElementById("zoom-fit").onclick = fit;
+document.getElementById("pan-left").onclick = function () { pan(-0.4); };
+document.getElementById("pan-right").onclick = function () { pan(0.4); };
+cv.addEventListener("wheel", function (e) {
+  if (e.offsetX < LABEL) return;
+  e.preventDefault(); zoomAt(T(e.offsetX), Math.pow(1.0015, e.deltaY));
+}, {passive: false});
+var drag = null;
+cv.addEventListener("mousedown", function (e) {
+  drag = {x: e.clientX, a: view.a, b: view.b}; cv.classList.add("drag");
+});
+window.addEventListener("mouseup", function () { drag = null; cv.classList.remove("drag"); });
+window.addEventListener("mousemove", function (e) {
+  if (!drag) return;
+  var dt = (e.clientX - drag.x) / PW * (drag.b - drag.a);
+  view.a = drag.a - dt; view.b = drag.b - dt; clampView(); redraw();
+});
+cv.addEventListener("dblclick", fit);
+cv.addEventListener("mouseleave", function () { tip.hidden = true; });
+cv.addEventListener("mousemove", function (e) {
+  var text = drag ? "" : hover(e.offsetX, e.offsetY);
+  tip.hidden = !text;
+  if (!text) return;
+  tip.textContent = text;
+  tip.style.left = Math.min(window.innerWidth - 380, e.clientX + 14) + "px";
+  tip.style.top = (e.clientY + 14) + "px";
+});
+function describeFault(f) {
+  var s = f.f + " on " + (f.targets.join(", ") || "-") + ": " + s3(f.start) + " – " +
+    s3(f.stop) + " s (" + fmtDur(f.stop - f.start) + ")";
+  if (f.error) s += "\nfailed: " + f.error;
+  if (f.open) s += "\nnever stopped before the history ends";
+  return s;
+}
+function describeOp(k, o) {
+  var out = [M.lanes[k] + " · " + O.fs[O.f[o]] + " · " + TYPE[O.ty[o]]];
+  out.push("invoked " + (start[o] / 1e6).toFixed(4) + " s" + (O.d[o] < 0 ? ", never completed"
+    : ", completed " + (end[o] / 1e6).toFixed(4) + " s (" + fmtDur(end[o] - start[o]) + ")"));
+  if (O.ty[o] >= 2) out.push("may take effect at any later time: dashed on to the end");
+  if (O.texts[O.x[o]]) out.push(O.texts[O.x[o]]);
+  out.push("history index " + O.i[o]);
+  return out;
+}
+function hover(x, y) {
+  if (x < LABEL) return "";
+  var t = T(x), slack = (view.b - view.a) / PW * 3, out = [], j, s;
+  if (y >= AXIS_H && y < AXIS_H + NEM_H) {
+    M.faults.forEach(function (f) {
+      if (t >= f.start - slack && t <= f.stop + slack) out.push(describeFault(f));
+    });
+    return out.join("\n");
+  }
+  var k = Math.floor((y - AXIS_H - NEM_H) / laneH);
+  if (k < 0 || k >= NL) return "";
+  var ops = lanes[k], lo = lowerBound(ops, view.a - maxDur[k]), hi = lowerBound(ops, view.b + 1);
+  var best = -1, bestD = Infinity, count = [0, 0, 0, 0];
+  for (j = lo; j < hi; j++) {
+    var o = ops[j];
+    if (t < start[o] - slack || t > end[o] + slack) continue;
+    count[O.ty[o]]++;
+    var d = t < start[o] ? start[o] - t : t > end[o] ? t - end[o] : 0;
+    if (d < bestD) { bestD = d; best = o; }
+  }
+  var many = count[0] + count[1] + count[2] + count[3];
+  if (hi - lo > PW / DENSE && many > 1) {
+    out.push(M.lanes[k] + " around " + s3(t) + " s: " + count[0] + " ok, " + count[1] +
+      " fail, " + (count[2] + count[3]) + " info (zoom in for single ops)");
+  } else if (best >= 0) {
+    out = out.concat(describeOp(k, best));
+  }
+  var S = M.spans;
+  for (s = 0; s < S.s.length; s++) {
+    var e = S.e[s] < 0 ? END : S.e[s];
+    if (S.lane[s] !== k || t < S.s[s] || t > e) continue;
+    out.push("holds the lock " + s3(S.s[s]) + " – " +
+      (S.e[s] < 0 ? "the end (never released)" : s3(e) + " s") +
+      (S.tok[s] >= 0 ? ", token " + S.tok[s] : ""));
+  }
+  V.forEach(function (v) {
+    var inLane = !v.procs.length || v.procs.indexOf(M.laneProcs[k]) >= 0;
+    if (inLane && t >= v.t0 - slack && t <= v.t1 + slack) {
+      out.push("violation " + (v.n + 1) + ": " + v.explanation);
+    }
+  });
+  M.faults.forEach(function (f) {
+    if (t >= f.start && t <= f.stop) out.push("during " + f.f + " on " + f.targets.join(", "));
+  });
+  return out.join("\n");
+}
+
+window.addEventListener("resize", function () { resize(); redraw(); });
+window.onerror = function (msg) { document.body.dataset.error = String(msg); };
+resize(); chartLegend();
+if (!fromHash()) {
+  var first = M.violations.filter(function (v) { return !v.info; })[0];
+  if (first) select(first.n, false); else draw();
+}
+var ms = Math.round(performance.now());
+document.body.dataset.ready = "1";
+document.body.dataset.renderMs = String(ms);
+document.getElementById("drawn").textContent = "page opened and drawn in " + ms + " ms";
+})();

@@ -1,0 +1,282 @@
+"""report.html: one self-contained page a person reads at a glance (no network, opens from disk).
+
+What is on it, top to bottom: a verdict banner with one chip per checker; a timeline (one lane
+per client process, each op a bar from invoke to completion coloured ok / fail / info, info
+running on to the end; lock-held spans; fault windows shaded across every lane and labelled;
+every violation outlined, flagged and linked to its explanation), with zoom, pan and hover;
+throughput and latency over time with the same fault shading; every violation in words; each
+checker's facts; the fault schedule; the spec, seed and the command that replays it; links to
+the node logs and the raw files.
+
+The static parts are plain HTML, readable without JavaScript; the timeline and charts are drawn
+on canvas from the JSON model of :mod:`harness.presentation.report.model`, which is where the
+decisions that keep a 100,000-op report small and fast are made (and stated on the page). The
+CSS and the script are real files (``assets/``), read with ``importlib.resources`` and inlined,
+so the page needs nothing but itself: no CDN, no network, it opens from disk.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shlex
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from harness.presentation.report import model as report_model
+
+WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
+VERDICT_CLASS = {True: "v-true", False: "v-false"}
+
+e = html.escape
+
+
+@cache
+def asset(name: str) -> str:
+    """A file of ``assets/`` (the report's CSS and script), as text."""
+    return resources.files("harness.presentation.report").joinpath("assets", name).read_text(
+        encoding="utf-8")
+
+
+def verdict_word(valid: Any) -> str:
+    return WORDS.get(valid, "UNKNOWN")
+
+
+def verdict_class(valid: Any) -> str:
+    return VERDICT_CLASS.get(valid, "v-unknown")
+
+
+def title_of(spec: dict[str, Any]) -> str:
+    nem = "+".join(spec.get("nemesis") or []) or "none"
+    return f"{spec.get('lock')} / {spec.get('workload')} / {nem}"
+
+
+def replay_command(spec: dict[str, Any]) -> str:
+    """The ``harness run`` line that repeats this test (same spec, same seed)."""
+    args = ["harness", "run"]
+    for key in ("db", "lock", "workload", "backend", "nodes", "clients", "time_limit", "ttl",
+                "seed"):
+        if spec.get(key) is not None:
+            args += [f"--{key.replace('_', '-')}", f"{spec[key]:g}" if isinstance(
+                spec[key], float) else str(spec[key])]
+    args += ["--nemesis", ",".join(spec.get("nemesis") or []) or "none"]
+    return shlex.join(args)
+
+
+# sections -----------------------------------------------------------------------------------------
+def facts_of(check: dict[str, Any]) -> str:
+    """The scalar facts of a check as a short phrase (counts first, for the chips)."""
+    counts = [f"{v} {k.removesuffix('-count')}" for k, v in check.items()
+              if k.endswith("-count") and isinstance(v, int) and v]
+    return ", ".join(counts)
+
+
+def banner(spec: dict[str, Any], results: dict[str, Any]) -> str:
+    valid = results.get("valid")
+    chips = []
+    for name, check in (results.get("checks") or {}).items():
+        if not isinstance(check, dict):
+            continue
+        facts = facts_of(check)
+        chips.append(f'<a class="chip {verdict_class(check.get("valid"))}" href="#check-{e(name)}"'
+                     f'>{e(name)} {verdict_word(check.get("valid"))}'
+                     f'{f" <span>· {e(facts)}</span>" if facts else ""}</a>')
+    return (f'<header class="banner {verdict_class(valid)}"><span class="word">'
+            f'{verdict_word(valid)}</span><span class="title">{e(title_of(spec))}</span>'
+            f'<span>db {e(str(spec.get("db")))}</span></header>'
+            f'<nav class="chips">{"".join(chips)}</nav>')
+
+
+def meta(spec: dict[str, Any], history: list[dict[str, Any]], test: dict[str, Any]) -> str:
+    parts = [f"{spec.get('clients')} clients", f"{spec.get('nodes')} node(s)",
+             f"{spec.get('time_limit')} s", f"ttl {spec.get('ttl')} s",
+             f"seed {spec.get('seed')}", f"{len(history):,} ops"]
+    status = test.get("status")
+    if status and status != "starting":
+        parts.append(f"status {status}")
+    if test.get("run_id"):
+        parts.append(f"run {test['run_id']}")
+    out = f'<p class="meta">{e(" · ".join(parts))}</p>'
+    if test.get("error"):
+        out += f'<p class="note">The run ended with an error: {e(str(test["error"]))}</p>'
+    return out
+
+
+def timeline(model: dict[str, Any]) -> str:
+    s = model["sampling"]
+    if s["decimated"]:
+        embedded = (f"This history has {s['pairs']:,} client op pairs; the page embeds "
+                    f"{s['embedded']:,} of them ({e(s['rule'])}). The charts are computed from "
+                    "every op.")
+    else:
+        embedded = f"All {s['pairs']:,} client op pairs are embedded."
+    marks = "".join(
+        f'<a class="vmark" id="vm-{v["n"]}" href="#v-{v["n"]}" style="display:none" '
+        f'title="{e(v["explanation"])}">{v["n"] + 1}</a>'
+        for v in model["violations"] if v["t0"] is not None and not v["info"])
+    return f"""<section id="timeline"><h2>Timeline</h2>
+<div class="controls"><button id="zoom-in" title="zoom in">+</button>
+<button id="zoom-out" title="zoom out">−</button><button id="zoom-fit">fit</button>
+<button id="pan-left" title="pan left">◀</button><button id="pan-right" title="pan right">▶</button>
+<span class="win" id="window"></span></div>
+<div class="tl-wrap"><div id="markers">{marks}</div><canvas id="timeline-canvas"></canvas></div>
+<noscript><p class="note">The timeline and the charts are drawn by the page's script; everything
+else on the page reads without it.</p></noscript>
+<div id="callout" hidden><div class="head"></div><div class="expl"></div>
+<button class="prev">‹ previous</button> <button class="next">next ›</button>
+<a class="list" href="#violations">in the list ↓</a></div>
+<div class="legend"><span><i style="background:var(--ok)"></i>ok</span>
+<span><i style="background:var(--fail)"></i>fail</span>
+<span><i style="background:var(--info)"></i>info: unknown outcome (dashed on to the end)</span>
+<span><i style="background:var(--held)"></i>holds the lock (acquire ok → release invoked)</span>
+<span><i style="background:var(--fault)"></i>fault window</span>
+<span><i style="border:2px solid var(--bad);background:#cf222e22"></i>violation</span></div>
+<p class="mode">Drag to pan, wheel to zoom, double-click to fit; hover for op details; click a red
+flag for its explanation. {embedded} <span id="mode"></span></p></section>"""
+
+
+def charts() -> str:
+    return """<section id="charts"><h2>Throughput and latency</h2>
+<div class="chart"><div class="label">ok ops per second, per f (solid); fail (pink dashed) and
+info (orange dashed) per second; fault windows shaded</div>
+<canvas id="throughput-canvas"></canvas></div>
+<div class="chart"><div class="label">latency of ok ops, per f: max (solid) and median (dotted)
+per time bucket, log scale</div><canvas id="latency-canvas"></canvas></div>
+<div class="legend" id="chart-legend"></div></section>"""
+
+
+def violations(model: dict[str, Any], results: dict[str, Any]) -> str:
+    vs = model["violations"]
+    if not any(not v["info"] for v in vs):
+        none = "<p>None: no checker found an anomaly.</p>"
+        if not vs:
+            return f'<section id="violations"><h2>Violations</h2>{none}</section>'
+    else:
+        none = ""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for v in vs:
+        groups.setdefault((v["check"], v["kind"]), []).append(v)
+    out = ['<section id="violations"><h2>Violations</h2>', none]
+    for (check, kind), items in groups.items():
+        total = items[0]["total"]
+        listed = "" if total == len(items) else f", the first {len(items)} listed"
+        info = (f" — informational: {e(check)} judges these harmless to its verdict"
+                if items[0]["info"] else "")
+        out.append(f"<h3>{e(check)}: {e(kind)} ({total}{listed}){info}</h3>"
+                   f'<ol class="violations" start="{items[0]["n"] + 1}">')
+        for v in items:
+            if v["t0"] is None:
+                when = "no time recorded"
+                link = ""
+            else:
+                when = f'{v["t0"] / 1e6:.3f} – {v["t1"] / 1e6:.3f} s'
+                link = f' <a class="show" href="#v-{v["n"]}">show on timeline</a>'
+            procs = f' · processes {", ".join(map(str, v["procs"]))}' if v["procs"] else ""
+            cls = "violation info" if v["info"] else "violation"
+            out.append(f'<li class="{cls}" id="violation-{v["n"]}"><span class="expl">'
+                       f'{e(v["explanation"])}</span> <span class="when">{when}{procs}</span>'
+                       f"{link}</li>")
+        out.append("</ol>")
+    note_checks = [(n, c["note"]) for n, c in (results.get("checks") or {}).items()
+                   if isinstance(c, dict) and c.get("note")]
+    out.extend(f'<p class="note">{e(n)}: {e(str(t))}</p>' for n, t in note_checks)
+    out.append("</section>")
+    return "".join(out)
+
+
+def checks(results: dict[str, Any]) -> str:
+    out = ['<section id="checks"><h2>Checkers</h2>']
+    for name, check in (results.get("checks") or {}).items():
+        if not isinstance(check, dict):
+            continue
+        rows = "".join(f"<tr><th>{e(k)}</th><td>{e(json.dumps(v))}</td></tr>"
+                       for k, v in check.items() if not isinstance(v, list | dict))
+        nested = {k: v for k, v in check.items() if isinstance(v, dict)}
+        extra = "".join(f"<h4>{e(k)}</h4>{table_of(v)}" for k, v in nested.items())
+        out.append(f'<h3 id="check-{e(name)}">{e(name)} <span class="chip '
+                   f'{verdict_class(check.get("valid"))}">{verdict_word(check.get("valid"))}'
+                   f"</span></h3><table>{rows}</table>{extra}"
+                   f"<details><summary>{e(name)} as JSON</summary><pre>"
+                   f"{e(json.dumps(check, indent=1, default=str)[:200_000])}</pre></details>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def table_of(value: dict[str, Any]) -> str:
+    """A dict of dicts (counts by f and type, latency quantiles) as one table; else JSON."""
+    if value and all(isinstance(v, dict) for v in value.values()):
+        cols: list[str] = []
+        for v in value.values():
+            cols.extend(c for c in v if c not in cols)
+        head = "".join(f"<th>{e(str(c))}</th>" for c in cols)
+        body = "".join(f"<tr><th>{e(str(k))}</th>" + "".join(
+            f"<td>{e(str(v.get(c, '')))}</td>" for c in cols) + "</tr>" for k, v in value.items())
+        return f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<pre>{e(json.dumps(value, indent=1, default=str))}</pre>"
+
+
+def faults(model: dict[str, Any], test: dict[str, Any]) -> str:
+    rows = []
+    for f in model["faults"]:
+        state = ("failed: " + str(f["error"]) if f.get("error") else
+                 "never stopped" if f.get("open") else "healed at the end" if f.get("healed")
+                 else "")
+        detail = json.dumps(f["detail"]) if f.get("detail") else ""
+        rows.append(f"<tr><td>{f['start'] / 1e6:.3f} s</td><td>{f['stop'] / 1e6:.3f} s</td>"
+                    f"<td>{(f['stop'] - f['start']) / 1e6:.3f} s</td><td>{e(f['f'])}</td>"
+                    f"<td>{e(', '.join(f['targets']))}</td><td>{e(state)}</td>"
+                    f"<td>{e(detail)}</td></tr>")
+    errors = "".join(f"<li>{e(str(x))}</li>" for x in test.get("nemesis-errors") or [])
+    body = ("<table><thead><tr><th>start</th><th>stop</th><th>for</th><th>fault</th>"
+            "<th>targets</th><th></th><th>detail</th></tr></thead><tbody>"
+            f"{''.join(rows)}</tbody></table>") if rows else "<p>No faults were injected.</p>"
+    if errors:
+        body += f"<p>Nemesis errors:</p><ul>{errors}</ul>"
+    return f'<section id="faults"><h2>Fault schedule</h2>{body}</section>'
+
+
+def spec_section(spec: dict[str, Any], test: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(json.dumps(v))}</td></tr>"
+                   for k, v in sorted(spec.items()))
+    nodes = test.get("nodes") or []
+    node_text = ", ".join(f"{n.get('name')} {n.get('host')}:{n.get('port')}" for n in nodes
+                          if isinstance(n, dict))
+    extra = f"<p>Nodes: {e(node_text)}</p>" if node_text else ""
+    return (f'<section id="spec"><h2>Test spec</h2><p>Replay: <code>'
+            f"{e(replay_command(spec))}</code></p><table>{rows}</table>{extra}</section>")
+
+
+def files(logs: list[str], present: list[str]) -> str:
+    log_links = " ".join(f'<a href="logs/{e(n)}">{e(n)}</a>' for n in logs) or "none"
+    file_links = " ".join(f'<a href="{e(n)}">{e(n)}</a>' for n in present)
+    return (f'<section id="files"><h2>Files</h2><p>Node and client logs: {log_links}</p>'
+            f"<p>Run: {file_links}</p></section>")
+
+
+# the page -------------------------------------------------------------------------------------
+def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[str, Any],
+           logs: list[str], test: dict[str, Any] | None = None,
+           present: list[str] | None = None) -> str:
+    test = test or {}
+    model = report_model.build(spec, history, results)
+    data = json.dumps(model, separators=(",", ":"), default=str).replace("</", "<\\/")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{verdict_word(results.get("valid"))} · {e(title_of(spec))}</title>
+<style>{asset("report.css")}</style></head>
+<body>{banner(spec, results)}<main>{meta(spec, history, test)}
+{timeline(model)}
+{violations(model, results)}
+{charts()}
+{checks(results)}
+{faults(model, test)}
+{spec_section(spec, test)}
+{files(logs, present or [])}
+<footer>lock-harness report · <span id="drawn"></span></footer></main>
+<div id="tip" hidden></div>
+<script type="application/json" id="report-data">{data}</script>
+<script>{asset("report.js")}</script>
+</body></html>
+"""

@@ -1,0 +1,429 @@
+"""The data behind report.html: a compact, JSON-able model of one run, built from its history
+and results (pure: no I/O, no clock).
+
+The page is drawn in the browser from this model, so the model is what decides whether a report
+of a long run stays small and responsive:
+
+- op pairs are stored column-wise, times in integer microseconds, invoke times delta-encoded,
+  details as indexes into a table of distinct strings (about 36 bytes an op pair);
+- a history with more than ``MAX_PAIRS`` op pairs is decimated: every pair near a violation or a
+  fault boundary is kept, one in k of the rest, and the page says so;
+- latency and throughput are bucketed here, from every op, so the charts stay exact whatever
+  was decimated.
+
+Violations are found generically: any list of dicts with an ``"explanation"`` in a checker's
+result, and any ``"witness"`` dict, so a new checker shows up in the report without changes here.
+Their place on the timeline comes from the keys they carry (``from``/``until``, grants'
+``acquired``/``released``, resource ``seq``/``seqs``, history indexes in ``ops``/``blocked``...).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from checker.sessions import Grant, grants
+from harness.core.history import FAIL, INFO, NEMESIS, OK, Op, pairs
+
+MAX_PAIRS = 150_000  # embedded op pairs; 150k pairs is about 5.5 MB of page
+CONTEXT_US = 2_000_000  # decimation keeps every op within 2 s of a violation or fault boundary
+BUCKETS = 400  # latency / throughput buckets over the whole run...
+MIN_BUCKET_US = 200_000  # ...each at least 0.2 s, so a rate is a rate, not a spike
+DETAIL_CHARS = 160
+TYPE_CODES = {OK: 0, FAIL: 1, INFO: 2}  # 3: never completed
+SECOND_KEYS = ("from", "until", "acquired", "released", "invoked_s", "completed_s", "at",
+               "time_s")
+INDEX_KEYS = ("ops", "blocked", "concurrent", "index")
+SKIP_KEYS = frozenset({"prefix", "explanation"})
+
+
+def us(ns: int) -> int:
+    return ns // 1000
+
+
+def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any]
+          ) -> dict[str, Any]:
+    """Everything the page's script draws, JSON-able."""
+    end_ns = max((op["time"] for op in history), default=0)
+    clients = int(spec.get("clients") or 0)
+    client_pairs = [(inv, done) for inv, done in pairs(history)
+                    if isinstance(inv.get("process"), int)]
+    lanes = sorted({inv["process"] for inv, _ in client_pairs})
+    lane_of = {p: i for i, p in enumerate(lanes)}
+    gs = grants(history)
+    places = Places(write_times(client_pairs), index_times(client_pairs), grant_times(gs))
+    violations = list(find_violations(results, places))
+    faults = fault_windows(history, end_ns)
+    ops, sampling = encode_ops(client_pairs, lane_of, violations, faults)
+    return {
+        "end": us(end_ns),
+        "lanes": [lane_label(p, clients) for p in lanes],
+        "laneProcs": lanes,
+        "ops": ops,
+        "sampling": sampling,
+        "spans": lock_spans(gs, lane_of),
+        "faults": faults,
+        "violations": violations,
+        "series": series(client_pairs, end_ns),
+        "total": len(history),
+    }
+
+
+def lane_label(process: int, clients: int) -> str:
+    if clients and process >= clients:
+        return f"p{process} (final read)"
+    return f"p{process}"
+
+
+# ops ----------------------------------------------------------------------------------------------
+def detail(inv: Op, done: Op | None) -> str:
+    """A short line for the hover: value, token, error. Long values (the final read) are cut."""
+    src = done if done is not None else inv
+    value = src.get("value")
+    if value is None:
+        value = inv.get("value")
+    text = "" if value is None else json.dumps(value, separators=(",", ":"), default=str)
+    if len(text) > DETAIL_CHARS:
+        text = text[:DETAIL_CHARS] + "…"
+    parts = [text] if text else []
+    token = src.get("token", inv.get("token"))
+    if token is not None:
+        parts.append(f"token {token}")
+    if src.get("error"):
+        parts.append(f"error: {str(src['error'])[:DETAIL_CHARS]}")
+    return " · ".join(parts)
+
+
+def encode_ops(client_pairs: list[tuple[Op, Op | None]], lane_of: dict[int, int],
+               violations: list[dict[str, Any]], faults: list[dict[str, Any]]
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    keep, rule = sample(client_pairs, violations, faults)
+    fs: list[str] = []
+    f_idx: dict[str, int] = {}
+    texts: list[str] = []
+    t_idx: dict[str, int] = {}
+    cols: dict[str, list[int]] = {"lane": [], "t": [], "d": [], "ty": [], "f": [], "x": [],
+                                  "i": []}
+    last = 0
+    for k, (inv, done) in enumerate(client_pairs):
+        if keep is not None and not keep[k]:
+            continue
+        start = us(inv["time"])
+        f = inv["f"]
+        if f not in f_idx:
+            f_idx[f] = len(fs)
+            fs.append(f)
+        text = detail(inv, done)
+        if text not in t_idx:
+            t_idx[text] = len(texts)
+            texts.append(text)
+        cols["lane"].append(lane_of[inv["process"]])
+        cols["t"].append(start - last)
+        last = start
+        cols["d"].append(-1 if done is None else us(done["time"]) - start)
+        cols["ty"].append(3 if done is None else TYPE_CODES.get(done["type"], 2))
+        cols["f"].append(f_idx[f])
+        cols["x"].append(t_idx[text])
+        cols["i"].append(int(inv.get("index", -1)))
+    total = len(client_pairs)
+    embedded = len(cols["t"])
+    sampling = {"pairs": total, "embedded": embedded, "decimated": embedded < total,
+                "rule": rule}
+    return {**cols, "fs": fs, "texts": texts}, sampling
+
+
+def sample(client_pairs: list[tuple[Op, Op | None]], violations: list[dict[str, Any]],
+           faults: list[dict[str, Any]]) -> tuple[list[bool] | None, str]:
+    """Which pairs to embed (None: all of them), and the rule in words for the page."""
+    n = len(client_pairs)
+    if n <= MAX_PAIRS:
+        return None, ""
+    windows = [(v["t0"] - CONTEXT_US, v["t1"] + CONTEXT_US) for v in violations
+               if v.get("t0") is not None]
+    for f in faults:
+        for edge in (f["start"], f["stop"]):
+            if edge is not None:
+                windows.append((edge - CONTEXT_US, edge + CONTEXT_US))
+    merged: list[list[int]] = []
+    for a, b in sorted(windows):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    step = math.ceil(n / MAX_PAIRS)
+    keep = [False] * n
+    w = 0
+    for k, (inv, _done) in enumerate(client_pairs):
+        t = us(inv["time"])
+        while w < len(merged) and merged[w][1] < t:
+            w += 1
+        near = w < len(merged) and merged[w][0] <= t
+        keep[k] = near or k % step == 0
+    if sum(keep) > 2 * MAX_PAIRS:  # violations everywhere: keeping their context keeps all
+        return [k % step == 0 for k in range(n)], f"1 op pair in {step}"
+    return keep, (f"every op pair within {CONTEXT_US // 1_000_000} s of a listed violation or "
+                  f"a fault boundary, and 1 in {step} of the others")
+
+
+# lock spans, faults ------------------------------------------------------------------------------
+def lock_spans(gs: list[Grant], lane_of: dict[int, int]) -> dict[str, list[int]]:
+    """From an acquire's ok to the same process's next release invoke (-1: held to the end);
+    the grants are the checkers' own (``checker.sessions.grants``), so the page shows exactly
+    what they judged."""
+    out: dict[str, list[int]] = {"lane": [], "s": [], "e": [], "tok": []}
+    for g in gs:
+        if g.process not in lane_of:
+            continue
+        out["lane"].append(lane_of[g.process])
+        out["s"].append(us(g.start))
+        out["e"].append(-1 if g.end is None else us(g.end))
+        out["tok"].append(-1 if g.token is None else int(g.token))
+    return out
+
+
+def fault_windows(history: Sequence[Op], end_ns: int) -> list[dict[str, Any]]:
+    """Nemesis ops as windows: from a start's invoke to its stop's info (or the heal, or the end).
+
+    A start whose info carries an error is kept, marked failed: the fault was attempted.
+    """
+    out: list[dict[str, Any]] = []
+    open_: dict[str, dict[str, Any]] = {}
+    begun: dict[str, int] = {}
+    for op in history:
+        if op.get("process") != NEMESIS:
+            continue
+        f, value, t = str(op["f"]), op.get("value"), op["time"]
+        if op["type"] == "invoke":
+            if value == "start":
+                begun[f] = t
+            continue
+        if value == "start":
+            w = {"f": f, "targets": [str(x) for x in op.get("targets") or []],
+                 "start": us(begun.pop(f, t)), "stop": None, "error": op.get("error"),
+                 "detail": op.get("detail")}
+            out.append(w)
+            if op.get("error"):
+                w["stop"] = w["start"]
+            else:
+                open_[f] = w
+        elif value in ("stop", "heal") and f in open_:
+            w = open_.pop(f)
+            w["stop"] = us(t)
+            if value == "heal":
+                w["healed"] = True
+    for w in out:
+        if w["stop"] is None:
+            w["stop"] = us(end_ns)
+            w["open"] = True
+    return out
+
+
+# violations ---------------------------------------------------------------------------------------
+def write_times(client_pairs: list[tuple[Op, Op | None]]) -> dict[int, tuple[int, int, int]]:
+    """Resource seq -> (invoke us, completion us, process) of the write the resource numbered."""
+    out: dict[int, tuple[int, int, int]] = {}
+    for inv, done in client_pairs:
+        if inv["f"] != "write" or done is None:
+            continue
+        value = done.get("value")
+        if isinstance(value, dict) and isinstance(value.get("seq"), int):
+            out[value["seq"]] = (us(inv["time"]), us(done["time"]), inv["process"])
+    return out
+
+
+def index_times(client_pairs: list[tuple[Op, Op | None]]) -> dict[int, tuple[int, int, Any]]:
+    """History index -> (invoke us, completion us, process), for invokes and completions."""
+    out: dict[int, tuple[int, int, Any]] = {}
+    for inv, done in client_pairs:
+        a = us(inv["time"])
+        b = a if done is None else us(done["time"])
+        for op in (inv, done):
+            if op is not None and isinstance(op.get("index"), int):
+                out[op["index"]] = (a, b, inv["process"])
+    return out
+
+
+def grant_times(gs: list[Grant]) -> dict[tuple[int, Any], list[tuple[int, int]]]:
+    """(process, token) -> [(acquired us, released us)], to place token violations."""
+    out: dict[tuple[int, Any], list[tuple[int, int]]] = {}
+    for g in gs:
+        if g.token is not None:
+            end = g.start if g.end is None else g.end
+            out.setdefault((g.process, g.token), []).append((us(g.start), us(end)))
+    return out
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where things are in time, by the names checkers use for them."""
+
+    writes: dict[int, tuple[int, int, int]]  # resource seq -> write (invoke, done, process)
+    ops: dict[int, tuple[int, int, Any]]  # history index -> op (invoke, done, process)
+    grants: dict[tuple[int, Any], list[tuple[int, int]]]  # (process, token) -> grants
+
+
+def find_violations(results: dict[str, Any], places: Places) -> Iterator[dict[str, Any]]:
+    """Every explained item, in checker order. Items of a check that judged itself valid (or
+    of a list it flags ``<kind>-informational``) are kept but marked informational: the
+    checker says they do not break the property (lock overlaps under fencing, say)."""
+    n = 0
+    for check, result in (results.get("checks") or {}).items():
+        if not isinstance(result, dict):
+            continue
+        for kind, item, rank, total in explained(result):
+            info = result.get("valid") is True or result.get(f"{kind}-informational") is True
+            v = {"n": n, "check": check, "kind": kind, "rank": rank, "total": total,
+                 "info": info, "explanation": str(item.get("explanation", "")),
+                 **locate(item, places)}
+            n += 1
+            yield v
+
+
+def explained(result: dict[str, Any], depth: int = 0) -> Iterator[tuple[str, dict[str, Any],
+                                                                         int, int]]:
+    """(kind, item, rank within kind, how many the checker counted) for every explained item."""
+    for key, value in result.items():
+        if key == "witness" and isinstance(value, dict):
+            yield key, value, 0, 1
+        elif isinstance(value, list):
+            items = [i for i in value if isinstance(i, dict) and "explanation" in i]
+            count = result.get(f"{key.rstrip('s')}-count")
+            total = count if isinstance(count, int) and count >= len(items) else len(items)
+            for rank, item in enumerate(items):
+                yield key, item, rank, total
+        elif isinstance(value, dict) and depth < 2:
+            yield from explained(value, depth + 1)
+
+
+def locate(item: dict[str, Any], places: Places) -> dict[str, Any]:
+    """Where a violation is on the timeline: its core span (t0, t1), the wider context span that
+    shows its whole story (c0, c1), and the processes involved. Times in microseconds."""
+    writes, by_index = places.writes, places.ops
+    times: list[int] = []
+    procs: list[Any] = []
+    times.extend(t for span in token_grants(item, places) for t in span)
+    for key, value in walk(item):
+        if key in SECOND_KEYS and isinstance(value, int | float) and not isinstance(value, bool):
+            times.append(round(value * 1e6))
+        elif key in ("seq", "seqs"):
+            for s in value if isinstance(value, list) else [value]:
+                if isinstance(s, int) and s in writes:
+                    a, b, p = writes[s]
+                    times.extend((a, b))
+                    procs.append(p)
+        elif key in INDEX_KEYS:
+            for i in value if isinstance(value, list) else [value]:
+                if isinstance(i, int) and i in by_index:
+                    a, b, p = by_index[i]
+                    times.extend((a, b))
+                    procs.append(p)
+        elif key in ("process", "processes"):
+            procs.extend(value if isinstance(value, list) else [value])
+    out: dict[str, Any] = {"procs": sorted({p for p in procs if isinstance(p, int)})}
+    if not times:
+        out.update(t0=None, t1=None, c0=None, c1=None)
+        return out
+    c0, c1 = min(times), max(times)
+    t0, t1 = core(item, places) or (c0, c1)
+    out.update(t0=t0, t1=max(t0, t1), c0=min(c0, t0), c1=max(c1, t1))
+    return out
+
+
+def token_grants(item: dict[str, Any], places: Places) -> list[tuple[int, int]]:
+    """The grants a token violation names: ``processes`` with one ``token`` (the same token
+    twice) or with ``tokens`` (pairwise: a later grant got a lower token)."""
+    procs, token, tokens = item.get("processes"), item.get("token"), item.get("tokens")
+    if not isinstance(procs, list) or (token is None and not isinstance(tokens, list)):
+        return []
+    pairs_ = zip(procs, tokens, strict=False) if isinstance(tokens, list) else (
+        (p, token) for p in procs)
+    out: list[tuple[int, int]] = []
+    after = -1
+    for p, t in pairs_:  # in the order named: each grant the first one after the previous
+        spans = places.grants.get((p, t), [])
+        later = [span for span in spans if span[0] > after]
+        if later or spans:
+            out.append((later or spans)[0])
+            after = out[-1][0]
+    return out
+
+
+def core(item: dict[str, Any], places: Places) -> tuple[int, int] | None:
+    """The moment the violation happened, when the item says which part of its story that is:
+    ``from``/``until`` (overlaps), the middle of three ``seqs`` (the write that intruded between
+    two others), the ``blocked`` op of a witness (the op no order can explain), the later of
+    two grants a token violation names (when the wrong token was handed out)."""
+    writes, by_index = places.writes, places.ops
+    if isinstance(item.get("from"), int | float):
+        until = item.get("until", item["from"])
+        return round(item["from"] * 1e6), round((until if until is not None else 0) * 1e6)
+    seqs = item.get("seqs")
+    if isinstance(seqs, list) and len(seqs) == 3 and seqs[1] in writes:
+        a, b, _p = writes[seqs[1]]
+        return a, b
+    blocked = item.get("blocked")
+    if isinstance(blocked, list) and blocked and blocked[0] in by_index:
+        a, b, _p = by_index[blocked[0]]
+        return a, b
+    spans = token_grants(item, places)
+    if len(spans) >= 2:
+        a = max(start for start, _ in spans)
+        return a, a
+    return None
+
+
+def walk(value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    if depth > 3 or not isinstance(value, dict):
+        return
+    for k, v in value.items():
+        if k in SKIP_KEYS:
+            continue
+        yield k, v
+        if isinstance(v, dict):
+            yield from walk(v, depth + 1)
+
+
+# latency and throughput ---------------------------------------------------------------------------
+def series(client_pairs: list[tuple[Op, Op | None]], end_ns: int) -> dict[str, Any]:
+    """Per bucket and per f: ok completions per second and the p50 / max latency in ms.
+
+    Bucketed by completion time from every op (not the embedded sample). ``read`` (the final
+    read-back of the resource) is left out: it is the harness, not the workload.
+    """
+    end = max(us(end_ns), 1)
+    n = max(1, min(BUCKETS, end // MIN_BUCKET_US))
+    width = end / n
+    lat: dict[str, list[list[float]]] = {}
+    fails: list[int] = [0] * n
+    infos: list[int] = [0] * n
+    for inv, done in client_pairs:
+        f = inv["f"]
+        if f == "read" or done is None:
+            continue
+        b = min(n - 1, int(us(done["time"]) / width))
+        if done["type"] == OK:
+            lat.setdefault(f, [[] for _ in range(n)])[b].append(
+                (done["time"] - inv["time"]) / 1e6)
+        elif done["type"] == FAIL:
+            fails[b] += 1
+        elif done["type"] == INFO:
+            infos[b] += 1
+    secs = width / 1e6
+    out: dict[str, Any] = {"width": round(width), "n": n, "fs": {}, "fail": [
+        round(x / secs, 2) for x in fails], "info": [round(x / secs, 2) for x in infos]}
+    for f, buckets in sorted(lat.items()):
+        rate, p50, mx = [], [], []
+        for values in buckets:
+            rate.append(round(len(values) / secs, 2))
+            if values:
+                values.sort()
+                p50.append(round(values[len(values) // 2], 3))
+                mx.append(round(values[-1], 3))
+            else:
+                p50.append(None)
+                mx.append(None)
+        out["fs"][f] = {"rate": rate, "p50": p50, "max": mx}
+    return out

@@ -1,0 +1,84 @@
+"""Run a spec and present it: the run, then report.html, the summary lines and the exit code.
+
+The CLI's ``harness run`` and each run of a suite come through :func:`run_and_report`. A suite
+runs each spec in a child process of its own (``python -m harness.presentation.runs SPEC RUN``)
+so that a crash or a hang in one run cannot take the suite down; the suite made the run
+directory through the store's API, so it never has to learn it from the child's output.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.controller.progress import Progress
+from harness.controller.run import Run
+from harness.controller.spec import TestSpec
+from harness.controller.store import RunDir, Store
+from harness.core.errors import EXIT_SETUP, HarnessError, exit_code_for
+from harness.presentation.report import verdict_word, write_report
+
+SUMMARY_KEYS = ("lock-overlaps", "resource-interleavings", "stale-accepted",
+                "token-order-violations", "stuck-locks", "lost-updates")
+
+
+def run_and_report(spec: TestSpec, progress: Progress, *, run: RunDir | None = None,
+                   out: TextIO | None = None) -> int:
+    """Run ``spec`` (into ``run`` if given), write its report, print its summary; the exit
+    code."""
+    out = out or sys.stdout
+    progress.line(f"harness run: db {spec.db} x{spec.nodes}, lock {spec.lock}, workload "
+                  f"{spec.workload}, nemesis {'+'.join(spec.nemesis) or 'none'}, "
+                  f"{spec.clients} clients, {spec.time_limit:g} s, seed {spec.seed}")
+    outcome = Run(spec, progress, store=Store(spec.store), run=run).execute()
+    history = outcome.run.load_history() if outcome.results else []
+    if outcome.results:
+        write_report(outcome.run, spec.to_dict(), history, outcome.results)
+    print_summary(outcome.results, outcome.run, out)
+    if outcome.interrupted:
+        print("run interrupted: the verdict covers only what was recorded", file=sys.stderr)
+        return EXIT_SETUP
+    if outcome.error is not None:
+        print(f"harness: {outcome.error}", file=sys.stderr)
+        return EXIT_SETUP
+    return exit_code_for(outcome.results.get("valid"))
+
+
+def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    print(f"{verdict_word(results.get('valid'))}", file=out)
+    for name, check in results.get("checks", {}).items():
+        line = f"  {name:<13} {verdict_word(check.get('valid')):<8}"
+        facts = [f"{k} {v}" for k, v in check.items()
+                 if k.endswith(("-count", "-rejected", "-accepted")) and not isinstance(v, list)]
+        print(line + ", ".join(facts), file=out)
+        for key in SUMMARY_KEYS:
+            items = check.get(key) or []
+            if items:
+                note = (" (informational: the resource checks tokens)"
+                        if key == "lock-overlaps" and check.get("lock-overlaps-informational")
+                        else "")
+                print(f"                first of {key}{note}: {items[0]['explanation']}",
+                      file=out)
+        witness = check.get("witness")
+        if isinstance(witness, dict) and witness.get("explanation"):
+            print(f"                witness: {witness['explanation']}", file=out)
+        if check.get("error"):
+            print(f"                could not check: {check['error']}", file=out)
+    print(f"report: {run.report}", file=out)
+
+
+def main(argv: list[str]) -> int:
+    """A suite's child: ``SPEC.json RUN_DIR``."""
+    try:
+        spec = TestSpec.from_dict(json.loads(Path(argv[1]).read_text())).validate()
+        return run_and_report(spec, Progress(quiet=True), run=RunDir(Path(argv[2])))
+    except HarnessError as e:
+        print(f"harness: {e}", file=sys.stderr)
+        return e.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

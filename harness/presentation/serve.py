@@ -1,0 +1,352 @@
+"""``harness serve``: browse the results store from a web browser.
+
+A page listing every run (newest first) with its verdict in colour, filters by db, lock,
+workload, nemesis and verdict, a link to each report and a download of each run as a zip; the
+suites ``harness suite`` ran are listed too. Standard library only (``http.server``): nothing to
+install on a CI box or a laptop.
+
+It binds 127.0.0.1 by default: the store holds logs and histories of the machine it runs on,
+and the server has no authentication, so exposing it is an explicit ``--host`` choice.
+Everything it serves is read from the store directory and nothing outside it (paths are resolved
+and checked); it never writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import io
+import json
+import mimetypes
+import os
+import re
+import sys
+import threading
+import time
+import urllib.parse
+import zipfile
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from harness.controller.store import RunDir, Store
+from harness.core.errors import HarnessError
+from harness.presentation.report.html import verdict_class, verdict_word
+
+DEFAULT_PORT = 8765
+FILTERS = ("db", "lock", "workload", "nemesis", "verdict")
+ZIP_LIMIT = 512 * 1024 * 1024  # a run bigger than this is not zipped in memory
+TEXT_TYPES = {".log": "text/plain", ".jsonl": "text/plain", ".json": "application/json",
+              ".xml": "application/xml", ".toml": "text/plain", ".conf": "text/plain"}
+
+e = html.escape
+
+
+# the store --------------------------------------------------------------------------------------
+@dataclass
+class RunInfo:
+    """One run directory as the list shows it."""
+
+    path: str  # relative to the store: <test>/<stamp>
+    stamp: str
+    spec: dict[str, Any]
+    valid: Any
+    status: str
+    facts: str
+    has_report: bool
+    mtime: float
+
+    def field(self, name: str) -> str:
+        if name == "verdict":
+            return verdict_word(self.valid).lower() if self.status != "running" else "running"
+        if name == "nemesis":
+            return "+".join(self.spec.get("nemesis") or []) or "none"
+        return str(self.spec.get(name, ""))
+
+
+@dataclass
+class Browser:
+    """The store as the pages show it."""
+
+    store: Store
+    _cache: dict[Path, tuple[float, RunInfo | None]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def root(self) -> Path:
+        return self.store.root
+
+    def runs(self) -> list[RunInfo]:
+        """Every run under the store, newest first; a run's files are re-read only when its
+        directory changed, so listing thousands of runs stays cheap."""
+        out = []
+        for run in self.store.runs():
+            info = self._read(run)
+            if info is not None:
+                out.append(info)
+        out.sort(key=lambda r: (r.stamp, r.path), reverse=True)
+        return out
+
+    def _read(self, run: RunDir) -> RunInfo | None:
+        try:
+            mtime = max(p.stat().st_mtime for p in (run.path, run.test_json))
+        except OSError:
+            return None
+        with self._lock:
+            cached = self._cache.get(run.path)
+            if cached is not None and cached[0] == mtime:
+                return cached[1]
+        info = read_run(self.store, run, mtime)
+        with self._lock:
+            self._cache[run.path] = (mtime, info)
+        return info
+
+    def suites(self) -> list[dict[str, Any]]:
+        out = []
+        for summary in self.store.suite_summaries():
+            try:
+                data = json.loads(summary.read_text())
+            except (OSError, ValueError):
+                continue
+            data["path"] = summary.parent.relative_to(self.root).as_posix()
+            out.append(data)
+        out.sort(key=lambda s: s["path"].rsplit("/", 1)[-1], reverse=True)
+        return out
+
+    def resolve(self, rel: str) -> Path | None:
+        """A path inside the store, or None (outside it, or missing)."""
+        root = self.root.resolve()
+        try:
+            p = (root / rel).resolve()
+        except (OSError, RuntimeError):
+            return None
+        if p != root and root not in p.parents:
+            return None
+        return p if p.exists() else None
+
+
+def read_run(store: Store, run: RunDir, mtime: float) -> RunInfo | None:
+    try:
+        test = run.load_test()
+    except HarnessError:
+        return None
+    results: dict[str, Any] = {}
+    with contextlib.suppress(HarnessError):
+        results = run.load_results()
+    status = str(test.get("status") or "")
+    if status == "starting" and not results:
+        status = "running"
+    facts = []
+    for check in (results.get("checks") or {}).values():
+        if isinstance(check, dict):
+            facts.extend(f"{v} {k.removesuffix('-count')}" for k, v in check.items()
+                         if k.endswith("-count") and isinstance(v, int) and v)
+    return RunInfo(path=store.relative(run), stamp=run.name,
+                   spec=test["spec"], valid=results.get("valid", "unknown"), status=status,
+                   facts=", ".join(facts), has_report=run.report.exists(), mtime=mtime)
+
+
+def zip_run(run_dir: Path) -> bytes:
+    """The run directory as a zip (in memory: runs are small; bigger ones are refused)."""
+    files = [p for p in sorted(run_dir.rglob("*")) if p.is_file() and not p.is_symlink()]
+    if sum(p.stat().st_size for p in files) > ZIP_LIMIT:
+        raise HarnessError(f"{run_dir} is larger than {ZIP_LIMIT >> 20} MB: copy it instead")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for p in files:
+            z.write(p, f"{run_dir.parent.name}/{run_dir.name}/{p.relative_to(run_dir)}")
+    return buf.getvalue()
+
+
+# pages ------------------------------------------------------------------------------------------
+STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1f2328}
+header{background:#24292f;color:#fff;padding:.7em 1.5em;font-size:1.2em}
+main{padding:.5em 1.5em 3em} a{color:#0969da}
+form{display:flex;flex-wrap:wrap;gap:.6em;align-items:end;margin:.8em 0}
+label{display:flex;flex-direction:column;font-size:.85em;color:#656d76}
+select,button{font:inherit;padding:.15em .4em}
+table{border-collapse:collapse;width:100%} td,th{padding:.25em .7em .25em 0;text-align:left}
+th{border-bottom:1px solid #d0d7de} tbody tr:nth-child(even){background:#f6f8fa}
+.chip{border-radius:2em;padding:.05em .7em;color:#fff;font-weight:600;font-size:.9em;
+ white-space:nowrap}
+.v-true{background:#1a7f37} .v-false{background:#cf222e} .v-unknown{background:#9a6700}
+.v-running{background:#0969da} .muted{color:#656d76} h2{font-size:1.1em;margin-top:1.6em}"""
+
+
+def page(title: str, body: str) -> bytes:
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}'
+            f"</title><style>{STYLE}</style></head><body><header>{e(title)}</header>"
+            f"<main>{body}</main></body></html>").encode()
+
+
+def when(stamp: str) -> str:
+    m = re.match(r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)(.*)", stamp)
+    return f"{m[1]}-{m[2]}-{m[3]} {m[4]}:{m[5]}:{m[6]}{m[7]}" if m else stamp
+
+
+def index_page(store: Browser, query: dict[str, str]) -> bytes:
+    runs = store.runs()
+    choices = {f: sorted({r.field(f) for r in runs}) for f in FILTERS}
+    shown = [r for r in runs if all(not query.get(f) or r.field(f) == query[f] for f in FILTERS)]
+    selects = []
+    for f in FILTERS:
+        opts = "".join(f'<option{" selected" if query.get(f) == v else ""}>{e(v)}</option>'
+                       for v in choices[f])
+        selects.append(f'<label>{f}<select name="{f}"><option value="">any</option>{opts}'
+                       "</select></label>")
+    rows = []
+    for r in shown:
+        verdict = ('<span class="chip v-running">RUNNING</span>' if r.status == "running" else
+                   f'<span class="chip {verdict_class(r.valid)}">{verdict_word(r.valid)}</span>')
+        q = urllib.parse.quote
+        report = (f'<a href="/runs/{q(r.path)}/report.html">report</a>' if r.has_report
+                  else '<span class="muted">no report</span>')
+        rows.append(
+            f"<tr><td>{e(when(r.stamp))}</td><td>{e(r.field('db'))}</td>"
+            f"<td>{e(r.field('lock'))}</td><td>{e(r.field('workload'))}</td>"
+            f"<td>{e(r.field('nemesis'))}</td><td>{e(r.field('seed'))}</td><td>{verdict}</td>"
+            f'<td class="muted">{e(r.facts)}</td><td>{report} · '
+            f'<a href="/runs/{q(r.path)}/">files</a> · '
+            f'<a href="/zip/{q(r.path)}.zip">zip</a></td></tr>')
+    suites = store.suites()
+    suite_rows = "".join(
+        f'<tr><td>{e(when(s["path"].rsplit("/", 1)[-1]))}</td><td>{e(str(s.get("name")))}</td>'
+        f'<td><span class="chip {"v-true" if s.get("differ") == 0 else "v-false"}">'
+        f'{s.get("as_expected", 0)} of {s.get("total", 0)} as expected</span></td>'
+        f'<td><a href="/runs/{urllib.parse.quote(s["path"])}/index.html">index</a></td></tr>'
+        for s in suites)
+    suite_html = (f"<h2>Suites</h2><table><thead><tr><th>when</th><th>suite</th><th>outcome"
+                  f"</th><th></th></tr></thead><tbody>{suite_rows}</tbody></table>"
+                  if suites else "")
+    body = (f'<form method="get">{"".join(selects)}<button>filter</button>'
+            f'<a href="/">clear</a></form><p class="muted">{len(shown)} of {len(runs)} runs in '
+            f"{e(str(store.root))}</p><table><thead><tr><th>when</th><th>db</th><th>lock</th>"
+            "<th>workload</th><th>nemesis</th><th>seed</th><th>verdict</th><th>found</th><th>"
+            f"</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{suite_html}")
+    return page("lock-harness results", body)
+
+
+def listing_page(store: Browser, rel: str, directory: Path) -> bytes:
+    items = []
+    for p in sorted(directory.iterdir()):
+        name = p.name + ("/" if p.is_dir() else "")
+        items.append(f'<li><a href="{urllib.parse.quote(name)}">{e(name)}</a></li>')
+    return page(f"/{rel}", f'<p><a href="/">all runs</a></p><ul>{"".join(items)}</ul>')
+
+
+def runs_json(store: Browser) -> bytes:
+    return json.dumps([{"path": r.path, "spec": r.spec, "valid": r.valid, "status": r.status,
+                        "facts": r.facts, "report": f"/runs/{r.path}/report.html"
+                        if r.has_report else None} for r in store.runs()], indent=1).encode()
+
+
+# the server -------------------------------------------------------------------------------------
+class Handler(BaseHTTPRequestHandler):
+    store: Browser  # set on the subclass made by make_server
+    server_version = "lock-harness"
+
+    def do_GET(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        path = urllib.parse.unquote(url.path)
+        query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
+        try:
+            if path == "/":
+                self.send(HTTPStatus.OK, "text/html; charset=utf-8", index_page(self.store, query))
+            elif path == "/api/runs.json":
+                self.send(HTTPStatus.OK, "application/json", runs_json(self.store))
+            elif path.startswith("/zip/") and path.endswith(".zip"):
+                self.zip(path.removeprefix("/zip/").removesuffix(".zip"))
+            elif path.startswith("/runs/"):
+                self.file(path.removeprefix("/runs/"))
+            else:
+                self.fail(HTTPStatus.NOT_FOUND, "no such page")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        except HarnessError as err:
+            self.fail(HTTPStatus.INSUFFICIENT_STORAGE, str(err))
+
+    def file(self, rel: str) -> None:
+        p = self.store.resolve(rel)
+        if p is None:
+            self.fail(HTTPStatus.NOT_FOUND, f"{rel}: not in the store")
+        elif p.is_dir():
+            if not self.path.split("?")[0].endswith("/"):
+                self.send_response(HTTPStatus.MOVED_PERMANENTLY)
+                self.send_header("Location", self.path.split("?")[0] + "/")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                self.send(HTTPStatus.OK, "text/html; charset=utf-8",
+                          listing_page(self.store, rel, p))
+        else:
+            ctype = TEXT_TYPES.get(p.suffix) or mimetypes.guess_type(p.name)[0] or (
+                "application/octet-stream")
+            if ctype.startswith("text/") or ctype in ("application/json", "application/xml"):
+                ctype += "; charset=utf-8"
+            self.send(HTTPStatus.OK, ctype, p.read_bytes())
+
+    def zip(self, rel: str) -> None:
+        p = self.store.resolve(rel)
+        if p is None or not p.is_dir() or not RunDir(p).is_run():
+            self.fail(HTTPStatus.NOT_FOUND, f"{rel}: not a run in the store")
+            return
+        name = f"{p.parent.name}_{p.name}.zip"
+        self.send(HTTPStatus.OK, "application/zip", zip_run(p),
+                  {"Content-Disposition": f'attachment; filename="{name}"'})
+
+    def send(self, status: HTTPStatus, ctype: str, body: bytes,
+             headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def fail(self, status: HTTPStatus, message: str) -> None:
+        self.send(status, "text/plain; charset=utf-8", f"{status.value} {message}\n".encode())
+
+    def log_message(self, format: str, *args: Any) -> None:  # one short line a request
+        if getattr(self.server, "quiet", False):
+            return
+        sys.stderr.write(f"{time.strftime('%H:%M:%S')} {self.address_string()} "
+                         f"{format % args}\n")
+
+
+def make_server(store_dir: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+                quiet: bool = False) -> ThreadingHTTPServer:
+    """A server ready to ``serve_forever`` (port 0: any free port; see ``server_address``)."""
+    handler = type("StoreHandler", (Handler,), {"store": Browser(Store(store_dir))})
+    try:
+        server = ThreadingHTTPServer((host, port), handler)
+    except OSError as err:
+        hint = " (pass --port N, or --port 0 for any free port)" if err.errno in (
+            98, 48) else ""
+        raise HarnessError(f"cannot listen on {host}:{port}: {err.strerror}{hint}") from None
+    server.daemon_threads = True
+    server.quiet = quiet  # type: ignore[attr-defined]
+    return server
+
+
+def serve(store_dir: Path, host: str, port: int, quiet: bool = False) -> int:
+    if not store_dir.is_dir():
+        raise HarnessError(f"no results store at {store_dir}: run `harness run` first, or pass "
+                           "--store DIR")
+    server = make_server(store_dir, host, port, quiet)
+    bound_host, bound_port = server.server_address[:2]
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"warning: serving {store_dir} on {host}, beyond this machine, with no "
+              "authentication", file=sys.stderr)
+    print(f"serving {os.path.abspath(store_dir)} at http://{bound_host}:{bound_port}/ "
+          "(Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

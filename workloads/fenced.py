@@ -1,0 +1,27 @@
+"""The ``fenced`` workload: the mutex loop with the grant's token on every write.
+
+The resource rejects a write whose token is lower than one it already accepted (fencing, as the
+resource should check it), and a rejected write ends the session early: the holder has been
+fenced off. The resource's verdict is what counts here: lock-level overlaps and the lock's own
+linearizability are informational, since the resource keeps the data safe through them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from workloads.mutex import MutexWorkload, lock_checks
+
+
+class FencedWorkload(MutexWorkload):
+    name = "fenced"
+    summary = "the same, with the grant's token on every write; the resource rejects stale ones"
+    needs_tokens = True
+    fenced = True
+
+    @classmethod
+    def checkers(cls, spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        return [("mutex", {"overlaps_informational": True}), ("fencing", {}),
+                ("linearizable", {"model": "fenced-mutex", "informational": True}),
+                ("stats", {}), *lock_checks(spec)]
