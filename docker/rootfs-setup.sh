@@ -10,6 +10,10 @@ export DEBIAN_FRONTEND=noninteractive LC_ALL=C
 printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
 chmod 0755 /usr/sbin/policy-rc.d
 
+# PostgreSQL: no default cluster at install time (the harness runs initdb per node, per run).
+mkdir -p /etc/postgresql-common
+echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
+
 mapfile -t pkgs < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$HERE/packages.txt" | grep -v '^$')
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${pkgs[@]}"
@@ -22,7 +26,8 @@ mkdir -p /var/lib/zookeeper /var/log/zookeeper /var/lib/etcd /data
 for f in /usr/local/bin/redis-server /usr/local/bin/redis-cli /usr/local/bin/redis-sentinel \
     /usr/bin/etcd /usr/bin/etcdctl /usr/bin/java /usr/share/zookeeper/bin/zkServer.sh \
     /usr/share/java/zookeeper.jar /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 \
-    /usr/bin/faketime /usr/sbin/iptables /usr/sbin/ip /usr/bin/pkill; do
+    /usr/bin/faketime /usr/sbin/iptables /usr/sbin/ip /usr/bin/pkill \
+    /usr/lib/postgresql/15/bin/postgres /usr/lib/postgresql/15/bin/initdb /usr/sbin/sshd; do
     [ -e "$f" ] || { echo "rootfs-setup.sh: missing $f" >&2; exit 1; }
 done
 /usr/local/bin/redis-server --version | grep -q 'malloc=libc' ||
