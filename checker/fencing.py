@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from checker.sessions import Grant, by_lock, client_ops, grants, resource_log
 from harness.core.history import OK, Op, pairs, seconds
+from harness.core.text import line
 
 MAX_LISTED = 50
 
@@ -33,13 +34,13 @@ def stale_acceptances(entries: list[Any]) -> tuple[list[dict[str, Any]], int]:
         if e.token is None:
             out.append({"seq": e.seq, "process": e.process, "token": None,
                         "explanation": f"the resource accepted process {e.process}'s "
-                                       f"{e.kind} (seq {e.seq}) with no token"})
+                                       f"{line(e.kind, 40)} (seq {e.seq}) with no token"})
             continue
         if highest is not None and e.token < highest[0]:
             out.append({
                 "seq": e.seq, "process": e.process, "token": e.token, "highest": highest[0],
                 "explanation": (
-                    f"the resource accepted process {e.process}'s {e.kind} with token "
+                    f"the resource accepted process {e.process}'s {line(e.kind, 40)} with token "
                     f"{e.token} (seq {e.seq}) after accepting token {highest[0]} from process "
                     f"{highest[1]} (seq {highest[2]})"),
             })

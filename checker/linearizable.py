@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 
 from checker.models import Model, OpView, State, freeze, get_model, secs
 from harness.core.history import FAIL, INVOKE, NEMESIS, OK, Op, pairs
+from harness.core.text import show, who
 
 VALID = True
 INVALID = False
@@ -76,6 +77,11 @@ class Call:
     end: int | None
     seq: int  # position of the invocation in the history, to break ties
     process: Any
+    ckey: tuple[Any, ...] = ()  # what :class:`_Remaining` counts it under
+
+    def __post_init__(self) -> None:
+        failed = self.comp is not None and self.known and self.comp.get("type") == FAIL
+        self.ckey = (self.process, self.f, FAIL) if failed else (self.process, self.f)
 
     @property
     def index(self) -> int:
@@ -91,7 +97,7 @@ class Call:
             f=self.f,
             value=self.value,
             output=done.get("value") if (done is not None and self.known) else None,
-            type="ok" if self.known else "info",
+            type=str(done["type"]) if (done is not None and self.known) else "info",
             invoked=self.start,
             completed=self.end,
             token=token,
@@ -127,14 +133,18 @@ def prepare(history: Sequence[Op], model: Model) -> Prepared:
         if inv.get("type") != INVOKE:
             prepared.unmatched += 1
             continue
-        if comp is not None and comp.get("type") == FAIL:
-            prepared.failed += 1
-            continue
         f = inv["f"]
+        failed = comp is not None and comp.get("type") == FAIL
+        if failed and (model.understood_failure is None
+                       or not model.understood_failure({**comp, "f": f})):
+            prepared.failed += 1  # it certainly did not happen: nothing to place
+            continue
         if f not in model.fs:
             prepared.ignored[f] = prepared.ignored.get(f, 0) + 1
             continue
-        known = comp is not None and comp.get("type") == OK
+        # A failure the model understands (a release refused: "not the holder") happened,
+        # with that outcome, within its window: it is placed like an ok op.
+        known = comp is not None and comp.get("type") in (OK, FAIL)
         process = inv["process"]
         start = int(inv["time"])
         call = Call(
@@ -186,13 +196,17 @@ class _Remaining:
 
     def __init__(self, calls: Sequence[Call], required: int) -> None:
         self.required = required
-        self.counts: dict[tuple[Any, str], int] = {}
+        self.counts: dict[tuple[Any, ...], int] = {}
         for c in calls:
-            k = (c.process, c.f)
-            self.counts[k] = self.counts.get(k, 0) + 1
+            self.counts[c.ckey] = self.counts.get(c.ckey, 0) + 1
+        self._failed_keys = [k for k in self.counts if len(k) == 3]
 
     def count(self, process: Any, f: str) -> int:
-        return self.counts.get((process, f), 0)
+        return self.counts.get((process, f), 0) + self.counts.get((process, f, FAIL), 0)
+
+    def failed(self) -> int:
+        """Ops that failed in a way the model understands (a refused release), not yet placed."""
+        return sum(self.counts[k] for k in self._failed_keys)
 
 
 @dataclass
@@ -317,7 +331,7 @@ class _Part:
                     c = known[x]
                     ns = step(state, c.f, c.value, c.completion)
                     if ns is not None:
-                        ck = (c.process, c.f)
+                        ck = c.ckey
                         counts[ck] -= 1
                         rem.required -= 1
                         if stuck is not None and rem.required and stuck(ns, rem):
@@ -369,7 +383,7 @@ class _Part:
                 ns = step(state, c.f, c.value, c.completion)
                 if ns is None:
                     continue
-                ck = (c.process, c.f)
+                ck = c.ckey
                 counts[ck] -= 1
                 if stuck is not None and stuck(ns, rem):
                     if depth >= best[2]:
@@ -416,7 +430,7 @@ class _Part:
             if frame[0]:
                 _, x, state, lo, w = frame
                 c = known[x]
-                counts[(c.process, c.f)] += 1
+                counts[c.ckey] += 1
                 rem.required += 1
                 ce, re_ = call_ent[x], ret_ent[x]
                 nxt[prv[re_]] = re_
@@ -428,7 +442,7 @@ class _Part:
             else:
                 _, j, state, r = frame
                 c = unknown[j]
-                counts[(c.process, c.f)] += 1
+                counts[c.ckey] += 1
                 bits &= ~(1 << j)
                 n = sig_next[j]
                 if n >= 0:
@@ -510,18 +524,18 @@ class _Part:
 
     def _explain(self, state: State, blocked: Call, prefix: list[Call]) -> str:
         model = self.model
-        lock = "" if self.key is None else f"on lock {_jsonable(self.key)!r} "
+        lock = "" if self.key is None else f"on lock {show(_jsonable(self.key))} "
         if model.explain is not None:
             views = [c.view() for c in prefix]
             part = sorted((c.view() for c in self.calls), key=lambda v: v.invoked)
             try:
                 core = model.explain(state, blocked.view(), views, part)
             except Exception as e:  # words are a courtesy: never lose the verdict over them
-                core = (f"process {blocked.process}'s {blocked.f} completed at "
+                core = (f"{who(blocked.process)}'s {blocked.f} completed at "
                         f"{secs(blocked.end)} but cannot take effect when "
                         f"{model.describe(state)} (explain failed: {type(e).__name__}: {e})")
         else:
-            core = (f"process {blocked.process}'s {blocked.f} completed at {secs(blocked.end)} "
+            core = (f"{who(blocked.process)}'s {blocked.f} completed at {secs(blocked.end)} "
                     f"but cannot take effect when {model.describe(state)}")
         ops = "op" if len(prefix) == 1 else "ops"
         return (f"{core}. No order of the {len(self.calls)} ops {lock}explains it: the longest "
@@ -536,7 +550,7 @@ def _summary(c: Call) -> dict[str, Any]:
         "process": c.process,
         "f": c.f,
         "value": c.value,
-        "type": "ok" if c.known else "info",
+        "type": str(c.comp["type"]) if (c.comp is not None and c.known) else "info",
         "output": c.comp.get("value") if (c.comp is not None and c.known) else None,
         "invoked_s": round(c.start / 1e9, 6),
         "completed_s": None if c.end is None else round(c.end / 1e9, 6),
@@ -594,6 +608,12 @@ def _summarize(model: Model, prepared: Prepared, results: list[PartResult],
         out["unmatched_completions"] = prepared.unmatched
     invalid = [r for r in results if r.valid is INVALID]
     unknown = [r for r in results if r.valid == UNKNOWN]
+    if not all_calls:
+        out["valid"] = UNKNOWN
+        left = ", ".join(f"{n} {f}" for f, n in sorted(prepared.ignored.items())) or "none"
+        out["reason"] = (f"no op of the {model.name} model ({', '.join(sorted(model.fs))}) to "
+                         f"check: nothing was tested (ops left out: {left})")
+        return out
     if invalid:
         smallest = min(invalid, key=lambda r: len(r.calls))
         out["valid"] = INVALID
@@ -611,17 +631,19 @@ LOCK_BUDGET_S = 60.0
 
 
 def check_lock(history: Sequence[Op], *, model: str = "mutex", informational: bool = False,
-               time_limit: float = LOCK_BUDGET_S) -> dict[str, Any]:
+               time_limit: float = LOCK_BUDGET_S, max_states: int | None = None
+               ) -> dict[str, Any]:
     """Is the lock itself linearizable (as ``model``)? ``informational``: the resource protects
     itself (the fenced workload), so, like lock overlaps, the lock's own verdict is reported
     but does not decide the run's."""
-    result = check(history, model, time_limit=time_limit)
+    result = check(history, model, time_limit=time_limit, max_states=max_states)
     if informational and result["valid"] is not True:
         result = {**result, "lock-valid": result["valid"], "valid": True, "informational": True}
     return result
 
 
 class LinearizableChecker:
+    budgeted: ClassVar[bool] = True  # takes time_limit (and max_states) from the run
     name: ClassVar[str] = "linearizable"
     summary: ClassVar[str] = ("the lock's history against a sequential model (mutex, "
                               "fenced-mutex): Wing & Gong search, P-compositional")

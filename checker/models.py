@@ -31,6 +31,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness.core.text import show, who
+
 State = tuple[Any, ...]
 Step = Callable[[State, str, Any, dict[str, Any]], "State | None"]
 
@@ -63,7 +65,12 @@ class Remaining(Protocol):
         ...
 
     def count(self, process: Any, f: str) -> int:
-        """How many ops of ``process`` with function ``f`` (ok or indeterminate) remain."""
+        """How many ops of ``process`` with function ``f`` (whatever their outcome) remain."""
+        ...
+
+    def failed(self) -> int:
+        """How many ops with a failure the model understands (``failed_fs``) remain: they can
+        be placed in any state."""
         ...
 
 
@@ -83,6 +90,10 @@ class Model:
     describe: Callable[[State], str]
     explain: Explain | None = None
     stuck: Stuck | None = None
+    # Failures that are events of the model, placed like an ok op (a release refused because
+    # the lock was no longer the caller's); every other fail certainly did not happen and is
+    # left out.
+    understood_failure: Callable[[dict[str, Any]], bool] | None = None
 
 
 def freeze(value: Any) -> Hashable:
@@ -103,20 +114,40 @@ def secs(ns: int | None) -> str:
     return "an unknown time" if ns is None else f"{ns / 1e9:.3f} s"
 
 
-def who(process: Any) -> str:
-    return f"process {process}"
 
 
 # ---------------------------------------------------------------------------------------------
 # mutex and fenced-mutex
 
 
+NOT_HELD = ("not-held", "not the holder")  # how a refused release says why (ours, Jepsen's)
+
+
+def refused_not_held(completion: dict[str, Any]) -> bool:
+    """A release or extend that failed because the caller did not hold the lock (its lease had
+    expired, or somebody else had it): ``error`` ``"not-held..."`` (Jepsen's ``:not-held``),
+    as our workloads record a release that returned False."""
+    error = completion.get("error")
+    return (completion.get("f") in ("release", "extend") and isinstance(error, str)
+            and error.startswith(NOT_HELD))
+
+
+def lost(state: State, p: Any) -> State:
+    """A release or extend by ``p`` that failed ("not the holder"): the lock was not ``p``'s
+    when it was refused. A lease that expired frees the lock silently; the refusal is where
+    the history learns it. The lock is then free if ``p`` was its holder, else unchanged."""
+    return (None, *state[1:]) if state[0] == p else state
+
+
 def mutex_step(state: State, f: str, value: Any, completion: dict[str, Any]) -> State | None:
-    """State ``(holder,)``: None when free. Only the holder may release (or extend)."""
+    """State ``(holder,)``: None when free. Only the holder may release (or extend); a refused
+    release or extend says the lock had been lost (:func:`lost`)."""
     holder = state[0]
     p = completion["process"]
     if f == "acquire":
         return (p,) if holder is None else None
+    if completion.get("type") == "fail":
+        return lost(state, p) if f in ("release", "extend") else None
     if f == "release":
         return (None,) if holder == p else None
     if f == "extend":
@@ -132,6 +163,8 @@ def fenced_step(state: State, f: str, value: Any, completion: dict[str, Any]) ->
     """
     holder, top = state
     p = completion["process"]
+    if completion.get("type") == "fail":
+        return lost(state, p) if f in ("release", "extend") else None
     if f == "acquire":
         if holder is not None:
             return None
@@ -157,11 +190,12 @@ def mutex_describe(state: State) -> str:
 
 
 def lock_stuck(state: State, remaining: Remaining) -> bool:
-    """Held by a process that has no release left: only its own extends could still follow."""
+    """Held by a process that has no release left: only its own extends, and refused releases
+    (which fit any state), could still follow."""
     holder = state[0]
     if holder is None or remaining.count(holder, "release"):
         return False
-    return remaining.required > remaining.count(holder, "extend")
+    return remaining.required > remaining.count(holder, "extend") + remaining.failed()
 
 
 def _last(prefix: Sequence[OpView], pred: Callable[[OpView], bool]) -> OpView | None:
@@ -283,7 +317,7 @@ def register_describe(state: State) -> str:
 
 
 def _show(value: Any) -> str:
-    return "nil" if value is None else repr(value)
+    return "nil" if value is None else show(value)
 
 
 def register_explain(state: State, blocked: OpView, prefix: Sequence[OpView],
@@ -318,6 +352,7 @@ MODELS: dict[str, Model] = {
         describe=mutex_describe,
         explain=mutex_explain,
         stuck=lock_stuck,
+        understood_failure=refused_not_held,
     ),
     "fenced-mutex": Model(
         name="fenced-mutex",
@@ -328,6 +363,7 @@ MODELS: dict[str, Model] = {
         describe=mutex_describe,
         explain=mutex_explain,
         stuck=lock_stuck,
+        understood_failure=refused_not_held,
     ),
     "register": Model(
         name="register",
@@ -358,3 +394,19 @@ def get_model(model: str | Model) -> Model:
         return MODELS[model]
     except KeyError:
         raise KeyError(f"unknown model {model!r}; known: {', '.join(sorted(MODELS))}") from None
+
+
+LOCK_FS = frozenset({"acquire", "release", "extend"})
+
+
+def infer(fs: set[str], tokens: bool = False) -> str | None:
+    """The model a history's ops call for (``fs``: the functions of its client ops): a lock
+    (``fenced-mutex`` when grants carry tokens), a cas-register, a register; None when no
+    model has any of them."""
+    if fs & LOCK_FS:
+        return "fenced-mutex" if tokens else "mutex"
+    if "cas" in fs:
+        return "cas-register"
+    if fs & {"read", "write"}:
+        return "register"
+    return None

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from checker.sessions import Entry, Grant, by_lock, grants, horizon, resource_log
 from harness.core.history import Op, seconds
+from harness.core.text import line
 
 MAX_LISTED = 50
 
@@ -88,9 +89,10 @@ def interleavings(entries: list[Entry]) -> list[tuple[tuple[Entry, Entry], Entry
 
 def describe_interleaving(span: tuple[Entry, Entry], intruder: Entry) -> str:
     a0, a1 = span
-    return (f"the resource accepted process {intruder.process}'s {intruder.kind} (seq "
-            f"{intruder.seq}) between process {a0.process}'s {a0.kind} (seq {a0.seq}) and its "
-            f"{a1.kind} (seq {a1.seq}): two critical sections interleaved on the data")
+    k, k0, k1 = line(intruder.kind, 40), line(a0.kind, 40), line(a1.kind, 40)
+    return (f"the resource accepted process {intruder.process}'s {k} (seq {intruder.seq}) "
+            f"between process {a0.process}'s {k0} (seq {a0.seq}) and its {k1} (seq {a1.seq}): "
+            "two critical sections interleaved on the data")
 
 
 def check(history: Sequence[Op], *, overlaps_informational: bool = False) -> dict[str, Any]:

@@ -56,10 +56,13 @@ def build_parser() -> Parser:
     c = sub.add_parser("check", help="re-check a stored run, or check a history file")
     c.add_argument("run_dir", type=Path, metavar="RUN_DIR|FILE",
                    help="a run directory, or a history file (.jsonl, Jepsen .edn or text log)")
-    c.add_argument("--model", help="for a history file: mutex (default), fenced-mutex, "
-                   "register or cas-register")
+    c.add_argument("--model", help="for a history file: mutex, fenced-mutex, register or "
+                   "cas-register (default: inferred from the history's ops)")
     c.add_argument("--time-limit", type=float, default=60.0,
                    help="linearizability budget in seconds; past it the verdict is unknown")
+    c.add_argument("--max-memory", metavar="SIZE",
+                   help="memory budget, e.g. 2G (default: a quarter of this machine's memory);"
+                   " past it the verdict is unknown")
 
     ex = sub.add_parser("export", help="write a run's history as Jepsen EDN (history.edn)")
     ex.add_argument("run_dir", type=Path)
@@ -155,39 +158,106 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 # check / report / export --------------------------------------------------------------------------
 def cmd_check(args: argparse.Namespace) -> int:
-    from harness.controller.checking import check_run
+    from harness.controller.checking import check_run, exit_code
     from harness.controller.store import open_run
     from harness.presentation.report import write_report
     from harness.presentation.runs import print_summary
 
+    limits = check_limits(args)
     if args.run_dir.is_file():
-        return check_file(args.run_dir, args.model or "mutex", args.time_limit)
+        return check_file(args.run_dir, args.model, limits)
+    if not args.run_dir.exists():
+        raise UsageError(f"{args.run_dir}: no such file or run directory")
     if args.model is not None:
         raise UsageError("--model is for a history file; a run directory is checked with the "
                          "checkers of its workload")
     run = open_run(args.run_dir)
-    spec = run.load_test()["spec"]
+    test = run.load_test()
+    spec, status = test["spec"], str(test.get("status") or "starting")
     history = run.load_history()
-    results = check_run(run, spec, history)
+    results = check_run(run, spec, history, status=status, limits=limits)
     write_report(run, spec, history, results)
     print_summary(results, run)
-    return exit_code_for(results.get("valid"))
+    return exit_code(results)
 
 
-def check_file(path: Path, model: str, time_limit: float) -> int:
-    """A foreign (or our own) history file, checked for linearizability against ``model``."""
+def check_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """--time-limit and --max-memory: finite and positive; the memory budget is enforced on
+    this process (a search that would pass it ends as unknown, with the reason)."""
+    import math
+
+    from harness.core.budget import limit_memory, states_for
+
+    if not math.isfinite(args.time_limit) or args.time_limit <= 0:
+        raise UsageError(f"--time-limit must be a positive number of seconds, got "
+                         f"{args.time_limit}")
+    max_memory = parse_size(args.max_memory)
+    limit_memory(max_memory)
+    return {"time_limit": args.time_limit, "max_states": states_for(max_memory),
+            "max_memory": max_memory}
+
+
+def parse_size(text: str | None) -> int:
+    from harness.core.budget import default_memory
+
+    if text is None:
+        return default_memory()
+    units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower().removesuffix("b").removesuffix("i")
+    unit = t[-1:] if t[-1:] in units else ""
+    try:
+        value = float(t[: len(t) - len(unit)] if unit else t) * units[unit]
+    except ValueError:
+        raise UsageError(f"--max-memory {text!r}: expected a size such as 512M or 2G") from None
+    if not value >= 64 << 20 or value > 1 << 50:
+        raise UsageError(f"--max-memory {text!r}: give at least 64M")
+    return int(value)
+
+
+def check_file(path: Path, model: str | None, limits: dict[str, Any]) -> int:
+    """A foreign (or our own) history file, checked for linearizability against ``model``
+    (inferred from its ops when not given)."""
     from checker.linearizable import check
-    from checker.models import MODELS
+    from checker.models import MODELS, infer
+    from harness.core.budget import file_fits
     from harness.core.interop import load_any
+    from harness.core.text import line, show
     from harness.presentation.report import verdict_word
 
-    if model not in MODELS:
+    given = model is not None
+    if model is not None and model not in MODELS:
         raise UsageError(f"unknown model {model!r}: use one of {', '.join(sorted(MODELS))}")
-    if time_limit <= 0:
-        raise UsageError(f"--time-limit must be a positive number of seconds, got {time_limit}")
-    result = check(load_any(path), model, time_limit=time_limit)
-    print(f"{verdict_word(result['valid'])}  {path} as {model}: {result['ops']} ops in "
-          f"{result['parts']} part(s)")
+    reason = file_fits(path, limits["max_memory"])
+    if reason is not None:
+        print(f"UNKNOWN  {line(str(path))}: {reason}")
+        return exit_code_for("unknown")
+    ops = load_any(path)
+    client = [op for op in ops if op.get("process") != "nemesis"]
+    fs = {str(op["f"]) for op in client}
+    tokens = any(op.get("token") is not None for op in client if op.get("f") == "acquire")
+    inferred = infer(fs, tokens)
+    if model is None:
+        if inferred is None:
+            print(f"UNKNOWN  {line(str(path))}: {len(client)} client ops, none of them an op a "
+                  f"model checks (f: {', '.join(sorted(fs)) or 'none'}); nothing was tested")
+            return exit_code_for("unknown")
+        model = inferred
+    elif not fs & MODELS[model].fs:
+        hint = f": check it with --model {inferred}" if inferred else ""
+        raise UsageError(f"{path}: the history has no op of model {model} "
+                         f"({', '.join(sorted(MODELS[model].fs))}); its ops are "
+                         f"{', '.join(sorted(fs)[:8]) or 'none'}{hint}")
+    result = check(ops, model, time_limit=limits["time_limit"],
+                   max_states=limits["max_states"])
+    how = "" if given else " (inferred from its ops)"
+    print(f"{verdict_word(result['valid'])}  {line(str(path))} as {model}{how}: "
+          f"{result['ops']} ops in {result['parts']} part(s)")
+    left = dict(result.get("ignored") or {})
+    if left:
+        print(f"  left out, not ops of {model}: "
+              + ", ".join(f"{n} {show(f)}" for f, n in sorted(left.items())))
+    if result.get("failed"):
+        print(f"  left out: {result['failed']} failed op(s) (they certainly did not happen)")
     witness = result.get("witness")
     if witness:
         print(f"  {witness['explanation']}")
@@ -270,6 +340,9 @@ def cmd_clean(args: argparse.Namespace) -> int:
 # serve / suite ------------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
     from harness.presentation.serve import serve
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: a port is 0 (any free one) to 65535")
 
     return serve(args.store, args.host, args.port, args.quiet)
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from harness.core.capabilities import HasLeader
 from harness.core.cluster import NemesisContext, client_name
+from harness.core.options import Option
 
 HOLDER_WAIT = 3.0  # seconds to wait for somebody to hold (or wait for) the lock
 CLIENT_TARGETS = ("holder", "waiter", "any", "client:N")
@@ -36,6 +37,7 @@ class BaseNemesis:
     requires: ClassVar[tuple[type, ...]] = ()
     targets: ClassVar[tuple[str, ...]] = ()
     default_target: ClassVar[str | None] = None
+    options: ClassVar[dict[str, Option]] = {}
 
     def setup(self, ctx: NemesisContext) -> None:
         return None
@@ -51,6 +53,12 @@ class BaseNemesis:
 
     def detail(self) -> dict[str, Any] | None:
         """Extra facts about the fault just started, recorded in the history."""
+        return None
+
+    def expect(self, ctx: NemesisContext, targets: list[str]) -> dict[str, Any] | None:
+        """What the history must show while this fault is on, if it bit (recorded with the
+        start; the ``faults`` checker holds the history to it): ``{"frozen": [3]}`` (client 3
+        records nothing), ``{"cut-off": [3]}`` (client 3 completes no lock op)."""
         return None
 
     @classmethod

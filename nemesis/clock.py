@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.core.capabilities import ClockFaults
 from harness.core.cluster import NemesisContext
+from harness.core.options import Option
 from nemesis.base import BaseNemesis, wait_for_holder
 
 TOLERANCE = 1.0  # seconds between the offset asked for and the one observed
@@ -52,6 +53,12 @@ class ClockJump(BaseNemesis):
     summary = "jump the wall clock of a majority of DB nodes +60 s (libfaketime), verified"
     requires = (ClockFaults,)
     default_offset = 60.0
+    options = {
+        "clock-offset": Option(float, None, "seconds to move the clocks (default +60, "
+                               "clock-back -60)", minimum=-86400 * 365, maximum=86400 * 365),
+        "clock-nodes": Option(str, "majority", "majority, minority, one, all, or node names "
+                              "(n1,n3)"),
+    }
 
     def __init__(self, offset: float | None = None) -> None:
         self._offset = offset
@@ -60,7 +67,8 @@ class ClockJump(BaseNemesis):
     def offset(self, ctx: NemesisContext) -> float:
         if self._offset is not None:
             return self._offset
-        return float(ctx.options.get("clock-offset", self.default_offset))
+        offset = ctx.options.get("clock-offset")
+        return float(self.default_offset if offset is None else offset)
 
     def setup(self, ctx: NemesisContext) -> None:
         choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))  # bad names: say so now
@@ -95,6 +103,9 @@ class ClockStrobe(ClockJump):
     name = "clock-strobe"
     summary = ("strobe the wall clock of a majority of DB nodes between +60 s and true time "
                "every 0.2 s (libfaketime), verified")
+    options = {**ClockJump.options,
+               "clock-period": Option(float, 0.2, "seconds between two flips", minimum=0.01,
+                                      maximum=60)}
 
     def __init__(self, offset: float | None = None) -> None:
         super().__init__(offset)

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from harness.core.cluster import NemesisContext, client_name, process_of
+from harness.core.options import Option
 from nemesis.base import BaseNemesis
 
 AUTO = "auto"  # the lock's own first crash step, else "holding" (workloads/crash.py)
@@ -30,12 +31,19 @@ class CrashClient(BaseNemesis):
     summary = ("SIGKILL a client at a step of its lock protocol (default: the lock's own, "
                "e.g. between SETNX and EXPIRE); it stays dead")
     targets = ("any", "client:N")
+    options = {
+        "crash-step": Option(str, AUTO, "the step to die at: auto (the lock's own), holding, "
+                             "or a step the lock names (after-setnx)"),
+        "crash-wait": Option(float, None, "seconds to wait for the client to reach the step "
+                             "(default max(5, 3 TTL))", minimum=0.1, maximum=3600),
+    }
 
     def __init__(self) -> None:
         self._detail: dict[str, Any] | None = None
 
     def wait_limit(self, ctx: NemesisContext) -> float:
-        return float(ctx.options.get("crash-wait", max(5.0, 3 * ctx.ttl)))
+        wait = ctx.options.get("crash-wait")
+        return float(max(5.0, 3 * ctx.ttl) if wait is None else wait)
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         candidates = [p for p in ctx.clients.alive() if p not in ctx.clients.doomed]

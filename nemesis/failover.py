@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.core.capabilities import Failover, Iptables
 from harness.core.cluster import NemesisContext, client_name
+from harness.core.options import Option
 from nemesis.base import BaseNemesis, wait_for_holder
 
 POLL = 0.1
@@ -31,6 +32,8 @@ class SentinelFailover(BaseNemesis):
     summary = ("cut the Sentinel primary (with the lock holder) off from the rest until a "
                "replica is promoted, then heal")
     requires = (Failover, Iptables)
+    options = {"failover-wait": Option(float, 15.0, "seconds to wait for a replica to be "
+                                       "promoted", minimum=1, maximum=600)}
 
     def __init__(self) -> None:
         self._cuts: list[tuple[str, str]] = []

@@ -13,8 +13,9 @@ time it is back). Option ``kill-delay`` (seconds) sets the downtime of either.
 from __future__ import annotations
 
 from harness.core.cluster import NemesisContext
+from harness.core.options import Option
 from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_holder
-from nemesis.process_faults import restart
+from nemesis.process_faults import kill, restart
 
 
 class KillMajority(BaseNemesis):
@@ -22,17 +23,18 @@ class KillMajority(BaseNemesis):
     summary = "SIGKILL a majority of DB nodes at once while a lock is held, restart them at once"
     targets = NODE_TARGETS
     delayed = False
+    options = {"kill-delay": Option(float, None, "seconds the nodes stay down (default 0, "
+                                    "delayed: TTL + 1)", minimum=0, maximum=3600)}
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         wait_for_holder(ctx)  # crash while a lock is held: that is when forgetting it hurts
         return node_target(ctx, target, "majority")
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        for t in targets:
-            ctx.cluster.kill(ctx.node(t))
+        kill(ctx, targets)
 
     def duration(self, ctx: NemesisContext) -> float:
-        if "kill-delay" in ctx.options:
+        if ctx.options.get("kill-delay") is not None:
             return float(ctx.options["kill-delay"])
         return ctx.ttl + 1.0 if self.delayed else 0.0
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.core.capabilities import Iptables
-from harness.core.cluster import NemesisContext
+from harness.core.cluster import NemesisContext, process_of
 from nemesis import topology
 from nemesis.base import CLIENT_TARGETS, BaseNemesis, client_target
 
@@ -51,6 +51,9 @@ class IsolateHolder(CutLinks):
 
     def detail(self) -> dict[str, Any] | None:
         return None
+
+    def expect(self, ctx: NemesisContext, targets: list[str]) -> dict[str, Any] | None:
+        return {"cut-off": [process_of(t) for t in targets]}
 
 
 class NodePartition(CutLinks):

@@ -3,6 +3,9 @@ a server."""
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from harness.core.cluster import NemesisContext, process_of
 from nemesis.base import CLIENT_TARGETS, NODE_TARGETS, BaseNemesis, client_target, node_target
 
@@ -27,6 +30,9 @@ class PauseHolder(BaseNemesis):
         for t in targets:
             ctx.clients.pause(process_of(t))
 
+    def expect(self, ctx: NemesisContext, targets: list[str]) -> dict[str, Any] | None:
+        return {"frozen": [process_of(t) for t in targets]}
+
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         for t in targets:
             ctx.clients.resume(process_of(t))
@@ -49,6 +55,11 @@ class PauseNode(BaseNemesis):
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
         for t in targets:
             ctx.cluster.pause(ctx.node(t))
+        time.sleep(0.05)
+        still = [t for t in targets if ctx.cluster.answers(ctx.node(t))]
+        if still:
+            raise RuntimeError(f"{', '.join(still)} still answered after SIGSTOP: the pause "
+                               "did not bite")
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         for t in targets:
@@ -73,14 +84,24 @@ class KillNode(BaseNemesis):
         return ctx.rng.uniform(1.0, 3.0)
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        for t in targets:
-            ctx.cluster.kill(ctx.node(t))
+        kill(ctx, targets)
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         restart(ctx, targets)
 
     def teardown(self, ctx: NemesisContext) -> None:
         restart(ctx, [n.name for n in ctx.nodes])
+
+
+def kill(ctx: NemesisContext, names: list[str]) -> None:
+    """SIGKILL every named node, then check that each is gone and no longer answers."""
+    for n in names:
+        ctx.cluster.kill(ctx.node(n))
+    alive = [n for n in names if ctx.cluster.is_running(ctx.node(n))
+             or ctx.cluster.answers(ctx.node(n))]
+    if alive:
+        raise RuntimeError(f"{', '.join(alive)} still ran or answered after SIGKILL: the kill "
+                           "did not bite")
 
 
 def restart(ctx: NemesisContext, names: list[str]) -> None:

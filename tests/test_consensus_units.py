@@ -220,6 +220,9 @@ class FakeBackend:
     def resume(self, node: Node) -> None:
         self.paused.remove(node.name)
 
+    def answers(self, node: Node) -> bool:
+        return node.name not in self.paused
+
 
 class FakeDB:
     def __init__(self, leader: str | None) -> None:

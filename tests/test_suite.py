@@ -210,12 +210,13 @@ def test_four_entry_suite_on_redis(tmp_path: Path) -> None:
 
 def test_every_long_option_of_harness_run() -> None:
     s = parse({"run": [{"db": "redis", "lock": "redis-fenced", "workload": "fenced",
-                        "nemesis": "kill", "backend": "local", "nodes": 1, "clients": 3,
+                        "nemesis": "kill-majority", "backend": "local", "nodes": 1, "clients": 3,
                         "time-limit": 6, "ttl": 1.5, "persistence": "appendonly",
                         "nemesis-opt": {"kill-delay": 3}, "seed": 4, "expect": "valid"}]},
               Path("all.toml"))
     assert s.entries[0].run_args() == [
-        "--db", "redis", "--lock", "redis-fenced", "--workload", "fenced", "--nemesis", "kill",
+        "--db", "redis", "--lock", "redis-fenced", "--workload", "fenced", "--nemesis",
+        "kill-majority",
         "--backend", "local", "--nodes", "1", "--clients", "3", "--time-limit", "6", "--seed",
         "4", "--ttl", "1.5", "--persistence", "appendonly", "--nemesis-opt", "kill-delay=3"]
 

@@ -20,6 +20,7 @@ from harness.core.cluster import Node
 from harness.core.journal import JournalWriter
 from harness.core.locks import LockConfig
 from harness.core.roles import load_object
+from harness.core.text import line
 from workloads import crash
 from workloads.mutex import MutexParams
 from workloads.resource import Resource
@@ -40,6 +41,23 @@ def build_lock(cfg: dict[str, Any]) -> Any:
 
 
 def main(argv: list[str]) -> int:
+    """Run the client; anything that stops it is ONE line on stderr (its log, which the
+    controller quotes), then exit 70."""
+    try:
+        return run_client(argv)
+    except Exception as e:
+        where = getattr(e, "__traceback__", None)
+        frame = ""
+        while where is not None and where.tb_next is not None:
+            where = where.tb_next
+        if where is not None:
+            frame = f" (at {Path(where.tb_frame.f_code.co_filename).name}:{where.tb_lineno})"
+        print(f"client stopped: {type(e).__name__}: {line(str(e), 300)}{frame}",
+              file=sys.stderr, flush=True)
+        return 70
+
+
+def run_client(argv: list[str]) -> int:
     cfg = json.loads(Path(argv[1]).read_text())
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

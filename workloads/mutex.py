@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 
 from harness.core.history import FAIL, INFO, INVOKE, OK
 from harness.core.journal import JournalWriter
-from harness.core.locks import Grant, Indeterminate, Lock
+from harness.core.locks import Grant, Indeterminate, Lock, LockContractError
+from harness.core.text import show
 from workloads import crash
 from workloads.resource import Resource
 
@@ -39,9 +40,9 @@ class MutexParams:
 
 def lock_checks(spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """What every lock workload gets besides its own checks: liveness (a stuck lock is
-    invalid) and availability (figures)."""
+    invalid), availability (figures) and faults (every fault bit)."""
     ttl = float(spec.get("ttl") or 2.0)
-    return [("liveness", {"ttl": ttl}), ("availability", {"ttl": ttl})]
+    return [("liveness", {"ttl": ttl}), ("availability", {"ttl": ttl}), ("faults", {})]
 
 
 class MutexWorkload:
@@ -91,6 +92,11 @@ class MutexWorkload:
         if grant is None:
             j.record(FAIL, "acquire", None, lock=name, error="timeout: lock busy")
             return None
+        if not isinstance(grant, Grant):
+            j.record(INFO, "acquire", None, lock=name, error="not a Grant")
+            raise LockContractError(
+                f"{type(self.lock).__name__}.acquire returned {show(grant, 60)} "
+                f"({type(grant).__name__}), not a Grant or None")
         j.record(OK, "acquire", {"session": self.session, "validity": grant.validity},
                  lock=name, token=grant.token)
         return grant
@@ -185,4 +191,4 @@ class MutexWorkload:
             j.record(OK, "release", value, lock=name, token=grant.token)
         else:
             j.record(FAIL, "release", value, lock=name, token=grant.token,
-                     error="not the holder (the lock had expired or was taken)")
+                     error="not-held: the lock had expired or was taken")

@@ -13,6 +13,7 @@ among the named ones, each for its own default duration, all drawn from the run'
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import threading
@@ -114,9 +115,15 @@ class FaultRunner:
             return
         self.journal.record(INVOKE, nem.name, "start", step=i, target=step.target,
                             targets=targets)
-        nem.start(ctx, targets)
+        try:
+            nem.start(ctx, targets)
+        except Exception:
+            with contextlib.suppress(Exception):  # undo what did happen before reporting it
+                nem.stop(ctx, targets)
+            raise
+        expect = nem.expect(ctx, targets) if hasattr(nem, "expect") else None
         op = self.journal.record(INFO, nem.name, "start", step=i, target=step.target,
-                                 targets=targets, **_detail(nem))
+                                 targets=targets, expect=expect, **_detail(nem))
         fault = Fault(i, nem.name, step.target, targets, step.at, op["time"] / 1e9,
                       detail=nem.detail())
         self.faults.append(fault)

@@ -91,6 +91,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "lost-updates": "checker.lost_updates:LostUpdatesChecker",
         "liveness": "checker.liveness:LivenessChecker",
         "availability": "checker.availability:AvailabilityChecker",
+        "faults": "checker.faults:FaultsChecker",
     },
 }
 

@@ -27,6 +27,7 @@ from typing import Any
 from harness.controller import checking, cleanup
 from harness.controller.backends import Backend
 from harness.controller.backends import make as make_backend
+from harness.controller.backends.process_nodes import last_lines
 from harness.controller.clients import Clients
 from harness.controller.faults import FaultRunner, generate
 from harness.controller.live import LiveState
@@ -120,7 +121,8 @@ class Run:
         results: dict[str, Any] = {}
         if self.run.has_journals():
             history = self.run.merge()
-            results = checking.check_run(self.run, spec.to_dict(), history, self.registry)
+            results = checking.check_run(self.run, spec.to_dict(), history, self.registry,
+                                         status=status)
         self._save_test(status, error)
         if failure is not None and not results:
             raise failure
@@ -257,8 +259,9 @@ class Run:
                                faults.describe_active())
             dead = clients.dead()
             if dead:
-                raise HarnessError(f"client {dead[0]} exited early; see "
-                                   f"{self.run.client_log(dead[0])}")
+                log = self.run.client_log(dead[0])
+                raise HarnessError(f"client {dead[0]} exited early: {last_lines(log, 1)} "
+                                   f"(log: {log})")
 
     def _final_read(self, cluster: Cluster, t0: int) -> None:
         """Read the resource's own log back: the ground truth the checkers compare with."""

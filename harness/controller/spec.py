@@ -7,6 +7,7 @@ the workload and the faults fit the DB is the registry's question
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -15,6 +16,14 @@ from harness.controller.backends import check_backend
 from harness.controller.registry import Registry, default_registry
 from harness.controller.store import safe_name
 from harness.core.errors import UsageError
+from harness.core.options import Option, parse_options
+from harness.core.text import show
+
+# What each spec key must be (checked before anything else, so a config's type errors are one
+# line, never a traceback).
+NAME_KEYS = ("db", "lock", "workload", "backend", "store", "persistence")
+NUMBER_KEYS = ("time_limit", "ttl", "quiesce")
+INT_KEYS = ("nodes", "clients", "seed")
 
 
 def parse_nemeses(text: str, registry: Registry | None = None) -> list[str]:
@@ -71,8 +80,10 @@ class TestSpec:
         if self.persistence not in modes:
             raise UsageError(f"--persistence {self.persistence!r}: --db {self.db} has "
                              f"{', '.join(modes)}")
-        if not isinstance(self.nemesis_options, dict):
-            raise UsageError("nemesis-options must be a table of KEY = VALUE")
+        check_types(asdict(self))
+        self.nemesis_options = parse_options(
+            self.nemesis_options, self.nemesis_option_table(reg), "--nemesis-opt",
+            f"the nemeses of this run ({', '.join(self.nemesis) or 'none'})")
         positive("--clients", self.clients, integer=True, limit=200)
         positive("--time-limit", self.time_limit)
         positive("--ttl", self.ttl)
@@ -84,6 +95,12 @@ class TestSpec:
                       workload=self.workload, nemeses=self.nemesis,
                       environment=lambda cap: None)
         return self
+
+    def nemesis_option_table(self, reg: Registry) -> dict[str, Option]:
+        table: dict[str, Option] = {}
+        for name in self.nemesis:
+            table.update(getattr(reg.load("nemeses", name), "options", {}) or {})
+        return table
 
     @property
     def test_name(self) -> str:
@@ -97,13 +114,16 @@ class TestSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], registry: Registry | None = None) -> TestSpec:
+        if not isinstance(data, dict):
+            raise UsageError(f"a test spec must be a table of keys, got {type(data).__name__}")
         names = {f.name for f in fields(cls)}
-        norm = {k.replace("-", "_"): v for k, v in data.items()}
+        norm = {str(k).replace("-", "_"): v for k, v in data.items()}
         unknown = sorted(set(norm) - names)
         if unknown:
             raise UsageError(f"unknown spec key {unknown[0]!r}: use one of "
                              + ", ".join(sorted(n.replace("_", "-") for n in names)))
         reg = registry or default_registry()
+        check_types(norm)
         if isinstance(norm.get("nemesis"), str):
             norm["nemesis"] = parse_nemeses(norm["nemesis"], reg)
         if "db" in norm and "lock" not in norm:  # --db zookeeper alone: that db's own lock
@@ -120,10 +140,42 @@ def make_db(db_cls: type, persistence: str = "none") -> Any:
     return db_cls(persistence=persistence)
 
 
+def check_types(norm: dict[str, Any]) -> None:
+    """Each key of a spec of the type it must have (UsageError naming the key otherwise)."""
+    def bad(key: str, what: str) -> UsageError:
+        return UsageError(f"spec key {key.replace('_', '-')!r} must be {what}, got "
+                          f"{show(norm[key])}")
+
+    for key in NAME_KEYS:
+        if key in norm and not (isinstance(norm[key], str) and 0 < len(norm[key]) <= 300):
+            raise bad(key, "a name")
+    for key in NUMBER_KEYS:
+        v = norm.get(key)
+        if key in norm and (isinstance(v, bool) or not isinstance(v, int | float)
+                            or not math.isfinite(v)):
+            raise bad(key, "a finite number of seconds")
+    for key in INT_KEYS:
+        v = norm.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise bad(key, "an integer")
+    if norm.get("name") is not None and not (isinstance(norm["name"], str)
+                                             and 0 < len(norm["name"]) <= 200):
+        raise bad("name", "a short name")
+    nem = norm.get("nemesis")
+    if nem is not None and not (isinstance(nem, str) or (
+            isinstance(nem, list) and all(isinstance(n, str) for n in nem))):
+        raise bad("nemesis", "a name, \"a,b\", or a list of names")
+    opts = norm.get("nemesis_options")
+    if opts is not None and not (isinstance(opts, dict) and all(
+            isinstance(k, str) for k in opts)):
+        raise bad("nemesis_options", "a table of KEY = VALUE")
+
+
 def positive(option: str, value: Any, *, integer: bool = False, limit: float | None = None
              ) -> None:
     ok_type = isinstance(value, int) if integer else isinstance(value, int | float)
-    if isinstance(value, bool) or not ok_type or value <= 0:
+    if (isinstance(value, bool) or not ok_type or not math.isfinite(value)  # type: ignore[arg-type]
+            or value <= 0):
         kind = "a positive integer" if integer else "a positive number of seconds"
         raise UsageError(f"{option} must be {kind}, got {value!r}")
     if limit is not None and value > limit:

@@ -110,14 +110,21 @@ class RunDir:
         return self.test_json.is_file()
 
     def load_test(self) -> dict[str, Any]:
-        """test.json as a dict (HarnessError, one line, if it is missing or not a run's)."""
+        """test.json as a dict (HarnessError, one line, if it is missing or not a run's, or
+        if its spec's keys are not of the types a spec has)."""
+        from harness.controller.spec import check_types  # the spec's own rules, one place
+
         data = _load_json(self.test_json, "test.json")
         if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
             raise HarnessError(f"{self.test_json} has no spec: not a run directory?")
+        try:
+            check_types({str(k).replace("-", "_"): v for k, v in data["spec"].items()})
+        except UsageError as e:
+            raise HarnessError(f"{self.test_json}: {e}") from None
         return data
 
     def save_test(self, data: dict[str, Any]) -> None:
-        write_json(self.test_json, data)
+        _save(self.test_json, data)
 
     def update_test(self, **fields: Any) -> None:
         try:
@@ -134,7 +141,7 @@ class RunDir:
         return data
 
     def save_results(self, results: dict[str, Any]) -> None:
-        write_json(self.results, results)
+        _save(self.results, results)
 
     def has_journals(self) -> bool:
         return self.journals.is_dir()
@@ -159,6 +166,13 @@ class RunDir:
 
     def log_names(self) -> list[str]:
         return sorted(p.name for p in self.logs.glob("*.log")) if self.logs.is_dir() else []
+
+
+def _save(path: Path, data: Any) -> None:
+    try:
+        write_json(path, data)
+    except OSError as e:
+        raise HarnessError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def _load_json(path: Path, what: str) -> Any:

@@ -54,6 +54,9 @@ class NodeOps(Protocol):
 
     def is_running(self, node: Node) -> bool: ...
 
+    def answers(self, node: Node) -> bool:
+        """Does the node answer its DB's readiness probe right now (one short probe)?"""
+
     def wait_ready(self, node: Node, timeout: float) -> None: ...
 
     def set_clock(self, node: Node, offset: float) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.atomic import write_lines
+from harness.core.text import show
 
 Op = dict[str, Any]
 
@@ -41,32 +42,137 @@ class HistoryError(ValueError):
     """A history (or journal) that cannot be read: the message names the file and line."""
 
 
+MAX_TIME = 2**63 - 1  # ns: nearly 300 years; anything larger is not a time
+MAX_NAME = 200  # characters of a process name, an f, a lock name
+MAX_DEPTH = 32  # nesting of a value; no history needs more
+MAX_ITEMS = 1_000_000  # elements in one op's value
+MAX_LINE = 64 * 1024 * 1024  # bytes of one history line
+
+
 def seconds(ns: int) -> float:
     """Nanoseconds since the test started, as seconds rounded for people (ms resolution)."""
     return round(ns / NS, 3)
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_value(value: Any, where: str, name: str) -> None:
+    """Bounded nesting and size, walked without recursion."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    items = 0
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict | list | tuple):
+            if depth >= MAX_DEPTH:
+                raise HistoryError(f"{where}: {name!r} is nested deeper than {MAX_DEPTH} levels")
+            items += len(v)
+            if items > MAX_ITEMS:
+                raise HistoryError(f"{where}: {name!r} has more than {MAX_ITEMS} elements")
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+        elif _is_int(v) and not -MAX_TIME <= v <= MAX_TIME:
+            raise HistoryError(f"{where}: {name!r} holds an integer too large to be a number "
+                               "of this history")
+        elif isinstance(v, float) and v != v:
+            continue  # NaN is a value some histories have; it compares unequal, harmlessly
+
+
 def validate_op(obj: Any, where: str) -> Op:
-    """Check one decoded line against the contract; return it, or raise HistoryError."""
+    """Check one decoded op against the contract; return it, or raise HistoryError (one line
+    naming the place, the field and what was wrong, the bad value shown short and escaped)."""
     if not isinstance(obj, dict):
         raise HistoryError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     for field in ("time", "process", "type", "f"):
         if field not in obj:
             raise HistoryError(f"{where}: missing field {field!r}")
     t = obj["type"]
-    if t not in TYPES:
-        raise HistoryError(
-            f"{where}: unknown type {t!r} (expected one of invoke, ok, fail, info)"
-        )
+    if not isinstance(t, str) or t not in TYPES:
+        raise HistoryError(f"{where}: unknown type {show(t)} (expected one of invoke, ok, "
+                           "fail, info)")
     time = obj["time"]
-    if isinstance(time, bool) or not isinstance(time, int) or time < 0:
-        raise HistoryError(f"{where}: 'time' must be a non-negative integer (ns), got {time!r}")
+    if not _is_int(time) or not 0 <= time <= MAX_TIME:
+        raise HistoryError(f"{where}: 'time' must be a non-negative integer of ns, got "
+                           f"{show(time)}")
     process = obj["process"]
-    if isinstance(process, bool) or not isinstance(process, int | str):
-        raise HistoryError(f"{where}: 'process' must be an int or a name, got {process!r}")
-    if not isinstance(obj["f"], str) or not obj["f"]:
-        raise HistoryError(f"{where}: 'f' must be a non-empty string, got {obj['f']!r}")
+    if not (_is_int(process) and -MAX_TIME <= process <= MAX_TIME) and not (
+            isinstance(process, str) and 0 < len(process) <= MAX_NAME):
+        raise HistoryError(f"{where}: 'process' must be an int or a short name, got "
+                           f"{show(process)}")
+    f = obj["f"]
+    if not isinstance(f, str) or not f or len(f) > MAX_NAME:
+        raise HistoryError(f"{where}: 'f' must be a short non-empty string, got {show(f)}")
+    if "index" in obj and not (_is_int(obj["index"]) and 0 <= obj["index"] <= MAX_TIME):
+        raise HistoryError(f"{where}: 'index' must be a non-negative integer, got "
+                           f"{show(obj['index'])}")
+    token = obj.get("token")
+    if token is not None and not (_is_int(token) and -MAX_TIME <= token <= MAX_TIME):
+        raise HistoryError(f"{where}: 'token' must be an integer fencing token or null, got "
+                           f"{show(token)}")
+    lock = obj.get("lock")
+    if lock is not None and not ((isinstance(lock, str) and len(lock) <= MAX_NAME)
+                                 or _is_int(lock)):
+        raise HistoryError(f"{where}: 'lock' must be a short name, got {show(lock)}")
+    for name, v in obj.items():
+        if name not in ("time", "process", "type", "f", "index", "token", "lock"):
+            _check_value(v, where, name)
+    _check_lock_fields(obj, where)
     return obj
+
+
+_INT_FIELDS = ("seq", "session", "from", "to", "counter", "process")
+_ENTRY_REQUIRED = {"seq": _is_int, "process": _is_int, "accepted": lambda v: isinstance(v, bool),
+                   "kind": lambda v: isinstance(v, str)}
+
+
+def _check_fields(value: dict[str, Any], where: str, what: str) -> None:
+    for key in _INT_FIELDS:
+        v = value.get(key)
+        if v is not None and not _is_int(v):
+            raise HistoryError(f"{where}: {what} field {key!r} must be an integer, got "
+                               f"{show(v)}")
+    tok = value.get("token")
+    if tok is not None and not _is_int(tok):
+        raise HistoryError(f"{where}: {what} field 'token' must be an integer, got {show(tok)}")
+    kind = value.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        raise HistoryError(f"{where}: {what} field 'kind' must be a string, got {show(kind)}")
+    validity = value.get("validity")
+    if validity is not None and not (isinstance(validity, int | float)
+                                     and not isinstance(validity, bool)
+                                     and validity == validity and abs(validity) < 1e12):
+        raise HistoryError(f"{where}: {what} field 'validity' must be a number of seconds, "
+                           f"got {show(validity)}")
+
+
+def _check_lock_fields(op: Op, where: str) -> None:
+    """The fields the lock checkers read, where an op has them: typed, so that past this
+    boundary the checkers may trust them. Values of other shapes (a Jepsen register's
+    integers) are left alone; the checkers count what they do not understand."""
+    value = op.get("value")
+    if isinstance(value, dict):
+        _check_fields(value, where, "value")
+    elif (isinstance(value, list) and op["f"] == "read" and op["type"] == OK and value
+          and isinstance(value[0], dict)):
+        for i, entry in enumerate(value):  # the protected resource's log, read back
+            what = f"resource log entry {i}"
+            if not isinstance(entry, dict):
+                raise HistoryError(f"{where}: {what} must be an object, got {show(entry)}")
+            for key, ok in _ENTRY_REQUIRED.items():
+                if not ok(entry.get(key)):
+                    raise HistoryError(f"{where}: {what} field {key!r} is missing or of the "
+                                       f"wrong type ({show(entry.get(key))})")
+            _check_fields(entry, where, what)
+    if op["process"] == NEMESIS:
+        targets = op.get("targets")
+        if targets is not None and not (isinstance(targets, list) and all(
+                isinstance(t, str | int) and not isinstance(t, bool) for t in targets)):
+            raise HistoryError(f"{where}: nemesis 'targets' must be a list of names, got "
+                               f"{show(targets)}")
+        detail = op.get("detail")
+        if detail is not None and not isinstance(detail, dict):
+            raise HistoryError(f"{where}: nemesis 'detail' must be an object, got "
+                               f"{show(detail)}")
 
 
 def parse_lines(lines: Iterable[str], name: str, *, ordered: bool = True) -> list[Op]:
@@ -77,10 +183,16 @@ def parse_lines(lines: Iterable[str], name: str, *, ordered: bool = True) -> lis
         if not line.strip():
             continue
         where = f"{name} line {lineno}"
+        if len(line) > MAX_LINE:
+            raise HistoryError(f"{where}: longer than {MAX_LINE >> 20} MB; not a history line")
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise HistoryError(f"{where}: not valid JSON ({e.msg}); truncated line?") from None
+        except RecursionError:
+            raise HistoryError(f"{where}: nested too deeply to be an op") from None
+        except ValueError as e:  # a number of more than 4300 digits, say
+            raise HistoryError(f"{where}: not a JSON op ({show(str(e), 120)})") from None
         op = validate_op(obj, where)
         if ordered and op["time"] < last:
             raise HistoryError(
@@ -92,12 +204,26 @@ def parse_lines(lines: Iterable[str], name: str, *, ordered: bool = True) -> lis
     return ops
 
 
+def _bounded_lines(fh: Any) -> Iterator[str]:
+    """The file's lines; a line longer than MAX_LINE is cut there (and then refused), so one
+    huge line never has to fit in memory whole."""
+    while True:
+        line = fh.readline(MAX_LINE + 1)
+        if not line:
+            return
+        yield line
+        if len(line) > MAX_LINE and not line.endswith("\n"):
+            return
+
+
 def read_history(path: str | os.PathLike[str]) -> list[Op]:
     """Read ``history.jsonl``. Raises HistoryError naming the line that is wrong."""
     p = Path(path)
     try:
         with p.open(encoding="utf-8") as fh:
-            ops = parse_lines(fh, str(p))
+            ops = parse_lines(_bounded_lines(fh), str(p))
+    except IsADirectoryError:
+        raise HistoryError(f"{p}: is a directory, not a history file") from None
     except OSError as e:
         raise HistoryError(f"{p}: cannot read ({e.strerror})") from None
     except UnicodeDecodeError:

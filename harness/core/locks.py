@@ -62,6 +62,11 @@ class Indeterminate(Exception):
     """The operation may or may not have taken effect (timeout, connection lost mid-request)."""
 
 
+class LockContractError(Exception):
+    """A lock broke the Lock protocol (``acquire`` returned neither a Grant nor None, say):
+    the harness cannot test it, so the client stops and the run says why (exit 3)."""
+
+
 @runtime_checkable
 class Lock(Protocol):
     def acquire(self, timeout: float) -> Grant | None: ...

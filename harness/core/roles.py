@@ -91,6 +91,9 @@ class Nemesis(Protocol):
 
     def detail(self) -> dict[str, Any] | None: ...
 
+    def expect(self, ctx: NemesisContext, targets: list[str]) -> dict[str, Any] | None:
+        """Claims the history must bear out while the fault is on (the faults checker)."""
+
 
 class Checker(Protocol):
     name: ClassVar[str]

@@ -13,11 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.controller.checking import exit_code
 from harness.controller.progress import Progress
 from harness.controller.run import Run
 from harness.controller.spec import TestSpec
 from harness.controller.store import RunDir, Store
-from harness.core.errors import EXIT_SETUP, HarnessError, exit_code_for
+from harness.core.errors import EXIT_SETUP, HarnessError
 from harness.presentation.report import verdict_word, write_report
 
 SUMMARY_KEYS = ("lock-overlaps", "resource-interleavings", "stale-accepted",
@@ -43,14 +44,22 @@ def run_and_report(spec: TestSpec, progress: Progress, *, run: RunDir | None = N
     if outcome.error is not None:
         print(f"harness: {outcome.error}", file=sys.stderr)
         return EXIT_SETUP
-    return exit_code_for(outcome.results.get("valid"))
+    if outcome.results.get("could-not-test"):
+        print(f"harness: could not test: {outcome.results['could-not-test']}", file=sys.stderr)
+    return exit_code(outcome.results)
 
 
 def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = None) -> None:
     out = out or sys.stdout
     print(f"{verdict_word(results.get('valid'))}", file=out)
+    for key in ("unfinished", "could-not-test"):
+        if results.get(key):
+            print(f"  {key}: {results[key]}", file=out)
     for name, check in results.get("checks", {}).items():
-        line = f"  {name:<13} {verdict_word(check.get('valid')):<8}"
+        word = verdict_word(check.get("valid"))
+        if check.get("informational") and check.get("lock-valid") is not True:
+            word += f" (informational; the lock alone: {verdict_word(check.get('lock-valid'))})"
+        line = f"  {name:<13} {word:<8}"
         facts = [f"{k} {v}" for k, v in check.items()
                  if k.endswith(("-count", "-rejected", "-accepted")) and not isinstance(v, list)]
         print(line + ", ".join(facts), file=out)
@@ -62,9 +71,13 @@ def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = Non
                         else "")
                 print(f"                first of {key}{note}: {items[0]['explanation']}",
                       file=out)
+        for key in ("ineffective", "not-injected"):
+            for item in (check.get(key) or [])[:3]:
+                print(f"                {item['explanation']}", file=out)
         witness = check.get("witness")
         if isinstance(witness, dict) and witness.get("explanation"):
-            print(f"                witness: {witness['explanation']}", file=out)
+            label = "witness (informational)" if check.get("informational") else "witness"
+            print(f"                {label}: {witness['explanation']}", file=out)
         if check.get("error"):
             print(f"                could not check: {check['error']}", file=out)
     print(f"report: {run.report}", file=out)

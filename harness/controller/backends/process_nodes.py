@@ -40,6 +40,9 @@ class ProcessNodes:
     def is_running(self, node: Node) -> bool:
         return self.procs.pid(node.name) is not None
 
+    def answers(self, node: Node) -> bool:
+        return bool(self.dbs[node.name].ready(node))
+
     def wait_ready(self, node: Node, timeout: float) -> None:
         db = self.dbs[node.name]
         deadline = time.monotonic() + timeout

@@ -1,0 +1,83 @@
+"""The faults checker: a fault that did not bite, or was never injected, is never a pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker import faults
+
+S = 1_000_000_000
+
+
+def op(t: float, p: Any, ty: str, f: str, value: Any = None, **kw: Any) -> dict[str, Any]:
+    return {"time": int(t * S), "process": p, "type": ty, "f": f, "value": value, **kw}
+
+
+def pause(t0: float, t1: float, p: int) -> list[dict[str, Any]]:
+    return [op(t0, "nemesis", "invoke", "pause", "start", step=0, targets=[f"c{p}"]),
+            op(t0 + 0.001, "nemesis", "info", "pause", "start", step=0, targets=[f"c{p}"],
+               expect={"frozen": [p]}),
+            op(t1, "nemesis", "invoke", "pause", "stop", step=0, targets=[f"c{p}"]),
+            op(t1 + 0.001, "nemesis", "info", "pause", "stop", step=0, targets=[f"c{p}"])]
+
+
+def partition(t0: float, t1: float, p: int) -> list[dict[str, Any]]:
+    return [op(t0, "nemesis", "invoke", "partition", "start", step=0, targets=[f"c{p}"]),
+            op(t0 + 0.001, "nemesis", "info", "partition", "start", step=0,
+               targets=[f"c{p}"], expect={"cut-off": [p]}),
+            op(t1, "nemesis", "invoke", "partition", "stop", step=0, targets=[f"c{p}"]),
+            op(t1 + 0.001, "nemesis", "info", "partition", "stop", step=0, targets=[f"c{p}"])]
+
+
+def ordered(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"index": i, **o} for i, o in enumerate(sorted(ops, key=lambda o: o["time"]))]
+
+
+def test_a_pause_that_froze_the_client_passes() -> None:
+    h = ordered([op(0.5, 1, "invoke", "acquire"), op(0.6, 1, "ok", "acquire"),
+                 *pause(1.0, 4.0, 1),
+                 op(4.2, 1, "invoke", "release"), op(4.3, 1, "fail", "release")])
+    r = faults.check(h)
+    assert r["valid"] is True and r["fault-count"] == 1
+
+
+def test_a_client_that_kept_recording_while_paused_makes_it_unknown() -> None:
+    h = ordered([op(0.5, 1, "invoke", "acquire"), op(0.6, 1, "ok", "acquire"),
+                 *pause(1.0, 4.0, 1),
+                 op(2.0, 1, "invoke", "release"), op(2.1, 1, "ok", "release")])
+    r = faults.check(h)
+    assert r["valid"] == "unknown"
+    assert "pause did not freeze process 1: it recorded 2 op(s)" in \
+        r["ineffective"][0]["explanation"]
+
+
+def test_a_cut_client_completing_lock_ops_makes_it_unknown() -> None:
+    h = ordered([*partition(1.0, 5.0, 2),
+                 op(1.5, 2, "invoke", "acquire"), op(1.6, 2, "ok", "acquire"),
+                 op(1.7, 2, "invoke", "write", {"kind": "enter"}),
+                 op(1.8, 2, "ok", "write", {"kind": "enter", "seq": 1})])
+    r = faults.check(h)
+    assert r["valid"] == "unknown"
+    assert "partition did not cut process 2 off" in r["ineffective"][0]["explanation"]
+
+
+def test_a_cut_client_may_write_to_the_resource_and_time_out_on_the_lock() -> None:
+    h = ordered([*partition(1.0, 5.0, 2),
+                 op(1.7, 2, "invoke", "write", {"kind": "exit"}),
+                 op(1.8, 2, "ok", "write", {"kind": "exit", "seq": 1}),
+                 op(1.9, 2, "invoke", "release"), op(2.9, 2, "info", "release"),
+                 op(0.5, 2, "invoke", "acquire"), op(1.2, 2, "ok", "acquire")])
+    assert faults.check(h)["valid"] is True
+
+
+def test_a_fault_that_could_not_be_injected_makes_it_unknown() -> None:
+    h = ordered([op(1.0, "nemesis", "invoke", "clock", "start", step=0),
+                 op(1.1, "nemesis", "info", "clock", "start", step=0,
+                    error="n1: clock offset is +0.00 s, not +60 s")])
+    r = faults.check(h)
+    assert r["valid"] == "unknown" and r["not-injected-count"] == 1
+    assert "could not be injected" in r["not-injected"][0]["explanation"]
+
+
+def test_no_faults_is_valid() -> None:
+    assert faults.check(ordered([op(0.1, 0, "invoke", "acquire")]))["valid"] is True

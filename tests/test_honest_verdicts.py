@@ -1,0 +1,331 @@
+"""Verdicts that never lie (issue 11): bad input is one line and never a verdict; a history
+not understood is never valid; a fault that did not bite, a run that tested nothing or did
+not finish is never a pass."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.harness_runs import harness, run
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data" / "runs" / "redis-setnx-pause"
+needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server missing")
+
+
+def one_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    return proc.stderr
+
+
+# bad usage: 64, one line, before anything starts ---------------------------------------------
+@pytest.mark.parametrize(("toml", "says"), [
+    ("nemesis = 5", "'nemesis' must be a name"),
+    ("lock = 5", "'lock' must be a name"),
+    ('workload = ["mutex"]', "'workload' must be a name"),
+    ("seed = true", "'seed' must be an integer"),
+    ("time-limit = nan", "'time-limit' must be a finite number"),
+])
+def test_type_errors_in_a_config_are_one_line(tmp_path: Path, toml: str, says: str) -> None:
+    cfg = tmp_path / "spec.toml"
+    cfg.write_text(toml + "\n")
+    proc = harness("run", "--config", str(cfg), "--store", str(tmp_path / "s"))
+    assert proc.returncode == 64 and says in one_line(proc)
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--nemesis", "clock", "--nemesis-opt", "clock-offset=abc"], "expected a number"),
+    (["--nemesis", "clock", "--nemesis-opt", "nosuch=1"], "not an option of"),
+    (["--nemesis", "pause", "--nemesis-opt", "kill-delay=3"], "not an option of"),
+    (["--time-limit", "nan"], "finite number"),
+    (["--time-limit", "inf"], "finite number"),
+    (["--ttl", "nan"], "finite number"),
+    (["--db", "zookeeper", "--lock", "redis-setnx"], "runs on --db redis"),
+])
+def test_bad_flags_are_one_line_before_any_server_starts(tmp_path: Path, args: list[str],
+                                                         says: str) -> None:
+    proc = harness("run", "--store", str(tmp_path / "s"), *args)
+    assert proc.returncode == 64 and says in one_line(proc)
+    assert not (tmp_path / "s").exists()
+
+
+def test_serve_on_an_impossible_port_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    proc = harness("serve", "--store", str(tmp_path / "s"), "--port", "99999")
+    assert proc.returncode == 64 and "port" in one_line(proc)
+
+
+def test_a_name_cannot_leave_the_store() -> None:
+    from harness.controller.spec import TestSpec
+
+    for name in ("..", "../x", "/etc", "a/../../b"):
+        test = TestSpec.from_dict({"name": name}).test_name
+        assert "/" not in test and test not in (".", "..")
+
+
+# histories the checker does not understand -------------------------------------------------
+def check(*args: str) -> subprocess.CompletedProcess[str]:
+    return harness("check", *args, timeout=120)
+
+
+def test_an_empty_history_is_unknown(tmp_path: Path) -> None:
+    for name in ("h.jsonl", "h.edn"):
+        (tmp_path / name).write_text("")
+        proc = check(str(tmp_path / name))
+        assert proc.returncode == 2 and "UNKNOWN" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_cas_register_log_is_checked_as_one_without_model(tmp_path: Path) -> None:
+    h = tmp_path / "cas.edn"
+    h.write_text("\n".join([
+        "{:type :invoke, :f :write, :value 1, :process 0}",
+        "{:type :ok, :f :write, :value 1, :process 0}",
+        "{:type :invoke, :f :cas, :value [1 2], :process 1}",
+        "{:type :ok, :f :cas, :value [1 2], :process 1}",
+        "{:type :invoke, :f :read, :value nil, :process 0}",
+        "{:type :ok, :f :read, :value 1, :process 0}"]) + "\n")
+    proc = check(str(h))
+    assert proc.returncode == 1 and "as cas-register (inferred" in proc.stdout
+    proc = check(str(h), "--model", "mutex")
+    assert proc.returncode == 64 and "--model cas-register" in one_line(proc)
+
+
+def test_a_missing_file_is_said_as_such(tmp_path: Path) -> None:
+    proc = check(str(tmp_path / "nope.edn"), "--model", "mutex")
+    assert proc.returncode == 64 and "no such file" in one_line(proc)
+
+
+def copy_run(tmp_path: Path) -> Path:
+    run_dir = tmp_path / "t" / "r"
+    shutil.copytree(DATA, run_dir)
+    return run_dir
+
+
+def edit_json(path: Path, change: object) -> None:
+    data = json.loads(path.read_text())
+    change(data)  # type: ignore[operator]
+    path.write_text(json.dumps(data))
+
+
+def edit_history(run_dir: Path, change: object) -> None:
+    lines = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
+    change(lines)  # type: ignore[operator]
+    (run_dir / "history.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def last_read(ops: list[dict[str, object]]) -> dict[str, object]:
+    return next(op for op in reversed(ops) if op["f"] == "read" and op["type"] == "ok")
+
+
+@pytest.mark.parametrize(("damage", "code", "says"), [
+    (lambda d: edit_json(d / "test.json", lambda t: t.update(spec=[])), 3, "no spec"),
+    (lambda d: edit_json(d / "test.json", lambda t: t["spec"].update(ttl="abc")), 3,
+     "'ttl' must be a finite number"),
+    (lambda d: (d / "results.json").unlink() or (d / "results.json").mkdir(), 3,
+     "results.json"),
+    (lambda d: edit_history(d, lambda h: last_read(h)["value"][0].update(seq="a")), 3,
+     "field 'seq'"),
+    (lambda d: edit_history(d, lambda h: next(o for o in h if o.get("token") is None
+                                              and o["f"] == "acquire").update(token="7")),
+     3, "'token' must be an integer"),
+    (lambda d: edit_history(d, lambda h: h[3].update(type=["invoke"])), 3, "unknown type"),
+    (lambda d: edit_history(d, lambda h: h[3].update(process="\ud800\x1b[2J")), 0, None),
+])
+def test_a_damaged_run_directory_is_one_line_never_a_verdict(tmp_path: Path, damage: object,
+                                                             code: int, says: str | None
+                                                             ) -> None:
+    run_dir = copy_run(tmp_path)
+    damage(run_dir)  # type: ignore[operator]
+    proc = check(str(run_dir))
+    assert "Traceback" not in proc.stderr + proc.stdout
+    if says is None:  # a strange process name is shown escaped, and checked
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "\x1b" not in proc.stdout
+        return
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert says in one_line(proc)
+
+
+def test_a_run_that_did_not_finish_is_never_valid(tmp_path: Path) -> None:
+    run_dir = copy_run(tmp_path)
+    edit_json(run_dir / "test.json", lambda t: t.update(status="starting"))
+    edit_history(run_dir, lambda h: h.__delitem__(slice(20, None)))  # killed early on
+    proc = check(str(run_dir))
+    assert proc.returncode in (1, 2), proc.stdout
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["valid"] is not True
+
+
+def test_a_crashed_checker_is_exit_3_unless_a_violation_stands(tmp_path: Path) -> None:
+    run_dir = copy_run(tmp_path)
+    edit_json(run_dir / "test.json", lambda t: t["spec"].update(
+        workload="tests.test_registry:BoomWorkload"))
+    proc = check(str(run_dir))
+    assert proc.returncode == 1  # mutex still finds the overlaps of this run: real
+    assert "could not check: ZeroDivisionError" in proc.stdout
+    edit_history(run_dir, lambda h: h.__delitem__(slice(0, None)))
+    (run_dir / "history.jsonl").write_text(json.dumps(
+        {"time": 0, "process": 0, "type": "invoke", "f": "acquire", "value": None}) + "\n" +
+        json.dumps({"time": 1, "process": 0, "type": "ok", "f": "acquire", "value": None}) +
+        "\n")
+    proc = check(str(run_dir))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+
+
+# real runs -----------------------------------------------------------------------------------
+PLUGINS = '''
+import socket
+import uuid
+
+import redis
+
+from harness.core.locks import Grant, Indeterminate, LockConfig
+
+UNLOCK = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
+
+
+class FromLoopback(redis.connection.Connection):
+    """Connects from 127.0.0.1 whatever address its client process was given."""
+
+    def _connect(self):
+        sock = socket.create_connection((self.host, self.port), self.socket_connect_timeout,
+                                        source_address=("127.0.0.1", 0))
+        sock.settimeout(self.socket_timeout)
+        return sock
+
+
+class LoopbackLock:
+    name = "loopback-lock"
+    dbs = ("redis",)
+
+    def __init__(self, config: LockConfig) -> None:
+        n = config.nodes[0]
+        pool = redis.ConnectionPool(connection_class=FromLoopback, host=n.host, port=n.port,
+                                    socket_timeout=config.op_timeout,
+                                    socket_connect_timeout=config.op_timeout)
+        self.r = redis.Redis(connection_pool=pool)
+        self.ttl = config.ttl
+        self.unlock = self.r.register_script(UNLOCK)
+
+    def acquire(self, timeout):
+        me = uuid.uuid4().hex
+        try:
+            ok = self.r.set("lock", me, nx=True, px=int(self.ttl * 1000))
+        except redis.RedisError as e:
+            raise Indeterminate(str(e)) from e
+        return Grant(validity=self.ttl, handle=me) if ok else None
+
+    def release(self, grant):
+        return bool(self.unlock(keys=["lock"], args=[grant.handle]))
+
+
+class RaisingLock:
+    dbs = ("redis",)
+
+    def __init__(self, config: LockConfig) -> None:
+        pass
+
+    def acquire(self, timeout):
+        raise RuntimeError("the plugin is broken")
+
+    def release(self, grant):
+        return True
+
+
+class BoolLock(LoopbackLock):
+    def acquire(self, timeout):
+        return super().acquire(timeout) is not None
+'''
+
+
+def plugin_run(tmp_path: Path, store: Path, *args: str
+               ) -> tuple[int, dict[str, object], Path, str]:
+    (tmp_path / "honest_plugins.py").write_text(PLUGINS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
+                           "--quiet", *args], env=env, capture_output=True, text=True,
+                          timeout=240)
+    latest = (store / "latest").resolve()
+    path = latest / "results.json"
+    results = json.loads(path.read_text()) if path.exists() else {}
+    return proc.returncode, results, latest, proc.stdout + proc.stderr
+
+
+@pytest.mark.servers
+@needs_redis
+def test_a_refused_release_after_the_lease_expired_is_no_violation(store: Path) -> None:
+    """One client, paused past its lease: its release is refused ("not-held") and it acquires
+    again. Nobody else can hold the lock: every checker must say valid."""
+    code, results, _, out = run(store, "--clients", "1", "--nemesis", "pause",
+                                "--time-limit", "12", "--seed", "3")
+    assert code == 0, out
+    checks = results["checks"]  # type: ignore[index]
+    assert checks["linearizable"]["valid"] is True
+    assert checks["stats"]["counts"]["release"]["fail"] >= 1  # the refusals happened
+
+
+@pytest.mark.servers
+@needs_redis
+def test_a_plugin_whose_acquire_always_raises_could_not_test(tmp_path: Path,
+                                                              store: Path) -> None:
+    code, results, _, out = plugin_run(tmp_path, store, "--lock",
+                                       "honest_plugins:RaisingLock", "--nemesis", "none",
+                                       "--time-limit", "4")
+    assert code == 3, out
+    assert "RuntimeError: the plugin is broken" in out
+    assert results["could-not-test"]
+
+
+@pytest.mark.servers
+@needs_redis
+def test_a_plugin_that_breaks_the_lock_protocol_stops_with_the_cause(tmp_path: Path,
+                                                                     store: Path) -> None:
+    code, _, _, out = plugin_run(tmp_path, store, "--lock", "honest_plugins:BoolLock",
+                                 "--nemesis", "none", "--time-limit", "4")
+    assert code == 3, out
+    assert "not a Grant or None" in out and "exited early" in out
+
+
+@pytest.mark.servers
+@needs_redis
+def test_a_partition_that_cut_nothing_is_never_a_pass(tmp_path: Path, store: Path) -> None:
+    code, results, _, out = plugin_run(tmp_path, store, "--lock",
+                                       "honest_plugins:LoopbackLock", "--nemesis",
+                                       "partition", "--time-limit", "10", "--seed", "2")
+    assert code == 2, out
+    assert "partition did not cut process" in out
+    assert results["checks"]["faults"]["valid"] == "unknown"  # type: ignore[index]
+    code, _, _, out = plugin_run(tmp_path, store, "--lock", "honest_plugins:LoopbackLock",
+                                 "--nemesis", "none", "--time-limit", "4")
+    assert code == 0, out
+
+
+@pytest.mark.servers
+@needs_redis
+def test_a_run_killed_with_sigkill_is_never_valid_on_recheck(store: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
+                             "--quiet", "--nemesis", "partition", "--time-limit", "20"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (store / "latest").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    run_dir = (store / "latest").resolve()
+    harness("clean")
+    checked = harness("check", str(run_dir), timeout=120)
+    assert checked.returncode in (1, 2), checked.stdout + checked.stderr
+    assert json.loads((run_dir / "results.json").read_text())["valid"] is not True
