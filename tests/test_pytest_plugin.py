@@ -186,3 +186,29 @@ def test_a_lock_defined_in_a_test_file_fails_with_the_overlap_explained(tmp_path
                          re.M)
     assert [v for v, _ in reports] == ["VALID", "INVALID"], out
     assert all(Path(p).is_file() and Path(p).is_relative_to(store) for _, p in reports)
+
+
+@pytest.mark.servers
+@pytest.mark.skipif(shutil.which("redis-server") is None,
+                    reason="redis-server missing: run `bash setup.sh`")
+def test_a_lock_that_raises_in_its_clients_is_a_harness_error_in_one_line(
+        tmp_path: Path) -> None:
+    """Not a verdict: the test fails saying the harness could not run it, and why (the
+    lock's own exception, from the client's log)."""
+    (tmp_path / "test_broken.py").write_text('''
+class Broken:
+    def __init__(self, config):
+        raise RuntimeError("cannot connect to the lock service")
+    def acquire(self, timeout): ...
+    def release(self, grant): ...
+
+def test_broken(lock_harness):
+    lock_harness.run(Broken, nemesis="none", time_limit=3).assert_valid()
+''')
+    proc = pytest_in(tmp_path, "--harness-store", str(tmp_path / "runs"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "1 failed" in out, out
+    assert re.search(r"lock-harness could not run the test \(exit 3\): client \d+ exited early; "
+                     r"see \S+client-\d+\.log \(RuntimeError: cannot connect to the lock "
+                     r"service\); log: \S+harness\.log", out), out
+    assert "Traceback" not in out

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -195,6 +196,8 @@ def run_spec(spec: Any, test: str, command: str, path: str) -> HarnessResult:
     if child.interrupted:
         raise KeyboardInterrupt
     verdict, why = judge(child.code, run if run.is_run() else None)
+    if child.code not in (0, 1, 2):
+        verdict, why = "error", harness_error(child.output) or last_line(child.output)
     if verdict == "error":
         pytest.fail(f"lock-harness could not run the test (exit {child.code}): "
                     f"{why or last_line(child.output)}; log: {log}", pytrace=False)
@@ -359,6 +362,18 @@ def entry_options(target: str, options: dict[str, Any], seed: int | None) -> dic
     if "seed" not in entry and seed is not None:
         entry["seed"] = seed
     return entry
+
+
+def harness_error(output: str) -> str:
+    """The run's own one-line error, and when it points at a log (a client that died), that
+    log's last line: the lock's exception, usually."""
+    line = next((x for x in output.splitlines() if x.startswith("harness: ")), "")
+    m = re.search(r"see (\S+\.log)$", line)
+    if m and Path(m.group(1)).is_file():
+        from harness.presentation.suite import last_line
+
+        line += f" ({last_line(Path(m.group(1)).read_text(errors='replace'))})"
+    return line.removeprefix("harness: ")
 
 
 def python_path(dirs: list[Any]) -> str:
