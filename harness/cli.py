@@ -8,7 +8,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.core.errors import (
     EXIT_SETUP,
@@ -19,6 +19,9 @@ from harness.core.errors import (
     exit_code_for,
 )
 from harness.core.history import HistoryError
+
+if TYPE_CHECKING:
+    from harness.presentation.suite import Outcome, Suite
 
 
 class Parser(argparse.ArgumentParser):
@@ -312,7 +315,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return suite_run(suite, args.store, args.junit)
 
 
-def suite_run(suite: Any, store: Path, junit: Path | None) -> int:
+def suite_run(suite: Suite, store: Path, junit: Path | None) -> int:
     from harness.controller.store import Store
     from harness.presentation.suite import run_suite
 
@@ -340,7 +343,7 @@ def suite_merge(dirs: list[Path], store: Path, junit: Path | None) -> int:
     return suite_finish(suite, outcomes, started, out_dir, junit)
 
 
-def suite_finish(suite: Any, outcomes: list[Any], started: float, out_dir: Path,
+def suite_finish(suite: Suite, outcomes: list[Outcome], started: float, out_dir: Path,
                  junit: Path | None) -> int:
     """Write the suite's JUnit XML, index page and summary; print the tally; the exit code."""
     from harness.presentation import suite_output
