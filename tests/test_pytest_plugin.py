@@ -42,11 +42,17 @@ def test_naive_lock(lock_harness, nemesis):
 '''
 
 
+def installed() -> bool:
+    return any(e.name == "lock_harness" for e in md.entry_points(group="pytest11"))
+
+
 def pytest_in(directory: Path, *args: str, env: dict[str, str] | None = None,
               timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """pytest on a directory of its own (its own rootdir; the plugin from the entry point)."""
+    """pytest on a directory of its own (its own rootdir; the plugin from the entry point, or
+    named with -p in an environment installed before the entry point was added)."""
+    plugin = [] if installed() else ["-p", "harness.presentation.pytest_plugin"]
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rfEs",
-                           *args], cwd=directory, capture_output=True, text=True,
+                           *plugin, *args], cwd=directory, capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 
@@ -59,6 +65,7 @@ def no_servers_env(tmp_path: Path) -> dict[str, str]:
 
 # pure ---------------------------------------------------------------------------------------
 def test_the_plugin_is_found_by_pytest_through_its_entry_point() -> None:
+    """(An environment installed before the plugin existed needs `pip install -e .` again.)"""
     [ep] = [e for e in md.entry_points(group="pytest11") if e.name == "lock_harness"]
     assert ep.value == "harness.presentation.pytest_plugin"
 
