@@ -8,7 +8,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.core.errors import (
     EXIT_SETUP,
@@ -20,12 +20,13 @@ from harness.core.errors import (
 )
 from harness.core.history import HistoryError
 
+if TYPE_CHECKING:
+    from harness.presentation.suite import Outcome, Suite
+
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        print(f"harness: {message} (see `harness {self.prog.split()[-1]} --help`)"
-              if " " in self.prog else f"harness: {message} (see `harness --help`)",
-              file=sys.stderr)
+        print(f"harness: {message} (see `{self.prog} --help`)", file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
 
@@ -83,8 +84,16 @@ def build_parser() -> Parser:
     sv.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
     sv.add_argument("--quiet", action="store_true", help="no line per request")
 
-    su = sub.add_parser("suite", help="run a TOML matrix of tests with expected verdicts (CI)")
-    su.add_argument("file", type=Path, help="suite file: [[run]] tables (see docs/ci.md)")
+    su = sub.add_parser("suite", help="run a TOML matrix of tests with expected verdicts (CI)",
+                        usage="harness suite [options] FILE\n       harness suite merge "
+                        "[--store DIR] [--junit PATH] DIR...",
+                        description="Run a suite file (or one shard of it), or merge the "
+                        "shards' results into one (see docs/ci.md).")
+    su.add_argument("paths", nargs="+", metavar="FILE | merge DIR...",
+                    help="a suite file: [[run]] tables; or `merge` and the directories the "
+                    "shards wrote (or directories holding them, e.g. downloaded artifacts)")
+    su.add_argument("--shard", metavar="I/N", help="run only the I-th of N parts of the suite "
+                    "(deterministic, balanced by estimated time; for CI machines in parallel)")
     su.add_argument("--junit", type=Path, help="JUnit XML path (default: in the suite's "
                     "directory under the store)")
     su.add_argument("--store", type=Path, default=Path("results"),
@@ -348,29 +357,79 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    """Validate every entry, run them in order, write JUnit, the index page and a summary."""
-    from harness.controller.store import Store
-    from harness.presentation import suite_output
-    from harness.presentation.suite import exit_code, load, run_suite
+    """Validate every entry, run them (or a shard's) in order, write JUnit, the index page and
+    a summary; or merge shards' results."""
+    from harness.presentation.suite import load, numbers, parse_shard
 
-    suite = load(args.file)
-    total = len(suite.entries)
-    print(f"suite {suite.name}: {total} run(s) from {args.file}, about "
-          f"{suite.estimate() / 60:.0f} min", flush=True)
+    if args.paths[0] == "merge":
+        if args.shard is not None or args.dry_run:
+            raise UsageError("suite merge takes DIR... [--store DIR] [--junit PATH], not "
+                             "--shard or --dry-run")
+        if len(args.paths) < 2:
+            raise UsageError("suite merge needs the directories the shards wrote")
+        return suite_merge([Path(p) for p in args.paths[1:]], args.store, args.junit)
+    if len(args.paths) > 1:
+        raise UsageError(f"suite takes one file, got {len(args.paths)} (to merge shards: "
+                         "harness suite merge DIR...)")
+    path = Path(args.paths[0])
+    suite = load(path)
+    if args.shard is not None:
+        suite = suite.sharded(parse_shard(args.shard))
+        print(f"suite {suite.title}: {len(suite.entries)} of {suite.total} run(s) from {path}, "
+              f"about {suite.estimate() / 60:.0f} min; {len(suite.elsewhere)} skipped here (they "
+              f"run in the other shards): {numbers(suite.elsewhere) or 'none'}", flush=True)
+    else:
+        print(f"suite {suite.name}: {suite.total} run(s) from {path}, about "
+              f"{suite.estimate() / 60:.0f} min", flush=True)
     if args.dry_run:
         for entry in suite.entries:
             print(f"  {entry.number:>3}. {entry.command()}  # expect {entry.expect}")
         return EXIT_VALID
-    out_dir = Store(args.store).suites_dir(suite.name)
-    junit_path = args.junit if args.junit is not None else out_dir / "junit.xml"
+    return suite_run(suite, args.store, args.junit)
+
+
+def suite_run(suite: Suite, store: Path, junit: Path | None) -> int:
+    from harness.controller.store import Store
+    from harness.presentation.suite import run_suite
+
+    label = f"shard-{suite.shard.index}-of-{suite.shard.count}" if suite.shard else ""
+    out_dir = Store(store).suites_dir(suite.name, label)
     started = time.time()
-    outcomes = run_suite(suite, args.store, out_dir)
+    outcomes = run_suite(suite, store, out_dir)
+    return suite_finish(suite, outcomes, started, out_dir, junit)
+
+
+def suite_merge(dirs: list[Path], store: Path, junit: Path | None) -> int:
+    from harness.controller.store import Store
+    from harness.presentation.suite_merge import find, merge
+
+    shards = find(dirs)
+    suite, outcomes, started = merge(shards)
+    print(f"suite {suite.name}: merging {len(shards)} shard(s), {len(outcomes)} run(s)")
+    for line in suite.merged:
+        print(f"  {line}")
+    out_dir = Store(store).suites_dir(suite.name, "merged")
+    for o in outcomes:
+        if not o.as_expected:
+            print(f"  #{o.entry.number} {o.entry.label()}: expected {o.entry.expect}, got "
+                  f"{o.verdict}  {o.report or o.log or ''}")
+    return suite_finish(suite, outcomes, started, out_dir, junit)
+
+
+def suite_finish(suite: Suite, outcomes: list[Outcome], started: float, out_dir: Path,
+                 junit: Path | None) -> int:
+    """Write the suite's JUnit XML, index page and summary; print the tally; the exit code."""
+    from harness.presentation import suite_output
+    from harness.presentation.suite import exit_code
+
+    junit_path = junit if junit is not None else out_dir / "junit.xml"
     try:
         suite_output.write_outputs(out_dir, junit_path, suite, outcomes, started)
     except OSError as err:
         raise HarnessError(f"cannot write the suite's results: {err}") from None
+    total = len(outcomes)
     differ = sum(1 for o in outcomes if not o.as_expected)
-    print(f"suite {suite.name}: {total - differ} of {total} as expected"
+    print(f"suite {suite.title}: {total - differ} of {total} as expected"
           f"{f', {differ} differ' if differ else ''} "
           f"({sum(o.seconds for o in outcomes) / 60:.1f} min)")
     print(f"junit: {junit_path}")

@@ -236,11 +236,12 @@ class Store:
     def relative(self, run: RunDir) -> str:
         return run.path.resolve().relative_to(self.root.resolve()).as_posix()
 
-    def suites_dir(self, suite_name: str) -> Path:
-        """``<store>/_suites/<name>/<stamp>/``: beside the runs, so relative links to their
-        reports hold when the store is copied or uploaded as one artifact."""
+    def suites_dir(self, suite_name: str, label: str = "") -> Path:
+        """``<store>/_suites/<name>/<stamp>[-<label>]/``: beside the runs, so relative links to
+        their reports hold when the store is copied or uploaded as one artifact. The label
+        names a shard (``shard-2-of-4``) or a merge."""
         base = self.root / SUITES / safe_name(suite_name)
-        stamp = time.strftime("%Y%m%dT%H%M%S")
+        stamp = time.strftime("%Y%m%dT%H%M%S") + (f"-{safe_name(label)}" if label else "")
         for n in range(100):
             d = base / (stamp if n == 0 else f"{stamp}-{n}")
             try:

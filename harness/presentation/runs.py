@@ -9,7 +9,10 @@ directory through the store's API, so it never has to learn it from the child's 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,9 +21,11 @@ from harness.controller.progress import Progress
 from harness.controller.run import Run
 from harness.controller.spec import TestSpec
 from harness.controller.store import RunDir, Store
+from harness.core.atomic import write_json
 from harness.core.errors import EXIT_SETUP, HarnessError
 from harness.presentation.report import verdict_word, write_report
 
+STOP_GRACE_S = 30.0
 SUMMARY_KEYS = ("lock-overlaps", "resource-interleavings", "stale-accepted",
                 "token-order-violations", "stuck-locks", "lost-updates")
 
@@ -81,6 +86,59 @@ def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = Non
         if check.get("error"):
             print(f"                could not check: {check['error']}", file=out)
     print(f"report: {run.report}", file=out)
+
+
+@dataclass
+class Child:
+    """How a run in a child process ended: its exit code (None: it never ran), its output
+    (stderr, then the summary it printed), and whether we interrupted it."""
+
+    code: int | None
+    output: str
+    interrupted: bool = False
+
+
+def budget_for(spec: TestSpec) -> float:
+    """How long a run may take before it is stopped: three times its time limit plus two
+    minutes (start-up, teardown, checking)."""
+    return spec.time_limit * 3 + 120
+
+
+def run_in_child(spec: TestSpec, run: RunDir, log: Path, *, budget: float | None = None,
+                 env: dict[str, str] | None = None) -> Child:
+    """Run ``spec`` into ``run`` in a child process of its own session (a crash or a hang in
+    it cannot take the caller down), its output kept in ``log``. Past ``budget`` seconds it is
+    stopped with SIGTERM (it heals and saves what it recorded); Ctrl-C here becomes SIGINT
+    there, and the caller learns it was interrupted."""
+    spec_path = log.with_name(log.stem + ".spec.json")
+    write_json(spec_path, spec.to_dict())
+    argv = [sys.executable, "-m", "harness.presentation.runs", str(spec_path), str(run.path)]
+    limit = budget_for(spec) if budget is None else budget
+    interrupted = False
+    with log.open("w") as fh:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=fh, text=True,
+                                start_new_session=True, env=env)
+        try:
+            out, _ = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            out = stop(proc, signal.SIGTERM)
+            fh.write(f"\nharness: the run was stopped after {limit:.0f} s (SIGTERM)\n")
+        except KeyboardInterrupt:
+            interrupted = True
+            out = stop(proc, signal.SIGINT)
+        fh.write(out or "")
+    return Child(proc.returncode, log.read_text(errors="replace"), interrupted)
+
+
+def stop(proc: subprocess.Popen[str], sig: signal.Signals) -> str:
+    """Ask the run to stop (it heals and saves what it recorded), then insist."""
+    proc.send_signal(sig)
+    try:
+        out, _ = proc.communicate(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out or ""
 
 
 def main(argv: list[str]) -> int:

@@ -186,6 +186,14 @@ def when(stamp: str) -> str:
     return f"{m[1]}-{m[2]}-{m[3]} {m[4]}:{m[5]}:{m[6]}{m[7]}" if m else stamp
 
 
+def suite_title(summary: dict[str, Any]) -> str:
+    """A suite's name, and which shard (or that it is a merge of shards)."""
+    name = str(summary.get("name"))
+    if summary.get("shard"):
+        return f"{name} shard {summary['shard']}"
+    return f"{name} (merged)" if summary.get("merged") else name
+
+
 def index_page(store: Browser, query: dict[str, str]) -> bytes:
     runs = store.runs()
     choices = {f: sorted({r.field(f) for r in runs}) for f in FILTERS}
@@ -212,7 +220,7 @@ def index_page(store: Browser, query: dict[str, str]) -> bytes:
             f'<a href="/zip/{q(r.path)}.zip">zip</a></td></tr>')
     suites = store.suites()
     suite_rows = "".join(
-        f'<tr><td>{e(when(s["path"].rsplit("/", 1)[-1]))}</td><td>{e(str(s.get("name")))}</td>'
+        f'<tr><td>{e(when(s["path"].rsplit("/", 1)[-1]))}</td><td>{e(suite_title(s))}</td>'
         f'<td><span class="chip {"v-true" if s.get("differ") == 0 else "v-false"}">'
         f'{s.get("as_expected", 0)} of {s.get("total", 0)} as expected</span></td>'
         f'<td><a href="/runs/{urllib.parse.quote(s["path"])}/index.html">index</a></td></tr>'

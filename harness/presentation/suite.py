@@ -20,17 +20,21 @@ down; a run that outlives its time budget is stopped with SIGTERM, which heals a
 The suite makes each run's directory through the store, so it knows where every run is. Every
 entry is validated before anything runs, so a typo fails in a second, not after 29 minutes.
 
+Across machines, ``--shard I/N`` runs a deterministic 1/N of the entries (:func:`assign`: the
+same on every machine, whatever the order of the file's tables, balanced by estimated time) and
+``harness suite merge`` (:mod:`harness.presentation.suite_merge`) puts the shards back together.
+
 Exit codes: 0 every verdict as expected, 1 any differs (a run the harness could not run differs
 too), 3 interrupted or the outputs could not be written, 64 bad usage.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
+import re
 import shlex
-import signal
-import subprocess
-import sys
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -39,8 +43,8 @@ from typing import Any
 
 from harness.controller.spec import TestSpec
 from harness.controller.store import RunDir, Store
-from harness.core.atomic import write_json
 from harness.core.errors import EXIT_INVALID, EXIT_SETUP, EXIT_VALID, HarnessError, UsageError
+from harness.presentation.runs import run_in_child
 
 RUN_KEYS = ("db", "lock", "workload", "nemesis", "backend", "nodes", "clients", "time-limit",
             "seed", "ttl", "persistence")
@@ -49,7 +53,7 @@ AXES = ("db", "lock", "workload", "nemesis")
 EXPECTS = ("valid", "invalid")
 EXIT_VERDICTS = {0: "valid", 1: "invalid", 2: "unknown"}
 OVERHEAD_S = 5.0  # start-up, quiesce, teardown, checking: measured 2 s (redis) to 5 s (zookeeper)
-STOP_GRACE_S = 30.0
+SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
 @dataclass
@@ -65,6 +69,17 @@ class Entry:
     def time_limit(self) -> float:
         return float(self.options.get("time-limit", 20.0))
 
+    def estimate(self) -> float:
+        """Seconds this entry should take: its time limit and the harness's overhead."""
+        return self.time_limit + OVERHEAD_S
+
+    def digest(self) -> str:
+        """What the entry is (its options and expectation), not where it stands in the file:
+        the same on every machine (sha256 of canonical JSON, never Python's salted hash)."""
+        canonical = json.dumps({"options": self.options, "expect": self.expect},
+                               sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
     def label(self) -> str:
         o = self.options
         seed = f" seed {o['seed']}" if "seed" in o else ""
@@ -76,13 +91,7 @@ class Entry:
         return shlex.join(["harness", "run", *self.run_args()])
 
     def run_args(self) -> list[str]:
-        args = []
-        for key in RUN_KEYS:
-            if key in self.options:
-                args += [f"--{key}", str(self.options[key])]
-        for k, v in nemesis_options(self.options).items():
-            args += ["--nemesis-opt", f"{k}={v}"]
-        return args
+        return run_args(self.options)
 
     def spec(self, store: Path) -> TestSpec:
         return spec_of(self.options, store)
@@ -110,15 +119,96 @@ class Outcome:
         return self.run_dir.report
 
 
+@dataclass(frozen=True)
+class Shard:
+    """``--shard I/N``: the I-th of N parts (1-based)."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str) -> Shard:
+    m = SHARD.match(text)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise UsageError(f"--shard {text!r}: expected I/N with 1 <= I <= N, e.g. --shard 2/4")
+    return Shard(int(m.group(1)), int(m.group(2)))
+
+
 @dataclass
 class Suite:
+    """A suite file's entries, or the part of them one shard runs (``shard`` set: ``entries``
+    are its own, ``elsewhere`` the other shards'). ``total`` and ``fingerprint`` are always
+    the whole suite's, so that a merge can tell shards of one suite run apart from others."""
+
     name: str
     path: Path
     entries: list[Entry] = field(default_factory=list)
+    shard: Shard | None = None
+    elsewhere: list[Entry] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)  # the shards a merged suite came from
+
+    @property
+    def total(self) -> int:
+        return len(self.entries) + len(self.elsewhere)
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} shard {self.shard}" if self.shard else self.name
+
+    def fingerprint(self) -> str:
+        """Which suite this is: every entry's number and digest, in order."""
+        everything = sorted(self.entries + self.elsewhere, key=lambda e: e.number)
+        h = hashlib.sha256()
+        for e in everything:
+            h.update(f"{e.number}:{e.digest()}\n".encode())
+        return h.hexdigest()[:16]
 
     def estimate(self) -> float:
         """Seconds the suite should take, from the time limits (for the 30-minute budget)."""
-        return sum(e.time_limit + OVERHEAD_S for e in self.entries)
+        return sum(e.estimate() for e in self.entries)
+
+    def sharded(self, shard: Shard) -> Suite:
+        """The part ``shard`` runs: the same on every machine that reads the same file."""
+        if self.shard is not None:
+            raise ValueError("already a shard")
+        parts = assign(self.entries, shard.count)
+        mine = parts[shard.index - 1]
+        others = sorted((e for i, part in enumerate(parts) if i != shard.index - 1
+                         for e in part), key=lambda e: e.number)
+        return Suite(self.name, self.path, mine, shard, others)
+
+
+def assign(entries: list[Entry], count: int) -> list[list[Entry]]:
+    """Deal ``entries`` to ``count`` shards, balanced by estimated time: longest first, each to
+    the shard with the least time so far (ties: the lower shard). Entries are taken in the
+    order of (estimate, digest), never of the file, so reordering the file's tables moves no
+    entry to another shard; two identical entries are told apart by their number. Each shard's
+    entries run in suite order."""
+    order = sorted(entries, key=lambda e: (-e.estimate(), e.digest(), e.number))
+    loads = [0.0] * count
+    parts: list[list[Entry]] = [[] for _ in range(count)]
+    for e in order:
+        i = min(range(count), key=lambda k: (loads[k], k))
+        parts[i].append(e)
+        loads[i] += e.estimate()
+    return [sorted(p, key=lambda e: e.number) for p in parts]
+
+
+def numbers(entries: list[Entry]) -> str:
+    """#1-#3, #7: entry numbers, runs of consecutive ones as ranges."""
+    nums = sorted(e.number for e in entries)
+    out: list[str] = []
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        out.append(f"#{nums[i]}" if i == j else f"#{nums[i]}-#{nums[j]}")
+        i = j + 1
+    return ", ".join(out)
 
 
 # parsing ----------------------------------------------------------------------------------------
@@ -183,6 +273,17 @@ def expand(table: dict[str, Any], where: str) -> list[tuple[dict[str, Any], str]
     return out
 
 
+def run_args(options: dict[str, Any]) -> list[str]:
+    """``harness run``'s flags for an entry's options."""
+    args = []
+    for key in RUN_KEYS:
+        if key in options:
+            args += [f"--{key}", str(options[key])]
+    for k, v in nemesis_options(options).items():
+        args += ["--nemesis-opt", f"{k}={v}"]
+    return args
+
+
 def nemesis_options(options: dict[str, Any]) -> dict[str, str]:
     raw = options.get(NEMESIS_OPT) or {}
     if isinstance(raw, dict):
@@ -215,37 +316,19 @@ def validate(options: dict[str, Any], where: str) -> None:
 # running ----------------------------------------------------------------------------------------
 def run_entry(entry: Entry, store: Path, log_dir: Path) -> Outcome:
     """One run in a child process, bounded in time; its output kept in ``log_dir``."""
-    budget = entry.time_limit * 3 + 120
     log = log_dir / f"{entry.number:03d}.log"
     spec = entry.spec(store)
     run = Store(store).create(spec.test_name)
-    spec_path = log_dir / f"{entry.number:03d}.spec.json"
-    write_json(spec_path, spec.to_dict())
-    argv = [sys.executable, "-m", "harness.presentation.runs", str(spec_path), str(run.path)]
     started = time.monotonic()
-    interrupted = False
-    with log.open("w") as fh:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=fh, text=True,
-                                start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=budget)
-        except subprocess.TimeoutExpired:
-            out = stop(proc, signal.SIGTERM)
-            fh.write(f"\nharness suite: stopped after {budget:.0f} s (SIGTERM)\n")
-        except KeyboardInterrupt:
-            interrupted = True
-            out = stop(proc, signal.SIGINT)
-        fh.write(out or "")
+    child = run_in_child(spec, run, log)
     seconds = time.monotonic() - started
-    output = log.read_text(errors="replace")
     run_dir = run if run.is_run() else None
-    code = proc.returncode
-    verdict, first = judge(code, run_dir)
-    if interrupted:
+    verdict, first = judge(child.code, run_dir)
+    if child.interrupted:
         verdict = "interrupted"
     if verdict in ("error", "interrupted") and not first:
-        first = last_line(output)
-    return Outcome(entry, verdict, code, seconds, run_dir, output, first, log)
+        first = last_line(child.output)
+    return Outcome(entry, verdict, child.code, seconds, run_dir, child.output, first, log)
 
 
 def judge(code: int | None, run_dir: RunDir | None) -> tuple[str, str]:
@@ -277,17 +360,6 @@ def first_explanation(results: dict[str, Any]) -> str:
     return ""
 
 
-def stop(proc: subprocess.Popen[str], sig: signal.Signals) -> str:
-    """Ask the run to stop (it heals and saves what it recorded), then insist."""
-    proc.send_signal(sig)
-    try:
-        out, _ = proc.communicate(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-    return out or ""
-
-
 def last_line(text: str) -> str:
     lines = [x for x in text.strip().splitlines() if x.strip()]
     return lines[-1][:300] if lines else "no output"
@@ -295,21 +367,20 @@ def last_line(text: str) -> str:
 
 def run_suite(suite: Suite, store: Path, out_dir: Path, *, echo: Any = print
               ) -> list[Outcome]:
-    """Run every entry in order, printing one line each; Ctrl-C stops after the current run
-    has healed and saved, and the rest are reported as skipped."""
+    """Run the suite's entries (a shard's: its own) in order, printing one line each; Ctrl-C
+    stops after the current run has healed and saved, and the rest are reported as skipped."""
     log_dir = out_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     outcomes: list[Outcome] = []
     total = len(suite.entries)
     width = len(str(total))
-    done_s = 0.0
-    for entry in suite.entries:
-        left = sum(e.time_limit + OVERHEAD_S for e in suite.entries[entry.number - 1:])
-        echo(f"[{entry.number:>{width}}/{total}] {entry.label()} (expect {entry.expect}, "
+    for i, entry in enumerate(suite.entries):
+        left = sum(e.estimate() for e in suite.entries[i:])
+        number = f" #{entry.number}" if suite.shard else ""
+        echo(f"[{i + 1:>{width}}/{total}]{number} {entry.label()} (expect {entry.expect}, "
              f"~{left / 60:.0f} min left) ...", end=" ", flush=True)
         outcome = run_entry(entry, store, log_dir)
         outcomes.append(outcome)
-        done_s += outcome.seconds
         mark = "ok" if outcome.as_expected else "DIFFERS"
         where = f"  {outcome.report}" if not outcome.as_expected and outcome.report else ""
         why = f"  {outcome.first_violation}" if outcome.verdict == "error" else ""
@@ -317,7 +388,7 @@ def run_suite(suite: Suite, store: Path, out_dir: Path, *, echo: Any = print
              flush=True)
         if outcome.verdict == "interrupted":
             outcomes.extend(Outcome(e, "skipped", None, 0.0, None, "")
-                            for e in suite.entries[entry.number:])
+                            for e in suite.entries[i + 1:])
             break
     return outcomes
 

@@ -5,7 +5,10 @@ JUnit because every CI system reads it: one testcase per run (classname
 the verdict differs from the expectation (with the report's path, and the first violation when
 there was one), an ``error`` when the harness could not run the test at all. index.html is the
 same table for a person, linking each run's report by a relative path, so it works from the
-store on disk, from ``harness serve`` and from a downloaded CI artifact alike.
+store on disk, from ``harness serve`` and from a downloaded CI artifact alike. summary.json is
+the same again for scripts, and what ``harness suite merge`` rebuilds all three from: each
+entry's identity (number, options, expectation, digest), its outcome, and the paths of its run
+and log relative to the suite's directory (absolute paths die with the CI machine).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from harness.core.atomic import replacing, write_json, write_text
 from harness.presentation.report.html import verdict_class
-from harness.presentation.suite import Outcome, Suite
+from harness.presentation.suite import Outcome, Suite, numbers
 
 e = html.escape
 VALID_OF = {"valid": True, "invalid": False}
@@ -40,7 +43,7 @@ def junit(suite: Suite, outcomes: list[Outcome], started: float) -> ET.ElementTr
     skipped = sum(1 for o in outcomes if o.verdict == "skipped")
     errors = len(outcomes) - failures - skipped - sum(1 for o in outcomes if o.as_expected)
     total_s = f"{sum(o.seconds for o in outcomes):.3f}"
-    attrs = {"name": suite.name, "tests": str(len(outcomes)), "failures": str(failures),
+    attrs = {"name": suite.title, "tests": str(len(outcomes)), "failures": str(failures),
              "errors": str(errors), "skipped": str(skipped), "time": total_s}
     root = ET.Element("testsuites", attrs)
     ts = ET.SubElement(root, "testsuite", {
@@ -81,25 +84,50 @@ def write_junit(path: Path, tree: ET.ElementTree) -> None:
         tree.write(tmp, encoding="UTF-8", xml_declaration=True)
 
 
-def summary(suite: Suite, outcomes: list[Outcome], started: float) -> dict[str, Any]:
+def summary(suite: Suite, outcomes: list[Outcome], started: float,
+            out_dir: Path | None = None) -> dict[str, Any]:
+    def rel(path: Path | None) -> str | None:
+        return None if path is None or out_dir is None else os.path.relpath(path, out_dir)
+
     return {
         "name": suite.name,
         "file": str(suite.path),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+        "started_epoch": started,
         "total": len(outcomes),
         "as_expected": sum(1 for o in outcomes if o.as_expected),
         "differ": sum(1 for o in outcomes if not o.as_expected),
+        "suite": {"entries": suite.total, "fingerprint": suite.fingerprint()},
+        "shard": str(suite.shard) if suite.shard else None,
+        "elsewhere": [e.number for e in suite.elsewhere],
+        "merged": suite.merged,
         "runs": [{"number": o.entry.number, "options": o.entry.options,
-                  "expect": o.entry.expect, "verdict": o.verdict,
-                  "as_expected": o.as_expected, "seconds": round(o.seconds, 3),
+                  "expect": o.entry.expect, "source": o.entry.source,
+                  "digest": o.entry.digest(), "verdict": o.verdict,
+                  "as_expected": o.as_expected, "exit_code": o.exit_code,
+                  "seconds": round(o.seconds, 3),
                   "run_dir": str(o.run_dir.path) if o.run_dir else None,
                   "report": str(o.report) if o.report else None,
+                  "run_dir_relative": rel(o.run_dir.path if o.run_dir else None),
+                  "log_relative": rel(o.log),
                   "first_violation": o.first_violation} for o in outcomes],
     }
 
 
+def scope_note(suite: Suite) -> str:
+    """One line saying what part of the suite this is (empty for a whole suite run)."""
+    if suite.shard:
+        return (f"Shard {suite.shard}: {len(suite.entries)} of the suite's {suite.total} "
+                f"entries; the others ({numbers(suite.elsewhere) or 'none'}) run in the other "
+                f"shards. <code>harness suite merge</code> puts the shards together.")
+    if suite.merged:
+        return f"Merged from {len(suite.merged)} shard(s): {', '.join(suite.merged)}."
+    return ""
+
+
 def index_html(out_dir: Path, suite: Suite, outcomes: list[Outcome], started: float) -> str:
-    s = summary(suite, outcomes, started)
+    s = summary(suite, outcomes, started, out_dir)
+    note = scope_note(suite)
     rows = []
     for o in outcomes:
         opts = o.entry.options
@@ -120,7 +148,7 @@ def index_html(out_dir: Path, suite: Suite, outcomes: list[Outcome], started: fl
             f'<td class="muted">{e(o.first_violation[:240])}</td></tr>')
     ok = s["differ"] == 0
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
-<title>suite {e(suite.name)}: {s['as_expected']} of {s['total']} as expected</title>
+<title>suite {e(suite.title)}: {s['as_expected']} of {s['total']} as expected</title>
 <style>body{{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1f2328}}
 header{{padding:.8em 1.5em;color:#fff;font-size:1.3em;background:{'#1a7f37' if ok else
 '#cf222e'}}} main{{padding:.5em 1.5em 3em}} a{{color:#0969da}}
@@ -130,10 +158,11 @@ th{{border-bottom:1px solid #d0d7de}} tr.bad{{background:#ffebe9}}
 .chip{{border-radius:2em;padding:.05em .7em;color:#fff;font-weight:600;font-size:.9em}}
 .v-true{{background:#1a7f37}} .v-false{{background:#cf222e}} .v-unknown{{background:#9a6700}}
 .muted{{color:#656d76;font-size:.92em}}</style></head><body>
-<header>suite {e(suite.name)}: {s['as_expected']} of {s['total']} as expected</header><main>
+<header>suite {e(suite.title)}: {s['as_expected']} of {s['total']} as expected</header><main>
 <p class="muted">{e(str(suite.path))} · started {e(s['started'])} ·
 {sum(o.seconds for o in outcomes) / 60:.1f} min · <a href="junit.xml">junit.xml</a> ·
 <a href="summary.json">summary.json</a></p>
+{f'<p class="muted">{note}</p>' if note else ""}
 <p>An entry expected <b>invalid</b> is a lock known to be unsafe under that fault: it passes
 when the harness catches it.</p>
 <table><thead><tr><th>#</th><th>db</th><th>lock</th><th>workload</th><th>nemesis</th>
@@ -148,5 +177,5 @@ def write_outputs(out_dir: Path, junit_path: Path, suite: Suite, outcomes: list[
     write_junit(junit_path, tree)
     if junit_path.resolve() != (out_dir / "junit.xml").resolve():
         write_junit(out_dir / "junit.xml", tree)
-    write_json(out_dir / "summary.json", summary(suite, outcomes, started), indent=1)
+    write_json(out_dir / "summary.json", summary(suite, outcomes, started, out_dir), indent=1)
     write_text(out_dir / "index.html", index_html(out_dir, suite, outcomes, started))
