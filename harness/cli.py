@@ -170,7 +170,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from harness.controller.checking import check_run, exit_code
     from harness.controller.store import open_run
     from harness.presentation.report import write_report
-    from harness.presentation.runs import print_summary
+    from harness.presentation.runs import could_not, print_summary
 
     limits = check_limits(args)
     if args.run_dir.is_file():
@@ -187,7 +187,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     results = check_run(run, spec, history, status=status, limits=limits)
     write_report(run, spec, history, results)
     print_summary(results, run)
-    return exit_code(results)
+    code = exit_code(results)
+    if code == EXIT_SETUP:
+        print(f"harness: {could_not(results)}", file=sys.stderr)
+    return code
 
 
 def check_limits(args: argparse.Namespace) -> dict[str, Any]:

@@ -447,6 +447,7 @@ def parse_jepsen_log(text: str, name: str = "<log>") -> list[Op]:
 
 
 _OP_LINE = re.compile(r"\s*\S+\s+(?::invoke|:ok|:fail|:info)(?:\s|$)")
+_ANY_OP_LINE = re.compile(r"\s*\S+\t:[A-Za-z]")
 
 
 def _op_fields(line: str) -> str | None:
@@ -457,7 +458,13 @@ def _op_fields(line: str) -> str | None:
     """
     m = _LOG_PREFIX.search(line)
     payload = line[m.end():] if m is not None else line
-    return payload if _OP_LINE.match(payload) else None
+    if _OP_LINE.match(payload):
+        return payload
+    # After jepsen.util's prefix, "process<TAB>:something" is an op line whatever it says: a
+    # damaged type is an error to report, never a line to skip silently.
+    if m is not None and _ANY_OP_LINE.match(payload):
+        return payload
+    return None
 
 
 def _log_op(payload: str, where: str, position: int) -> Op:

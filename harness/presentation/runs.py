@@ -23,6 +23,7 @@ from harness.controller.spec import TestSpec
 from harness.controller.store import RunDir, Store
 from harness.core.atomic import write_json
 from harness.core.errors import EXIT_SETUP, HarnessError
+from harness.core.text import line
 from harness.presentation.report import verdict_word, write_report
 
 STOP_GRACE_S = 30.0
@@ -49,9 +50,19 @@ def run_and_report(spec: TestSpec, progress: Progress, *, run: RunDir | None = N
     if outcome.error is not None:
         print(f"harness: {outcome.error}", file=sys.stderr)
         return EXIT_SETUP
-    if outcome.results.get("could-not-test"):
-        print(f"harness: could not test: {outcome.results['could-not-test']}", file=sys.stderr)
-    return exit_code(outcome.results)
+    code = exit_code(outcome.results)
+    if code == EXIT_SETUP:
+        print(f"harness: {could_not(outcome.results)}", file=sys.stderr)
+    return code
+
+
+def could_not(results: dict[str, Any]) -> str:
+    """Why a checked run is exit 3 (it tested nothing, or a checker crashed), in one line."""
+    if results.get("could-not-test"):
+        return f"could not test: {results['could-not-test']}"
+    crashed = results.get("crashed-checkers") or []
+    errors = [f"{n}: {(results.get('checks') or {}).get(n, {}).get('error')}" for n in crashed]
+    return line("could not check: " + "; ".join(errors), 600)
 
 
 def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = None) -> None:

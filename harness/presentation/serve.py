@@ -136,8 +136,8 @@ def read_run(store: Store, run: RunDir, mtime: float) -> RunInfo | None:
     with contextlib.suppress(HarnessError):
         results = run.load_results()
     status = str(test.get("status") or "")
-    if status == "starting" and not results:
-        status = "running"
+    if status == "starting":
+        status = "running" if not results else "did not finish"
     facts = []
     for check in (results.get("checks") or {}).values():
         if isinstance(check, dict):
@@ -208,6 +208,8 @@ def index_page(store: Browser, query: dict[str, str]) -> bytes:
     for r in shown:
         verdict = ('<span class="chip v-running">RUNNING</span>' if r.status == "running" else
                    f'<span class="chip {verdict_class(r.valid)}">{verdict_word(r.valid)}</span>')
+        if r.status not in ("running", "complete", ""):
+            verdict += f' <span class="muted">{e(r.status)}</span>'
         q = urllib.parse.quote
         report = (f'<a href="/runs/{q(r.path)}/report.html">report</a>' if r.has_report
                   else '<span class="muted">no report</span>')

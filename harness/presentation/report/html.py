@@ -88,18 +88,29 @@ def banner(spec: dict[str, Any], results: dict[str, Any]) -> str:
             f'<nav class="chips">{"".join(chips)}</nav>')
 
 
-def meta(spec: dict[str, Any], history: list[dict[str, Any]], test: dict[str, Any]) -> str:
+STATUS_WORDS = {"complete": "complete", "interrupted": "interrupted",
+                "error": "ended with an error", "starting": "did not finish (killed?)"}
+
+
+def meta(spec: dict[str, Any], history: list[dict[str, Any]], test: dict[str, Any],
+         results: dict[str, Any] | None = None) -> str:
     parts = [f"{spec.get('clients')} clients", f"{spec.get('nodes')} node(s)",
              f"{spec.get('time_limit')} s", f"ttl {spec.get('ttl')} s",
              f"seed {spec.get('seed')}", f"{len(history):,} ops"]
     status = test.get("status")
-    if status and status != "starting":
-        parts.append(f"status {status}")
+    if status:
+        parts.append(f"status: {STATUS_WORDS.get(str(status), str(status))}")
     if test.get("run_id"):
         parts.append(f"run {test['run_id']}")
     out = f'<p class="meta">{e(" · ".join(parts))}</p>'
     if test.get("error"):
         out += f'<p class="note">The run ended with an error: {e(str(test["error"]))}</p>'
+    for key, what in (("unfinished", "Did not finish"), ("could-not-test", "Could not test")):
+        if (results or {}).get(key):
+            out += f'<p class="note">{what}: {e(str(results[key]))}</p>'  # type: ignore[index]
+    for name in (results or {}).get("crashed-checkers") or []:
+        err = ((results or {}).get("checks") or {}).get(name, {}).get("error", "")
+        out += f'<p class="note">Checker {e(name)} could not check: {e(str(err))}</p>'
     return out
 
 
@@ -266,7 +277,7 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <title>{verdict_word(results.get("valid"))} · {e(title_of(spec))}</title>
 <style>{asset("report.css")}</style></head>
-<body>{banner(spec, results)}<main>{meta(spec, history, test)}
+<body>{banner(spec, results)}<main>{meta(spec, history, test, results)}
 {timeline(model)}
 {violations(model, results)}
 {charts()}
