@@ -39,7 +39,9 @@ def build_parser() -> Parser:
     r.add_argument("--db", help="redis (default)")
     r.add_argument("--lock", help="a lock name (harness list) or package.module:Class")
     r.add_argument("--workload", help="mutex (default), fenced or counter")
-    r.add_argument("--nemesis", help="comma-separated faults, or none (default: pause)")
+    r.add_argument("--nemesis", help="comma-separated faults, or none (default: pause); "
+                   "FAULT:ROLE aims a fault at a role, e.g. partition:waiter, pause:any, "
+                   "pause-node:leader, kill:node=n2")
     r.add_argument("--backend", help="local (default) or docker")
     r.add_argument("--nodes", type=int, help="DB nodes (default: the db's own)")
     r.add_argument("--clients", type=int, help="client processes (default 5)")
@@ -52,6 +54,14 @@ def build_parser() -> Parser:
     r.add_argument("--nemesis-opt", action="append", metavar="KEY=VALUE",
                    help="a nemesis option, e.g. clock-nodes=all, crash-step=holding, "
                    "kill-delay=3 (repeatable)")
+    r.add_argument("--lock-opt", action="append", metavar="KEY=VALUE",
+                   help="an option the lock declares (harness list --lock NAME shows them; "
+                   "repeatable)")
+    r.add_argument("--hold", metavar="S|MIN-MAX",
+                   help="seconds a holder works under the lock (default: the lock's own)")
+    r.add_argument("--think", metavar="S|MIN-MAX", help="seconds between sessions")
+    r.add_argument("--acquire-timeout", type=float, metavar="S",
+                   help="seconds an acquire may take before it counts as failed")
     r.add_argument("--quiet", action="store_true", help="no progress output")
 
     c = sub.add_parser("check", help="re-check a stored run, or check a history file")
@@ -71,7 +81,10 @@ def build_parser() -> Parser:
     rep = sub.add_parser("report", help="rebuild report.html of a stored run")
     rep.add_argument("run_dir", type=Path)
 
-    sub.add_parser("list", help="dbs, locks, workloads, nemeses and checkers, with their origin")
+    ls = sub.add_parser("list", help="dbs, locks, workloads, nemeses and checkers, with their "
+                        "origin; --lock NAME or --nemesis NAME: one in detail, with its options")
+    ls.add_argument("--lock", metavar="NAME", help="one lock in detail (a name or module:Class)")
+    ls.add_argument("--nemesis", metavar="NAME", help="one nemesis in detail")
 
     cl = sub.add_parser("clean", help="remove anything runs left behind")
     cl.add_argument("--force", action="store_true", help="also stop runs still in progress")
@@ -130,31 +143,49 @@ def spec_from_args(args: argparse.Namespace) -> Any:
         data["nemesis"] = parse_nemeses(args.nemesis)
     if args.persistence is not None:
         data["persistence"] = args.persistence
-    if args.nemesis_opt:
-        data["nemesis_options"] = {**data.get("nemesis_options", {}),
-                                   **parse_options(args.nemesis_opt)}
+    for key in ("hold", "think", "acquire_timeout"):
+        if getattr(args, key) is not None:
+            data[key] = getattr(args, key)
+    for flag, key, items in (("--nemesis-opt", "nemesis_options", args.nemesis_opt),
+                             ("--lock-opt", "lock_options", args.lock_opt)):
+        if items:
+            data[key] = {**data.get(key, {}), **parse_options(flag, items)}
     return TestSpec.from_dict(data).validate()
 
 
-def parse_options(items: list[str]) -> dict[str, str]:
+def parse_options(flag: str, items: list[str]) -> dict[str, str]:
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise UsageError(f"--nemesis-opt {item!r}: expected KEY=VALUE")
+            raise UsageError(f"{flag} {item!r}: expected KEY=VALUE")
         out[key.strip()] = value.strip()
     return out
 
 
 def load_toml(path: Path) -> dict[str, Any]:
+    """A spec file: ``harness run``'s long options as keys, ``[nemesis-options]`` and a
+    ``[lock]`` table (``name`` plus the lock's options) or ``lock`` + ``[lock-options]``."""
     import tomllib
 
     try:
-        return {k.replace("-", "_"): v for k, v in tomllib.loads(path.read_text()).items()}
+        data = {k.replace("-", "_"): v for k, v in tomllib.loads(path.read_text()).items()}
     except OSError as e:
         raise UsageError(f"cannot read spec {path}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"spec {path} is not valid TOML: {e}") from None
+    for key in ("nemesis_opt", "lock_opt"):
+        if key in data:
+            data[key.replace("opt", "options")] = data.pop(key)
+    lock = data.get("lock")
+    if isinstance(lock, dict):
+        options = dict(lock)
+        name = options.pop("name", None)
+        if not isinstance(name, str):
+            raise UsageError(f"spec {path}: the [lock] table needs name = \"a lock\"")
+        data["lock"] = name
+        data["lock_options"] = {**data.get("lock_options", {}), **options}
+    return data
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -314,6 +345,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     from harness.controller.registry import DISTRIBUTION, default_registry
 
     reg = default_registry()
+    if args.lock or args.nemesis:
+        return list_one(reg, "locks" if args.lock else "nemeses", args.lock or args.nemesis)
     for kind, title in LIST_KINDS:
         print(f"{title}:")
         if kind == "nemeses":
@@ -335,6 +368,42 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"  {'package.module:Class':<22} your own lock (see README)")
     for conflict in reg.conflicts:
         print(f"note: {conflict}")
+    return 0
+
+
+def list_one(reg: Any, kind: str, name: str) -> int:
+    """One role in detail: what it is, where it comes from, what it declares, its options."""
+    entry = reg.entry(kind, name)
+    cls = reg.load(kind, name)
+    print(f"{entry.name}: {getattr(cls, 'summary', '') or '(no summary)'}")
+    print(f"  from {entry.origin} ({entry.target})")
+    if kind == "locks":
+        dbs = reg.lock_dbs(name)
+        print(f"  dbs: {', '.join(dbs) if dbs else 'any'}")
+        print(f"  fencing tokens: {'yes' if reg.lock_tokens(name) else 'no'}")
+        defaults = getattr(cls, "workload_defaults", None) or {}
+        if defaults:
+            print("  used with: " + ", ".join(f"{k} {v:g}" for k, v in defaults.items()))
+        errors = getattr(cls, "timeout_errors", None) or ()
+        if errors:
+            print("  timeout errors (fail): " + ", ".join(e.__name__ for e in errors))
+        flag = "--lock-opt"
+    else:
+        requires = reg.nemesis_requires(name)
+        if requires:
+            from harness.core.capabilities import describe
+
+            print("  requires: " + ", ".join(describe(c) for c in requires))
+        targets = getattr(cls, "targets", ()) or ()
+        print(f"  targets: {', '.join(targets) if targets else 'its own choice only'}")
+        flag = "--nemesis-opt"
+    options = getattr(cls, "options", None) or {}
+    if options:
+        print(f"  options ({flag} KEY=VALUE):")
+        for key, option in options.items():
+            print(f"    {key:<20} {option.describe()}")
+    else:
+        print("  options: none")
     return 0
 
 

@@ -38,6 +38,9 @@ class BaseNemesis:
     targets: ClassVar[tuple[str, ...]] = ()
     default_target: ClassVar[str | None] = None
     options: ClassVar[dict[str, Option]] = {}
+    # True for faults that cut clients' links: they bite only if each client connects from
+    # its own address, which the run checks before the first fault (or refuses them).
+    cuts_clients: ClassVar[bool] = False
 
     def setup(self, ctx: NemesisContext) -> None:
         return None

@@ -32,6 +32,7 @@ class SentinelFailover(BaseNemesis):
     summary = ("cut the Sentinel primary (with the lock holder) off from the rest until a "
                "replica is promoted, then heal")
     requires = (Failover, Iptables)
+    cuts_clients = True
     options = {"failover-wait": Option(float, 15.0, "seconds to wait for a replica to be "
                                        "promoted", minimum=1, maximum=600)}
 

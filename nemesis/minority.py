@@ -17,6 +17,7 @@ from nemesis.partition import CutLinks
 class PartitionMinority(CutLinks):
     name = "partition-minority"
     summary = "cut a minority of DB nodes off from every client and node, past the TTL"
+    cuts_clients = True
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         n = len(ctx.nodes)

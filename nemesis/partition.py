@@ -42,6 +42,7 @@ class IsolateHolder(CutLinks):
     name = "partition"
     summary = "cut the client holding the lock off from every DB node, past the TTL"
     targets = CLIENT_TARGETS
+    cuts_clients = True
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         chosen = client_target(ctx, target)

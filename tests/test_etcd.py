@@ -70,3 +70,25 @@ def test_a_kept_alive_session_holds_through_long_critical_sections(store: Path) 
     assert r.code == 0, r.output
     tokens = [g["token"] for g in r.grants()]
     assert len(tokens) >= 2 and tokens == sorted(tokens)
+
+
+@pytest.mark.servers
+
+def test_the_json_gateway_answers_plain_http(tmp_path: Path) -> None:
+    """etcd 3.4 started from a config file serves /v3/... only with enable-grpc-gateway: the
+    HTTP/JSON client libraries (etcd3gw, tooz) need it."""
+    import base64
+    import json
+    import urllib.request
+
+    from harness.controller.dbs.etcd import EtcdDB
+    from tests.one_node import one_node
+
+    with one_node(EtcdDB(), tmp_path) as (node,):
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        url = f"http://{node.host}:{node.port}/v3/kv/range"
+        body = json.dumps({"key": base64.b64encode(b"anything").decode()}).encode()
+        with opener.open(urllib.request.Request(url, data=body, method="POST"),
+                         timeout=10) as resp:
+            answer = json.loads(resp.read())
+        assert "header" in answer and answer["header"]["revision"]

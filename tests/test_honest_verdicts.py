@@ -187,6 +187,7 @@ def test_a_crashed_checker_is_exit_3_unless_a_violation_stands(tmp_path: Path) -
 # real runs -----------------------------------------------------------------------------------
 PLUGINS = '''
 import socket
+import time
 import uuid
 
 import redis
@@ -229,6 +230,25 @@ class LoopbackLock:
 
     def release(self, grant):
         return bool(self.unlock(keys=["lock"], args=[grant.handle]))
+
+
+class LateLoopbackLock(LoopbackLock):
+    """Connects from its own address at first (so the start-up check passes), then, after
+    3 s, from 127.0.0.1: what a library whose reconnect path differs does."""
+
+    def __init__(self, config: LockConfig) -> None:
+        super().__init__(config)
+        n = config.nodes[0]
+        self.loopback = self.r
+        self.r = redis.Redis(host=n.host, port=n.port, socket_timeout=config.op_timeout)
+        self.unlock = self.r.register_script(UNLOCK)
+        self.switch_at = time.monotonic() + 3.0
+
+    def acquire(self, timeout):
+        if self.r is not self.loopback and time.monotonic() > self.switch_at:
+            self.r = self.loopback
+            self.unlock = self.r.register_script(UNLOCK)
+        return super().acquire(timeout)
 
 
 class RaisingLock:
@@ -301,15 +321,34 @@ def test_a_plugin_that_breaks_the_lock_protocol_stops_with_the_cause(tmp_path: P
 @pytest.mark.servers
 @needs_redis
 def test_a_partition_that_cut_nothing_is_never_a_pass(tmp_path: Path, store: Path) -> None:
+    """The lock passes the start-up check of its connections, then reconnects from
+    127.0.0.1: the partition cuts nothing, and the faults checker says so."""
     code, results, _, out = plugin_run(tmp_path, store, "--lock",
-                                       "honest_plugins:LoopbackLock", "--nemesis",
+                                       "honest_plugins:LateLoopbackLock", "--nemesis",
                                        "partition", "--time-limit", "10", "--seed", "2")
     assert code == 2, out
     assert "partition did not cut process" in out
     assert results["checks"]["faults"]["valid"] == "unknown"  # type: ignore[index]
-    code, _, _, out = plugin_run(tmp_path, store, "--lock", "honest_plugins:LoopbackLock",
-                                 "--nemesis", "none", "--time-limit", "4")
-    assert code == 0, out
+
+
+@pytest.mark.servers
+@needs_redis
+def test_connections_that_ignore_the_source_address_are_found_before_any_fault(
+        tmp_path: Path, store: Path) -> None:
+    code, _, run_dir, out = plugin_run(tmp_path, store, "--lock",
+                                       "honest_plugins:LoopbackLock", "--nemesis",
+                                       "partition", "--time-limit", "10", "--seed", "2")
+    assert code == 64, out
+    assert "--nemesis partition would cut nothing" in out and "127.0.0.1" in out
+    test = json.loads((run_dir / "test.json").read_text())
+    assert test["client-connections"]["foreign"] == ["127.0.0.1"]
+    assert not test.get("faults")  # refused before the first fault
+    code, _, run_dir, out = plugin_run(tmp_path, store, "--lock",
+                                       "honest_plugins:LoopbackLock", "--nemesis", "none",
+                                       "--time-limit", "4")
+    assert code == 0, out  # no fault needs their source: the run goes on, noted
+    test = json.loads((run_dir / "test.json").read_text())
+    assert test["client-connections"]["foreign"] == ["127.0.0.1"]
 
 
 @pytest.mark.servers

@@ -22,6 +22,7 @@ from harness.core.locks import LockConfig
 from harness.core.roles import load_object
 from harness.core.text import line
 from workloads import crash
+from workloads.async_lock import AsyncLockRunner, is_async
 from workloads.mutex import MutexParams
 from workloads.resource import Resource
 from workloads.sockbind import bind_source
@@ -37,7 +38,8 @@ def build_lock(cfg: dict[str, Any]) -> Any:
         process=cfg["process"],
         options={"seed": cfg["seed"], **cfg.get("lock_options", {})},
     )
-    return load_object(cfg["lock_target"])(config)
+    lock = load_object(cfg["lock_target"])(config)
+    return AsyncLockRunner(lock) if is_async(lock) else lock
 
 
 def main(argv: list[str]) -> int:
@@ -71,7 +73,8 @@ def run_client(argv: list[str]) -> int:
     resource = Resource(res["host"], res["port"], fenced=bool(workload_cls.fenced))
     # A lock may say how it is used (consensus locks guard long critical sections); options
     # from the run's config win.
-    options = {**getattr(type(lock), "workload_defaults", {}), **cfg.get("workload_options", {})}
+    options = {**(getattr(lock, "workload_defaults", None) or {}),
+               **cfg.get("workload_options", {})}
     params = MutexParams(process=cfg["process"], lock_name=cfg["lock_name"], seed=cfg["seed"],
                          end_ns=cfg.get("end_ns"), **options)
     try:

@@ -65,6 +65,10 @@ class MutexWorkload:
         self.stop = stop
         self.rng = random.Random(params.seed * 7919 + params.process)
         self.session = 0
+        # Exceptions the lock's acquire raises when it certainly did not acquire (a library
+        # that reports its own timeout by raising): a fail, not an unknown outcome.
+        self.timeout_errors: tuple[type[BaseException], ...] = tuple(
+            getattr(lock, "timeout_errors", ()) or ())
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -85,6 +89,10 @@ class MutexWorkload:
             grant = self.lock.acquire(timeout)
         except Indeterminate as e:
             j.record(INFO, "acquire", None, lock=name, error=str(e)[:200])
+            return None
+        except self.timeout_errors as e:  # the lock says: not acquired, certainly
+            j.record(FAIL, "acquire", None, lock=name,
+                     error=f"timeout: {type(e).__name__}: {e}"[:200])
             return None
         except Exception as e:  # a crash in the lock is an unknown outcome, never a fail
             j.record(INFO, "acquire", None, lock=name, error=f"{type(e).__name__}: {e}"[:200])

@@ -43,6 +43,7 @@ class LiveState:
         self.tails = {p: JournalTail(path) for p, path in journals.items()}
         self.holding: dict[int, float] = {}  # process -> time (s) it acquired
         self.waiting: dict[int, float] = {}  # process -> time (s) it began an acquire
+        self.completed: set[int] = set()  # processes that completed an op
         self.ops = 0
         self.acquired = 0
         self.overlaps = 0
@@ -59,6 +60,8 @@ class LiveState:
         p, f, t = op.get("process"), op.get("f"), op.get("type")
         if t == "invoke":
             self.ops += 1
+        elif isinstance(p, int):
+            self.completed.add(p)
         if f == "acquire" and isinstance(p, int):
             if t == "invoke":
                 self.waiting[p] = op["time"] / 1e9
@@ -79,6 +82,12 @@ class LiveState:
         self.refresh()
         with self._mu:
             return sorted(self.holding, key=self.holding.__getitem__)
+
+    def all_started(self, processes: list[int]) -> bool:
+        """Has every one of ``processes`` completed at least one op?"""
+        self.refresh()
+        with self._mu:
+            return all(p in self.completed for p in processes)
 
     def waiters(self) -> list[int]:
         """Clients blocked in an acquire now (invoked, not completed), longest first."""

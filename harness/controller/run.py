@@ -34,11 +34,11 @@ from harness.controller.live import LiveState
 from harness.controller.procs import ProcessTable
 from harness.controller.progress import Progress
 from harness.controller.registry import Registry, default_registry
-from harness.controller.spec import TestSpec, make_db
+from harness.controller.spec import TestSpec, make_db, nemesis_name, nemesis_target
 from harness.controller.store import RunDir, Store
 from harness.core import capabilities
 from harness.core.cluster import NemesisContext, Node, client_name
-from harness.core.errors import HarnessError
+from harness.core.errors import HarnessError, UsageError
 from harness.core.history import INVOKE, OK
 from harness.core.journal import JournalWriter
 from workloads.resource import Resource
@@ -53,6 +53,7 @@ class Outcome:
     results: dict[str, Any]
     status: str  # complete | interrupted | error
     error: str | None = None
+    error_code: int = 3  # the exit code the error calls for (64: a usage problem found late)
 
     @property
     def interrupted(self) -> bool:
@@ -93,12 +94,13 @@ class Run:
         self.db = make_db(self.registry.load("dbs", spec.db), spec.persistence)
         self.cluster: Cluster | None = None
         self.faults: FaultRunner | None = None
+        self.sources: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------------------------------
     def plugins(self) -> list[dict[str, Any]]:
         reg, spec = self.registry, self.spec
         used = [("dbs", spec.db), ("locks", spec.lock), ("workloads", spec.workload),
-                *(("nemeses", n) for n in spec.nemesis)]
+                *(("nemeses", n) for n in dict.fromkeys(spec.nemesis_names))]
         used += [("checkers", e.name) for e, _, _ in checking.plan(spec.to_dict(), reg)]
         return [reg.entry(kind, name).record() for kind, name in used]
 
@@ -126,13 +128,15 @@ class Run:
         self._save_test(status, error)
         if failure is not None and not results:
             raise failure
-        return Outcome(self.run, results, status, error)
+        return Outcome(self.run, results, status, error,
+                       failure.exit_code if failure is not None else 3)
 
     def _scopes(self) -> None:
         with self._cluster() as cluster:
             self.store.point_latest(self.run)  # only a run that started becomes "latest"
             t0 = time.monotonic_ns()
             with self._clients(cluster, t0) as (clients, live):
+                self._check_sources(cluster, clients, live)
                 with self._faults(cluster, clients, live, t0) as faults:
                     self._load(clients, live, faults)
                 time.sleep(self.spec.quiesce)
@@ -147,7 +151,7 @@ class Run:
         backend = make_backend(spec.backend, run, self.procs, self.run_id)
         try:
             self.registry.check_run(db=spec.db, db_obj=self.db, lock=spec.lock,
-                                    workload=spec.workload, nemeses=spec.nemesis,
+                                    workload=spec.workload, nemeses=spec.nemesis_names,
                                     environment=backend.environment_unmet)
             backend.prepare(self.db.port, spec.nodes, spec.clients)
             cluster = self.cluster = Cluster(backend, self.db)
@@ -155,7 +159,7 @@ class Run:
                              for i in range(spec.nodes)]
             cluster.resource = Node("resource", backend.resource_host(), self.db.port)
             needs_iptables = any(capabilities.Iptables in self.registry.nemesis_requires(n)
-                                 for n in spec.nemesis)
+                                 for n in spec.nemesis_names)
             backend.preflight(self.db, [*cluster.nodes, cluster.resource], needs_iptables)
             if isinstance(self.db, capabilities.HasCompanions):
                 cluster.companions = list(self.db.companions(cluster.nodes))
@@ -167,7 +171,7 @@ class Run:
                 backend.provision(helper_db, helper_nodes)
             backend.provision(resource_db, [cluster.resource])
             if any(capabilities.ClockFaults in self.registry.nemesis_requires(n)
-                   for n in spec.nemesis):
+                   for n in spec.nemesis_names):
                 for node in cluster.nodes:
                     backend.enable_clock(node)
             everything = [*cluster.nodes, cluster.resource]
@@ -210,9 +214,11 @@ class Run:
         ctx = NemesisContext(cluster.backend, cluster.nodes, clients, live,
                              random.Random(self.rng.random()), spec.ttl, db=self.db,
                              options=dict(spec.nemesis_options))
-        nemeses = {name: self.registry.load("nemeses", name)() for name in spec.nemesis}
-        schedule = generate(spec.nemesis, nemeses, ctx, spec.time_limit,
-                            random.Random(self.rng.random()))
+        names = list(dict.fromkeys(spec.nemesis_names))
+        nemeses = {name: self.registry.load("nemeses", name)() for name in names}
+        targets = {nemesis_name(item): nemesis_target(item) for item in spec.nemesis}
+        schedule = generate(names, nemeses, ctx, spec.time_limit,
+                            random.Random(self.rng.random()), targets)
         self.faults = runner = FaultRunner(nemeses, schedule, ctx, journal, t0=t0 / 1e9)
         try:
             runner.start()
@@ -224,6 +230,39 @@ class Run:
             journal.close()
 
     # the parts --------------------------------------------------------------------------------
+    def _check_sources(self, cluster: Cluster, clients: Clients, live: LiveState) -> None:
+        """Do the clients' connections come from their own addresses? Asked of the DB (where
+        it can list its connections) once every client has completed an op; a fault that cuts
+        clients' links would cut nothing otherwise, so such faults are refused, in one line."""
+        if not isinstance(self.db, capabilities.Connections):
+            return
+        deadline = time.monotonic() + min(5.0, self.spec.time_limit / 3)
+        while time.monotonic() < deadline and not live.all_started(clients.processes):
+            time.sleep(0.05)
+        backend = cluster.backend
+        allowed = {backend.client_host(p) for p in clients.processes}
+        allowed |= {n.host for n in cluster.nodes} | {
+            n.host for _, ns in cluster.companions for n in ns}
+        seen: dict[str, list[str]] = {}
+        for node in cluster.nodes:
+            found = self.db.connected_from(node)
+            if found is not None:
+                seen[node.name] = sorted(set(found))
+        foreign = sorted({a for addrs in seen.values() for a in addrs} - allowed)
+        self.sources = {"seen": seen, "foreign": foreign}
+        if not foreign:
+            return
+        cutters = [n for n in self.spec.nemesis_names
+                   if getattr(self.registry.load("nemeses", n), "cuts_clients", False)]
+        what = (f"clients of {self.spec.lock} connect to the DB from {', '.join(foreign)}, not "
+                f"from their own addresses ({min(allowed)} ...): the lock's connections "
+                "ignore the client's source address")
+        if cutters:
+            raise UsageError(f"--nemesis {cutters[0]} would cut nothing: {what}. Leave out "
+                             "the faults that cut clients, or give the lock an option to "
+                             "bind its source address")
+        self.progress.line(f"note: {what}; faults that cut clients would not bite")
+
     def _client_config(self, cluster: Cluster, process: int, t0: int) -> dict[str, Any]:
         spec, reg, backend = self.spec, self.registry, cluster.backend
         assert cluster.resource is not None
@@ -242,11 +281,17 @@ class Run:
             "ttl": spec.ttl,
             "op_timeout": OP_TIMEOUT,
             "nodes": [n.endpoint for n in cluster.nodes],
-            "lock_options": options,
+            "lock_options": {**options, **self._lock_option_defaults(), **spec.lock_options},
+            "workload_options": spec.workload_options(),
             "crash_file": str(self.run.crash_file(process)),
             "resource": cluster.resource.endpoint,
             "end_ns": t0 + int((spec.time_limit + spec.quiesce) * 1e9),
         }
+
+    def _lock_option_defaults(self) -> dict[str, Any]:
+        """The defaults of the options the lock declares (``--lock-opt`` overrides them)."""
+        declared = getattr(self.registry.load("locks", self.spec.lock), "options", None) or {}
+        return {k: o.default for k, o in declared.items() if o.default is not None}
 
     def _load(self, clients: Clients, live: LiveState, faults: FaultRunner) -> None:
         """The time limit, with progress; a client that dies on its own ends the run."""
@@ -286,6 +331,8 @@ class Run:
             data.update(self.cluster.endpoints())
         if self.faults is not None:
             data.update(self.faults.record())
+        if self.sources is not None:
+            data["client-connections"] = self.sources
         self.run.save_test(data)
 
 

@@ -22,20 +22,59 @@ from harness.core.text import show
 # What each spec key must be (checked before anything else, so a config's type errors are one
 # line, never a traceback).
 NAME_KEYS = ("db", "lock", "workload", "backend", "store", "persistence")
-NUMBER_KEYS = ("time_limit", "ttl", "quiesce")
+NUMBER_KEYS = ("time_limit", "ttl", "quiesce", "acquire_timeout")
 INT_KEYS = ("nodes", "clients", "seed")
 
 
 def parse_nemeses(text: str, registry: Registry | None = None) -> list[str]:
-    """``pause,kill`` -> ["pause", "kill"]; ``none`` -> []."""
+    """``pause,kill`` -> ["pause", "kill"]; ``none`` -> []; ``partition:waiter`` aims that
+    fault at a role (the fault's own choice otherwise)."""
     reg = registry or default_registry()
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:
         raise UsageError("--nemesis is empty: use none, or one or more of "
                          + ", ".join(reg.names("nemeses")))
     out = [p for p in parts if p != "none"]
-    for name in out:
-        reg.entry("nemeses", name)
+    for item in out:
+        reg.entry("nemeses", nemesis_name(item))
+    return out
+
+
+def nemesis_name(item: str) -> str:
+    """``partition:waiter`` -> ``partition``; a ``module:Class`` nemesis stays whole."""
+    name, sep, target = item.rpartition(":")
+    if sep and name and (target in ROLE_WORDS or target.startswith(("node=", "client="))):
+        return name
+    return item
+
+
+def nemesis_target(item: str) -> str | None:
+    name = nemesis_name(item)
+    if name == item:
+        return None
+    target = item[len(name) + 1:]
+    return target.replace("=", ":", 1)  # node=n2 -> node:n2 (":" already splits name:target)
+
+
+ROLE_WORDS = ("holder", "waiter", "any", "leader", "minority", "majority", "all")
+
+
+def parse_range(option: str, value: Any) -> tuple[float, float]:
+    """``1.5`` or ``"1-6"`` (or ``[1, 6]``) seconds -> (min, max)."""
+    if isinstance(value, list | tuple) and len(value) == 2:
+        lo, hi = value
+    elif isinstance(value, str) and "-" in value.strip()[1:]:
+        lo, _, hi = value.strip().partition("-")
+    else:
+        lo = hi = value
+    try:
+        out = (float(lo), float(hi))
+    except (TypeError, ValueError):
+        raise UsageError(f"{option} must be seconds, or a range MIN-MAX, got {show(value)}"
+                         ) from None
+    if not all(math.isfinite(v) and v >= 0 for v in out) or out[0] > out[1]:
+        raise UsageError(f"{option} must be seconds >= 0 (MIN-MAX with MIN <= MAX), got "
+                         f"{show(value)}")
     return out
 
 
@@ -57,6 +96,10 @@ class TestSpec:
     name: str | None = None
     persistence: str = "none"  # the DB nodes' own: none | appendonly (where the db has it)
     nemesis_options: dict[str, Any] = field(default_factory=dict)  # e.g. clock-nodes=all
+    lock_options: dict[str, Any] = field(default_factory=dict)  # the lock's declared options
+    hold: Any = None  # seconds a holder works under the lock: 1.5 or "1-6" (default: lock's)
+    think: Any = None  # seconds a client waits between sessions
+    acquire_timeout: float | None = None  # seconds an acquire may take
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -68,8 +111,16 @@ class TestSpec:
         reg.load("locks", self.lock)
         reg.load("workloads", self.workload)
         check_backend(self.backend)
-        for name in self.nemesis:
-            reg.load("nemeses", name)
+        for item in self.nemesis:
+            cls = reg.load("nemeses", nemesis_name(item))
+            try:
+                cls.check_target(nemesis_target(item))  # type: ignore[attr-defined]
+            except AttributeError:
+                if nemesis_target(item) is not None:
+                    raise UsageError(f"--nemesis {item}: {cls.__name__} takes no target "
+                                     "roles") from None
+            except ValueError as e:
+                raise UsageError(f"--nemesis {item}: {e}") from None
         if self.nodes is None:
             self.nodes = int(getattr(db_cls, "default_nodes", 1))
         positive("--nodes", self.nodes, integer=True, limit=9)
@@ -84,6 +135,14 @@ class TestSpec:
         self.nemesis_options = parse_options(
             self.nemesis_options, self.nemesis_option_table(reg), "--nemesis-opt",
             f"the nemeses of this run ({', '.join(self.nemesis) or 'none'})")
+        lock_table = getattr(reg.load("locks", self.lock), "options", {}) or {}
+        self.lock_options = parse_options(self.lock_options, lock_table, "--lock-opt",
+                                          f"lock {self.lock}")
+        for option, value in (("--hold", self.hold), ("--think", self.think)):
+            if value is not None:
+                parse_range(option, value)
+        if self.acquire_timeout is not None:
+            positive("--acquire-timeout", self.acquire_timeout)
         positive("--clients", self.clients, integer=True, limit=200)
         positive("--time-limit", self.time_limit)
         positive("--ttl", self.ttl)
@@ -92,15 +151,31 @@ class TestSpec:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise UsageError(f"--seed must be a non-negative integer, got {self.seed!r}")
         reg.check_run(db=self.db, db_obj=make_db(db_cls, self.persistence), lock=self.lock,
-                      workload=self.workload, nemeses=self.nemesis,
+                      workload=self.workload, nemeses=self.nemesis_names,
                       environment=lambda cap: None)
         return self
 
+    @property
+    def nemesis_names(self) -> list[str]:
+        """The faults without their targets (``partition:waiter`` -> ``partition``)."""
+        return [nemesis_name(n) for n in self.nemesis]
+
     def nemesis_option_table(self, reg: Registry) -> dict[str, Option]:
         table: dict[str, Option] = {}
-        for name in self.nemesis:
+        for name in self.nemesis_names:
             table.update(getattr(reg.load("nemeses", name), "options", {}) or {})
         return table
+
+    def workload_options(self) -> dict[str, float]:
+        """The workload's shape as the spec gives it (the lock's defaults fill the rest)."""
+        out: dict[str, float] = {}
+        if self.hold is not None:
+            out["hold_min"], out["hold_max"] = parse_range("--hold", self.hold)
+        if self.think is not None:
+            out["think_min"], out["think_max"] = parse_range("--think", self.think)
+        if self.acquire_timeout is not None:
+            out["acquire_timeout"] = float(self.acquire_timeout)
+        return out
 
     @property
     def test_name(self) -> str:
@@ -151,8 +226,8 @@ def check_types(norm: dict[str, Any]) -> None:
             raise bad(key, "a name")
     for key in NUMBER_KEYS:
         v = norm.get(key)
-        if key in norm and (isinstance(v, bool) or not isinstance(v, int | float)
-                            or not math.isfinite(v)):
+        if key in norm and (v is not None or key != "acquire_timeout") and (
+                isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
             raise bad(key, "a finite number of seconds")
     for key in INT_KEYS:
         v = norm.get(key)
@@ -165,10 +240,15 @@ def check_types(norm: dict[str, Any]) -> None:
     if nem is not None and not (isinstance(nem, str) or (
             isinstance(nem, list) and all(isinstance(n, str) for n in nem))):
         raise bad("nemesis", "a name, \"a,b\", or a list of names")
-    opts = norm.get("nemesis_options")
-    if opts is not None and not (isinstance(opts, dict) and all(
-            isinstance(k, str) for k in opts)):
-        raise bad("nemesis_options", "a table of KEY = VALUE")
+    for key in ("nemesis_options", "lock_options"):
+        opts = norm.get(key)
+        if opts is not None and not (isinstance(opts, dict) and all(
+                isinstance(k, str) for k in opts)):
+            raise bad(key, "a table of KEY = VALUE")
+    for key in ("hold", "think"):
+        v = norm.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float | str | list)):
+            raise bad(key, "seconds, or a range such as \"1-6\"")
 
 
 def positive(option: str, value: Any, *, integer: bool = False, limit: float | None = None

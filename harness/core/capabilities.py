@@ -54,6 +54,15 @@ class ClockFaults(Protocol):
 
 
 @runtime_checkable
+class Connections(Protocol):
+    """The DB can say where its client connections come from (Redis ``CLIENT LIST``,
+    ZooKeeper ``cons``): how the harness checks that each client connects from its own
+    address, without which a partition of one client cuts nothing."""
+
+    def connected_from(self, node: Node) -> list[str] | None: ...
+
+
+@runtime_checkable
 class Replication(Protocol):
     """Nodes replicate to each other over links the harness can name (for faults on them)."""
 
@@ -70,6 +79,7 @@ NEEDS: dict[type, str] = {
     Failover: "a db whose primary is failed over (redis-sentinel)",
     ClockFaults: "a db whose clock libfaketime moves and that reports its clock",
     Replication: "a db that replicates between its nodes",
+    Connections: "a db that lists its client connections",
     Iptables: "iptables (root)",
 }
 

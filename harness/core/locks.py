@@ -12,8 +12,16 @@ connection cut mid-request): the workload records that op as ``info``, never ``f
 A lock class declares itself with class attributes (all optional but ``name`` for a registered
 lock): ``name``, ``summary``, ``dbs`` (the ``--db`` names it runs on; empty: any), ``tokens``
 (do its grants carry fencing tokens?), ``workload_defaults`` (how it is used: hold and
-acquire-timeout seconds), ``reentrant`` and ``crash_steps``. Optional methods: ``held(grant)``
-(a lock that can tell it was lost) and ``close()``.
+acquire-timeout seconds), ``reentrant``, ``crash_steps``, ``options`` (name ->
+:class:`harness.core.options.Option`: what ``--lock-opt`` may set; the values arrive in
+``config.options``) and ``timeout_errors`` (exceptions its ``acquire`` raises when it certainly
+did not acquire: recorded as ``fail``; anything else it raises is ``info``). Optional methods:
+``held(grant)`` (a lock that can tell it was lost) and ``close()``.
+
+A lock whose ``acquire`` and ``release`` (and ``held``, ``close``) are coroutines is run on an
+event loop of its client process's own, on a thread that keeps running between calls, so its
+background tasks (a renewal loop) live as they would in an application; an optional
+``async def setup()`` is awaited once before the first acquire.
 """
 
 from __future__ import annotations
@@ -84,6 +92,8 @@ class LockRole:
     workload_defaults: ClassVar[dict[str, float]] = {}
     reentrant: ClassVar[bool] = False
     crash_steps: ClassVar[tuple[str, ...]] = ()
+    options: ClassVar[dict[str, Any]] = {}
+    timeout_errors: ClassVar[tuple[type[BaseException], ...]] = ()
 
     def close(self) -> None:
         return None

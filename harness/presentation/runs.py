@@ -49,7 +49,7 @@ def run_and_report(spec: TestSpec, progress: Progress, *, run: RunDir | None = N
         return EXIT_SETUP
     if outcome.error is not None:
         print(f"harness: {outcome.error}", file=sys.stderr)
-        return EXIT_SETUP
+        return outcome.error_code
     code = exit_code(outcome.results)
     if code == EXIT_SETUP:
         print(f"harness: {could_not(outcome.results)}", file=sys.stderr)

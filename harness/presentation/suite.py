@@ -47,8 +47,10 @@ from harness.core.errors import EXIT_INVALID, EXIT_SETUP, EXIT_VALID, HarnessErr
 from harness.presentation.runs import run_in_child
 
 RUN_KEYS = ("db", "lock", "workload", "nemesis", "backend", "nodes", "clients", "time-limit",
-            "seed", "ttl", "persistence")
+            "seed", "ttl", "persistence", "hold", "think", "acquire-timeout")
 NEMESIS_OPT = "nemesis-opt"  # a table {key = value} or a list of "key=value"; repeated flags
+LOCK_OPT = "lock-opt"  # the same, for the lock's declared options
+OPTION_TABLES = {NEMESIS_OPT: "nemesis_options", LOCK_OPT: "lock_options"}
 AXES = ("db", "lock", "workload", "nemesis")
 EXPECTS = ("valid", "invalid")
 EXIT_VERDICTS = {0: "valid", 1: "invalid", 2: "unknown"}
@@ -243,7 +245,7 @@ def parse(data: dict[str, Any], path: Path) -> Suite:
 def expand(table: dict[str, Any], where: str) -> list[tuple[dict[str, Any], str]]:
     """One [[run]] table -> (options, expect) for each point of its matrix, validated."""
     norm = {k.replace("_", "-"): v for k, v in table.items()}
-    allowed = {*RUN_KEYS, NEMESIS_OPT, "seeds", "expect"}
+    allowed = {*RUN_KEYS, *OPTION_TABLES, "seeds", "expect"}
     unknown = sorted(set(norm) - allowed)
     if unknown:
         raise UsageError(f"{where}: unknown key {unknown[0]!r}: use "
@@ -279,25 +281,28 @@ def run_args(options: dict[str, Any]) -> list[str]:
     for key in RUN_KEYS:
         if key in options:
             args += [f"--{key}", str(options[key])]
-    for k, v in nemesis_options(options).items():
-        args += ["--nemesis-opt", f"{k}={v}"]
+    for table in OPTION_TABLES:
+        for k, v in option_table(options, table).items():
+            args += [f"--{table}", f"{k}={v}"]
     return args
 
 
-def nemesis_options(options: dict[str, Any]) -> dict[str, str]:
-    raw = options.get(NEMESIS_OPT) or {}
+def option_table(options: dict[str, Any], key: str) -> dict[str, str]:
+    """``nemesis-opt`` / ``lock-opt`` of an entry: a table, or a list of "key=value"."""
+    raw = options.get(key) or {}
     if isinstance(raw, dict):
         return {str(k): str(v) for k, v in raw.items()}
     if isinstance(raw, list) and all(isinstance(x, str) and "=" in x for x in raw):
         return dict(x.split("=", 1) for x in raw)
-    raise UsageError(f"{NEMESIS_OPT} must be a table or a list of \"key=value\", got {raw!r}")
+    raise UsageError(f"{key} must be a table or a list of \"key=value\", got {raw!r}")
 
 
 def spec_of(options: dict[str, Any], store: Path | None = None) -> TestSpec:
     """The spec of one entry, validated as ``harness run`` validates its flags."""
-    spec = {k: v for k, v in options.items() if k != NEMESIS_OPT}
-    if NEMESIS_OPT in options:
-        spec["nemesis_options"] = nemesis_options(options)
+    spec = {k: v for k, v in options.items() if k not in OPTION_TABLES}
+    for table, key in OPTION_TABLES.items():
+        if table in options:
+            spec[key] = option_table(options, table)
     if store is not None:
         spec["store"] = str(store)
     return TestSpec.from_dict(spec).validate()

@@ -5,9 +5,11 @@ member uses the standard ports (client 2379, peer 2380) on its own address. The 
 etcd's defaults (heartbeat 100 ms, election timeout 1 s), so the shortest lease etcd grants is
 1.5 s, rounded up to 2 s; the lock's ``--ttl`` becomes the lease TTL (whole seconds).
 
-Debian's build has no grpc-gateway (no JSON ``/v3/...`` endpoints), so the probes use the plain
-HTTP ones: ``/health`` (true only when the member sees a leader and a quorum answers a read) for
-readiness, and ``/metrics`` (``etcd_server_is_leader``) for the leader.
+The JSON gateway (``/v3/...`` over plain HTTP, for libraries such as etcd3gw and tooz's etcd
+driver) is on: etcd 3.4 started from a config file turns it off unless ``enable-grpc-gateway``
+says so. The probes use the plain HTTP endpoints: ``/health`` (true only when the member sees a
+leader and a quorum answers a read) for readiness, and ``/metrics``
+(``etcd_server_is_leader``) for the leader.
 
 Pre-vote is on (etcd 3.5's default; 3.4's is off): see :func:`etcd_config`.
 
@@ -98,6 +100,7 @@ def etcd_config(node: Node, cluster: list[Node], node_dir: Path) -> str:
         # and deposes the leader when it comes back; every new leader restarts every lease's
         # TTL, so under repeated minority partitions leases (and the locks on them) never end.
         "pre-vote": True,
+        "enable-grpc-gateway": True,  # the JSON API (/v3/...) HTTP clients use
         "logger": "zap",
         "log-outputs": ["stderr"],
     }

@@ -55,6 +55,18 @@ class RedisDB:
         finally:
             client.close()
 
+    def connected_from(self, node: Node) -> list[str] | None:
+        """The source addresses of the clients connected now (this query's own left out)."""
+        client = connect(node.host, node.port, 1.0)
+        try:
+            me = client.client_id()
+            return [str(c["addr"]).rsplit(":", 1)[0] for c in client.client_list()
+                    if int(c.get("id", -1)) != me and c.get("addr")]
+        except redis.exceptions.RedisError:
+            return None
+        finally:
+            client.close()
+
     def clock_fault_support(self) -> str | None:
         return None  # libfaketime reaches redis-server, if it is not linked with jemalloc
 

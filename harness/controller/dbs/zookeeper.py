@@ -14,15 +14,17 @@ and leader detection use them, never a client session.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import ClassVar
 
 from harness.controller.dbs.faketime import jvm_clock_support
-from harness.controller.dbs.fourletter import pick_leader, server_state
+from harness.controller.dbs.fourletter import four_letter, pick_leader, server_state
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
+CONS_LINE = re.compile(r"^\s*/([0-9.]+):\d+\[\d+\]\((.*)\)\s*$", re.M)
 TICK_MS = 200
 INIT_LIMIT = 25  # ticks a follower has to connect and sync at start (5 s)
 SYNC_LIMIT = 5  # ticks a follower may lag its leader (1 s)
@@ -80,6 +82,14 @@ class ZooKeeperDB:
     def leader(self, nodes: list[Node]) -> str | None:
         return pick_leader({n.name: server_state(n.host, n.port) for n in nodes})
 
+    def connected_from(self, node: Node) -> list[str] | None:
+        """The source addresses of the sessions connected now (``cons``; this probe's own
+        connection is not a session and is left out)."""
+        reply = four_letter(node.host, node.port, "cons", timeout=1.0)
+        if not reply:
+            return None
+        return [m.group(1) for m in CONS_LINE.finditer(reply) if "sid=" in m.group(0)]
+
     def clock_fault_support(self) -> str | None:
         return jvm_clock_support(self.java)
 
@@ -98,7 +108,7 @@ def zoo_cfg(node: Node, cluster: list[Node], node_dir: Path) -> str:
         f"dataDir={node_dir}",
         f"clientPortAddress={node.host}",
         f"clientPort={node.port}",
-        "4lw.commands.whitelist=srvr,ruok,mntr",
+        "4lw.commands.whitelist=srvr,ruok,mntr,cons",
         "admin.enableServer=false",
         # The faults are process crashes, never power loss: the page cache survives them, so
         # fsync per transaction buys nothing here but jitter on a shared disk.
