@@ -10,9 +10,12 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from harness.controller.backends import check_backend
+from harness.controller.hosts import check_fits
+from harness.controller.hosts import load as load_hosts
 from harness.controller.registry import Registry, default_registry
 from harness.controller.store import safe_name
 from harness.core.errors import UsageError
@@ -57,6 +60,7 @@ class TestSpec:
     name: str | None = None
     persistence: str = "none"  # the DB nodes' own: none | appendonly (where the db has it)
     nemesis_options: dict[str, Any] = field(default_factory=dict)  # e.g. clock-nodes=all
+    hosts: str | None = None  # the ssh backend's HOSTS.toml
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -85,6 +89,7 @@ class TestSpec:
             self.nemesis_options, self.nemesis_option_table(reg), "--nemesis-opt",
             f"the nemeses of this run ({', '.join(self.nemesis) or 'none'})")
         positive("--clients", self.clients, integer=True, limit=200)
+        self._check_hosts()
         positive("--time-limit", self.time_limit)
         positive("--ttl", self.ttl)
         if self.quiesce < 0:
@@ -101,6 +106,21 @@ class TestSpec:
         for name in self.nemesis:
             table.update(getattr(reg.load("nemeses", name), "options", {}) or {})
         return table
+
+    def _check_hosts(self) -> None:
+        """--backend ssh and --hosts go together; the file is read and checked now."""
+        if self.backend != "ssh":
+            if self.hosts is not None:
+                raise UsageError(f"--hosts is for --backend ssh, not {self.backend}")
+            return
+        if self.hosts is None:
+            raise UsageError("--backend ssh needs --hosts HOSTS.toml (make test hosts with "
+                             "`harness hosts up 3`)")
+        if not isinstance(self.hosts, str):
+            raise UsageError(f"hosts must be the path of a HOSTS.toml file, got {self.hosts!r}")
+        assert self.nodes is not None
+        self.hosts = str(Path(self.hosts).expanduser().resolve())
+        check_fits(load_hosts(self.hosts), self.nodes, self.clients)
 
     @property
     def test_name(self) -> str:

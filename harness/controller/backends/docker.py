@@ -272,7 +272,11 @@ def remove_run(c: Any, run_id: str | None) -> tuple[int, int]:
     """Remove the containers and networks of one run (or of every run: ``run_id=None``)."""
     if c is None:
         return 0, 0
-    selector = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
+    return remove_labelled(c, f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL)
+
+
+def remove_labelled(c: Any, selector: str) -> tuple[int, int]:
+    """Remove the containers, then the networks, that carry the label ``selector``."""
     containers = c.containers.list(all=True, filters={"label": selector})
     for ctr in containers:
         with contextlib.suppress(Exception):
