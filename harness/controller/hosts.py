@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.core.capabilities import ClientLinks, Iptables
 from harness.core.errors import UsageError
 
 HOST_KEYS = ("name", "address", "ssh", "port", "user", "key", "known-hosts", "jump", "dir")
@@ -180,7 +181,7 @@ def _host(raw: dict[str, Any], defaults: dict[str, Any], where: str, default_nam
         problems.add(where, f"name {name!r}: use letters, digits and '-'")
         ok = False
     ssh = merged.get("ssh", address)
-    if not isinstance(ssh, str) or not ssh or ssh.startswith("-"):
+    if "ssh" in merged and (not isinstance(ssh, str) or not ssh or ssh.startswith("-")):
         problems.add(where, f"ssh {ssh!r}: give a host name or address")
         ok = False
     port = _port(merged.get("port", 22), where, "port", problems)
@@ -334,6 +335,20 @@ def parse_addresses(value: Any) -> list[str]:
     if not out:
         raise ValueError("no addresses")
     return out
+
+
+def environment_unmet(hosts: HostsFile, capability: type) -> str | None:
+    """What the ssh backend lacks on these hosts (None: it has ``capability``). iptables is
+    checked (and installed if missing) on each host when a run starts."""
+    if capability is Iptables:
+        return None
+    if capability is ClientLinks:
+        if hosts.clients is None:
+            return (f"the clients share the control host's address ({hosts.path} has no "
+                    "[clients] addresses), so one client cannot be cut off alone: add them "
+                    "(docs/ssh.md)")
+        return None
+    return f"the ssh backend has no {getattr(capability, '__name__', capability)}"
 
 
 def check_fits(hosts: HostsFile, nodes: int, clients: int) -> None:

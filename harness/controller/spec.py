@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.controller.backends import check_backend
 from harness.controller.hosts import check_fits
+from harness.controller.hosts import environment_unmet as hosts_environment
 from harness.controller.hosts import load as load_hosts
 from harness.controller.registry import Registry, default_registry
 from harness.controller.store import safe_name
@@ -96,9 +97,11 @@ class TestSpec:
             raise UsageError(f"--quiesce must be >= 0 seconds, got {self.quiesce}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise UsageError(f"--seed must be a non-negative integer, got {self.seed!r}")
+        hosts = load_hosts(self.hosts) if self.hosts is not None else None
         reg.check_run(db=self.db, db_obj=make_db(db_cls, self.persistence), lock=self.lock,
                       workload=self.workload, nemeses=self.nemesis,
-                      environment=lambda cap: None)
+                      environment=lambda cap: None if hosts is None
+                      else hosts_environment(hosts, cap))
         return self
 
     def nemesis_option_table(self, reg: Registry) -> dict[str, Option]:

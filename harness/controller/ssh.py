@@ -63,6 +63,9 @@ class Remote:
     def __init__(self, host: Host, control: Path | None = None) -> None:
         self.host = host
         self.control = control
+        self._procs: ProcessTable | None = None
+        self._log = Path("/dev/null")
+        self.unmultiplexed = 0  # commands that found no master and connected on their own
 
     def options(self) -> list[str]:
         h = self.host
@@ -77,26 +80,37 @@ class Remote:
         return ["ssh", *self.options(), *mux, self.host.ssh, command]
 
     # the connection ---------------------------------------------------------------------------
-    def open(self, procs: ProcessTable, log: Path, timeout: float = CONNECT_TIMEOUT + 5) -> None:
-        """Start the master connection (a recorded process of the run) and wait until it
-        answers; HarnessError, one line, with ssh's own reason if it cannot connect."""
+    def open(self, procs: ProcessTable, log: Path) -> None:
+        """Start the master connection, a recorded process of the run that dies with the
+        controller. Call it from the main thread: the kernel's parent-death signal fires when
+        the *thread* that started a process ends, and a worker thread ends early."""
         assert self.control is not None
         self.control.parent.mkdir(parents=True, exist_ok=True)
         self.control.unlink(missing_ok=True)
-        name = f"ssh-{self.host.name}"
-        procs.spawn(name, ["ssh", *self.options(), "-M", "-N", "-o", "ControlPersist=no",
-                           "-o", f"ControlPath={self.control}", self.host.ssh], log,
-                    tie_to_controller=True)
+        self._procs, self._log = procs, log
+        procs.spawn(self._master, ["ssh", *self.options(), "-M", "-N",
+                                   "-o", "ControlPersist=no", "-o", f"ControlPath={self.control}",
+                                   self.host.ssh], log, tie_to_controller=True)
+
+    @property
+    def _master(self) -> str:
+        return f"ssh-{self.host.name}"
+
+    def wait_open(self, timeout: float = CONNECT_TIMEOUT + 5) -> None:
+        """Until the master answers; HarnessError, one line, with ssh's own reason if it
+        cannot connect."""
+        assert self.control is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.control.exists() and self._check():
                 return
-            if procs.pid(name) is None:
+            if self._procs.pid(self._master) is None:
                 break
             time.sleep(0.05)
-        procs.stop(name, timeout=1)
-        raise HarnessError(f"{self.host.describe()}: ssh cannot connect: {last_line(log)}; "
-                           "check address, user, key and known-hosts in the hosts file")
+        self._procs.stop(self._master, timeout=1)
+        raise HarnessError(f"{self.host.describe()}: ssh cannot connect: "
+                           f"{last_line(self._log)}; check address, user, key and known-hosts "
+                           "in the hosts file")
 
     def _check(self) -> bool:
         proc = subprocess.run(["ssh", "-o", f"ControlPath={self.control}", "-O", "check",
@@ -110,6 +124,8 @@ class Remote:
                 subprocess.run(["ssh", "-o", f"ControlPath={self.control}", "-O", "exit",
                                 self.host.ssh], capture_output=True, timeout=10)
             self.control.unlink(missing_ok=True)
+        if self._procs is not None:
+            self._procs.stop(self._master, timeout=2)
 
     # commands ---------------------------------------------------------------------------------
     def run(self, command: str, *, stdin: bytes | None = None, timeout: float = 60,
@@ -122,6 +138,8 @@ class Remote:
         except subprocess.TimeoutExpired:
             raise HarnessError(f"{self.host.describe()}: no answer over ssh within "
                                f"{timeout:.0f} s") from None
+        if self.control is not None and b"Control socket connect" in proc.stderr:
+            self.unmultiplexed += 1
         if proc.returncode == SSH_FAILED:
             raise HarnessError(f"{self.host.describe()}: ssh failed: "
                                f"{text_tail(proc.stderr)}")

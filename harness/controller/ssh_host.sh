@@ -228,7 +228,7 @@ cmd_teardown() {  # BASE RUN COMMENT: stop the run's servers, remove its rules a
     fi
     rm -rf "$dir"
     [ "$(cat "$1/claim/run" 2>/dev/null)" = "$2" ] && rm -rf "$1/claim"
-    rmdir "$1/runs" 2>/dev/null && rmdir "$1" 2>/dev/null
+    rmdir "$1/runs" 2>/dev/null; rmdir "$1" 2>/dev/null
     return 0
 }
 
@@ -244,7 +244,7 @@ cmd_orphans() {  # BASE LIVE-COMMENT...: rules of runs that are gone; a claim wi
     if [ -d "$base/claim" ] && { [ -z "$claim" ] || [ ! -d "$base/runs/$claim" ]; }; then
         rm -rf "$base/claim"
     fi
-    rmdir "$base/runs" 2>/dev/null && rmdir "$base" 2>/dev/null
+    rmdir "$base/runs" 2>/dev/null; rmdir "$base" 2>/dev/null
     return 0
 }
 

@@ -48,11 +48,10 @@ from harness.controller.backends.docker import ip_cmd
 from harness.controller.backends.local import LocalBackend, port_free
 from harness.controller.backends.process_nodes import last_lines, offset_text
 from harness.controller.cleanup import active_dir
-from harness.controller.hosts import Host, HostsFile, check_fits
+from harness.controller.hosts import Host, HostsFile, check_fits, environment_unmet
 from harness.controller.procs import ProcessTable
 from harness.controller.ssh import Remote, each, text_tail
 from harness.controller.store import RunDir
-from harness.core.capabilities import Iptables
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -132,7 +131,9 @@ class SshBackend:
         control = active_dir() / "ssh"
         self.remotes = {h.name: Remote(h, control / f"{tag}-{h.name}") for h in used}
         self.run.logs.mkdir(parents=True, exist_ok=True)
-        each(used, lambda h: self.remotes[h.name].open(self.procs, self.run.log(f"ssh-{h.name}")))
+        for h in used:  # from this thread (see Remote.open), then wait for all at once
+            self.remotes[h.name].open(self.procs, self.run.log(f"ssh-{h.name}"))
+        each(used, lambda h: self.remotes[h.name].wait_open())
         each(used, self._claim)
         if self.file.resource is None:
             self.local = LocalBackend(self.run, self.procs, self.run_id)
@@ -200,9 +201,7 @@ class SshBackend:
         self.hosts[name] = host
 
     def environment_unmet(self, capability: type) -> str | None:
-        if capability is Iptables:
-            return None  # checked (and installed if missing) on each host in preflight
-        return f"the ssh backend has no {getattr(capability, '__name__', capability)}"
+        return environment_unmet(self.file, capability)
 
     # nodes -----------------------------------------------------------------------------------
     def _is_local(self, node: Node) -> bool:
@@ -454,9 +453,12 @@ class SshBackend:
                 ip_cmd("addr", "del", f"{addr}/32", "dev", self.file.clients.interface,
                        check=False)
             self._added_addrs = []
-            for name, remote in self.remotes.items():
+            for remote in self.remotes.values():
+                if remote.unmultiplexed:
+                    self.say(f"{remote.host.name}: {remote.unmultiplexed} command(s) found no "
+                             "ssh master connection and opened their own (slower); see "
+                             f"{self.run.log(f'ssh-{remote.host.name}')}")
                 remote.close()
-                self.procs.stop(f"ssh-{name}", timeout=2)
 
 
 def requirements(db: Any, node: Node, node_dir: PurePosixPath) -> dict[str, str | None]:
