@@ -18,30 +18,17 @@ import pytest
 from harness.controller import procs
 from harness.controller.hosts import HostsFile, load
 from harness.controller.ssh import Remote
-from tests.harness_runs import harness, history
+from tests.harness_runs import docker_engine, harness, history
 from tests.harness_runs import run as run_harness
 
 pytestmark = [pytest.mark.docker, pytest.mark.servers]
 SERVERS = ("redis-server", "java", "etcd")
 
 
-def engine() -> Any:
-    try:
-        import docker
-
-        c = docker.from_env(timeout=10)
-        c.ping()
-        c.images.get("lock-harness/node:latest")
-        return c
-    except Exception as e:  # no SDK, no engine, no image
-        pytest.skip(f"docker engine or node image unavailable ({type(e).__name__}): run "
-                    "`bash setup.sh`")
-
-
 @pytest.fixture(scope="module")
 def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Three SSH hosts for the whole module (`harness hosts up 3`), removed at the end."""
-    engine()
+    docker_engine()
     path = tmp_path_factory.mktemp("hosts") / "HOSTS.toml"
     proc = harness("hosts", "up", "3", "--file", str(path), timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -236,7 +223,7 @@ def test_a_missing_server_is_installed_with_apt(hosts: Path, store: Path,
 
 
 def test_hosts_up_and_down_leave_nothing(tmp_path: Path) -> None:
-    c = engine()
+    c = docker_engine()
     path = tmp_path / "TWO.toml"
     proc = harness("hosts", "up", "2", "--file", str(path), timeout=300)
     assert proc.returncode == 0, proc.stderr
