@@ -355,23 +355,28 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     from harness.controller.cleanup import clean
+    from harness.controller.hosts import load
 
-    hosts = None
-    if args.hosts is not None:
-        from harness.controller.hosts import load
-
-        hosts = load(args.hosts)  # a bad file is a usage error before anything is removed
+    given = load(args.hosts) if args.hosts is not None else None  # a bad file: exit 64 now
     out = clean(force=args.force)
     for err in out.errors:
         print(f"harness: {err}", file=sys.stderr)
     print(f"clean: {out.runs} run(s) cleaned, {out.rules} iptables rule(s), {out.containers} "
           f"container(s), {out.networks} network(s) removed")
-    if hosts is not None:
+    files = [given] if given is not None else []
+    for path in out.hosts_files:  # the hosts of dead runs on the ssh backend
+        if given is None or Path(path).resolve() != given.path.resolve():
+            try:
+                files.append(load(path))
+            except UsageError as e:
+                print(f"harness: cannot clean the hosts of a dead run: {e}", file=sys.stderr)
+    for hosts in files:
         from harness.controller.backends.ssh import clean_hosts
 
         runs, rules, addrs = clean_hosts(hosts, force=args.force)
-        print(f"clean --hosts: {runs} run(s) removed from {len(hosts.every_host())} host(s), "
-              f"{rules} iptables rule(s), {addrs} client address(es)")
+        print(f"clean --hosts {hosts.path}: {runs} run(s) removed from "
+              f"{len(hosts.every_host())} host(s), {rules} iptables rule(s), {addrs} client "
+              "address(es)")
     return 0
 
 

@@ -37,6 +37,16 @@ def mark_active(run: RunDir, run_id: str) -> Path:
     return marker
 
 
+def _hosts_file(run: RunDir) -> str | None:
+    """The hosts file of a run on the ssh backend (its servers and rules are on those hosts)."""
+    try:
+        spec = run.load_test()["spec"]
+    except HarnessError:
+        return None
+    hosts = spec.get("hosts")
+    return str(hosts) if spec.get("backend") == "ssh" and isinstance(hosts, str) else None
+
+
 def active_runs() -> list[tuple[Path, dict[str, Any]]]:
     out = []
     for marker in sorted(active_dir().glob("*.json")):
@@ -57,6 +67,7 @@ class Cleaned:
     still_running: list[str] = field(default_factory=list)
     killed: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    hosts_files: list[str] = field(default_factory=list)  # of dead ssh runs: clean those hosts
 
 
 def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
@@ -77,6 +88,9 @@ def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
                 continue
             os.kill(controller, signal.SIGKILL)
         run = RunDir(Path(str(data.get("run_dir", ""))))
+        hosts = _hosts_file(run)
+        if hosts is not None and hosts not in out.hosts_files:
+            out.hosts_files.append(hosts)
         killed = procs.kill_recorded(run.pids) if run.path.is_dir() else []
         for k in killed:
             say(f"killed {k} of {run_id}")

@@ -487,9 +487,14 @@ def clean_hosts(hosts: HostsFile, force: bool = False,
     """Remove what runs that are gone left on the hosts (servers, rules, files, claims) and
     the clients' addresses on the control host. With ``force``, also runs that still go, or
     whose controller is on another machine. Returns (runs, rules, addresses) removed."""
-    live_any = False
-
     def one(host: Host) -> tuple[int, int, bool]:
+        try:
+            return clean_host(host)
+        except HarnessError as e:  # one unreachable host does not stop the others' cleaning
+            say(f"harness: {e}")
+            return 0, 0, True
+
+    def clean_host(host: Host) -> tuple[int, int, bool]:
         remote = Remote(host)
         runs, _ = parse_runs(remote.helper("runs", host.dir))
         live: list[str] = []
