@@ -112,7 +112,7 @@ def test_zookeeper_partition_over_ssh(hosts: Path, store: Path) -> None:
     """A cut only overlaps two holders when the holder it catches still has more than its 2 s
     session left to hold (critical sections are 1-6 s): about one cut in three here (5 of 14
     in five 15 s runs; the others' holders finished, and only their release timed out). So
-    45 s, about 8 cuts: a miss of all of them is then ~3 %, where 15 s missed 2 runs in 9."""
+    45 s, about 8 cuts: a miss of all of them is then ~3 %, where 15 s missed 2 runs in 7."""
     code, results, run_dir, out = run(store, hosts, "--db", "zookeeper", "--lock", "zookeeper",
                                       "--nemesis", "partition", "--time-limit", "45",
                                       "--seed", "4")
