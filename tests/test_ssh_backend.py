@@ -107,6 +107,22 @@ def test_clock_jump_on_the_host_is_verified_by_redis_time(hosts: Path, store: Pa
     assert heals and abs(heals[0]["detail"]["observed"]["n1"]) < 1.0
 
 
+def test_the_resource_on_a_host_of_its_own(hosts: Path, store: Path, tmp_path: Path) -> None:
+    h = load(hosts)
+    text = hosts.read_text()
+    last = text.rindex("[[hosts]]")
+    split = tmp_path / "RESOURCE.toml"
+    split.write_text(text[:last].replace('"HOSTS.keys/', f'"{hosts.parent}/HOSTS.keys/')
+                     + text[last:].replace("[[hosts]]", "[resource]").replace('"h3"', '"res"'))
+    code, _, run_dir, out = run(store, split, "--nemesis", "partition", "--time-limit", "6",
+                                "--seed", "7")
+    assert code == 0, out
+    test = json.loads((run_dir / "test.json").read_text())
+    assert test["resource"]["host"] == h.hosts[2].address
+    assert "Redis is starting" in (run_dir / "logs" / "resource.log").read_text()
+    assert_nothing_left(hosts, run_dir)
+
+
 @pytest.mark.slow
 def test_zookeeper_partition_over_ssh(hosts: Path, store: Path) -> None:
     """A cut only overlaps two holders when the holder it catches still has more than its 2 s
