@@ -196,6 +196,8 @@ def test_a_busy_host_is_refused_and_a_killed_run_is_cleaned(hosts: Path, store: 
     try:
         code, _, _, out = run(store, hosts, "--nemesis", "none", "--time-limit", "5")
         assert code == 3 and "is in use by run" in out, out
+        down = harness("hosts", "down", "--file", str(hosts))
+        assert down.returncode == 3 and "is using the hosts" in down.stderr, down.stderr
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         h = load(hosts)
