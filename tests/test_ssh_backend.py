@@ -70,6 +70,7 @@ def test_pause_breaks_redis_setnx_over_ssh(hosts: Path, store: Path) -> None:
     code, results, run_dir, out = run(store, hosts, "--nemesis", "pause", "--time-limit",
                                       "10", "--seed", "1")
     assert code == 1, out
+    assert "found no ssh master" not in out, "every command rode the run's master connection"
     assert results["checks"]["mutex"]["lock-overlap-count"] > 0
     assert "Redis is starting" in (run_dir / "logs" / "n1.log").read_text(), "log fetched"
     test = json.loads((run_dir / "test.json").read_text())
