@@ -43,6 +43,14 @@ def state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
+def stopped(pid: int, timeout: float = 2.0) -> bool:
+    """A signal is delivered asynchronously: wait a moment for the process to stop."""
+    deadline = time.monotonic() + timeout
+    while state(pid) != "T" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return state(pid) == "T"
+
+
 def test_a_server_is_started_in_its_own_session_and_signalled_by_its_recorded_pid(
         tmp_path: Path) -> None:
     pidfile, log = tmp_path / "n1" / "server.pid", tmp_path / "logs" / "n1.log"
@@ -53,9 +61,9 @@ def test_a_server_is_started_in_its_own_session_and_signalled_by_its_recorded_pi
         assert os.getsid(pid) == pid, "a session of its own"
         assert out("running", str(pidfile)) == "yes"
         assert out("signal", str(pidfile), "STOP") == "sent"
-        assert state(pid) == "T"
+        assert stopped(pid)
         assert out("signal", str(pidfile), "CONT") == "sent"
-        assert state(pid) != "T"
+        assert not stopped(pid, timeout=0.2)
         assert out("stop", str(pidfile), "50") == "stopped"
         assert out("running", str(pidfile)) == "no"
         assert out("signal", str(pidfile), "STOP") == "gone"
