@@ -4,6 +4,7 @@ no Docker engine answers or the node image is missing."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from harness.controller import procs
+from harness.controller.cleanup import active_dir
 from harness.controller.hosts import HostsFile, load
 from harness.controller.ssh import Remote
 from tests.harness_runs import docker_engine, harness, history
@@ -222,6 +224,10 @@ def test_plain_clean_finds_the_hosts_of_a_killed_run(hosts: Path, store: Path) -
     assert out.returncode == 0, out.stderr
     assert f"clean --hosts {hosts}: 1 run(s) removed" in out.stdout, out.stdout
     assert_nothing_left(hosts)
+    [test_json] = store.glob("*/*/test.json")  # the killed run's (`latest` may not be set)
+    run_id = json.loads(test_json.read_text())["run_id"]
+    tag = hashlib.sha1(run_id.encode()).hexdigest()[:10]
+    assert not list((active_dir() / "ssh").glob(f"{tag}-*")), "the dead master's socket"
 
 
 @pytest.mark.slow

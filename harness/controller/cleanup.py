@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,23 @@ def mark_active(run: RunDir, run_id: str) -> Path:
     write_json(marker, {"run_dir": str(run.path), "run_id": run_id, "controller": os.getpid(),
                         "controller_started": procs.start_time(os.getpid())})
     return marker
+
+
+def remove_stale_sockets(directory: Path) -> int:
+    """The ssh master sockets of runs that died (nothing listens on them any more)."""
+    removed = 0
+    for path in directory.glob("*") if directory.is_dir() else []:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(str(path))
+                continue  # a live master
+            except ConnectionRefusedError:
+                pass
+            except OSError:
+                continue
+        path.unlink(missing_ok=True)
+        removed += 1
+    return removed
 
 
 def _hosts_file(run: RunDir) -> str | None:
@@ -97,6 +115,7 @@ def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
         out.killed.extend(killed)
         marker.unlink(missing_ok=True)
         out.runs += 1
+    remove_stale_sockets(active_dir() / "ssh")
     if shutil.which("dockerd") or os.path.exists("/var/run/docker.sock"):
         try:
             from harness.controller.backends import docker as docker_backend
