@@ -366,6 +366,11 @@ class SshBackend:
             return self.local.is_running(node)
         return self._remote(node).helper("running", self._paths(node)[2]).strip() == "yes"
 
+    def answers(self, node: Node) -> bool:
+        """One probe of the DB's own, from the control host (as the clients see the node)."""
+        return bool(self.dbs[node.name].ready(node)) if not self._is_local(node) \
+            else bool(self.local is not None and self.local.answers(node))
+
     def wait_ready(self, node: Node, timeout: float) -> None:
         if self._is_local(node):
             assert self.local is not None
