@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set-up for a fresh Debian 12 machine, as root. Idempotent: run it again any time.
-#  - Debian packages: the servers (redis-server), iptables, libfaketime, procps, iproute2, venv
+#  - Debian packages: the servers (redis-server), iptables, libfaketime, procps, iproute2, venv,
+#    openssh-client
 #  - the Python package and its dependencies in ./.venv, and `harness` on PATH
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -14,7 +15,8 @@ fi
 packages=(redis-server iptables faketime libfaketime procps iproute2 python3 python3-venv
           python3-pip
           chromium fonts-dejavu-core  # the report tests render report.html headless
-          zookeeper etcd-server)  # the consensus-backed locks (ZooKeeper brings its JVM)
+          zookeeper etcd-server  # the consensus-backed locks (ZooKeeper brings its JVM)
+          openssh-client)  # the ssh backend (and ssh-keygen for `harness hosts up`)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

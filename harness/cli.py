@@ -42,7 +42,8 @@ def build_parser() -> Parser:
     r.add_argument("--nemesis", help="comma-separated faults, or none (default: pause); "
                    "FAULT:ROLE aims a fault at a role, e.g. partition:waiter, pause:any, "
                    "pause-node:leader, kill:node=n2")
-    r.add_argument("--backend", help="local (default) or docker")
+    r.add_argument("--backend", help="local (default), docker or ssh")
+    r.add_argument("--hosts", help="the ssh backend's hosts file (HOSTS.toml; see docs/ssh.md)")
     r.add_argument("--nodes", type=int, help="DB nodes (default: the db's own)")
     r.add_argument("--clients", type=int, help="client processes (default 5)")
     r.add_argument("--time-limit", type=float, help="seconds of workload (default 20)")
@@ -88,6 +89,19 @@ def build_parser() -> Parser:
 
     cl = sub.add_parser("clean", help="remove anything runs left behind")
     cl.add_argument("--force", action="store_true", help="also stop runs still in progress")
+    cl.add_argument("--hosts", type=Path, metavar="HOSTS.toml",
+                    help="also clean the ssh backend's hosts in this file")
+
+    ho = sub.add_parser("hosts", help="SSH hosts in containers, to try --backend ssh on")
+    hsub = ho.add_subparsers(dest="hosts_command", required=True, parser_class=Parser)
+    hu = hsub.add_parser("up", help="start N SSH hosts and write HOSTS.toml")
+    hu.add_argument("count", type=int, metavar="N")
+    hu.add_argument("--file", type=Path, default=Path("HOSTS.toml"),
+                    help="the hosts file to write (default ./HOSTS.toml; keys in HOSTS.keys/)")
+    hd = hsub.add_parser("down", help="remove the hosts of HOSTS.toml, and the file")
+    hd.add_argument("--file", type=Path, default=Path("HOSTS.toml"),
+                    help="the hosts file (default ./HOSTS.toml)")
+    hd.add_argument("--all", action="store_true", help="every set of hosts on this engine")
 
     sv = sub.add_parser("serve", help="browse the results store in a web browser")
     sv.add_argument("--store", type=Path, default=Path("results"),
@@ -120,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except HarnessError as e:
-        print(f"harness: {e}", file=sys.stderr)
+        for line in str(e).splitlines() or [""]:
+            print(f"harness: {line}", file=sys.stderr)
         return e.exit_code
     except HistoryError as e:
         print(f"harness: {e}", file=sys.stderr)
@@ -135,7 +150,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     if args.config is not None:
         data = load_toml(args.config)
     for key in ("db", "lock", "workload", "backend", "nodes", "clients", "time_limit", "seed",
-                "store", "ttl"):
+                "store", "ttl", "hosts"):
         value = getattr(args, key)
         if value is not None:
             data[key] = value
@@ -409,12 +424,39 @@ def list_one(reg: Any, kind: str, name: str) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     from harness.controller.cleanup import clean
+    from harness.controller.hosts import load
 
+    given = load(args.hosts) if args.hosts is not None else None  # a bad file: exit 64 now
     out = clean(force=args.force)
     for err in out.errors:
         print(f"harness: {err}", file=sys.stderr)
     print(f"clean: {out.runs} run(s) cleaned, {out.rules} iptables rule(s), {out.containers} "
           f"container(s), {out.networks} network(s) removed")
+    files = [given] if given is not None else []
+    for path in out.hosts_files:  # the hosts of dead runs on the ssh backend
+        if given is None or Path(path).resolve() != given.path.resolve():
+            try:
+                files.append(load(path))
+            except UsageError as e:
+                print(f"harness: cannot clean the hosts of a dead run: {e}", file=sys.stderr)
+    for hosts in files:
+        from harness.controller.backends.ssh import clean_hosts
+
+        runs, rules, addrs = clean_hosts(hosts, force=args.force)
+        print(f"clean --hosts {hosts.path}: {runs} run(s) removed from "
+              f"{len(hosts.every_host())} host(s), {rules} iptables rule(s), {addrs} client "
+              "address(es)")
+    return 0
+
+
+def cmd_hosts(args: argparse.Namespace) -> int:
+    from harness.controller import docker_hosts
+
+    if args.hosts_command == "up":
+        docker_hosts.up(args.count, args.file)
+    else:
+        docker_hosts.down(args.file if args.file.exists() or not args.all else None,
+                          every=args.all)
     return 0
 
 
@@ -510,7 +552,8 @@ def suite_finish(suite: Suite, outcomes: list[Outcome], started: float, out_dir:
 
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "export": cmd_export, "report": cmd_report,
-            "list": cmd_list, "clean": cmd_clean, "serve": cmd_serve, "suite": cmd_suite}
+            "list": cmd_list, "clean": cmd_clean, "serve": cmd_serve, "suite": cmd_suite,
+            "hosts": cmd_hosts}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from harness.core.capabilities import Failover, Iptables
+from harness.core.capabilities import ClientLinks, Failover, Iptables
 from harness.core.cluster import NemesisContext, client_name
 from harness.core.options import Option
 from nemesis.base import BaseNemesis, wait_for_holder
@@ -31,7 +31,7 @@ class SentinelFailover(BaseNemesis):
     name = "failover"
     summary = ("cut the Sentinel primary (with the lock holder) off from the rest until a "
                "replica is promoted, then heal")
-    requires = (Failover, Iptables)
+    requires = (Failover, Iptables, ClientLinks)
     cuts_clients = True
     options = {"failover-wait": Option(float, 15.0, "seconds to wait for a replica to be "
                                        "promoted", minimum=1, maximum=600)}

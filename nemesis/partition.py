@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.core.capabilities import Iptables
+from harness.core.capabilities import ClientLinks, Iptables
 from harness.core.cluster import NemesisContext, process_of
 from nemesis import topology
 from nemesis.base import CLIENT_TARGETS, BaseNemesis, client_target
@@ -42,6 +42,7 @@ class IsolateHolder(CutLinks):
     name = "partition"
     summary = "cut the client holding the lock off from every DB node, past the TTL"
     targets = CLIENT_TARGETS
+    requires = (Iptables, ClientLinks)
     cuts_clients = True
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:

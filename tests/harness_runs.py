@@ -25,5 +25,20 @@ def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
     return proc.returncode, results, latest, proc.stdout + proc.stderr
 
 
+def docker_engine() -> Any:
+    """A Docker SDK client with the node image present, or skip the test saying why."""
+    import pytest
+
+    try:
+        import docker
+
+        c = docker.from_env(timeout=10)
+        c.ping()
+        c.images.get("lock-harness/node:latest")
+        return c
+    except Exception as e:  # no SDK, no engine, no image
+        pytest.skip(f"docker backend unavailable ({type(e).__name__}): run `bash setup.sh`")
+
+
 def history(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.harness_runs import docker_engine
 from tests.harness_runs import run as run_harness
 
 
@@ -21,15 +22,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.servers]
 
 @pytest.fixture
 def docker_client() -> Any:
-    try:
-        import docker
-
-        c = docker.from_env(timeout=10)
-        c.ping()
-        c.images.get("lock-harness/node:latest")
-        return c
-    except Exception as e:  # no SDK, no engine, no image
-        pytest.skip(f"docker backend unavailable ({type(e).__name__}): run `bash setup.sh`")
+    return docker_engine()
 
 
 def ops(run_dir: Path, f: str) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness_runs import harness
+from tests.harness_runs import docker_engine, harness
 from tests.harness_runs import run as run_harness
 
 
@@ -24,21 +24,9 @@ def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
 pytestmark = [pytest.mark.docker, pytest.mark.servers]
 
 
-def engine() -> Any:
-    try:
-        import docker
-
-        c = docker.from_env(timeout=10)
-        c.ping()
-        c.images.get("lock-harness/node:latest")
-        return c
-    except Exception as e:  # no SDK, no engine, no image
-        pytest.skip(f"docker backend unavailable ({type(e).__name__}): run `bash setup.sh`")
-
-
 @pytest.fixture
 def docker_client() -> Any:
-    return engine()
+    return docker_engine()
 
 
 def labelled(c: Any, run_id: str | None = None) -> tuple[list[Any], list[Any]]:

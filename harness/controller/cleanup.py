@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,33 @@ def mark_active(run: RunDir, run_id: str) -> Path:
     return marker
 
 
+def remove_stale_sockets(directory: Path) -> int:
+    """The ssh master sockets of runs that died (nothing listens on them any more)."""
+    removed = 0
+    for path in directory.glob("*") if directory.is_dir() else []:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(str(path))
+                continue  # a live master
+            except ConnectionRefusedError:
+                pass
+            except OSError:
+                continue
+        path.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+def _hosts_file(run: RunDir) -> str | None:
+    """The hosts file of a run on the ssh backend (its servers and rules are on those hosts)."""
+    try:
+        spec = run.load_test()["spec"]
+    except HarnessError:
+        return None
+    hosts = spec.get("hosts")
+    return str(hosts) if spec.get("backend") == "ssh" and isinstance(hosts, str) else None
+
+
 def active_runs() -> list[tuple[Path, dict[str, Any]]]:
     out = []
     for marker in sorted(active_dir().glob("*.json")):
@@ -57,6 +85,7 @@ class Cleaned:
     still_running: list[str] = field(default_factory=list)
     killed: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    hosts_files: list[str] = field(default_factory=list)  # of dead ssh runs: clean those hosts
 
 
 def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
@@ -77,12 +106,16 @@ def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
                 continue
             os.kill(controller, signal.SIGKILL)
         run = RunDir(Path(str(data.get("run_dir", ""))))
+        hosts = _hosts_file(run)
+        if hosts is not None and hosts not in out.hosts_files:
+            out.hosts_files.append(hosts)
         killed = procs.kill_recorded(run.pids) if run.path.is_dir() else []
         for k in killed:
             say(f"killed {k} of {run_id}")
         out.killed.extend(killed)
         marker.unlink(missing_ok=True)
         out.runs += 1
+    remove_stale_sockets(active_dir() / "ssh")
     if shutil.which("dockerd") or os.path.exists("/var/run/docker.sock"):
         try:
             from harness.controller.backends import docker as docker_backend

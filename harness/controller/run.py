@@ -148,7 +148,8 @@ class Run:
         spec, run = self.spec, self.run
         assert spec.nodes is not None
         started = time.monotonic()
-        backend = make_backend(spec.backend, run, self.procs, self.run_id)
+        backend = make_backend(spec.backend, run, self.procs, self.run_id, hosts=spec.hosts,
+                               say=self.progress.line)
         try:
             self.registry.check_run(db=spec.db, db_obj=self.db, lock=spec.lock,
                                     workload=spec.workload, nemeses=spec.nemesis_names,

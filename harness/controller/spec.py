@@ -10,9 +10,13 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from harness.controller.backends import check_backend
+from harness.controller.hosts import check_fits
+from harness.controller.hosts import environment_unmet as hosts_environment
+from harness.controller.hosts import load as load_hosts
 from harness.controller.registry import Registry, default_registry
 from harness.controller.store import safe_name
 from harness.core.errors import UsageError
@@ -100,6 +104,7 @@ class TestSpec:
     hold: Any = None  # seconds a holder works under the lock: 1.5 or "1-6" (default: lock's)
     think: Any = None  # seconds a client waits between sessions
     acquire_timeout: float | None = None  # seconds an acquire may take
+    hosts: str | None = None  # the ssh backend's HOSTS.toml
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -144,15 +149,18 @@ class TestSpec:
         if self.acquire_timeout is not None:
             positive("--acquire-timeout", self.acquire_timeout)
         positive("--clients", self.clients, integer=True, limit=200)
+        self._check_hosts()
         positive("--time-limit", self.time_limit)
         positive("--ttl", self.ttl)
         if self.quiesce < 0:
             raise UsageError(f"--quiesce must be >= 0 seconds, got {self.quiesce}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise UsageError(f"--seed must be a non-negative integer, got {self.seed!r}")
+        hosts = load_hosts(self.hosts) if self.hosts is not None else None
         reg.check_run(db=self.db, db_obj=make_db(db_cls, self.persistence), lock=self.lock,
                       workload=self.workload, nemeses=self.nemesis_names,
-                      environment=lambda cap: None)
+                      environment=lambda cap: None if hosts is None
+                      else hosts_environment(hosts, cap))
         return self
 
     @property
@@ -176,6 +184,21 @@ class TestSpec:
         if self.acquire_timeout is not None:
             out["acquire_timeout"] = float(self.acquire_timeout)
         return out
+
+    def _check_hosts(self) -> None:
+        """--backend ssh and --hosts go together; the file is read and checked now."""
+        if self.backend != "ssh":
+            if self.hosts is not None:
+                raise UsageError(f"--hosts is for --backend ssh, not {self.backend}")
+            return
+        if self.hosts is None:
+            raise UsageError("--backend ssh needs --hosts HOSTS.toml (make test hosts with "
+                             "`harness hosts up 3`)")
+        if not isinstance(self.hosts, str):
+            raise UsageError(f"hosts must be the path of a HOSTS.toml file, got {self.hosts!r}")
+        assert self.nodes is not None
+        self.hosts = str(Path(self.hosts).expanduser().resolve())
+        check_fits(load_hosts(self.hosts), self.nodes, self.clients)
 
     @property
     def test_name(self) -> str:

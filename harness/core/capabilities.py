@@ -73,6 +73,13 @@ class Iptables:
     """Environment: the backend can cut links with iptables (root, the project's chain)."""
 
 
+class ClientLinks:
+    """Environment: one client's links can be cut alone (each client connects from an address
+    of its own). The ssh backend has it only when the hosts file gives client addresses."""
+
+    environment = True
+
+
 NEEDS: dict[type, str] = {
     HasLeader: "a db with a leader",
     HasCompanions: "a db with companion processes",
@@ -81,6 +88,7 @@ NEEDS: dict[type, str] = {
     Replication: "a db that replicates between its nodes",
     Connections: "a db that lists its client connections",
     Iptables: "iptables (root)",
+    ClientLinks: "clients with addresses of their own",
 }
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from harness.controller.backends.base import Backend
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
 from harness.core.errors import UsageError
 
-BACKENDS = ("local", "docker")
+BACKENDS = ("local", "docker", "ssh")
 
 
 def check_backend(name: str) -> None:
@@ -15,12 +17,23 @@ def check_backend(name: str) -> None:
         raise UsageError(f"unknown backend {name!r}: use one of {', '.join(BACKENDS)}")
 
 
-def make(name: str, run: RunDir, procs: ProcessTable, run_id: str) -> Backend:
+def make(name: str, run: RunDir, procs: ProcessTable, run_id: str, *, hosts: str | None = None,
+         say: Callable[[str], None] | None = None) -> Backend:
+    """The backend ``name`` for one run (``hosts``: the ssh backend's HOSTS.toml; ``say``: a
+    progress line, for what takes long, such as installing servers on hosts)."""
     check_backend(name)
     if name == "docker":
         from harness.controller.backends.docker import DockerBackend
 
         return DockerBackend(run, procs, run_id)
+    if name == "ssh":
+        from harness.controller import hosts as hosts_file
+        from harness.controller.backends.ssh import SshBackend
+
+        if hosts is None:
+            raise UsageError("--backend ssh needs --hosts HOSTS.toml (make test hosts with "
+                             "`harness hosts up 3`)")
+        return SshBackend(run, procs, run_id, hosts_file.load(hosts), say)
     from harness.controller.backends.local import LocalBackend
 
     return LocalBackend(run, procs, run_id)

@@ -34,7 +34,7 @@ from harness.controller.backends.process_nodes import ProcessNodes, write_offset
 from harness.controller.dbs.faketime import LIBFAKETIME_PATHS
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
-from harness.core.capabilities import Iptables
+from harness.core.capabilities import ClientLinks, Iptables
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -148,8 +148,8 @@ class DockerBackend(ProcessNodes):
         self.hosts[name] = host
 
     def environment_unmet(self, capability: type) -> str | None:
-        if capability is Iptables:
-            return None  # every container has iptables and NET_ADMIN
+        if capability in (Iptables, ClientLinks):
+            return None  # every container has iptables and NET_ADMIN; clients own addresses
         return f"the docker backend has no {getattr(capability, '__name__', capability)}"
 
     # nodes -----------------------------------------------------------------------------------
@@ -272,7 +272,11 @@ def remove_run(c: Any, run_id: str | None) -> tuple[int, int]:
     """Remove the containers and networks of one run (or of every run: ``run_id=None``)."""
     if c is None:
         return 0, 0
-    selector = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
+    return remove_labelled(c, f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL)
+
+
+def remove_labelled(c: Any, selector: str) -> tuple[int, int]:
+    """Remove the containers, then the networks, that carry the label ``selector``."""
     containers = c.containers.list(all=True, filters={"label": selector})
     for ctr in containers:
         with contextlib.suppress(Exception):

@@ -27,7 +27,7 @@ from harness.controller.cleanup import active_dir
 from harness.controller.dbs.faketime import libfaketime
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
-from harness.core.capabilities import Iptables
+from harness.core.capabilities import ClientLinks, Iptables
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -92,6 +92,8 @@ class LocalBackend(ProcessNodes):
         self.hosts[name] = host
 
     def environment_unmet(self, capability: type) -> str | None:
+        if capability is ClientLinks:
+            return None  # every client has its own loopback address
         if capability is Iptables:
             try:
                 netfilter.check_available()

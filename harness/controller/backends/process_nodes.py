@@ -57,9 +57,14 @@ class ProcessNodes:
                            f"see {self.log_file(node)}")
 
 
+def offset_text(offset: float) -> str:
+    """libfaketime's relative offset format: "+60s", "-1.5s"."""
+    return f"{offset:+.3f}s" if offset % 1 else f"{int(offset):+d}s"
+
+
 def write_offset(path: Path, offset: float) -> None:
-    """libfaketime's relative offset format: "+60s", "-1.5s"; written atomically."""
-    write_text(path, f"{offset:+.3f}s\n" if offset % 1 else f"{int(offset):+d}s\n")
+    """The offset in libfaketime's format, written atomically."""
+    write_text(path, offset_text(offset) + "\n")
 
 
 def last_lines(path: Path, n: int = 2) -> str:

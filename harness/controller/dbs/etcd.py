@@ -44,6 +44,7 @@ class EtcdDB:
     default_nodes: ClassVar[int] = 3
     port: ClassVar[int] = 2379
     default_lock: ClassVar[str] = "etcd"
+    debian_packages: ClassVar[dict[str, str]] = {"etcd": "etcd-server"}
 
     def __init__(self, binary: str | None = None) -> None:
         self.binary = binary or shutil.which("etcd") or "etcd"

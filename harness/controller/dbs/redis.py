@@ -22,6 +22,8 @@ class RedisDB:
     default_nodes: ClassVar[int] = 1
     port: ClassVar[int] = 16379
     persistence_modes: ClassVar[tuple[str, ...]] = ("none", "appendonly")
+    # what a host needs to run a node, and the Debian package that brings it (ssh backend)
+    debian_packages: ClassVar[dict[str, str]] = {"redis-server": "redis-server"}
 
     def __init__(self, binary: str | None = None, persistence: str = "none") -> None:
         self.binary = binary or "redis-server"  # found on PATH where the node runs

@@ -123,6 +123,7 @@ class SentinelProcess:
     summary: ClassVar[str] = "Redis Sentinel"
     default_nodes: ClassVar[int] = SENTINELS
     port: ClassVar[int] = SENTINEL_PORT
+    debian_packages: ClassVar[dict[str, str]] = {"redis-server": "redis-server"}
 
     def __init__(self, primary: Node, replicas: int, binary: str = "redis-server") -> None:
         self.primary = primary

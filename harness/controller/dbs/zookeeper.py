@@ -56,6 +56,9 @@ class ZooKeeperDB:
     default_nodes: ClassVar[int] = 3
     port: ClassVar[int] = 2181
     default_lock: ClassVar[str] = "zookeeper"
+    debian_packages: ClassVar[dict[str, str]] = {"java": "default-jre-headless",
+                                                 ZOOKEEPER_JAR: "zookeeper",
+                                                 SLF4J_SIMPLE_JAR: "libslf4j-java"}
 
     def __init__(self, java: str | None = None) -> None:
         self.java = java or shutil.which("java") or "java"
