@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.core.capabilities import ClientLinks, Iptables
 from harness.core.cluster import NemesisContext, client_name
 from nemesis.partition import CutLinks
 
@@ -17,6 +18,7 @@ from nemesis.partition import CutLinks
 class PartitionMinority(CutLinks):
     name = "partition-minority"
     summary = "cut a minority of DB nodes off from every client and node, past the TTL"
+    requires = (Iptables, ClientLinks)
     cuts_clients = True
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
