@@ -16,7 +16,7 @@ import bisect
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from checker.sessions import Grant, by_lock, client_ops, grants, resource_log
+from checker.sessions import Grant, by_lock, client_ops, entries_by_lock, grants, resource_log
 from harness.core.history import OK, Op, pairs, seconds
 from harness.core.text import line
 
@@ -106,7 +106,12 @@ def late_writes(history: Sequence[Op], gs: list[Grant]) -> dict[str, int]:
 
 def check(history: Sequence[Op]) -> dict[str, Any]:
     entries, unknown = resource_log(history)
-    stale, rejected = stale_acceptances(entries)
+    stale, rejected = [], 0
+    for keyed in entries_by_lock(entries):  # each lock's data has its own highest token
+        found, refused = stale_acceptances(keyed)
+        stale.extend(found)
+        rejected += refused
+    stale.sort(key=lambda s: s["seq"])
     all_grants = grants(history)
     disorder: list[dict[str, Any]] = []
     for gs in by_lock(all_grants).values():

@@ -35,10 +35,11 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
                 "note": "the resource was never read back (the run was cut short)"}
     applied = sorted((e for e in log if e.get("kind") == "increment" and e.get("accepted")),
                      key=lambda e: e["seq"])
-    final = applied[-1]["to"] if applied else 0
+    finals: dict[str, int] = {}  # each lock's counter: its last increment's result
     breaks = []
-    counter = 0
     for e in applied:  # serialised, each increment starts from the previous one's result
+        key = str(e.get("lock", "lock"))
+        counter = finals.get(key, 0)
         if e["from"] != counter:
             lost_here = counter - e["from"]
             breaks.append({
@@ -49,7 +50,8 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
                                 f"{counter}: the counter {moved(counter, e['to'])} instead of "
                                 "going up by 1"),
             })
-        counter = e["to"]
+        finals[key] = e["to"]
+    final = sum(finals.values())
     lost = len(applied) - final
     return {
         "valid": lost == 0,

@@ -18,7 +18,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from checker.sessions import Entry, Grant, by_lock, grants, horizon, resource_log
+from checker.sessions import (
+    Entry,
+    Grant,
+    by_lock,
+    entries_by_lock,
+    grants,
+    horizon,
+    resource_log,
+)
 from harness.core.history import Op, seconds
 from harness.core.text import line
 
@@ -105,7 +113,7 @@ def check(history: Sequence[Op], *, overlaps_informational: bool = False) -> dic
         overlaps.extend(lock_overlaps(gs, end))
     overlaps.sort(key=lambda ab: ab[1].start)
     entries, unknown_writes = resource_log(history)
-    inter = interleavings(entries)
+    inter = [x for keyed in entries_by_lock(entries) for x in interleavings(keyed)]
     inter.sort(key=lambda x: x[1].seq)
 
     if inter or (overlaps and not informational):

@@ -55,6 +55,7 @@ class Entry:
     token: int | None
     accepted: bool
     known: bool = True  # False: an indeterminate write whose fate the history cannot tell
+    lock: str = "lock"  # the key whose data it is (each lock guards its own)
 
 
 def client_ops(history: Sequence[Op]) -> list[Op]:
@@ -116,7 +117,7 @@ def resource_log(history: Sequence[Op]) -> tuple[list[Entry], int]:
     if log is not None:
         entries = [
             Entry(int(e["seq"]), int(e["process"]), e.get("session"), str(e.get("kind")),
-                  e.get("token"), bool(e.get("accepted")))
+                  e.get("token"), bool(e.get("accepted")), lock=str(e.get("lock", "lock")))
             for e in log
         ]
         return sorted(entries, key=lambda e: e.seq), 0
@@ -131,8 +132,17 @@ def resource_log(history: Sequence[Op]) -> tuple[list[Entry], int]:
             continue
         if done["type"] in (OK, FAIL):
             entries.append(Entry(int(value["seq"]), inv["process"], value.get("session"),
-                                 str(value.get("kind")), inv.get("token"), done["type"] == OK))
+                                 str(value.get("kind")), inv.get("token"), done["type"] == OK,
+                                 lock=str(inv.get("lock", "lock"))))
     return sorted(entries, key=lambda e: e.seq), unknown
+
+
+def entries_by_lock(entries: list[Entry]) -> list[list[Entry]]:
+    """The resource's writes of each lock (key), each list in the resource's order."""
+    out: dict[str, list[Entry]] = {}
+    for e in entries:
+        out.setdefault(e.lock, []).append(e)
+    return list(out.values())
 
 
 def by_lock(items: list[Grant]) -> dict[str, list[Grant]]:

@@ -63,6 +63,9 @@ def build_parser() -> Parser:
     r.add_argument("--think", metavar="S|MIN-MAX", help="seconds between sessions")
     r.add_argument("--acquire-timeout", type=float, metavar="S",
                    help="seconds an acquire may take before it counts as failed")
+    r.add_argument("--keys", type=int, metavar="N",
+                   help="independent locks (default 1): client p works on lock p mod N, each "
+                   "lock with its own data and its own checks")
     r.add_argument("--quiet", action="store_true", help="no progress output")
 
     c = sub.add_parser("check", help="re-check a stored run, or check a history file")
@@ -158,7 +161,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
         data["nemesis"] = parse_nemeses(args.nemesis)
     if args.persistence is not None:
         data["persistence"] = args.persistence
-    for key in ("hold", "think", "acquire_timeout"):
+    for key in ("hold", "think", "acquire_timeout", "keys"):
         if getattr(args, key) is not None:
             data[key] = getattr(args, key)
     for flag, key, items in (("--nemesis-opt", "nemesis_options", args.nemesis_opt),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -183,3 +184,39 @@ def test_merge_valid_prefers_false_then_unknown() -> None:
     assert merge_valid([True, "unknown", False]) is False
     assert merge_valid([True, "unknown"]) == "unknown"
     assert merge_valid([True, True]) is True
+
+
+def test_independent_keys_are_checked_each_on_its_own() -> None:
+    """Two locks, each with its own holder: sessions of different keys interleave on the
+    resource freely; the same interleaving within one key is two holders."""
+    def session_ops(p: int, lock: str, t: int, seqs: tuple[int, int]) -> list[dict[str, Any]]:
+        return [
+            {"time": t, "process": p, "type": "invoke", "f": "acquire", "lock": lock},
+            {"time": t + 1, "process": p, "type": "ok", "f": "acquire", "lock": lock,
+             "value": {"session": 1}},
+            {"time": t + 2, "process": p, "type": "invoke", "f": "write", "lock": lock,
+             "value": {"kind": "enter", "session": 1}},
+            {"time": t + 3, "process": p, "type": "ok", "f": "write", "lock": lock,
+             "value": {"kind": "enter", "session": 1, "seq": seqs[0]}},
+            {"time": t + 20, "process": p, "type": "invoke", "f": "write", "lock": lock,
+             "value": {"kind": "exit", "session": 1}},
+            {"time": t + 21, "process": p, "type": "ok", "f": "write", "lock": lock,
+             "value": {"kind": "exit", "session": 1, "seq": seqs[1]}},
+            {"time": t + 30, "process": p, "type": "invoke", "f": "release", "lock": lock},
+            {"time": t + 31, "process": p, "type": "ok", "f": "release", "lock": lock}]
+
+    def history(lock_b: str) -> list[dict[str, Any]]:
+        ops = session_ops(0, "lock-0", 0, (1, 3)) + session_ops(1, lock_b, 5, (2, 4))
+        log = [{"seq": s, "process": p, "session": 1, "kind": k, "accepted": True, "lock": lk}
+               for s, p, k, lk in ((1, 0, "enter", "lock-0"), (2, 1, "enter", lock_b),
+                                   (3, 0, "exit", "lock-0"), (4, 1, "exit", lock_b))]
+        ops += [{"time": 100, "process": 2, "type": "invoke", "f": "read"},
+                {"time": 101, "process": 2, "type": "ok", "f": "read", "value": log}]
+        ops.sort(key=lambda op: op["time"])
+        return [{"index": i, "value": None, **op} for i, op in enumerate(ops)]
+
+    apart = mutex.check(history("lock-1"))
+    assert apart["valid"] is True and apart["resource-interleaving-count"] == 0
+    together = mutex.check(history("lock-0"))
+    assert together["valid"] is False
+    assert together["lock-overlap-count"] == 1 and together["resource-interleaving-count"] == 1

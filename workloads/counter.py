@@ -30,7 +30,7 @@ class CounterWorkload(MutexWorkload):
         value = {"session": self.session}
         j.record(INVOKE, "read", value, lock=name)
         try:
-            current = self.resource.read_counter()
+            current = self.resource.read_counter(self.p.lock_name)
         except Exception as e:
             j.record(INFO, "read", value, lock=name, error=f"{type(e).__name__}: {e}"[:200])
             return

@@ -172,7 +172,7 @@ class MutexWorkload:
         j.record(INVOKE, "write", value, lock=self.p.lock_name, token=token)
         try:
             seq, accepted = self.resource.write(self.p.process, self.session, kind, token,
-                                                counter)
+                                                counter, self.p.lock_name)
         except Exception as e:
             j.record(INFO, "write", value, lock=self.p.lock_name, token=token,
                      error=f"{type(e).__name__}: {e}"[:200])

@@ -34,7 +34,7 @@ if ARGV[5] == '1' then
     end
 end
 local entry = {seq = seq, process = tonumber(ARGV[1]), session = tonumber(ARGV[2]),
-               kind = ARGV[3], accepted = accepted}
+               kind = ARGV[3], accepted = accepted, lock = ARGV[8]}
 if token ~= nil then entry['token'] = token end
 if ARGV[6] ~= nil and ARGV[6] ~= '' then
     entry['from'] = tonumber(ARGV[7])
@@ -56,22 +56,23 @@ class Resource:
         self._write = self.client.register_script(WRITE)
 
     def write(self, process: int, session: int, kind: str, token: int | None,
-              counter: tuple[int, int] | None = None) -> tuple[int, bool]:
+              counter: tuple[int, int] | None = None, lock: str = "lock") -> tuple[int, bool]:
         """Returns (seq, accepted). Raises Indeterminate when the outcome is unknown.
 
         ``counter=(read, new)``: the write also sets the shared counter to ``new`` (it read
-        ``read`` first: a non-atomic increment, as applications write them)."""
+        ``read`` first: a non-atomic increment, as applications write them). ``lock``: the
+        key the write belongs to (each lock guards its own data: its own highest token, its
+        own counter); the log is one, in the server's order, each entry naming its lock."""
         args: list[object] = [process, session, kind, "" if token is None else token,
                               int(self.fenced)]
-        if counter is not None:
-            args += [counter[1], counter[0]]
-        seq, accepted = attempt(
-            lambda: self._write(keys=[LOG_KEY, MAX_TOKEN_KEY, SEQ_KEY, COUNTER_KEY], args=args)
-        )
+        args += [counter[1], counter[0]] if counter is not None else ["", ""]
+        args.append(lock)
+        keys = [LOG_KEY, f"{MAX_TOKEN_KEY}:{lock}", SEQ_KEY, f"{COUNTER_KEY}:{lock}"]
+        seq, accepted = attempt(lambda: self._write(keys=keys, args=args))
         return int(seq), bool(accepted)
 
-    def read_counter(self) -> int:
-        return int(attempt(lambda: self.client.get(COUNTER_KEY)) or 0)
+    def read_counter(self, lock: str = "lock") -> int:
+        return int(attempt(lambda: self.client.get(f"{COUNTER_KEY}:{lock}")) or 0)
 
     def read_log(self) -> list[dict[str, Any]]:
         return [json.loads(x) for x in attempt(lambda: self.client.lrange(LOG_KEY, 0, -1))]

@@ -44,6 +44,7 @@ class LiveState:
         self.holding: dict[int, float] = {}  # process -> time (s) it acquired
         self.waiting: dict[int, float] = {}  # process -> time (s) it began an acquire
         self.completed: set[int] = set()  # processes that completed an op
+        self.lock_of: dict[int, Any] = {}  # process -> the lock it last acquired
         self.ops = 0
         self.acquired = 0
         self.overlaps = 0
@@ -68,7 +69,9 @@ class LiveState:
             else:
                 self.waiting.pop(p, None)
         if f == "acquire" and t == "ok" and isinstance(p, int):
-            if self.holding:
+            lock = op.get("lock")
+            self.lock_of[p] = lock
+            if any(self.lock_of.get(q) == lock for q in self.holding if q != p):
                 self.overlaps += 1
                 if self.first_overlap is None:
                     self.first_overlap = op["time"] / 1e9

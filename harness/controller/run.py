@@ -278,7 +278,7 @@ class Run:
             "journal": str(self.run.journal(process)),
             "lock_target": reg.entry("locks", spec.lock).target,
             "workload_target": reg.entry("workloads", spec.workload).target,
-            "lock_name": "lock",
+            "lock_name": lock_name(process, spec.keys),
             "ttl": spec.ttl,
             "op_timeout": OP_TIMEOUT,
             "nodes": [n.endpoint for n in cluster.nodes],
@@ -335,6 +335,11 @@ class Run:
         if self.sources is not None:
             data["client-connections"] = self.sources
         self.run.save_test(data)
+
+
+def lock_name(process: int, keys: int) -> str:
+    """The lock (key) client ``process`` works on: ``lock`` with one key, else ``lock-k``."""
+    return "lock" if keys == 1 else f"lock-{process % keys}"
 
 
 @contextlib.contextmanager

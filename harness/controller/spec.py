@@ -27,7 +27,7 @@ from harness.core.text import show
 # line, never a traceback).
 NAME_KEYS = ("db", "lock", "workload", "backend", "store", "persistence")
 NUMBER_KEYS = ("time_limit", "ttl", "quiesce", "acquire_timeout")
-INT_KEYS = ("nodes", "clients", "seed")
+INT_KEYS = ("nodes", "clients", "seed", "keys")
 
 
 def parse_nemeses(text: str, registry: Registry | None = None) -> list[str]:
@@ -104,6 +104,7 @@ class TestSpec:
     hold: Any = None  # seconds a holder works under the lock: 1.5 or "1-6" (default: lock's)
     think: Any = None  # seconds a client waits between sessions
     acquire_timeout: float | None = None  # seconds an acquire may take
+    keys: int = 1  # independent locks; client p works on key p mod keys
     hosts: str | None = None  # the ssh backend's HOSTS.toml
 
     def __post_init__(self) -> None:
@@ -149,6 +150,7 @@ class TestSpec:
         if self.acquire_timeout is not None:
             positive("--acquire-timeout", self.acquire_timeout)
         positive("--clients", self.clients, integer=True, limit=200)
+        positive("--keys", self.keys, integer=True, limit=self.clients)
         self._check_hosts()
         positive("--time-limit", self.time_limit)
         positive("--ttl", self.ttl)

@@ -158,6 +158,9 @@ def _check_lock_fields(op: Op, where: str) -> None:
             what = f"resource log entry {i}"
             if not isinstance(entry, dict):
                 raise HistoryError(f"{where}: {what} must be an object, got {show(entry)}")
+            if entry.get("lock") is not None and not isinstance(entry["lock"], str):
+                raise HistoryError(f"{where}: {what} field 'lock' must be a name, got "
+                                   f"{show(entry['lock'])}")
             for key, ok in _ENTRY_REQUIRED.items():
                 if not ok(entry.get(key)):
                     raise HistoryError(f"{where}: {what} field {key!r} is missing or of the "

@@ -47,7 +47,7 @@ from harness.core.errors import EXIT_INVALID, EXIT_SETUP, EXIT_VALID, HarnessErr
 from harness.presentation.runs import run_in_child
 
 RUN_KEYS = ("db", "lock", "workload", "nemesis", "backend", "nodes", "clients", "time-limit",
-            "seed", "ttl", "persistence", "hold", "think", "acquire-timeout", "hosts")
+            "seed", "ttl", "persistence", "hold", "think", "acquire-timeout", "keys", "hosts")
 NEMESIS_OPT = "nemesis-opt"  # a table {key = value} or a list of "key=value"; repeated flags
 LOCK_OPT = "lock-opt"  # the same, for the lock's declared options
 OPTION_TABLES = {NEMESIS_OPT: "nemesis_options", LOCK_OPT: "lock_options"}
