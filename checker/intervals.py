@@ -19,19 +19,23 @@ def union(intervals: Iterable[Interval]) -> list[Interval]:
 
 
 def subtract(these: Iterable[Interval], those: Iterable[Interval]) -> list[Interval]:
-    """The time in ``these`` and not in ``those``."""
+    """The time in ``these`` and not in ``those`` (one merge of two sorted lists: linear)."""
     cuts = union(those)
     out: list[Interval] = []
+    j = 0
     for a, b in union(these):
+        while j < len(cuts) and cuts[j][1] <= a:  # cuts that end before this interval
+            j += 1
         start = a
-        for c, d in cuts:
-            if d <= start or c >= b:
-                continue
+        k = j
+        while k < len(cuts) and cuts[k][0] < b:
+            c, d = cuts[k]
             if c > start:
                 out.append((start, c))
             start = max(start, d)
             if start >= b:
                 break
+            k += 1
         if start < b:
             out.append((start, b))
     return out

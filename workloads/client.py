@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import resource as resource_usage
 import signal
 import sys
 import threading
@@ -80,6 +81,9 @@ def run_client(argv: list[str]) -> int:
     try:
         workload_cls(params, lock, resource, journal, stop).run()
     finally:
+        usage = resource_usage.getrusage(resource_usage.RUSAGE_SELF)
+        print(f"client {cfg['process']}: {journal.lines} journal lines, "
+              f"{usage.ru_utime + usage.ru_stime:.2f} s CPU", file=sys.stderr, flush=True)
         journal.close()
         for closer in (lock, resource):
             with contextlib.suppress(Exception):

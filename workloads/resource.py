@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import redis
-
-from workloads.locks.redis_conn import attempt, connect
+from workloads.resp import Resp
 
 LOG_KEY = "resource:log"
 MAX_TOKEN_KEY = "resource:max-token"
@@ -51,9 +49,9 @@ class Resource:
     """A client of the protected resource. ``fenced``: the resource checks tokens."""
 
     def __init__(self, host: str, port: int, *, fenced: bool, timeout: float = 2.0) -> None:
-        self.client: redis.Redis = connect(host, port, timeout)
+        self.client = Resp(host, port, timeout)
         self.fenced = fenced
-        self._write = self.client.register_script(WRITE)
+        self._write = self.client.script(WRITE)
 
     def write(self, process: int, session: int, kind: str, token: int | None,
               counter: tuple[int, int] | None = None, lock: str = "lock") -> tuple[int, bool]:
@@ -68,14 +66,14 @@ class Resource:
         args += [counter[1], counter[0]] if counter is not None else ["", ""]
         args.append(lock)
         keys = [LOG_KEY, f"{MAX_TOKEN_KEY}:{lock}", SEQ_KEY, f"{COUNTER_KEY}:{lock}"]
-        seq, accepted = attempt(lambda: self._write(keys=keys, args=args))
+        seq, accepted = self.client.evalsha(self._write, keys, args)
         return int(seq), bool(accepted)
 
     def read_counter(self, lock: str = "lock") -> int:
-        return int(attempt(lambda: self.client.get(f"{COUNTER_KEY}:{lock}")) or 0)
+        return int(self.client.call("GET", f"{COUNTER_KEY}:{lock}") or 0)
 
     def read_log(self) -> list[dict[str, Any]]:
-        return [json.loads(x) for x in attempt(lambda: self.client.lrange(LOG_KEY, 0, -1))]
+        return [json.loads(x) for x in self.client.call("LRANGE", LOG_KEY, 0, -1)]
 
     def close(self) -> None:
         self.client.close()

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from harness.core.atomic import write_lines
 from harness.core.text import show
 
@@ -55,69 +57,110 @@ def seconds(ns: int) -> float:
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return type(v) is int  # bools are ints to isinstance, never to us
 
 
-def _check_value(value: Any, where: str, name: str) -> None:
+Where = str | tuple[str, int]  # a place, or (file name, line number) formatted on error
+
+
+def _loc(where: Where) -> str:
+    return where if isinstance(where, str) else f"{where[0]} line {where[1]}"
+
+
+def _loads(line: str | bytes) -> Any:
+    """orjson for speed; the json module where orjson is stricter than JSON (a lone surrogate
+    escape, NaN), so both accept the same documents and json's errors are the ones reported."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
+def _check_value(value: Any, where: Where, name: str) -> None:
     """Bounded nesting and size, walked without recursion."""
+    if type(value) in _SCALARS:
+        return
     stack: list[tuple[Any, int]] = [(value, 0)]
     items = 0
     while stack:
         v, depth = stack.pop()
         if isinstance(v, dict | list | tuple):
             if depth >= MAX_DEPTH:
-                raise HistoryError(f"{where}: {name!r} is nested deeper than {MAX_DEPTH} levels")
+                raise HistoryError(f"{_loc(where)}: {name!r} is nested deeper than "
+                                   f"{MAX_DEPTH} levels")
             items += len(v)
             if items > MAX_ITEMS:
-                raise HistoryError(f"{where}: {name!r} has more than {MAX_ITEMS} elements")
+                raise HistoryError(f"{_loc(where)}: {name!r} has more than {MAX_ITEMS} elements")
             stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
         elif _is_int(v) and not -MAX_TIME <= v <= MAX_TIME:
-            raise HistoryError(f"{where}: {name!r} holds an integer too large to be a number "
+            raise HistoryError(f"{_loc(where)}: {name!r} holds an integer too large to be a number "
                                "of this history")
         elif isinstance(v, float) and v != v:
             continue  # NaN is a value some histories have; it compares unequal, harmlessly
 
 
-def validate_op(obj: Any, where: str) -> Op:
+def validate_op(obj: Any, where: Where) -> Op:
     """Check one decoded op against the contract; return it, or raise HistoryError (one line
     naming the place, the field and what was wrong, the bad value shown short and escaped)."""
     if not isinstance(obj, dict):
-        raise HistoryError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        raise HistoryError(f"{_loc(where)}: expected a JSON object, got {type(obj).__name__}")
     for field in ("time", "process", "type", "f"):
         if field not in obj:
-            raise HistoryError(f"{where}: missing field {field!r}")
+            raise HistoryError(f"{_loc(where)}: missing field {field!r}")
     t = obj["type"]
     if not isinstance(t, str) or t not in TYPES:
-        raise HistoryError(f"{where}: unknown type {show(t)} (expected one of invoke, ok, "
+        raise HistoryError(f"{_loc(where)}: unknown type {show(t)} (expected one of invoke, ok, "
                            "fail, info)")
     time = obj["time"]
     if not _is_int(time) or not 0 <= time <= MAX_TIME:
-        raise HistoryError(f"{where}: 'time' must be a non-negative integer of ns, got "
+        raise HistoryError(f"{_loc(where)}: 'time' must be a non-negative integer of ns, got "
                            f"{show(time)}")
     process = obj["process"]
     if not (_is_int(process) and -MAX_TIME <= process <= MAX_TIME) and not (
             isinstance(process, str) and 0 < len(process) <= MAX_NAME):
-        raise HistoryError(f"{where}: 'process' must be an int or a short name, got "
+        raise HistoryError(f"{_loc(where)}: 'process' must be an int or a short name, got "
                            f"{show(process)}")
     f = obj["f"]
     if not isinstance(f, str) or not f or len(f) > MAX_NAME:
-        raise HistoryError(f"{where}: 'f' must be a short non-empty string, got {show(f)}")
+        raise HistoryError(f"{_loc(where)}: 'f' must be a short non-empty string, got {show(f)}")
     if "index" in obj and not (_is_int(obj["index"]) and 0 <= obj["index"] <= MAX_TIME):
-        raise HistoryError(f"{where}: 'index' must be a non-negative integer, got "
+        raise HistoryError(f"{_loc(where)}: 'index' must be a non-negative integer, got "
                            f"{show(obj['index'])}")
     token = obj.get("token")
     if token is not None and not (_is_int(token) and -MAX_TIME <= token <= MAX_TIME):
-        raise HistoryError(f"{where}: 'token' must be an integer fencing token or null, got "
+        raise HistoryError(f"{_loc(where)}: 'token' must be an integer fencing token or null, got "
                            f"{show(token)}")
     lock = obj.get("lock")
     if lock is not None and not ((isinstance(lock, str) and len(lock) <= MAX_NAME)
                                  or _is_int(lock)):
-        raise HistoryError(f"{where}: 'lock' must be a short name, got {show(lock)}")
+        raise HistoryError(f"{_loc(where)}: 'lock' must be a short name, got {show(lock)}")
     for name, v in obj.items():
-        if name not in ("time", "process", "type", "f", "index", "token", "lock"):
-            _check_value(v, where, name)
+        if name in _CORE:
+            continue
+        tv = type(v)
+        if tv in _SCALARS or (tv is dict and len(v) <= 16 and _flat(v.values())):
+            continue
+        _check_value(v, where, name)
     _check_lock_fields(obj, where)
     return obj
+
+
+def _flat(values: Iterable[Any]) -> bool:
+    """Only scalars (and integers of a sane size): nothing to walk."""
+    for x in values:
+        tx = type(x)
+        if tx is int:
+            if not -MAX_TIME <= x <= MAX_TIME:
+                return False
+        elif tx not in _SCALARS:
+            return False
+    return True
+
+
+_CORE = frozenset({"time", "process", "type", "f", "index", "token", "lock"})
+_SCALARS = frozenset({str, bool, type(None), float})
+_TYPED_KEYS = frozenset({"seq", "session", "from", "to", "counter", "process", "token", "kind",
+                         "validity"})
 
 
 _INT_FIELDS = ("seq", "session", "from", "to", "counter", "process")
@@ -125,56 +168,55 @@ _ENTRY_REQUIRED = {"seq": _is_int, "process": _is_int, "accepted": lambda v: isi
                    "kind": lambda v: isinstance(v, str)}
 
 
-def _check_fields(value: dict[str, Any], where: str, what: str) -> None:
-    for key in _INT_FIELDS:
-        v = value.get(key)
-        if v is not None and not _is_int(v):
-            raise HistoryError(f"{where}: {what} field {key!r} must be an integer, got "
-                               f"{show(v)}")
-    tok = value.get("token")
-    if tok is not None and not _is_int(tok):
-        raise HistoryError(f"{where}: {what} field 'token' must be an integer, got {show(tok)}")
-    kind = value.get("kind")
-    if kind is not None and not isinstance(kind, str):
-        raise HistoryError(f"{where}: {what} field 'kind' must be a string, got {show(kind)}")
-    validity = value.get("validity")
-    if validity is not None and not (isinstance(validity, int | float)
-                                     and not isinstance(validity, bool)
-                                     and validity == validity and abs(validity) < 1e12):
-        raise HistoryError(f"{where}: {what} field 'validity' must be a number of seconds, "
-                           f"got {show(validity)}")
+def _check_fields(value: dict[str, Any], where: Where, what: str) -> None:
+    for key in value.keys() & _TYPED_KEYS:
+        v = value[key]
+        if v is None:
+            continue
+        if key in _INT_FIELDS or key == "token":
+            if type(v) is not int:
+                raise HistoryError(f"{_loc(where)}: {what} field {key!r} must be an integer, "
+                                   f"got {show(v)}")
+        elif key == "kind":
+            if type(v) is not str:
+                raise HistoryError(f"{_loc(where)}: {what} field 'kind' must be a string, "
+                                   f"got {show(v)}")
+        elif key == "validity" and not (type(v) in (int, float) and v == v and abs(v) < 1e12):
+            raise HistoryError(f"{_loc(where)}: {what} field 'validity' must be a number of "
+                               f"seconds, got {show(v)}")
 
 
-def _check_lock_fields(op: Op, where: str) -> None:
+def _check_lock_fields(op: Op, where: Where) -> None:
     """The fields the lock checkers read, where an op has them: typed, so that past this
     boundary the checkers may trust them. Values of other shapes (a Jepsen register's
     integers) are left alone; the checkers count what they do not understand."""
     value = op.get("value")
-    if isinstance(value, dict):
-        _check_fields(value, where, "value")
+    if type(value) is dict:
+        if value.keys() & _TYPED_KEYS:
+            _check_fields(value, where, "value")
     elif (isinstance(value, list) and op["f"] == "read" and op["type"] == OK and value
           and isinstance(value[0], dict)):
         for i, entry in enumerate(value):  # the protected resource's log, read back
             what = f"resource log entry {i}"
             if not isinstance(entry, dict):
-                raise HistoryError(f"{where}: {what} must be an object, got {show(entry)}")
+                raise HistoryError(f"{_loc(where)}: {what} must be an object, got {show(entry)}")
             if entry.get("lock") is not None and not isinstance(entry["lock"], str):
-                raise HistoryError(f"{where}: {what} field 'lock' must be a name, got "
+                raise HistoryError(f"{_loc(where)}: {what} field 'lock' must be a name, got "
                                    f"{show(entry['lock'])}")
             for key, ok in _ENTRY_REQUIRED.items():
                 if not ok(entry.get(key)):
-                    raise HistoryError(f"{where}: {what} field {key!r} is missing or of the "
+                    raise HistoryError(f"{_loc(where)}: {what} field {key!r} is missing or of the "
                                        f"wrong type ({show(entry.get(key))})")
             _check_fields(entry, where, what)
     if op["process"] == NEMESIS:
         targets = op.get("targets")
         if targets is not None and not (isinstance(targets, list) and all(
                 isinstance(t, str | int) and not isinstance(t, bool) for t in targets)):
-            raise HistoryError(f"{where}: nemesis 'targets' must be a list of names, got "
+            raise HistoryError(f"{_loc(where)}: nemesis 'targets' must be a list of names, got "
                                f"{show(targets)}")
         detail = op.get("detail")
         if detail is not None and not isinstance(detail, dict):
-            raise HistoryError(f"{where}: nemesis 'detail' must be an object, got "
+            raise HistoryError(f"{_loc(where)}: nemesis 'detail' must be an object, got "
                                f"{show(detail)}")
 
 
@@ -185,21 +227,23 @@ def parse_lines(lines: Iterable[str], name: str, *, ordered: bool = True) -> lis
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        where = f"{name} line {lineno}"
+        where = (name, lineno)
         if len(line) > MAX_LINE:
-            raise HistoryError(f"{where}: longer than {MAX_LINE >> 20} MB; not a history line")
+            raise HistoryError(f"{_loc(where)}: longer than {MAX_LINE >> 20} MB; not a "
+                               "history line")
         try:
-            obj = json.loads(line)
+            obj = _loads(line)
         except json.JSONDecodeError as e:
-            raise HistoryError(f"{where}: not valid JSON ({e.msg}); truncated line?") from None
+            raise HistoryError(f"{_loc(where)}: not valid JSON ({e.msg}); truncated line?"
+                               ) from None
         except RecursionError:
-            raise HistoryError(f"{where}: nested too deeply to be an op") from None
+            raise HistoryError(f"{_loc(where)}: nested too deeply to be an op") from None
         except ValueError as e:  # a number of more than 4300 digits, say
-            raise HistoryError(f"{where}: not a JSON op ({show(str(e), 120)})") from None
+            raise HistoryError(f"{_loc(where)}: not a JSON op ({show(str(e), 120)})") from None
         op = validate_op(obj, where)
         if ordered and op["time"] < last:
             raise HistoryError(
-                f"{where}: time {op['time']} goes backwards (previous op at {last}); "
+                f"{_loc(where)}: time {op['time']} goes backwards (previous op at {last}); "
                 "a history must be ordered by time"
             )
         last = op["time"]

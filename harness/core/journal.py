@@ -14,7 +14,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.core.history import Op, dumps, parse_lines
+import orjson
+
+from harness.core.history import Op, parse_lines
+
+_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS
 
 
 class JournalWriter:
@@ -25,24 +29,37 @@ class JournalWriter:
         self.process = process
         self.t0_ns = t0_ns
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.lines = 0
 
     def now(self) -> int:
         return max(0, time.monotonic_ns() - self.t0_ns)
 
     def record(self, type_: str, f: str, value: Any = None, **extra: Any) -> Op:
-        op: Op = {"time": self.now(), "process": self.process, "type": type_, "f": f,
-                  "value": value}
+        op: Op = {"time": max(0, time.monotonic_ns() - self.t0_ns), "process": self.process,
+                  "type": type_, "f": f, "value": value}
         for k, v in extra.items():
             if v is not None:
                 op[k] = v
         if self._fd is not None:
-            os.write(self._fd, (dumps(op) + "\n").encode("utf-8", "backslashreplace"))
+            os.write(self._fd, encode(op))
+            self.lines += 1
         return op
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def encode(op: Op) -> bytes:
+    """One journal line: JSON encoded once, in C, with its newline (anything orjson cannot
+    encode, a lone surrogate in an error text say, falls back to json with escapes)."""
+    try:
+        return orjson.dumps(op, option=_OPTIONS, default=str)
+    except (orjson.JSONEncodeError, TypeError):
+        from harness.core.history import dumps
+
+        return (dumps(op) + "\n").encode("utf-8", "backslashreplace")
 
 
 def read_journal(path: Path) -> list[Op]:

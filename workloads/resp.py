@@ -1,0 +1,88 @@
+"""A lean RESP client for the harness's own component, the protected resource: one socket,
+commands packed and replies parsed by hiredis (C), no pool, no retries.
+
+The locks under test use real client libraries (redis-py, as applications do); the resource is
+ours, and every session writes to it twice, so its client is on the hot path of every run:
+this one costs about half of redis-py's per request. Outcomes follow the history contract: a
+refused connection certainly did nothing (``ConnectionRefusedError``), a timeout or a
+connection lost mid-request may have done anything (``Indeterminate``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+from typing import Any
+
+import hiredis
+
+from harness.core.locks import Indeterminate
+
+BUFFER = 65536
+
+
+class RespError(Exception):
+    """An error reply of the server (it executed nothing of the command)."""
+
+
+class Resp:
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        self.address = (host, port)
+        self.timeout = timeout
+        self.sock: socket.socket | None = None
+        self.reader = hiredis.Reader()
+        self.scripts: dict[str, str] = {}  # sha -> source
+
+    def _connect(self) -> socket.socket:
+        try:
+            sock = socket.create_connection(self.address, self.timeout)
+        except ConnectionRefusedError:
+            raise
+        except OSError as e:
+            raise Indeterminate(f"connect: {e}") from e
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(self.timeout)
+        self.reader = hiredis.Reader()
+        return sock
+
+    def call(self, *args: Any) -> Any:
+        """One command, one reply; an error reply raises RespError."""
+        if self.sock is None:
+            self.sock = self._connect()
+        sock = self.sock
+        try:
+            sock.sendall(hiredis.pack_command(args))
+            reply = self.reader.gets()
+            while reply is False:
+                data = sock.recv(BUFFER)
+                if not data:
+                    raise ConnectionResetError("the server closed the connection")
+                self.reader.feed(data)
+                reply = self.reader.gets()
+        except (OSError, hiredis.ProtocolError) as e:
+            self.close()  # the connection's state is unknown now: start afresh next time
+            raise Indeterminate(f"{type(e).__name__}: {e}") from e
+        if isinstance(reply, hiredis.ReplyError):
+            raise RespError(str(reply))
+        return reply
+
+    def script(self, source: str) -> str:
+        sha = hashlib.sha1(source.encode()).hexdigest()
+        self.scripts[sha] = source
+        return sha
+
+    def evalsha(self, sha: str, keys: list[str], args: list[Any]) -> Any:
+        """EVALSHA, loading the script first if the server does not know it (yet)."""
+        try:
+            return self.call("EVALSHA", sha, len(keys), *keys, *args)
+        except RespError as e:
+            if not str(e).startswith("NOSCRIPT"):
+                raise
+        return self.call("EVAL", self.scripts[sha], len(keys), *keys, *args)
+
+    def close(self) -> None:
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            finally:
+                self.sock = None
