@@ -14,7 +14,8 @@ for the two that write in their transaction.
   ends with it.
 
 The server ends a frozen holder's session: each lock connection sets
-``idle_in_transaction_session_timeout`` and ``idle_session_timeout`` to the run's TTL, so a
+``idle_in_transaction_session_timeout`` and ``idle_session_timeout`` to the run's TTL
+(``--lock-opt session-timeouts=false`` leaves them off), so a
 paused (or cut-off) holder loses its session, its transaction and its locks after the TTL, as
 a lease would. What that means for the data differs: a transaction that was ended takes its
 writes with it; writes on another connection stay.
@@ -32,6 +33,7 @@ from typing import Any, ClassVar
 import psycopg
 
 from harness.core.locks import Grant, Indeterminate, LockConfig, LockRole
+from harness.core.options import Option
 from workloads.locks.pg_conn import NotDone, Timeout, close_quietly, connect, deadline
 
 LOCK_SCHEMA = """
@@ -48,6 +50,11 @@ class PostgresLock(LockRole):
     dbs: ClassVar[tuple[str, ...]] = ("postgres",)
     autocommit: ClassVar[bool] = True
     resource_in_lock_db: ClassVar[bool] = True  # the protected table next to the lock
+    options: ClassVar[dict[str, Option]] = {
+        "session-timeouts": Option(bool, True, "the server ends a frozen holder's session "
+                                   "after the TTL (idle_in_transaction_session_timeout, "
+                                   "idle_session_timeout); false: it waits for it forever"),
+    }
 
     def __init__(self, config: LockConfig) -> None:
         self.config = config
@@ -62,6 +69,8 @@ class PostgresLock(LockRole):
 
     # the connection ---------------------------------------------------------------------------
     def session_options(self) -> dict[str, Any]:
+        if not self.config.options.get("session-timeouts", True):
+            return {}
         return {"idle_in_transaction_session_timeout": self.ttl_ms,
                 "idle_session_timeout": self.ttl_ms}
 
