@@ -69,6 +69,7 @@ def test_pg_advisory_the_lock_goes_with_the_session_the_writes_stay(store: Path)
     assert check(results, "mutex")["resource-interleaving-count"] > 0
 
 
+@pytest.mark.slow
 def test_pg_advisory_xact_is_safe_through_pauses(store: Path) -> None:
     code, results, _, out = run(store, "--db", "postgres", "--lock", "pg-advisory-xact",
                                 "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
@@ -91,6 +92,7 @@ def test_pg_row_kill_9_aborts_transactions_and_liveness_recovers(store: Path) ->
     assert after, "no acquire succeeded after the restart"
 
 
+@pytest.mark.slow
 def test_pg_row_partition_of_the_holder(store: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("partitions need root")
@@ -113,6 +115,7 @@ def test_sql_fencing_rejects_stale_tokens(store: Path) -> None:
     assert fencing["stale-rejected"] > 0 and fencing["stale-accepted-count"] == 0
 
 
+@pytest.mark.slow
 @needs_redis
 def test_version_mode_rejects_writes_of_a_stale_reader(store: Path) -> None:
     code, results, run_dir, out = run(store, "--resource", "postgres", "--resource-mode",
@@ -153,6 +156,7 @@ def test_idempotent_keys_keep_the_state_right_through_overlaps(store: Path) -> N
     assert check(results, "mutex")["lock-overlap-count"] > 0
 
 
+@pytest.mark.slow
 def test_clean_stops_the_postgres_of_a_killed_run(store: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
                              "--quiet", "--db", "postgres", "--lock", "pg-row", "--nemesis",
@@ -210,6 +214,7 @@ def docker_ready() -> str | None:
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.parametrize(("lock", "code"), [("pg-row", 0), ("pg-advisory", 1)])
 def test_docker_pause(store: Path, lock: str, code: int) -> None:
     reason = docker_ready()
