@@ -16,7 +16,14 @@ packages=(redis-server iptables faketime libfaketime procps iproute2 python3 pyt
           python3-pip
           chromium fonts-dejavu-core  # the report tests render report.html headless
           zookeeper etcd-server  # the consensus-backed locks (ZooKeeper brings its JVM)
-          openssh-client)  # the ssh backend (and ssh-keygen for `harness hosts up`)
+          openssh-client  # the ssh backend (and ssh-keygen for `harness hosts up`)
+          postgresql)  # --db postgres, --resource postgres: clusters made per run by initdb
+# PostgreSQL: no default cluster at install time (the harness runs initdb per node, per run).
+if ! dpkg-query -W -f='${Status}' postgresql 2>/dev/null | grep -q "install ok installed"; then
+  mkdir -p /etc/postgresql-common
+  [ -e /etc/postgresql-common/createcluster.conf ] ||
+    echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -28,6 +28,8 @@ def stale_acceptances(entries: list[Any]) -> tuple[list[dict[str, Any]], int]:
     rejected = 0
     highest: Any = None
     for e in entries:
+        if e.kind == "read":
+            continue  # a read changes nothing: it has no token to check
         if not e.accepted:
             rejected += 1
             continue
@@ -116,7 +118,7 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
     disorder: list[dict[str, Any]] = []
     for gs in by_lock(all_grants).values():
         disorder.extend(token_order(gs))
-    accepted = sum(1 for e in entries if e.accepted)
+    accepted = sum(1 for e in entries if e.accepted and e.kind != "read")
     if stale or disorder:
         valid: bool | str = False
     elif unknown or accepted == 0:

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from checker.models import Model, OpView, State, freeze, get_model, secs
+from checker.sessions import writes_in_lock_transaction
 from harness.core.history import FAIL, INVOKE, NEMESIS, OK, Op, pairs
 from harness.core.text import show, who
 
@@ -635,8 +636,10 @@ def check_lock(history: Sequence[Op], *, model: str = "mutex", informational: bo
                ) -> dict[str, Any]:
     """Is the lock itself linearizable (as ``model``)? ``informational``: the resource protects
     itself (the fenced workload), so, like lock overlaps, the lock's own verdict is reported
-    but does not decide the run's."""
+    but does not decide the run's. So it is when every write went through the lock's own
+    transaction: they commit with the lock or not at all."""
     result = check(history, model, time_limit=time_limit, max_states=max_states)
+    informational = informational or writes_in_lock_transaction(history)
     if informational and result["valid"] is not True:
         result = {**result, "lock-valid": result["valid"], "valid": True, "informational": True}
     return result

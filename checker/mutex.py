@@ -10,7 +10,8 @@ Two views, both from the history alone:
 
 Where the resource protects itself (the ``fenced`` workload asks for
 ``overlaps_informational``), lock overlaps are reported but informational: only interleavings
-decide the verdict there.
+decide the verdict there. So they are when every write went through the lock's own transaction
+(``pg-row``): the writes of a holder whose session was ended were rolled back with it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from checker.sessions import (
     grants,
     horizon,
     resource_log,
+    writes_in_lock_transaction,
 )
 from harness.core.history import Op, seconds
 from harness.core.text import line
@@ -75,15 +77,26 @@ def grant_record(g: Grant) -> dict[str, Any]:
 def interleavings(entries: list[Entry]) -> list[tuple[tuple[Entry, Entry], Entry]]:
     """Accepted writes of one session that sandwich an accepted write of another session.
 
-    Returns ((first, last) writes of the interrupted session, the intruding write), one per
+    A session's span runs from its first entry to its last accepted write; where the resource
+    logs reads (``version``, ``cas``, counter reads on PostgreSQL), a session that read before
+    it wrote starts at its read: reading the data while another session is still changing it
+    is the interleaving that matters for a read-modify-write. A session with no accepted
+    write did nothing to the data and has no span.
+
+    Returns ((first, last) entries of the interrupted session, the intruding entry), one per
     pair of sessions.
     """
+    reads: dict[tuple[int, Any], Entry] = {}
     spans: dict[tuple[int, Any], tuple[Entry, Entry]] = {}
     for e in entries:
         if not e.accepted:
             continue
         k = (e.process, e.session)
-        first, _ = spans.get(k, (e, e))
+        if e.kind == "read":
+            if k not in spans:
+                reads.setdefault(k, e)
+            continue
+        first, _ = spans.get(k, (reads.get(k, e), e))
         spans[k] = (first, e)
     found: list[tuple[tuple[Entry, Entry], Entry]] = []
     open_: list[tuple[tuple[int, Any], tuple[Entry, Entry]]] = []
@@ -98,15 +111,19 @@ def interleavings(entries: list[Entry]) -> list[tuple[tuple[Entry, Entry], Entry
 def describe_interleaving(span: tuple[Entry, Entry], intruder: Entry) -> str:
     a0, a1 = span
     k, k0, k1 = line(intruder.kind, 40), line(a0.kind, 40), line(a1.kind, 40)
-    return (f"the resource accepted process {intruder.process}'s {k} (seq {intruder.seq}) "
-            f"between process {a0.process}'s {k0} (seq {a0.seq}) and its {k1} (seq {a1.seq}): "
-            "two critical sections interleaved on the data")
+    what = "read the data" if intruder.kind == "read" else f"had its {k} accepted"
+    then = (", and its own writes were accepted after: it acted on data that changed after it "
+            "read it" if intruder.kind == "read" else "")
+    return (f"process {intruder.process} {what} (seq {intruder.seq}) between process "
+            f"{a0.process}'s {k0} (seq {a0.seq}) and its {k1} (seq {a1.seq})"
+            f"{then}: two critical sections interleaved on the data")
 
 
 def check(history: Sequence[Op], *, overlaps_informational: bool = False) -> dict[str, Any]:
     """``overlaps_informational``: the resource checks tokens (the fenced workload), so lock
     overlaps are reported but only interleavings on the data decide the verdict."""
-    informational = overlaps_informational
+    transactional = writes_in_lock_transaction(history)
+    informational = overlaps_informational or transactional
     end = horizon(history)
     overlaps: list[tuple[Grant, Grant]] = []
     for gs in by_lock(grants(history)).values():
@@ -139,9 +156,13 @@ def check(history: Sequence[Op], *, overlaps_informational: bool = False) -> dic
         "indeterminate-writes": unknown_writes,
         "first-violation-at": first,
     }
-    if informational and overlaps:
-        result["note"] = ("lock-level overlaps are informational under the fenced workload: "
-                          "the resource's token check is what keeps the data safe")
+    if transactional and overlaps:
+        result["note"] = ("lock-level overlaps are informational: every write went through the "
+                          "lock's own transaction, so a holder that lost its session lost its "
+                          "writes with it; the resource's log decides")
+    elif informational and overlaps:
+        result["note"] = ("lock-level overlaps are informational: the resource guards itself "
+                          "(fencing tokens, versions, check-and-set, idempotency keys)")
     if unknown_writes and valid == "unknown":
         result["note"] = (f"{unknown_writes} writes have unknown outcomes and the resource log "
                           "was never read back (the run was cut short)")

@@ -106,6 +106,26 @@ def final_read(history: Sequence[Op]) -> list[dict[str, Any]] | None:
     return None
 
 
+def writes_in_lock_transaction(history: Sequence[Op]) -> bool:
+    """Did every write go through the lock's own transaction (``pg-row``,
+    ``pg-advisory-xact``)? Then the writes commit with the lock or not at all: a holder whose
+    session the server ended lost its writes with it, and the resource's log decides."""
+    writes = [op for op in client_ops(history) if op.get("f") == "write"
+              and op.get("type") == INVOKE]
+    return bool(writes) and all(isinstance(op.get("value"), dict)
+                                and op["value"].get("in_lock_tx") for op in writes)
+
+
+def final_state(history: Sequence[Op]) -> dict[str, Any] | None:
+    """The resource's final state (counter, balance, keys, ...), read back after its log."""
+    for op in reversed(history):
+        value = op.get("value")
+        if (op.get("f") == "read" and op.get("type") == OK and isinstance(value, dict)
+                and isinstance(value.get("state"), dict)):
+            return value["state"]
+    return None
+
+
 def resource_log(history: Sequence[Op]) -> tuple[list[Entry], int]:
     """The resource's writes in its own order, and how many writes remain indeterminate.
 

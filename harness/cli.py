@@ -38,7 +38,13 @@ def build_parser() -> Parser:
     r.add_argument("--config", type=Path, help="a TOML test spec; flags override its keys")
     r.add_argument("--db", help="redis (default)")
     r.add_argument("--lock", help="a lock name (harness list) or package.module:Class")
-    r.add_argument("--workload", help="mutex (default), fenced or counter")
+    r.add_argument("--workload", help="mutex (default), fenced, counter or idempotent")
+    r.add_argument("--resource", help="the protected resource: redis (default) or postgres "
+                   "(default for pg-row / pg-advisory-xact, in their own database, and for "
+                   "--workload idempotent)")
+    r.add_argument("--resource-mode", help="how the resource guards itself: plain, fenced "
+                   "(token), version (WHERE version = read), cas (antirez's check-and-set); "
+                   "default: fenced for --workload fenced, else plain")
     r.add_argument("--nemesis", help="comma-separated faults, or none (default: pause); "
                    "FAULT:ROLE aims a fault at a role, e.g. partition:waiter, pause:any, "
                    "pause-node:leader, kill:node=n2")
@@ -136,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
+    except BrokenPipeError:  # `harness ... | head`: the reader left; nothing to say
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_SETUP
     except HarnessError as e:
         for line in str(e).splitlines() or [""]:
             print(f"harness: {line}", file=sys.stderr)
@@ -153,7 +164,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     if args.config is not None:
         data = load_toml(args.config)
     for key in ("db", "lock", "workload", "backend", "nodes", "clients", "time_limit", "seed",
-                "store", "ttl", "hosts"):
+                "store", "ttl", "hosts", "resource", "resource_mode"):
         value = getattr(args, key)
         if value is not None:
             data[key] = value
@@ -356,7 +367,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # list / clean -------------------------------------------------------------------------------------
 LIST_KINDS = (("dbs", "dbs"), ("locks", "locks"), ("workloads", "workloads"),
-              ("nemeses", "nemeses"), ("checkers", "checkers"))
+              ("nemeses", "nemeses"), ("checkers", "checkers"), ("resources", "resources"))
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -266,10 +266,13 @@ class FakeResource:
     def __init__(self) -> None:
         self.kinds: list[str] = []
 
-    def write(self, process: int, session: int, kind: str, token: int | None,
-              *rest: Any) -> tuple[int, bool]:
-        self.kinds.append(kind)
-        return len(self.kinds), True
+    mode = "plain"
+
+    def write(self, w: Any, via: Any = None) -> Any:
+        from harness.core.resource import Written
+
+        self.kinds.append(w.kind)
+        return Written(len(self.kinds), True)
 
 
 class LosingLock:

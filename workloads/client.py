@@ -25,8 +25,9 @@ from harness.core.text import line
 from workloads import crash
 from workloads.async_lock import AsyncLockRunner, is_async
 from workloads.mutex import MutexParams
-from workloads.resource import Resource
 from workloads.sockbind import bind_source
+
+DEFAULT_RESOURCE = "workloads.resources.redis:RedisResource"
 
 
 def build_lock(cfg: dict[str, Any]) -> Any:
@@ -71,7 +72,9 @@ def run_client(argv: list[str]) -> int:
     crash.configure(cfg.get("crash_file"), tuple(getattr(lock, "crash_steps", ())))
     workload_cls = load_object(cfg["workload_target"])
     res = cfg["resource"]
-    resource = Resource(res["host"], res["port"], fenced=bool(workload_cls.fenced))
+    mode = cfg.get("resource_mode") or ("fenced" if workload_cls.fenced else "plain")
+    resource = load_object(cfg.get("resource_target", DEFAULT_RESOURCE))(
+        res["host"], res["port"], mode=mode)
     # A lock may say how it is used (consensus locks guard long critical sections); options
     # from the run's config win.
     options = {**(getattr(lock, "workload_defaults", None) or {}),

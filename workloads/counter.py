@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.core.history import INFO, INVOKE, OK
 from harness.core.locks import Grant
-from workloads.mutex import MutexWorkload, lock_checks
+from workloads.mutex import MutexWorkload, lock_checks, resource_mode
 
 
 class CounterWorkload(MutexWorkload):
@@ -22,24 +21,19 @@ class CounterWorkload(MutexWorkload):
 
     @classmethod
     def checkers(cls, spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        return [("mutex", {}), ("lost-updates", {}), ("linearizable", {"model": "mutex"}),
+        guarded = resource_mode(spec, cls.fenced) != "plain"
+        return [("mutex", {"overlaps_informational": guarded}), ("lost-updates", {}),
+                ("linearizable", {"model": "mutex", "informational": guarded}),
                 ("stats", {}), *lock_checks(spec)]
 
     def critical_section(self, grant: Grant) -> None:
-        j, name = self.journal, self.p.lock_name
-        value = {"session": self.session}
-        j.record(INVOKE, "read", value, lock=name)
-        try:
-            current = self.resource.read_counter(self.p.lock_name)
-        except Exception as e:
-            j.record(INFO, "read", value, lock=name, error=f"{type(e).__name__}: {e}"[:200])
+        seen = self.read(self.begin(grant))
+        if seen is None:
             return
-        j.record(OK, "read", {**value, "counter": current}, lock=name)
         self.stop.wait(self.rng.uniform(self.p.hold_min, self.p.hold_max))
-        self.write_increment(grant, current)
+        self.write_increment(grant, seen.counter)
 
     def write_increment(self, grant: Grant, current: int) -> None:
-        token = grant.token if self.fenced else None
         value = {"kind": "increment", "session": self.session, "from": current,
                  "to": current + 1}
-        self.write_value("increment", value, token, (current, current + 1))
+        self.write_value("increment", value, grant, (current, current + 1))

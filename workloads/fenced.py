@@ -3,15 +3,14 @@
 The resource rejects a write whose token is lower than one it already accepted (fencing, as the
 resource should check it), and a rejected write ends the session early: the holder has been
 fenced off. The resource's verdict is what counts here: lock-level overlaps and the lock's own
-linearizability are informational, since the resource keeps the data safe through them.
+linearizability are informational, since the resource keeps the data safe through them
+(the checkers are the mutex workload's for a resource in ``fenced`` mode, this workload's
+default).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from workloads.mutex import MutexWorkload, lock_checks
+from workloads.mutex import MutexWorkload
 
 
 class FencedWorkload(MutexWorkload):
@@ -20,8 +19,3 @@ class FencedWorkload(MutexWorkload):
     needs_tokens = True
     fenced = True
 
-    @classmethod
-    def checkers(cls, spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        return [("mutex", {"overlaps_informational": True}), ("fencing", {}),
-                ("linearizable", {"model": "fenced-mutex", "informational": True}),
-                ("stats", {}), *lock_checks(spec)]

@@ -4,6 +4,13 @@ One session: ``acquire`` -> ``write enter`` -> hold a random time -> ``write exi
 ``release``. Every op is journaled before it is sent (invoke) and after it returns (ok / fail /
 info). The ``fenced`` workload (:mod:`workloads.fenced`) is the same loop with tokens on every
 write.
+
+The resource's mode (:mod:`harness.core.resource`) shapes the writes: ``fenced`` sends the
+grant's token; ``version`` and ``cas`` start the critical section with a ``read`` of the
+resource and hold half the time before the first write (read, work, write, as applications
+do), each write expecting what the read (or the previous write) left. A lock that lives in a
+transaction (``session(grant)``) has every read and write of the critical section go through
+that transaction.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -18,11 +26,14 @@ from typing import Any, ClassVar
 from harness.core.history import FAIL, INFO, INVOKE, OK
 from harness.core.journal import JournalWriter
 from harness.core.locks import Grant, Indeterminate, Lock, LockContractError
+from harness.core.resource import READ_MODES, Observed, Resource, Write, Written
 from harness.core.text import show
 from workloads import crash
-from workloads.resource import Resource
 
 HOLD_POLL = 0.02  # seconds between two held() checks while working under a lock
+REJECTED = {"fenced": "rejected: stale token",
+            "version": "rejected: the version moved since it was read",
+            "cas": "rejected: another holder's value since it was read"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,22 @@ class MutexParams:
     think_max: float = 0.05
     seed: int = 0
     end_ns: int | None = None  # monotonic time the run's load ends: stop waiting for locks then
+
+
+@dataclass
+class Section:
+    """One critical section's view of the resource: what its next write must expect."""
+
+    grant: Grant
+    via: Any = None  # the lock's own session, when it has one
+    expect: Any = None  # version / cas
+    claim: str | None = None  # cas: this holder's lock value
+    first: bool = True  # no write of this grant accepted yet
+
+
+def resource_mode(spec: Mapping[str, Any], fenced: bool) -> str:
+    """The resource's mode of a run: the spec's, else the workload's default."""
+    return str(spec.get("resource_mode") or ("fenced" if fenced else "plain"))
 
 
 def lock_checks(spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -53,8 +80,16 @@ class MutexWorkload:
 
     @classmethod
     def checkers(cls, spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        return [("mutex", {}), ("linearizable", {"model": "mutex"}), ("stats", {}),
-                *lock_checks(spec)]
+        mode = resource_mode(spec, cls.fenced)
+        if mode == "plain":
+            return [("mutex", {}), ("linearizable", {"model": "mutex"}), ("stats", {}),
+                    *lock_checks(spec)]
+        # The resource guards itself: lock overlaps are informational, the data decides.
+        extra = [("fencing", {})] if mode == "fenced" else []
+        return [("mutex", {"overlaps_informational": True}), *extra,
+                ("linearizable", {"model": "fenced-mutex" if mode == "fenced" else "mutex",
+                                  "informational": True}),
+                ("stats", {}), *lock_checks(spec)]
 
     def __init__(self, params: MutexParams, lock: Lock, resource: Resource,
                  journal: JournalWriter, stop: threading.Event) -> None:
@@ -69,6 +104,9 @@ class MutexWorkload:
         # that reports its own timeout by raising): a fail, not an unknown outcome.
         self.timeout_errors: tuple[type[BaseException], ...] = tuple(
             getattr(lock, "timeout_errors", ()) or ())
+        self.mode = getattr(resource, "mode", "plain")
+        self.section: Section | None = None
+        self.outcome = OK  # of the last write: ok / fail / info
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -109,14 +147,48 @@ class MutexWorkload:
                  lock=name, token=grant.token)
         return grant
 
+    def begin(self, grant: Grant) -> Section:
+        """The critical section starts: note the lock's session, if it has one."""
+        session = getattr(self.lock, "session", None)
+        via = session(grant) if callable(session) else None
+        claim = None
+        if self.mode == "cas":  # antirez: the lock's own random value, else one of ours
+            claim = grant.handle if isinstance(grant.handle, str) else uuid.uuid4().hex
+        self.section = Section(grant, via, claim=claim)
+        return self.section
+
     def critical_section(self, grant: Grant) -> None:
+        hold = self.rng.uniform(self.p.hold_min, self.p.hold_max)
+        section = self.begin(grant)
+        if self.mode in READ_MODES:  # read, work, then write what the read allows
+            if self.read(section) is None:
+                return
+            hold /= 2
+            if not self.hold(grant, hold):
+                return
         if not self.write("enter", grant):
             return
         crash.point(crash.HOLDING)
         if getattr(self.lock, "reentrant", False):
             self.reenter()
-        if self.hold(grant, self.rng.uniform(self.p.hold_min, self.p.hold_max)):
+        if self.hold(grant, hold):
             self.write("exit", grant)
+
+    def read(self, section: Section) -> Observed | None:
+        """A logged read of the resource (its state, what the writes must expect)."""
+        j, name = self.journal, self.p.lock_name
+        value: dict[str, Any] = {"session": self.session}
+        j.record(INVOKE, "read", value, lock=name)
+        try:
+            seen = self.resource.read(self.p.process, self.session, section.via,
+                                      self.p.lock_name)
+        except Exception as e:
+            j.record(INFO, "read", value, lock=name, error=f"{type(e).__name__}: {e}"[:200])
+            return None
+        section.expect = seen.expect
+        j.record(OK, "read", {**value, "seq": seen.seq, "counter": seen.counter,
+                              "expect": seen.expect, "job": seen.job}, lock=name)
+        return seen
 
     def reenter(self) -> None:
         """A reentrant lock (``reentrant = True``) is taken again by its holder, then let go
@@ -162,28 +234,47 @@ class MutexWorkload:
 
     def write(self, kind: str, grant: Grant) -> bool:
         """Returns True when the write was accepted."""
-        token = grant.token if self.fenced else None
-        return self.write_value(kind, {"kind": kind, "session": self.session}, token)
+        return self.write_value(kind, {"kind": kind, "session": self.session}, grant)
 
-    def write_value(self, kind: str, value: dict[str, Any], token: int | None,
-                    counter: tuple[int, int] | None = None) -> bool:
+    def write_value(self, kind: str, value: dict[str, Any], grant: Grant,
+                    counter: tuple[int, int] | None = None, **extra: Any) -> bool:
         """Journal and send one write to the resource; True when it was accepted."""
+        return self.send(value, grant, Write(self.p.process, self.session, kind,
+                                             counter=counter, **extra)) is not None
+
+    def send(self, value: dict[str, Any], grant: Grant, w: Write) -> Written | None:
+        """Journal and send ``w`` in the current critical section; the resource's answer
+        when the write was accepted (or was a duplicate of an applied key), else None."""
         j = self.journal
+        section = self.section if self.section is not None and self.section.grant is grant \
+            else self.begin(grant)
+        token = grant.token if self.mode == "fenced" else None
+        w = Write(w.process, w.session, w.kind, self.p.lock_name, token, section.first,
+                  section.expect, section.claim, w.counter, w.key, w.amount, w.job)
+        if section.via is not None:
+            value = {**value, "in_lock_tx": True}
         j.record(INVOKE, "write", value, lock=self.p.lock_name, token=token)
         try:
-            seq, accepted = self.resource.write(self.p.process, self.session, kind, token,
-                                                counter, self.p.lock_name)
+            done = self.resource.write(w, section.via)
         except Exception as e:
+            self.outcome = INFO
             j.record(INFO, "write", value, lock=self.p.lock_name, token=token,
                      error=f"{type(e).__name__}: {e}"[:200])
-            return False
-        done = {**value, "seq": seq}
-        if accepted:
-            j.record(OK, "write", done, lock=self.p.lock_name, token=token)
-            return True
-        j.record(FAIL, "write", done, lock=self.p.lock_name, token=token,
-                 error="rejected: stale token")
-        return False
+            return None
+        self.outcome = OK if done.accepted or done.duplicate else FAIL
+        out = {**value, "seq": done.seq}
+        if done.duplicate:
+            j.record(OK, "write", {**out, "duplicate": True}, lock=self.p.lock_name,
+                     token=token)
+            return done
+        if done.accepted:
+            section.first = False
+            section.expect = done.expect
+            j.record(OK, "write", out, lock=self.p.lock_name, token=token)
+            return done
+        j.record(FAIL, "write", out, lock=self.p.lock_name, token=token,
+                 error=REJECTED.get(self.mode, "rejected"))
+        return None
 
     def release(self, grant: Grant) -> None:
         j, name = self.journal, self.p.lock_name

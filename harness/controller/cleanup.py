@@ -31,6 +31,16 @@ def active_dir() -> Path:
     raise HarnessError("no writable directory for the list of active runs (/run or /tmp)")
 
 
+def scratch_dir(run_id: str) -> Path:
+    """Where the local backend keeps the node directories of a DB that runs as a user of its
+    own (PostgreSQL), for one run: a place that user can reach whatever the run directory's
+    parents allow (a pytest tmp_path, /root/...). Removed at teardown and by ``harness clean``.
+    """
+    base = (Path("/var/lib/lock-harness/scratch") if os.geteuid() == 0
+            else Path(f"/tmp/lock-harness-scratch-{os.getuid()}"))
+    return base / run_id.replace("/", "__")
+
+
 def mark_active(run: RunDir, run_id: str) -> Path:
     marker = active_dir() / (run_id.replace("/", "__") + ".json")
     write_json(marker, {"run_dir": str(run.path), "run_id": run_id, "controller": os.getpid(),
@@ -113,6 +123,10 @@ def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
         for k in killed:
             say(f"killed {k} of {run_id}")
         out.killed.extend(killed)
+        scratch = scratch_dir(run_id)
+        if scratch.is_dir():
+            shutil.rmtree(scratch, ignore_errors=True)
+            say(f"removed {scratch} of {run_id}")
         marker.unlink(missing_ok=True)
         out.runs += 1
     remove_stale_sockets(active_dir() / "ssh")

@@ -30,13 +30,15 @@ class Clients:
     processes: list[int]
     doomed: set[int] = field(default_factory=set)
 
-    def spawn(self, process: int, config: dict[str, Any]) -> None:
+    def spawn(self, process: int, config: dict[str, Any], group: int | None = None) -> None:
+        """``group``: the group id the client runs with (the backend rewrites the source
+        address of that group's connections to the client's own)."""
         path = self.run.client_config(process)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, config, indent=1)
         self.procs.spawn(client_name(process), [sys.executable, "-m", "workloads.client",
                                                 str(path)],
-                         self.run.client_log(process), tie_to_controller=True)
+                         self.run.client_log(process), tie_to_controller=True, group=group)
 
     def _signal(self, process: int, sig: int) -> bool:
         return self.procs.send(client_name(process), sig)

@@ -99,16 +99,16 @@ class Netfilter:
         _iptables("-A", CHAIN, "-m", "conntrack", "--ctreplsrc", dst, "--ctrepldst", src,
                   *comment)
 
-    def source_nat(self, address: str) -> int:
-        """Make connections of processes in group :func:`node_gid` come from ``address``;
-        returns that group id. Stays until :meth:`teardown` (a heal leaves it)."""
+    def source_nat(self, address: str, dest: str = "127.0.0.0/8") -> int:
+        """Make connections of processes in group :func:`node_gid` to ``dest`` come from
+        ``address``; returns that group id. Stays until :meth:`teardown` (a heal leaves it)."""
         gid = node_gid(address)
         if _iptables("-t", "nat", "-S", NAT_CHAIN, check=False).returncode != 0:
             _iptables("-t", "nat", "-N", NAT_CHAIN)
         if _iptables("-t", "nat", "-C", "POSTROUTING", "-j", NAT_CHAIN,
                      check=False).returncode != 0:
             _iptables("-t", "nat", "-I", "POSTROUTING", "1", "-j", NAT_CHAIN)
-        _iptables("-t", "nat", "-A", NAT_CHAIN, "-d", "127.0.0.0/8", "-m", "owner",
+        _iptables("-t", "nat", "-A", NAT_CHAIN, "-d", dest, "-m", "owner",
                   "--gid-owner", str(gid), "-m", "comment", "--comment", self.comment,
                   "-j", "SNAT", "--to-source", address)
         return gid

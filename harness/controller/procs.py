@@ -4,6 +4,11 @@
 A pid is only ever signalled after checking that it is still the same process: its start time
 (field 22 of /proc/<pid>/stat, recorded when it was spawned) must match, so a recycled pid is
 never hit. (Command lines are no proof: redis-server rewrites its own.)
+
+Every process is started in a session (and so a process group) of its own. Signals that stand
+for a fault on a whole server (pause, kill) go to the whole tree: its process group and every
+descendant (PostgreSQL's backends each lead a session of their own), so a server of several
+processes is frozen or crashed whole, as a machine would be.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import contextlib
 import ctypes
 import json
 import os
+import pwd
 import signal
 import subprocess
 import threading
@@ -53,13 +59,43 @@ def owned(pid: int, started: int | None) -> bool:
     return now is not None and (started is None or now == started)
 
 
-def signal_owned(pid: int, sig: int, started: int | None) -> bool:
+def descendants(pid: int) -> list[int]:
+    """Every living descendant of ``pid``, parents before children."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        fields = _stat(int(entry.name))
+        if fields is not None and fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out: list[int] = []
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop(0)
+        out.append(child)
+        todo.extend(children.get(child, []))
+    return out
+
+
+def signal_owned(pid: int, sig: int, started: int | None, group: bool = False) -> bool:
+    """Signal ``pid`` if it is still ours; ``group``: its whole tree (its process group, when
+    it leads one, and every descendant), the parent first (a stopped or dead parent starts no
+    new child)."""
     if not owned(pid, started):
         return False
+    tree = descendants(pid) if group else []
     try:
-        os.kill(pid, sig)
+        if group and os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
     except ProcessLookupError:
         return False
+    if group and sig != signal.SIGKILL:  # the tree is still there: add what it forked since
+        tree += [c for c in descendants(pid) if c not in tree]
+    for child in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, sig)
     return True
 
 
@@ -76,16 +112,22 @@ class ProcessTable:
         self._save()
 
     def spawn(self, name: str, argv: list[str], log: Path, *, env: dict[str, str] | None = None,
-              tie_to_controller: bool = False, group: int | None = None
-              ) -> subprocess.Popen[bytes]:
+              tie_to_controller: bool = False, group: int | None = None,
+              user: str | None = None) -> subprocess.Popen[bytes]:
         """Start ``argv`` in its own session (Ctrl-C at the terminal is the controller's).
-        ``group``: run it with that group id only (iptables can match its packets by it)."""
+        ``group``: run it with that group id only (iptables can match its packets by it).
+        ``user``: run it as that user (a server that refuses root), with the user's group
+        unless ``group`` is given."""
         log.parent.mkdir(parents=True, exist_ok=True)
         fh: IO[bytes] = log.open("ab")
         preexec: Callable[[], None] | None = die_with_parent if tie_to_controller else None
+        uid = None
+        if user is not None:
+            entry = pwd.getpwnam(user)
+            uid, group = entry.pw_uid, entry.pw_gid if group is None else group
         proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=env, preexec_fn=preexec, group=group,
-                                extra_groups=None if group is None else [])
+                                extra_groups=None if group is None else [], user=uid)
         fh.close()
         with self._mu:
             self._procs[name] = proc
@@ -110,11 +152,12 @@ class ProcessTable:
             return pid
         return None
 
-    def send(self, name: str, sig: int) -> bool:
+    def send(self, name: str, sig: int, *, group: bool = False) -> bool:
+        """Signal the process (``group``: its whole process group) if it is still ours."""
         pid = self.pid(name)
         if pid is None:
             return False
-        return signal_owned(pid, sig, self._started.get(name))
+        return signal_owned(pid, sig, self._started.get(name), group)
 
     def wait_gone(self, name: str, timeout: float) -> bool:
         """Wait until the process is gone (reaped, or no longer ours)."""
@@ -132,17 +175,17 @@ class ProcessTable:
     def stop(self, name: str, timeout: float = 5.0, sig: int = signal.SIGTERM) -> int | None:
         """Signal, wait up to ``timeout``, then SIGKILL. Returns the exit code if known."""
         if self.pid(name) is not None:
-            self.send(name, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+            self.send(name, signal.SIGCONT, group=True)  # a stopped process cannot act on it
             self.send(name, sig)
             if not self.wait_gone(name, timeout):
-                self.send(name, signal.SIGKILL)
+                self.send(name, signal.SIGKILL, group=True)
                 self.wait_gone(name, 5)
         proc = self._procs.get(name)
         return None if proc is None else proc.returncode
 
     def kill_all(self) -> None:
         for name in [*self._procs, *self._adopted]:
-            self.send(name, signal.SIGKILL)
+            self.send(name, signal.SIGKILL, group=True)
         deadline = time.monotonic() + 5
         for proc in self._procs.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -167,6 +210,6 @@ def kill_recorded(path: Path) -> list[str]:
         if not isinstance(entry, list) or len(entry) != 2 or entry[1] is None:
             continue  # without a start time we cannot be sure it is ours: leave it
         pid, started = int(entry[0]), int(entry[1])
-        if signal_owned(pid, signal.SIGKILL, started):
+        if signal_owned(pid, signal.SIGKILL, started, group=True):
             killed.append(f"{name} (pid {pid})")
     return killed

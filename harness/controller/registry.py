@@ -31,9 +31,10 @@ GROUPS = {
     "dbs": "lock_harness.dbs",
     "workloads": "lock_harness.workloads",
     "checkers": "lock_harness.checkers",
+    "resources": "lock_harness.resources",
 }
 SINGULAR = {"locks": "lock", "nemeses": "nemesis", "dbs": "db", "workloads": "workload",
-            "checkers": "checker"}
+            "checkers": "checker", "resources": "resource"}
 
 BUILTINS: dict[str, dict[str, str]] = {
     "dbs": {
@@ -42,6 +43,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "redis-sentinel": "harness.controller.dbs.redis_sentinel:RedisSentinelDB",
         "zookeeper": "harness.controller.dbs.zookeeper:ZooKeeperDB",
         "etcd": "harness.controller.dbs.etcd:EtcdDB",
+        "postgres": "harness.controller.dbs.postgres:PostgresDB",
     },
     "locks": {
         "redis-setnx": "workloads.locks.redis_single:SetNxLock",
@@ -57,11 +59,15 @@ BUILTINS: dict[str, dict[str, str]] = {
         "redlock-fenced": "workloads.locks.redlock:FencedRedlockLock",
         "redisson": "workloads.locks.redisson:RedissonLock",
         "redis-py": "workloads.locks.redis_py:RedisPyLock",
+        "pg-row": "workloads.locks.postgres:RowLock",
+        "pg-advisory": "workloads.locks.postgres:AdvisoryLock",
+        "pg-advisory-xact": "workloads.locks.postgres:AdvisoryXactLock",
     },
     "workloads": {
         "mutex": "workloads.mutex:MutexWorkload",
         "fenced": "workloads.fenced:FencedWorkload",
         "counter": "workloads.counter:CounterWorkload",
+        "idempotent": "workloads.idempotent:IdempotentWorkload",
     },
     "nemeses": {
         "pause": "nemesis.process_faults:PauseHolder",
@@ -92,6 +98,11 @@ BUILTINS: dict[str, dict[str, str]] = {
         "liveness": "checker.liveness:LivenessChecker",
         "availability": "checker.availability:AvailabilityChecker",
         "faults": "checker.faults:FaultsChecker",
+        "idempotent": "checker.idempotent:IdempotentChecker",
+    },
+    "resources": {
+        "redis": "workloads.resources.redis:RedisResource",
+        "postgres": "workloads.resources.postgres:PostgresResource",
     },
 }
 
@@ -102,6 +113,7 @@ REQUIRED_METHODS = {
     "dbs": ("files", "argv", "ready", "check_environment"),
     "workloads": ("checkers", "run"),
     "checkers": ("check",),
+    "resources": ("setup", "read", "write", "read_log", "read_state", "close"),
 }
 
 
@@ -173,7 +185,7 @@ class Registry:
         found = self._entries[kind].get(name)
         if found is not None:
             return found
-        if ":" in name and kind in ("locks", "nemeses", "workloads", "checkers", "dbs"):
+        if ":" in name and kind in GROUPS:
             return Entry(kind, name, name, None, None)
         known = ", ".join(self._entries[kind])
         hatch = ", or package.module:Class" if kind == "locks" else ""
@@ -215,6 +227,20 @@ class Registry:
     def lock_tokens(self, name: str) -> bool:
         return bool(getattr(self.load("locks", name), "tokens", False))
 
+    def lock_session(self, name: str) -> bool:
+        """Does the lock write in its own transaction (``session(grant)``)?"""
+        return callable(getattr(self.load("locks", name), "session", None))
+
+    def resource_in_lock_db(self, lock: str, db: str, resource: str) -> bool:
+        """Does the protected resource live in the lock's own database (node 1)? Always for
+        a lock that writes in its own transaction; for a lock that declares
+        ``resource_in_lock_db`` (the table next to the lock, as its applications keep it),
+        when the resource is of the lock's DB."""
+        if self.lock_session(lock):
+            return True
+        declared = bool(getattr(self.load("locks", lock), "resource_in_lock_db", False))
+        return declared and getattr(self.load("resources", resource), "db", "") == db
+
     def nemesis_requires(self, name: str) -> tuple[type, ...]:
         return tuple(getattr(self.load("nemeses", name), "requires", ()) or ())
 
@@ -232,17 +258,26 @@ class Registry:
 
     # the one place a run's roles are checked against each other ------------------------------
     def check_run(self, *, db: str, db_obj: Any, lock: str, workload: str,
-                  nemeses: Iterable[str], environment: Any) -> None:
-        """Raise UsageError (one line) if the lock, workload and faults cannot run on ``db``.
+                  nemeses: Iterable[str], environment: Any, resource: str | None = None,
+                  resource_mode: str | None = None) -> None:
+        """Raise UsageError (one line) if the lock, workload and faults cannot run on ``db``,
+        or the protected resource cannot take the lock's writes.
         ``environment(capability) -> reason | None`` answers for environment capabilities."""
         dbs = self.lock_dbs(lock)
         if dbs and db not in dbs:
             raise UsageError(f"lock {lock!r} runs on --db {', '.join(dbs)}, not {db!r}")
         wl = self.load("workloads", workload)
-        if getattr(wl, "needs_tokens", False) and not self.lock_tokens(lock):
-            raise UsageError(f"--workload {workload} needs a lock with fencing tokens; "
+        fenced_mode = resource_mode == "fenced" or (resource_mode is None
+                                                   and getattr(wl, "fenced", False))
+        if ((getattr(wl, "needs_tokens", False) or fenced_mode)
+                and not self.lock_tokens(lock)):
+            what = f"--workload {workload}" if getattr(wl, "needs_tokens", False) else \
+                "--resource-mode fenced"
+            raise UsageError(f"{what} needs a lock with fencing tokens; "
                              f"{lock!r} has no fencing tokens (a lock class declares them "
                              "with tokens = True)")
+        if resource is not None:
+            self.check_resource(lock, db, resource, resource_mode)
         for name in nemeses:
             for cap in self.nemesis_requires(name):
                 if capabilities.is_environment(cap):
@@ -259,6 +294,20 @@ class Registry:
                     raise UsageError(f"--nemesis {name} needs {capabilities.describe(cap)}"
                                      f"{hint}, not {db!r}")
                 raise UsageError(f"--nemesis {name}: {reason}")
+
+
+    def check_resource(self, lock: str, db: str, resource: str, mode: str | None) -> None:
+        res = self.load("resources", resource)
+        modes = tuple(getattr(res, "modes", ()))
+        if mode is not None and mode not in modes:
+            raise UsageError(f"--resource-mode {mode}: --resource {resource} has "
+                             f"{', '.join(modes)}")
+        if self.lock_session(lock):
+            res_db = getattr(res, "db", "")
+            if not getattr(res, "accepts_session", False) or res_db != db:
+                raise UsageError(f"lock {lock!r} writes in its own transaction: it needs "
+                                 f"--resource {db} (the resource in the lock's database), "
+                                 f"not {resource!r}")
 
 
 @cache

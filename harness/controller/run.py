@@ -41,7 +41,6 @@ from harness.core.cluster import NemesisContext, Node, client_name
 from harness.core.errors import HarnessError, UsageError
 from harness.core.history import INVOKE, OK
 from harness.core.journal import JournalWriter
-from workloads.resource import Resource
 
 READY_TIMEOUT = 20.0
 OP_TIMEOUT = 1.0
@@ -66,13 +65,20 @@ class Interrupted(Exception):
 
 @dataclass
 class Cluster:
-    """The DB nodes, their companions (Sentinels) and the protected resource."""
+    """The DB nodes, their companions (Sentinels) and the protected resource (a node of its
+    own, or node 1 itself for a lock that writes in its own transaction)."""
 
     backend: Backend
     db: Any
     nodes: list[Node] = field(default_factory=list)
     companions: list[tuple[Any, list[Node]]] = field(default_factory=list)
     resource: Node | None = None
+    resource_db: Any = None  # None: the resource lives in node 1's database
+
+    @property
+    def separate_resource(self) -> list[Node]:
+        """The resource's own node, if it has one."""
+        return [self.resource] if self.resource is not None and self.resource_db else []
 
     def endpoints(self) -> dict[str, Any]:
         return {"nodes": [n.endpoint for n in self.nodes],
@@ -92,6 +98,8 @@ class Run:
         self.procs = ProcessTable(self.run.pids)
         self.rng = random.Random(spec.seed)
         self.db = make_db(self.registry.load("dbs", spec.db), spec.persistence)
+        if spec.resource is None or spec.resource_mode is None:
+            spec.resolve_resource(self.registry)
         self.cluster: Cluster | None = None
         self.faults: FaultRunner | None = None
         self.sources: dict[str, Any] | None = None
@@ -101,6 +109,8 @@ class Run:
         reg, spec = self.registry, self.spec
         used = [("dbs", spec.db), ("locks", spec.lock), ("workloads", spec.workload),
                 *(("nemeses", n) for n in dict.fromkeys(spec.nemesis_names))]
+        if spec.resource is not None:
+            used.append(("resources", spec.resource))
         used += [("checkers", e.name) for e, _, _ in checking.plan(spec.to_dict(), reg)]
         return [reg.entry(kind, name).record() for kind, name in used]
 
@@ -153,29 +163,38 @@ class Run:
         try:
             self.registry.check_run(db=spec.db, db_obj=self.db, lock=spec.lock,
                                     workload=spec.workload, nemeses=spec.nemesis_names,
-                                    environment=backend.environment_unmet)
-            backend.prepare(self.db.port, spec.nodes, spec.clients)
-            cluster = self.cluster = Cluster(backend, self.db)
+                                    environment=backend.environment_unmet,
+                                    resource=spec.resource, resource_mode=spec.resource_mode)
+            in_lock_db = self.registry.resource_in_lock_db(spec.lock, spec.db,
+                                                           str(spec.resource))
+            resource_db = None if in_lock_db else make_db(
+                self.registry.load("dbs", self.resource_class().db))
+            backend.prepare(self.db.port, spec.nodes, spec.clients,
+                            resource_port=(resource_db or self.db).port)
+            cluster = self.cluster = Cluster(backend, self.db, resource_db=resource_db)
             cluster.nodes = [Node(f"n{i + 1}", backend.node_host(i), self.db.port)
                              for i in range(spec.nodes)]
-            cluster.resource = Node("resource", backend.resource_host(), self.db.port)
+            cluster.resource = cluster.nodes[0] if resource_db is None else Node(
+                "resource", backend.resource_host(), resource_db.port)
             needs_iptables = any(capabilities.Iptables in self.registry.nemesis_requires(n)
                                  for n in spec.nemesis_names)
-            backend.preflight(self.db, [*cluster.nodes, cluster.resource], needs_iptables)
+            backend.preflight(self.db, cluster.nodes, needs_iptables)
+            if resource_db is not None:
+                backend.preflight(resource_db, cluster.separate_resource, needs_iptables)
             if isinstance(self.db, capabilities.HasCompanions):
                 cluster.companions = list(self.db.companions(cluster.nodes))
             for helper_db, helper_nodes in cluster.companions:
                 backend.preflight(helper_db, helper_nodes, False)
-            resource_db = make_db(self.registry.load("dbs", "redis"))
             backend.provision(self.db, cluster.nodes)
             for helper_db, helper_nodes in cluster.companions:
                 backend.provision(helper_db, helper_nodes)
-            backend.provision(resource_db, [cluster.resource])
+            if resource_db is not None:
+                backend.provision(resource_db, cluster.separate_resource)
             if any(capabilities.ClockFaults in self.registry.nemesis_requires(n)
                    for n in spec.nemesis_names):
                 for node in cluster.nodes:
                     backend.enable_clock(node)
-            everything = [*cluster.nodes, cluster.resource]
+            everything = [*cluster.nodes, *cluster.separate_resource]
             for node in everything:
                 backend.start(node)
             for node in everything:
@@ -185,6 +204,7 @@ class Run:
                 backend.start(node)
             for node in helpers:
                 backend.wait_ready(node, READY_TIMEOUT)
+            self._setup_resource(cluster)
             self.progress.line(f"{len(cluster.nodes)} {spec.db} node(s) + resource ready on "
                                f"{backend.name} in {time.monotonic() - started:.1f} s "
                                f"({run.path})")
@@ -201,7 +221,8 @@ class Run:
         try:
             for p in clients.processes:
                 cluster.backend.register_endpoint(client_name(p), cluster.backend.client_host(p))
-                clients.spawn(p, self._client_config(cluster, p, t0))
+                clients.spawn(p, self._client_config(cluster, p, t0),
+                              group=cluster.backend.client_group(p))
             live = LiveState({p: self.run.journal(p) for p in clients.processes})
             yield clients, live
         finally:
@@ -286,6 +307,8 @@ class Run:
             "workload_options": spec.workload_options(),
             "crash_file": str(self.run.crash_file(process)),
             "resource": cluster.resource.endpoint,
+            "resource_target": reg.entry("resources", str(spec.resource)).target,
+            "resource_mode": spec.resource_mode,
             "end_ns": t0 + int((spec.time_limit + spec.quiesce) * 1e9),
         }
 
@@ -309,11 +332,31 @@ class Run:
                 raise HarnessError(f"client {dead[0]} exited early: {last_lines(log, 1)} "
                                    f"(log: {log})")
 
-    def _final_read(self, cluster: Cluster, t0: int) -> None:
-        """Read the resource's own log back: the ground truth the checkers compare with."""
+    def resource_class(self) -> Any:
+        return self.registry.load("resources", str(self.spec.resource))
+
+    def _open_resource(self, cluster: Cluster) -> Any:
         assert cluster.resource is not None
+        return self.resource_class()(cluster.resource.host, cluster.resource.port,
+                                     mode=self.spec.resource_mode or "plain")
+
+    def _setup_resource(self, cluster: Cluster) -> None:
+        """The resource's tables (or nothing, for Redis), once, before any client."""
+        resource = self._open_resource(cluster)
+        try:
+            resource.setup()
+        except Exception as e:
+            raise HarnessError(f"could not set the protected resource up on "
+                               f"{cluster.resource.name if cluster.resource else '?'}: "
+                               f"{type(e).__name__}: {e}") from None
+        finally:
+            resource.close()
+
+    def _final_read(self, cluster: Cluster, t0: int) -> None:
+        """Read the resource's own log, then its state, back: the ground truth the checkers
+        compare with."""
         j = JournalWriter(self.run.journal("final"), self.spec.clients, t0)
-        resource = Resource(cluster.resource.host, cluster.resource.port, fenced=False)
+        resource = self._open_resource(cluster)
         try:
             j.record(INVOKE, "read", None)
             try:
@@ -321,6 +364,12 @@ class Run:
             except Exception as e:
                 raise HarnessError(f"could not read the resource log back: {e}") from None
             j.record(OK, "read", log)
+            j.record(INVOKE, "read", None)
+            try:
+                state = resource.read_state()
+            except Exception as e:
+                raise HarnessError(f"could not read the resource's state back: {e}") from None
+            j.record(OK, "read", {"state": state})
         finally:
             j.close()
             resource.close()

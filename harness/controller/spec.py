@@ -28,6 +28,7 @@ from harness.core.text import show
 NAME_KEYS = ("db", "lock", "workload", "backend", "store", "persistence")
 NUMBER_KEYS = ("time_limit", "ttl", "quiesce", "acquire_timeout")
 INT_KEYS = ("nodes", "clients", "seed", "keys")
+OPTIONAL_NAME_KEYS = ("resource", "resource_mode")  # None until resolved
 
 
 def parse_nemeses(text: str, registry: Registry | None = None) -> list[str]:
@@ -106,6 +107,8 @@ class TestSpec:
     acquire_timeout: float | None = None  # seconds an acquire may take
     keys: int = 1  # independent locks; client p works on key p mod keys
     hosts: str | None = None  # the ssh backend's HOSTS.toml
+    resource: str | None = None  # the protected resource: redis | postgres (default: below)
+    resource_mode: str | None = None  # plain | fenced | version | cas (default: the workload's)
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -158,12 +161,35 @@ class TestSpec:
             raise UsageError(f"--quiesce must be >= 0 seconds, got {self.quiesce}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise UsageError(f"--seed must be a non-negative integer, got {self.seed!r}")
+        self.resolve_resource(reg)
         hosts = load_hosts(self.hosts) if self.hosts is not None else None
         reg.check_run(db=self.db, db_obj=make_db(db_cls, self.persistence), lock=self.lock,
                       workload=self.workload, nemeses=self.nemesis_names,
                       environment=lambda cap: None if hosts is None
-                      else hosts_environment(hosts, cap))
+                      else hosts_environment(hosts, cap), resource=self.resource,
+                      resource_mode=self.resource_mode)
         return self
+
+    def resolve_resource(self, reg: Registry) -> None:
+        """The resource and its mode, when not given: a lock that writes in its own
+        transaction needs the resource in its database, and a lock that keeps it there
+        (``resource_in_lock_db``) gets it there; else the workload's choice (the
+        ``idempotent`` workload stores keys in PostgreSQL), else Redis. The mode: ``fenced``
+        for a workload that fences (``fenced = True``), else ``plain``."""
+        workload = reg.load("workloads", self.workload)
+        if self.resource is None:
+            lock = reg.load("locks", self.lock)
+            if reg.lock_session(self.lock) or getattr(lock, "resource_in_lock_db", False):
+                self.resource = self.db
+            else:
+                self.resource = str(getattr(workload, "default_resource", "redis"))
+        reg.load("resources", self.resource)
+        fenced = bool(getattr(workload, "fenced", False))
+        if self.resource_mode is None:
+            self.resource_mode = "fenced" if fenced else "plain"
+        elif fenced and self.resource_mode != "fenced":
+            raise UsageError(f"--workload {self.workload} writes with fencing tokens: "
+                             f"--resource-mode fenced, not {self.resource_mode}")
 
     @property
     def nemesis_names(self) -> list[str]:
@@ -207,7 +233,10 @@ class TestSpec:
         if self.name:
             return safe_name(self.name)
         nem = "+".join(self.nemesis) or "none"
-        return safe_name(f"{self.db}_{self.lock}_{self.workload}_{nem}")
+        name = f"{self.db}_{self.lock}_{self.workload}_{nem}"
+        if self.resource not in (None, "redis") or self.resource_mode in ("version", "cas"):
+            name += f"_{self.resource}-{self.resource_mode}"
+        return safe_name(name)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -248,6 +277,10 @@ def check_types(norm: dict[str, Any]) -> None:
 
     for key in NAME_KEYS:
         if key in norm and not (isinstance(norm[key], str) and 0 < len(norm[key]) <= 300):
+            raise bad(key, "a name")
+    for key in OPTIONAL_NAME_KEYS:
+        if norm.get(key) is not None and not (isinstance(norm[key], str)
+                                              and 0 < len(norm[key]) <= 300):
             raise bad(key, "a name")
     for key in NUMBER_KEYS:
         v = norm.get(key)

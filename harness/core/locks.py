@@ -16,12 +16,20 @@ acquire-timeout seconds), ``reentrant``, ``crash_steps``, ``options`` (name ->
 :class:`harness.core.options.Option`: what ``--lock-opt`` may set; the values arrive in
 ``config.options``) and ``timeout_errors`` (exceptions its ``acquire`` raises when it certainly
 did not acquire: recorded as ``fail``; anything else it raises is ``info``). Optional methods:
-``held(grant)`` (a lock that can tell it was lost) and ``close()``.
+``held(grant)`` (a lock that can tell it was lost), ``session(grant)`` and ``close()``.
 
 A lock whose ``acquire`` and ``release`` (and ``held``, ``close``) are coroutines is run on an
 event loop of its client process's own, on a thread that keeps running between calls, so its
 background tasks (a renewal loop) live as they would in an application; an optional
 ``async def setup()`` is awaited once before the first acquire.
+
+``session(grant)``: a lock that lives in a database transaction (``SELECT ... FOR UPDATE``)
+returns the session the critical section must write through, so that the writes commit or
+abort with the lock. The workload hands it to the protected resource (``via``), which must then
+be a resource that takes sessions (:mod:`harness.core.resource`) in the lock's own database:
+the controller puts it there. Locks without it write as before, on the resource's own
+connection. A lock that declares ``resource_in_lock_db = True`` has the resource in its own
+database as well (when it is of that database's kind), written on the resource's connection.
 """
 
 from __future__ import annotations

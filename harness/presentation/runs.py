@@ -82,7 +82,7 @@ def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = Non
         for key in SUMMARY_KEYS:
             items = check.get(key) or []
             if items:
-                note = (" (informational: the resource checks tokens)"
+                note = (" (informational: the resource guards the data)"
                         if key == "lock-overlaps" and check.get("lock-overlaps-informational")
                         else "")
                 print(f"                first of {key}{note}: {items[0]['explanation']}",

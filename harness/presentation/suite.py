@@ -47,11 +47,12 @@ from harness.core.errors import EXIT_INVALID, EXIT_SETUP, EXIT_VALID, HarnessErr
 from harness.presentation.runs import run_in_child
 
 RUN_KEYS = ("db", "lock", "workload", "nemesis", "backend", "nodes", "clients", "time-limit",
-            "seed", "ttl", "persistence", "hold", "think", "acquire-timeout", "keys", "hosts")
+            "seed", "ttl", "persistence", "hold", "think", "acquire-timeout", "keys", "hosts",
+            "resource", "resource-mode")
 NEMESIS_OPT = "nemesis-opt"  # a table {key = value} or a list of "key=value"; repeated flags
 LOCK_OPT = "lock-opt"  # the same, for the lock's declared options
 OPTION_TABLES = {NEMESIS_OPT: "nemesis_options", LOCK_OPT: "lock_options"}
-AXES = ("db", "lock", "workload", "nemesis")
+AXES = ("db", "lock", "workload", "nemesis", "resource-mode", "backend")
 EXPECTS = ("valid", "invalid")
 EXIT_VERDICTS = {0: "valid", 1: "invalid", 2: "unknown"}
 OVERHEAD_S = 5.0  # start-up, quiesce, teardown, checking: measured 2 s (redis) to 5 s (zookeeper)
@@ -85,8 +86,10 @@ class Entry:
     def label(self) -> str:
         o = self.options
         seed = f" seed {o['seed']}" if "seed" in o else ""
+        resource = "".join(f" {o[k]}" for k in ("resource", "resource-mode", "backend")
+                           if k in o)
         return (f"{o.get('db', 'redis')} {o.get('lock', 'redis-setnx')} "
-                f"{o.get('workload', 'mutex')} {o.get('nemesis', 'pause')}{seed}")
+                f"{o.get('workload', 'mutex')} {o.get('nemesis', 'pause')}{resource}{seed}")
 
     def command(self) -> str:
         """The ``harness run`` line a person types to repeat this entry."""

@@ -12,8 +12,10 @@ from harness.core.cluster import Node
 class Backend(Protocol):
     name: str
 
-    def prepare(self, port: int, nodes: int, clients: int) -> None:
-        """Claim addresses (and create containers, networks) for this many nodes and clients."""
+    def prepare(self, port: int, nodes: int, clients: int, resource_port: int | None = None
+                ) -> None:
+        """Claim addresses (and create containers, networks) for this many nodes and clients;
+        the resource's server listens on ``resource_port`` (default: ``port``)."""
 
     def register_endpoint(self, name: str, host: str) -> None:
         """Name a client's address, so that ``cut`` can name it."""
@@ -29,13 +31,19 @@ class Backend(Protocol):
     def client_networks(self) -> list[str]:
         """Where clients must connect from their own address (CIDR blocks)."""
 
+    def client_group(self, process: int) -> int | None:
+        """The group id client ``process`` must run with so that even connections it does
+        not bind itself (libpq's, in C) leave from its address; None: not needed (no
+        partitions in this run)."""
+
     def environment_unmet(self, capability: type) -> str | None:
         """None if this backend gives the environment capability (iptables), else why not."""
 
     def preflight(self, db: Any, nodes: list[Node], partitions: bool) -> None:
         """Raise HarnessError, one line, if these nodes cannot run here."""
 
-    def provision(self, db: Any, nodes: list[Node]) -> None: ...
+    def provision(self, db: Any, nodes: list[Node]) -> None:
+        """Write each node's files; then, once, the DB's ``init_argv`` (as its ``user``)."""
 
     def start(self, node: Node) -> None: ...
 

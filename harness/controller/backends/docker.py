@@ -15,22 +15,32 @@ pause / resume / kill are plain signals to that pid, exactly as on the local bac
   (``FAKETIME_TIMESTAMP_FILE`` + ``FAKETIME_NO_CACHE``), so the offset changes while it runs.
 - Everything carries the labels ``lock-harness=1`` and ``lock-harness.run=<run id>``; teardown,
   Ctrl-C and ``harness clean`` remove containers and networks by those labels.
+- A DB that runs as a user of its own (``user``: PostgreSQL) keeps its node directory in the
+  container (``/scratch/<node>``, gone with it), owned by that user; its ``init_argv`` runs
+  once as that user, and the server is started through ``setpriv`` (the log is still
+  appended by the root shell).
+- Clients whose library opens sockets in C (libpq) cannot bind their address: in runs with
+  partitions, each client runs with a group id of its own, and a host nat rule in the
+  project's chain rewrites that group's connections into the network to the client's address.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import ipaddress
 import os
 import shlex
 import signal
 import subprocess
+import tarfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.controller.backends.process_nodes import ProcessNodes, write_offset
+from harness.controller import netfilter
+from harness.controller.backends.process_nodes import ProcessNodes, last_lines, write_offset
 from harness.controller.dbs.faketime import LIBFAKETIME_PATHS
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
@@ -93,9 +103,13 @@ class DockerBackend(ProcessNodes):
         self.clock_env: dict[str, dict[str, str]] = {}
         self._client_addrs: list[str] = []
         self._docker: Any = None
+        self._partitions = False
+        self.net = netfilter.Netfilter(run_id)
+        self._client_groups: dict[int, int] = {}
 
     # set-up ----------------------------------------------------------------------------------
-    def prepare(self, port: int, nodes: int, clients: int) -> None:
+    def prepare(self, port: int, nodes: int, clients: int, resource_port: int | None = None
+                ) -> None:
         """Engine, image, network and one idle container per node plus the resource."""
         self._docker = c = client()
         image = ensure_image(c)
@@ -147,6 +161,14 @@ class DockerBackend(ProcessNodes):
     def register_endpoint(self, name: str, host: str) -> None:
         self.hosts[name] = host
 
+    def client_group(self, process: int) -> int | None:
+        if not self._partitions:
+            return None
+        if process not in self._client_groups:
+            self._client_groups[process] = self.net.source_nat(self.client_host(process),
+                                                               str(self.subnet))
+        return self._client_groups[process]
+
     def environment_unmet(self, capability: type) -> str | None:
         if capability in (Iptables, ClientLinks):
             return None  # every container has iptables and NET_ADMIN; clients own addresses
@@ -154,6 +176,7 @@ class DockerBackend(ProcessNodes):
 
     # nodes -----------------------------------------------------------------------------------
     def preflight(self, db: Any, nodes: list[Node], partitions: bool) -> None:
+        self._partitions = self._partitions or partitions
         return None  # the image has every server; the engine answered in prepare()
 
     def _home(self, node: Node) -> tuple[str, Path, Path]:
@@ -167,13 +190,36 @@ class DockerBackend(ProcessNodes):
             raise HarnessError(f"{node.name}: no container has its address {node.host}")
         return ctr, self.run.node_dir(ctr) / node.name, Path("/node") / node.name
 
+    def db_dir(self, node: Node) -> Path:
+        """The node directory the DB is told about, inside the container."""
+        if getattr(self.dbs.get(node.name), "user", None):
+            return Path("/scratch") / node.name
+        return self._home(node)[2]
+
     def provision(self, db: Any, nodes: list[Node]) -> None:
+        user = getattr(db, "user", None)
         for node in nodes:
             self.dbs[node.name] = db
-            _, host_dir, inner = self._home(node)
+            ctr, host_dir, inner = self._home(node)
             host_dir.mkdir(parents=True, exist_ok=True)
-            for fname, content in db.files(node, nodes, inner).items():
-                (host_dir / fname).write_text(content)
+            if not user:
+                for fname, content in db.files(node, nodes, inner).items():
+                    (host_dir / fname).write_text(content)
+            else:
+                d = self.db_dir(node)
+                self._exec(ctr, f"mkdir -p {d} && chown {user}: {d}")
+                put_files(self.containers[ctr], d, db.files(node, nodes, d), user)
+                self._exec(ctr, f"chown -R {user}: {d}")
+            init = getattr(db, "init_argv", None)
+            argv = init(node, self.db_dir(node)) if callable(init) else None
+            if argv:
+                res = self.containers[ctr].exec_run(argv, user=user or "",
+                                                    environment={"LD_PRELOAD": ""})
+                with self.log_file(node).open("ab") as fh:
+                    fh.write(res.output or b"")
+                if res.exit_code != 0:
+                    raise HarnessError(f"{node.name}: {os.path.basename(argv[0])} exited "
+                                       f"{res.exit_code}: {last_lines(self.log_file(node))}")
 
     def enable_clock(self, node: Node) -> None:
         """Start this node's server under libfaketime, its offset read from /node/faketime."""
@@ -190,7 +236,10 @@ class DockerBackend(ProcessNodes):
     def start(self, node: Node) -> None:
         db = self.dbs[node.name]
         ctr, host_dir, inner = self._home(node)
-        argv = db.argv(node, inner)
+        argv = db.argv(node, self.db_dir(node))
+        user = getattr(db, "user", None)
+        if user:
+            argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", *argv]
         pidfile = host_dir / "server.pid"
         pidfile.unlink(missing_ok=True)
         script = (f"echo $$ > {inner}/server.pid; exec {shlex.join(argv)} "
@@ -256,10 +305,28 @@ class DockerBackend(ProcessNodes):
 
     def teardown(self) -> None:
         for name in self.containers:
-            self.procs.send(name, signal.SIGCONT)
+            self.procs.send(name, signal.SIGCONT, group=True)
         for addr in self._client_addrs:
             ip_cmd("addr", "del", f"{addr}/32", "dev", self.bridge, check=False)
+        if self._client_groups:
+            with contextlib.suppress(HarnessError):
+                self.net.teardown()
         remove_run(self._docker, self.run_id)
+
+
+def put_files(container: Any, directory: Path, files: dict[str, str], owner: str) -> None:
+    """Write ``files`` into ``directory`` of the container, owned by ``owner``."""
+    if not files:
+        return
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, content in files.items():
+            data = content.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.uname, info.gname = len(data), 0o644, owner, owner
+            tar.addfile(info, io.BytesIO(data))
+    if not container.put_archive(str(directory), buf.getvalue()):
+        raise HarnessError(f"could not write {', '.join(files)} into {directory}")
 
 
 def ip_cmd(*args: str, check: bool = True) -> None:

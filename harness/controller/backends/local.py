@@ -8,6 +8,15 @@ Runs side by side (parallel CI jobs, a test suite next to a manual run) each cla
 0 is the addresses above, slot ``s`` moves them to 127.s.x.y. A slot is held with a file lock for
 as long as the controller lives and is only taken if all its addresses are free, so a run killed
 with -9 whose servers still listen keeps its slot busy until ``harness clean``.
+
+A DB that runs as a user of its own (``user``: PostgreSQL refuses root) gets its node
+directory in scratch space that user can reach (:func:`harness.controller.cleanup.scratch_dir`,
+removed at teardown; its log stays in the run), owned by that user, and its ``init_argv`` is
+run once, as that user, before the first start.
+
+Clients whose library opens sockets in C (libpq) cannot bind their own address: in runs with
+partitions each client runs with a group id of its own whose connections iptables rewrites to
+the client's address (the servers' trick, :mod:`harness.controller.netfilter`).
 """
 
 from __future__ import annotations
@@ -15,15 +24,23 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import pwd
+import shutil
 import signal
 import socket
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from harness.controller import netfilter
-from harness.controller.backends.process_nodes import ProcessNodes, write_offset
-from harness.controller.cleanup import active_dir
+from harness.controller.backends.process_nodes import (
+    ProcessNodes,
+    last_lines,
+    stop_signal,
+    write_offset,
+)
+from harness.controller.cleanup import active_dir, scratch_dir
 from harness.controller.dbs.faketime import libfaketime
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
@@ -50,6 +67,7 @@ class LocalBackend(ProcessNodes):
         self.slot = 0
         self._slot_fd: int | None = None
         self.env: dict[str, dict[str, str]] = {}
+        self.scratch = scratch_dir(run_id)
 
     # addresses -------------------------------------------------------------------------------
     def node_host(self, index: int) -> str:
@@ -61,10 +79,11 @@ class LocalBackend(ProcessNodes):
     def resource_host(self) -> str:
         return f"127.{self.slot}.2.1"
 
-    def prepare(self, port: int, nodes: int, clients: int) -> None:
-        self.claim_slot(port, nodes)
+    def prepare(self, port: int, nodes: int, clients: int, resource_port: int | None = None
+                ) -> None:
+        self.claim_slot(port, nodes, resource_port)
 
-    def claim_slot(self, port: int, nodes: int) -> int:
+    def claim_slot(self, port: int, nodes: int, resource_port: int | None = None) -> int:
         """Take the first slot that no live run holds and whose addresses are all free."""
         for slot in range(SLOTS):
             fd = os.open(active_dir() / f"slot-{slot}.lock", os.O_CREAT | os.O_RDWR, 0o644)
@@ -74,8 +93,9 @@ class LocalBackend(ProcessNodes):
                 os.close(fd)
                 continue
             self.slot = slot
-            hosts = [self.node_host(i) for i in range(nodes)] + [self.resource_host()]
-            if all(is_free(h, port) for h in hosts):
+            hosts = [(self.node_host(i), port) for i in range(nodes)]
+            hosts.append((self.resource_host(), resource_port or port))
+            if all(is_free(h, p) for h, p in hosts):
                 self._slot_fd = fd
                 os.ftruncate(fd, 0)
                 os.write(fd, f"{os.getpid()} {self.run.path}\n".encode())
@@ -91,6 +111,17 @@ class LocalBackend(ProcessNodes):
     def register_endpoint(self, name: str, host: str) -> None:
         self.hosts[name] = host
 
+    def client_group(self, process: int) -> int | None:
+        if not self._partitions:
+            return None
+        return self._snat_group(self.client_host(process))
+
+    def _snat_group(self, address: str) -> int:
+        if address not in self._source_nat:
+            self._source_nat[address] = self.net.source_nat(address)
+            self._used_iptables = True
+        return self._source_nat[address]
+
     def environment_unmet(self, capability: type) -> str | None:
         if capability is ClientLinks:
             return None  # every client has its own loopback address
@@ -104,6 +135,8 @@ class LocalBackend(ProcessNodes):
 
     # nodes -----------------------------------------------------------------------------------
     def node_dir(self, node: Node) -> Path:
+        if getattr(self.dbs.get(node.name), "user", None):
+            return self.scratch / node.name
         return self.run.node_dir(node.name)
 
     def preflight(self, db: Any, nodes: list[Node], partitions: bool) -> None:
@@ -115,6 +148,7 @@ class LocalBackend(ProcessNodes):
             self._partitions = True
 
     def provision(self, db: Any, nodes: list[Node]) -> None:
+        user = getattr(db, "user", None)
         for node in nodes:
             self.dbs[node.name] = db
             self.hosts[node.name] = node.host
@@ -122,6 +156,32 @@ class LocalBackend(ProcessNodes):
             d.mkdir(parents=True, exist_ok=True)
             for fname, content in db.files(node, nodes, d).items():
                 (d / fname).write_text(content)
+            if user:
+                entry = pwd.getpwnam(user)
+                for path in (d, *d.rglob("*")):
+                    os.chown(path, entry.pw_uid, entry.pw_gid)
+            init = getattr(db, "init_argv", None)
+            argv = init(node, d) if callable(init) else None
+            if argv:
+                self._init(node, argv, user)
+
+    def _init(self, node: Node, argv: list[str], user: str | None) -> None:
+        """The DB's one-time init (initdb), as its user; its output goes to the node's log."""
+        log = self.log_file(node)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        entry = pwd.getpwnam(user) if user else None
+        with log.open("ab") as fh:
+            try:
+                proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, timeout=120,
+                                      user=entry.pw_uid if entry else None,
+                                      group=entry.pw_gid if entry else None,
+                                      extra_groups=[] if entry else None)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise HarnessError(f"{node.name}: {argv[0]} failed: {e}") from None
+        if proc.returncode != 0:
+            raise HarnessError(f"{node.name}: {os.path.basename(argv[0])} exited "
+                               f"{proc.returncode}: {last_lines(log)}")
 
     def enable_clock(self, node: Node) -> None:
         """Start this node's server under libfaketime; its offset is read from a file."""
@@ -147,12 +207,10 @@ class LocalBackend(ProcessNodes):
         db = self.dbs[node.name]
         group = None
         if self._partitions:  # servers dial from 127.0.0.1: give them their address (netfilter)
-            if node.host not in self._source_nat:
-                self._source_nat[node.host] = self.net.source_nat(node.host)
-                self._used_iptables = True
-            group = self._source_nat[node.host]
+            group = self._snat_group(node.host)
         self.procs.spawn(node.name, db.argv(node, self.node_dir(node)), self.log_file(node),
-                         env=self.env.get(node.name), group=group)
+                         env=self.env.get(node.name), group=group,
+                         user=getattr(db, "user", None))
 
     # network ---------------------------------------------------------------------------------
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
@@ -170,9 +228,11 @@ class LocalBackend(ProcessNodes):
 
     def teardown(self) -> None:
         for name in list(self.dbs):
-            self.procs.send(name, signal.SIGCONT)
+            self.procs.send(name, signal.SIGCONT, group=True)
         for name in list(self.dbs):
-            self.procs.stop(name, timeout=3)
+            self.procs.stop(name, timeout=3, sig=stop_signal(self.dbs[name]))
+        if self.scratch.is_dir():
+            shutil.rmtree(self.scratch, ignore_errors=True)
         if self._used_iptables:
             with contextlib.suppress(HarnessError):
                 self.net.teardown()

@@ -1,6 +1,10 @@
 """Node operations both backends share: once a server runs, it is a host pid in the run's
 ProcessTable (a child on the local backend, a process inside a container on the docker one),
-and stopping, killing, pausing and probing it are the same signals and probes."""
+and stopping, killing, pausing and probing it are the same signals and probes.
+
+Pause, resume and kill signal the server's whole process group (PostgreSQL is a postmaster and
+one backend per connection: stopping the postmaster alone would freeze nothing a client sees).
+A DB may name the signal that stops it cleanly (``stop_signal``, default SIGTERM)."""
 
 from __future__ import annotations
 
@@ -25,17 +29,17 @@ class ProcessNodes:
         return self.run.log(node.name)
 
     def stop(self, node: Node) -> None:
-        self.procs.stop(node.name, timeout=5)
+        self.procs.stop(node.name, timeout=5, sig=stop_signal(self.dbs.get(node.name)))
 
     def kill(self, node: Node) -> None:
-        self.procs.send(node.name, signal.SIGKILL)
+        self.procs.send(node.name, signal.SIGKILL, group=True)
         self.procs.wait_gone(node.name, 5)
 
     def pause(self, node: Node) -> None:
-        self.procs.send(node.name, signal.SIGSTOP)
+        self.procs.send(node.name, signal.SIGSTOP, group=True)
 
     def resume(self, node: Node) -> None:
-        self.procs.send(node.name, signal.SIGCONT)
+        self.procs.send(node.name, signal.SIGCONT, group=True)
 
     def is_running(self, node: Node) -> bool:
         return self.procs.pid(node.name) is not None
@@ -60,6 +64,11 @@ class ProcessNodes:
 def offset_text(offset: float) -> str:
     """libfaketime's relative offset format: "+60s", "-1.5s"."""
     return f"{offset:+.3f}s" if offset % 1 else f"{int(offset):+d}s"
+
+
+def stop_signal(db: Any) -> int:
+    """The signal that stops ``db``'s server cleanly (a DB's ``stop_signal``; SIGTERM)."""
+    return int(getattr(db, "stop_signal", signal.SIGTERM))
 
 
 def write_offset(path: Path, offset: float) -> None:

@@ -122,7 +122,8 @@ class SshBackend:
         self._checked: set[tuple[str, str]] = set()  # (host, requirement) known present
 
     # set-up ----------------------------------------------------------------------------------
-    def prepare(self, port: int, nodes: int, clients: int) -> None:
+    def prepare(self, port: int, nodes: int, clients: int, resource_port: int | None = None
+                ) -> None:
         """Connect to the hosts, claim them for this run, add the clients' addresses."""
         check_fits(self.file, nodes, clients)
         self.node_hosts = list(self.file.hosts[:nodes])
@@ -137,7 +138,7 @@ class SshBackend:
         each(used, self._claim)
         if self.file.resource is None:
             self.local = LocalBackend(self.run, self.procs, self.run_id)
-            self.local.claim_slot(port, 0)
+            self.local.claim_slot(port, 0, resource_port)
         if self.file.clients is not None:
             self._client_addrs = list(self.file.clients.addresses[:clients])
             self._add_client_addresses()
@@ -197,6 +198,9 @@ class SshBackend:
             return []  # no addresses of their own: connect from the control host's
         return [f"{h.address}/32" for h in self.file.every_host()]
 
+    def client_group(self, process: int) -> int | None:
+        return None  # clients bind the addresses of the hosts file themselves
+
     def register_endpoint(self, name: str, host: str) -> None:
         self.hosts[name] = host
 
@@ -232,6 +236,10 @@ class SshBackend:
         hosts (installed with apt if missing). What the servers need is checked (and
         installed) in :meth:`provision`, which knows each server's own DB."""
         remote = [n for n in nodes if not self._is_local(n)]
+        if remote and (getattr(db, "user", None) or callable(getattr(db, "init_argv", None))):
+            raise HarnessError(f"--backend ssh cannot run --db {db.name} on a host yet (it "
+                               "needs a one-time init as its own user): use --backend local "
+                               "or docker")
         for node in remote:
             self._host(node)
         if not partitions:

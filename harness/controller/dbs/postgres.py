@@ -1,0 +1,104 @@
+"""PostgreSQL: one cluster per node, Debian's PostgreSQL 15, made with ``initdb`` by the harness.
+
+Only a command line, a one-time init and a probe: the backend decides where the process runs.
+Every node's cluster listens on its own address, port 5432, with no Unix socket (clusters on
+one machine would share ``/var/run/postgresql``); every setting is on the command line, so
+nothing of the node is configured outside the node's directory. The server runs in the
+foreground and logs to stdout (the node's log in the run).
+
+- PostgreSQL refuses to run as root: the node runs as the ``postgres`` user (``user``). A
+  node directory of a DB with a ``user`` is scratch space of the backend that it can reach
+  (the run directory may sit under a directory only root can enter): its data is removed at
+  teardown, its log stays in the run.
+- ``init_argv`` is run once before the first start (``initdb``; ``-N``: no fsync, as the
+  server's own ``fsync=off``: a fault here kills processes, never the machine, so what a
+  process wrote is in the page cache and survives a kill -9).
+- Trust authentication from any address (the clients bind their own 127.x addresses).
+- ``synchronous_commit`` stays on: a commit is acknowledged once its WAL is written, so a
+  kill -9 never loses an acknowledged commit.
+- Session timeouts (``idle_in_transaction_session_timeout``, ``idle_session_timeout``) are set
+  per connection by the locks, from the run's TTL: the server ends a frozen holder's session.
+- Stopped with SIGINT (fast shutdown: open transactions are rolled back); SIGTERM would wait
+  for every client to disconnect.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+from pathlib import Path
+from typing import ClassVar
+
+from harness.core.cluster import Node
+from harness.core.errors import HarnessError
+from workloads.locks.pg_conn import probe
+
+BIN = Path("/usr/lib/postgresql/15/bin")
+USER = "postgres"
+MAX_CONNECTIONS = 450  # two per client (lock + resource) at --clients 200, plus probes
+
+SETTINGS: dict[str, str] = {
+    "unix_socket_directories": "",
+    "max_connections": str(MAX_CONNECTIONS),
+    "shared_buffers": "16MB",
+    "fsync": "off",
+    "full_page_writes": "off",
+    "synchronous_commit": "on",
+    "logging_collector": "off",
+    "log_destination": "stderr",
+    "log_line_prefix": "%m [%p] %q%h ",
+    "log_connections": "off",
+    "log_lock_waits": "off",
+    "deadlock_timeout": "1s",
+}
+
+
+class PostgresDB:
+    name: ClassVar[str] = "postgres"
+    summary: ClassVar[str] = ("PostgreSQL 15, one cluster per node (row and advisory locks; "
+                              "the protected resource as a table)")
+    default_nodes: ClassVar[int] = 1
+    port: ClassVar[int] = 5432
+    default_lock: ClassVar[str] = "pg-row"
+    stop_signal: ClassVar[int] = signal.SIGINT
+
+    def __init__(self, binaries: Path | None = None) -> None:
+        self.bin = binaries or BIN
+        # PostgreSQL will not run as root; as any other user it runs as that user.
+        self.user: str | None = USER if os.geteuid() == 0 else None
+
+    def check_environment(self) -> None:
+        for tool in ("postgres", "initdb"):
+            if not (self.bin / tool).exists():
+                raise HarnessError(f"{self.bin / tool} not found: run the set-up command "
+                                   "`bash setup.sh` (Debian package postgresql)")
+        if self.user is not None:
+            try:
+                pwd.getpwnam(self.user)
+            except KeyError:
+                raise HarnessError(f"no user {self.user!r} to run PostgreSQL as: run the "
+                                   "set-up command `bash setup.sh` (Debian package "
+                                   "postgresql creates it)") from None
+
+    def files(self, node: Node, cluster: list[Node], node_dir: Path) -> dict[str, str]:
+        hba = ["# lock-harness: clients connect from their own 127.x addresses",
+               "local all all trust", "host all all 0.0.0.0/0 trust"]
+        return {"pg_hba.conf": "\n".join(hba) + "\n"}
+
+    def init_argv(self, node: Node, node_dir: Path) -> list[str] | None:
+        """Run once before the first start: make the node's cluster."""
+        return [str(self.bin / "initdb"), "-D", str(node_dir / "data"), "-U", USER,
+                "--auth=trust", "-E", "UTF8", "--locale=C", "-N", "--no-instructions"]
+
+    def argv(self, node: Node, node_dir: Path) -> list[str]:
+        settings = {**SETTINGS, "listen_addresses": node.host, "port": str(node.port),
+                    "hba_file": str(node_dir / "pg_hba.conf")}
+        argv = [str(self.bin / "postgres"), "-D", str(node_dir / "data")]
+        for key, value in settings.items():
+            argv += ["-c", f"{key}={value}"]
+        return argv
+
+    def ready(self, node: Node) -> bool:
+        """A real connection that answers ``SELECT 1``."""
+        return probe(node.host, node.port)

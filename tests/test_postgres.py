@@ -1,0 +1,226 @@
+"""Real runs on PostgreSQL 15 (clusters made by the harness; no mock, no SQLite): each lock under
+the fault that matters for it, each resource mode, the idempotent workload, kill -9 and
+restart, a partition of the holder, `harness clean` after a controller killed with -9, and
+pg-row / pg-advisory on the docker backend. 10-15 s runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness_runs import harness, history, run
+
+pytestmark = [
+    pytest.mark.servers,
+    pytest.mark.skipif(not Path("/usr/lib/postgresql/15/bin/initdb").exists(),
+                       reason="PostgreSQL 15 missing: run `bash setup.sh`"),
+]
+needs_redis = pytest.mark.skipif(subprocess.run(["which", "redis-server"], capture_output=True
+                                                ).returncode != 0,
+                                 reason="redis-server missing: run `bash setup.sh`")
+
+
+def errors(run_dir: Path, f: str) -> list[str]:
+    return [str(op.get("error")) for op in history(run_dir)
+            if op.get("f") == f and op.get("error")]
+
+
+def check(results: dict[str, Any], name: str) -> dict[str, Any]:
+    return dict(results["checks"][name])
+
+
+def test_no_faults_every_lock_is_valid(store: Path) -> None:
+    for lock in ("pg-row", "pg-advisory", "pg-advisory-xact"):
+        code, results, run_dir, out = run(store, "--db", "postgres", "--lock", lock,
+                                          "--nemesis", "none", "--time-limit", "5",
+                                          "--seed", "1")
+        assert code == 0, out
+        mutex = check(results, "mutex")
+        assert mutex["lock-overlap-count"] == 0 and mutex["resource-interleaving-count"] == 0
+        assert check(results, "stats")["counts"]["acquire"]["ok"] > 5
+        test = json.loads((run_dir / "test.json").read_text())
+        assert test["resource"]["name"] == "n1", "the table lives in the lock's database"
+
+
+def test_pg_row_a_paused_holders_transaction_is_ended_and_its_commit_fails(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--db", "postgres", "--lock", "pg-row",
+                                      "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
+    assert code == 0, out
+    mutex = check(results, "mutex")
+    assert mutex["resource-interleaving-count"] == 0
+    assert mutex["lock-overlap-count"] > 0 and mutex["lock-overlaps-informational"]
+    # the server ended the frozen holder's session after the TTL: its writes and commit failed
+    assert any("IdleInTransactionSessionTimeout" in e for e in errors(run_dir, "write"))
+    assert any(op["f"] == "release" and op["type"] == "fail" for op in history(run_dir))
+
+
+def test_pg_advisory_the_lock_goes_with_the_session_the_writes_stay(store: Path) -> None:
+    code, results, _, out = run(store, "--db", "postgres", "--lock", "pg-advisory",
+                                "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
+    assert code == 1, out
+    assert check(results, "mutex")["resource-interleaving-count"] > 0
+
+
+@pytest.mark.slow
+def test_pg_advisory_xact_is_safe_through_pauses(store: Path) -> None:
+    code, results, _, out = run(store, "--db", "postgres", "--lock", "pg-advisory-xact",
+                                "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
+    assert code == 0, out
+    assert check(results, "mutex")["resource-interleaving-count"] == 0
+
+
+def test_pg_row_kill_9_aborts_transactions_and_liveness_recovers(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--db", "postgres", "--lock", "pg-row",
+                                      "--nemesis", "kill", "--time-limit", "12", "--seed", "2")
+    assert code == 0, out
+    assert check(results, "liveness")["valid"] is True
+    log = (run_dir / "logs" / "n1.log").read_text()
+    assert log.count("database system is ready to accept connections") >= 2  # restarted
+    kills = [op for op in history(run_dir) if op["f"] == "kill" and op["type"] == "info"
+             and op["value"] == "stop"]
+    assert kills
+    after = [op for op in history(run_dir) if op["f"] == "acquire" and op["type"] == "ok"
+             and op["time"] > kills[0]["time"]]
+    assert after, "no acquire succeeded after the restart"
+
+
+@pytest.mark.slow
+def test_pg_row_partition_of_the_holder(store: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("partitions need root")
+    code, _, run_dir, out = run(store, "--db", "postgres", "--lock", "pg-row",
+                                      "--nemesis", "partition", "--time-limit", "12",
+                                      "--seed", "1")
+    assert code == 0, out
+    # the cut reached libpq's connections (the client's group is rewritten to its address)
+    assert any("timed out" in e or "timeout" in e for e in errors(run_dir, "write")
+               + errors(run_dir, "release") + errors(run_dir, "acquire")), out
+
+
+@needs_redis
+def test_sql_fencing_rejects_stale_tokens(store: Path) -> None:
+    code, results, _, out = run(store, "--lock", "redis-fenced", "--workload", "fenced",
+                                "--resource", "postgres", "--nemesis", "pause",
+                                "--time-limit", "12", "--seed", "1")
+    assert code == 0, out
+    fencing = check(results, "fencing")
+    assert fencing["stale-rejected"] > 0 and fencing["stale-accepted-count"] == 0
+
+
+@pytest.mark.slow
+@needs_redis
+def test_version_mode_rejects_writes_of_a_stale_reader(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--resource", "postgres", "--resource-mode",
+                                      "version", "--nemesis", "pause", "--time-limit", "12",
+                                      "--seed", "1")
+    assert code == 0, out
+    assert check(results, "mutex")["lock-overlap-count"] > 0
+    assert any("version moved" in e for e in errors(run_dir, "write"))
+
+
+@needs_redis
+@pytest.mark.parametrize(("mode", "code"), [("cas", 1), ("version", 0)])
+def test_leases_expiring_mid_section_break_check_and_set_not_versions(
+        store: Path, mode: str, code: int) -> None:
+    """A 0.1 s lease expires while its holder works (50-300 ms): the next holder reads the
+    resource between the old holder's writes. antirez's check-and-set lets both write (the
+    remembered lock value does not change when its holder writes again); a version does not."""
+    got, results, run_dir, out = run(store, "--resource", "postgres", "--resource-mode", mode,
+                                     "--nemesis", "none", "--ttl", "0.1", "--time-limit", "10",
+                                     "--seed", "1")
+    assert got == code, out
+    mutex = check(results, "mutex")
+    assert mutex["lock-overlap-count"] > 0
+    if mode == "cas":
+        assert "read the data" in mutex["resource-interleavings"][0]["explanation"]
+    else:
+        assert mutex["resource-interleaving-count"] == 0
+        assert any("version moved" in e for e in errors(run_dir, "write"))
+
+
+@needs_redis
+def test_idempotent_keys_keep_the_state_right_through_overlaps(store: Path) -> None:
+    code, results, _, out = run(store, "--workload", "idempotent", "--nemesis", "pause",
+                                "--time-limit", "12", "--seed", "1")
+    assert code == 0, out
+    idem = check(results, "idempotent")
+    assert idem["keys-applied-count"] > 10 and idem["final-balance"] == idem["expected-balance"]
+    assert check(results, "mutex")["lock-overlap-count"] > 0
+
+
+@pytest.mark.slow
+def test_clean_stops_the_postgres_of_a_killed_run(store: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
+                             "--quiet", "--db", "postgres", "--lock", "pg-row", "--nemesis",
+                             "none", "--time-limit", "60"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    run_dir = None
+    while time.monotonic() < deadline:
+        latest = store / "latest"
+        journal = latest / "journals" / "c0.jsonl"
+        if journal.exists() and '"ok","f":"acquire"' in journal.read_text():
+            run_dir = latest.resolve()
+            break
+        time.sleep(0.2)
+    assert run_dir is not None, "the run did not start within 30 s"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    pid = json.loads((run_dir / "pids.json").read_text())["processes"]["n1"][0]
+    backends = [int(p) for p in os.listdir("/proc") if p.isdigit() and ppid(int(p)) == pid]
+    assert backends, "the postmaster should have backends"
+    cleaned = harness("clean")
+    assert cleaned.returncode == 0, cleaned.stderr
+    time.sleep(0.5)
+    left = [p for p in (pid, *backends) if alive(p)]
+    assert not left, f"postgres processes left after clean: {left}"
+    assert "removed" in cleaned.stdout  # its scratch directory (the cluster's data)
+
+
+def ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+# the docker backend -------------------------------------------------------------------------
+def docker_ready() -> str | None:
+    try:
+        import docker
+
+        c = docker.from_env(timeout=10)
+        c.ping()
+        c.images.get("lock-harness/node:latest")
+    except Exception as e:
+        return f"docker backend unavailable ({type(e).__name__}): run `bash setup.sh`"
+    return None
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize(("lock", "code"), [("pg-row", 0), ("pg-advisory", 1)])
+def test_docker_pause(store: Path, lock: str, code: int) -> None:
+    reason = docker_ready()
+    if reason:
+        pytest.skip(reason)
+    got, results, _, out = run(store, "--backend", "docker", "--db", "postgres", "--lock", lock,
+                               "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
+    assert got == code, out
+    assert (check(results, "mutex")["resource-interleaving-count"] > 0) == (code == 1)
