@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,5 +76,12 @@ class Clients:
         return crashed_at(self.run.crash_file(process))
 
     def stop_all(self) -> None:
+        """SIGTERM to every client at once (each finishes its op, journals it and exits),
+        then wait for them together; a client that does not exit in time is killed."""
         for p in self.processes:
-            self.procs.stop(client_name(p), timeout=STOP_TIMEOUT)
+            self._signal(p, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+            self._signal(p, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for p in self.processes:
+            if not self.procs.wait_gone(client_name(p), max(0.0, deadline - time.monotonic())):
+                self.procs.stop(client_name(p), timeout=0.1, sig=signal.SIGKILL)

@@ -44,6 +44,7 @@ class LiveState:
         self.holding: dict[int, float] = {}  # process -> time (s) it acquired
         self.waiting: dict[int, float] = {}  # process -> time (s) it began an acquire
         self.completed: set[int] = set()  # processes that completed an op
+        self.pending: set[int] = set()  # processes with an op in flight
         self.lock_of: dict[int, Any] = {}  # process -> the lock it last acquired
         self.ops = 0
         self.acquired = 0
@@ -61,8 +62,11 @@ class LiveState:
         p, f, t = op.get("process"), op.get("f"), op.get("type")
         if t == "invoke":
             self.ops += 1
+            if isinstance(p, int):
+                self.pending.add(p)
         elif isinstance(p, int):
             self.completed.add(p)
+            self.pending.discard(p)
         if f == "acquire" and isinstance(p, int):
             if t == "invoke":
                 self.waiting[p] = op["time"] / 1e9
@@ -86,6 +90,12 @@ class LiveState:
         with self._mu:
             return sorted(self.holding, key=self.holding.__getitem__)
 
+    def in_flight(self) -> list[int]:
+        """Clients with an op invoked and not yet completed (whatever it is)."""
+        self.refresh()
+        with self._mu:
+            return sorted(self.pending)
+
     def all_started(self, processes: list[int]) -> bool:
         """Has every one of ``processes`` completed at least one op?"""
         self.refresh()
@@ -103,3 +113,4 @@ class LiveState:
         with self._mu:
             self.holding.pop(process, None)
             self.waiting.pop(process, None)
+            self.pending.discard(process)

@@ -103,6 +103,7 @@ class Run:
         self.cluster: Cluster | None = None
         self.faults: FaultRunner | None = None
         self.sources: dict[str, Any] | None = None
+        self.clock = 0.0  # when the phase being timed began (progress lines)
 
     # ------------------------------------------------------------------------------------------
     def plugins(self) -> list[dict[str, Any]]:
@@ -132,9 +133,12 @@ class Run:
                 status, error, failure = "error", str(e), e
         results: dict[str, Any] = {}
         if self.run.has_journals():
+            started = time.monotonic()
             history = self.run.merge()
             results = checking.check_run(self.run, spec.to_dict(), history, self.registry,
                                          status=status)
+            self.progress.line(f"{len(history):,} ops merged and checked in "
+                               f"{time.monotonic() - started:.1f} s")
         self._save_test(status, error)
         if failure is not None and not results:
             raise failure
@@ -148,9 +152,14 @@ class Run:
             with self._clients(cluster, t0) as (clients, live):
                 self._check_sources(cluster, clients, live)
                 with self._faults(cluster, clients, live, t0) as faults:
-                    self._load(clients, live, faults)
-                time.sleep(self.spec.quiesce)
+                    self._load(clients, live, faults, t0)
+                if faults.faults:  # nothing to recover from when no fault was injected
+                    self._quiesce(live)
+                self.clock = time.monotonic()
+            self.progress.line(f"clients stopped in {time.monotonic() - self.clock:.1f} s")
             self._final_read(cluster, t0)
+            self.clock = time.monotonic()
+        self.progress.line(f"servers stopped in {time.monotonic() - self.clock:.1f} s")
 
     # scopes -----------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -317,10 +326,20 @@ class Run:
         declared = getattr(self.registry.load("locks", self.spec.lock), "options", None) or {}
         return {k: o.default for k, o in declared.items() if o.default is not None}
 
-    def _load(self, clients: Clients, live: LiveState, faults: FaultRunner) -> None:
-        """The time limit, with progress; a client that dies on its own ends the run."""
+    def _quiesce(self, live: LiveState) -> None:
+        """After the heal: wait until no op is in flight (every client has heard back), for
+        ``quiesce`` seconds at most, so that ops cut off by a fault can still complete. (The
+        clients then finish the op they are in when told to stop; an acquire never waits past
+        the end of the load plus ``quiesce``.)"""
+        deadline = time.monotonic() + self.spec.quiesce
+        while time.monotonic() < deadline and live.in_flight():
+            time.sleep(0.02)
+
+    def _load(self, clients: Clients, live: LiveState, faults: FaultRunner, t0: int) -> None:
+        """The time limit, from the clients' start, with progress; a client that dies on its
+        own ends the run."""
         limit = self.spec.time_limit
-        deadline = time.monotonic() + limit
+        deadline = t0 / 1e9 + limit
         while (now := time.monotonic()) < deadline:
             time.sleep(min(0.25, deadline - now))
             live.refresh()

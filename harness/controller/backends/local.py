@@ -229,8 +229,16 @@ class LocalBackend(ProcessNodes):
     def teardown(self) -> None:
         for name in list(self.dbs):
             self.procs.send(name, signal.SIGCONT, group=True)
-        for name in list(self.dbs):
-            self.procs.stop(name, timeout=3, sig=stop_signal(self.dbs[name]))
+        # The run is over and its data read back: a server that needs no clean stop (it
+        # declares no stop_signal) is killed at once, and all are waited for together.
+        graceful = [n for n in self.dbs if getattr(self.dbs[n], "stop_signal", None)]
+        for name in self.dbs:
+            self.procs.send(name, stop_signal(self.dbs[name]) if name in graceful
+                            else signal.SIGKILL, group=True)
+        for name in self.dbs:
+            if not self.procs.wait_gone(name, 3.0 if name in graceful else 5.0):
+                self.procs.send(name, signal.SIGKILL, group=True)
+                self.procs.wait_gone(name, 5.0)
         if self.scratch.is_dir():
             shutil.rmtree(self.scratch, ignore_errors=True)
         if self._used_iptables:
