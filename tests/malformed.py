@@ -108,8 +108,9 @@ def damaged_edn(rng: random.Random) -> bytes:
         text = text.replace(":type :ok", ":type #{1 2}", 1)
     elif kind == 2:
         text += "\n{:type :invoke, :f :acquire, :process 0, :value " + "[" * 1000 + "]" * 1000
-    elif kind == 3:
-        text += '\n{:type :ok, :f :acquire, :process 0, :value "' + "z" * 2_000_000 + '"}'
+    elif kind == 3:  # a huge string (one in ten of these 20 MB: the old reader took 4 GB)
+        size = 20_000_000 if rng.randrange(10) == 0 else 2_000_000
+        text += '\n{:type :ok, :f :acquire, :process 0, :value "' + "z" * size + '"}'
     elif kind == 4:
         text = text.replace(":process 0", ':process "\\ud800\\u001b[2J"', 3)
     elif kind == 5:

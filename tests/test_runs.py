@@ -175,7 +175,7 @@ def test_unreadable_history_is_one_line_and_exit_3(tmp_path: Path) -> None:
     assert proc.returncode == 3
     assert proc.stderr.count("\n") == 1 and "line 1" in proc.stderr
     proc = harness("check", str(tmp_path / "nowhere"))
-    assert proc.returncode == 64 and "not a run directory" in proc.stderr
+    assert proc.returncode == 64 and "no such file or run directory" in proc.stderr
 
 
 def test_list_names_everything() -> None:
