@@ -18,17 +18,11 @@ from harness.controller.hosts import check_fits
 from harness.controller.hosts import environment_unmet as hosts_environment
 from harness.controller.hosts import load as load_hosts
 from harness.controller.registry import Registry, default_registry
+from harness.controller.spec_keys import check_types
 from harness.controller.store import safe_name
 from harness.core.errors import UsageError
 from harness.core.options import Option, parse_options
 from harness.core.text import show
-
-# What each spec key must be (checked before anything else, so a config's type errors are one
-# line, never a traceback).
-NAME_KEYS = ("db", "lock", "workload", "backend", "store", "persistence")
-NUMBER_KEYS = ("time_limit", "ttl", "quiesce", "acquire_timeout")
-INT_KEYS = ("nodes", "clients", "seed", "keys")
-OPTIONAL_NAME_KEYS = ("resource", "resource_mode")  # None until resolved
 
 
 def parse_nemeses(text: str, registry: Registry | None = None) -> list[str]:
@@ -267,46 +261,6 @@ def make_db(db_cls: type, persistence: str = "none") -> Any:
     if persistence == "none":
         return db_cls()
     return db_cls(persistence=persistence)
-
-
-def check_types(norm: dict[str, Any]) -> None:
-    """Each key of a spec of the type it must have (UsageError naming the key otherwise)."""
-    def bad(key: str, what: str) -> UsageError:
-        return UsageError(f"spec key {key.replace('_', '-')!r} must be {what}, got "
-                          f"{show(norm[key])}")
-
-    for key in NAME_KEYS:
-        if key in norm and not (isinstance(norm[key], str) and 0 < len(norm[key]) <= 300):
-            raise bad(key, "a name")
-    for key in OPTIONAL_NAME_KEYS:
-        if norm.get(key) is not None and not (isinstance(norm[key], str)
-                                              and 0 < len(norm[key]) <= 300):
-            raise bad(key, "a name")
-    for key in NUMBER_KEYS:
-        v = norm.get(key)
-        if key in norm and (v is not None or key != "acquire_timeout") and (
-                isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
-            raise bad(key, "a finite number of seconds")
-    for key in INT_KEYS:
-        v = norm.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-            raise bad(key, "an integer")
-    if norm.get("name") is not None and not (isinstance(norm["name"], str)
-                                             and 0 < len(norm["name"]) <= 200):
-        raise bad("name", "a short name")
-    nem = norm.get("nemesis")
-    if nem is not None and not (isinstance(nem, str) or (
-            isinstance(nem, list) and all(isinstance(n, str) for n in nem))):
-        raise bad("nemesis", "a name, \"a,b\", or a list of names")
-    for key in ("nemesis_options", "lock_options"):
-        opts = norm.get(key)
-        if opts is not None and not (isinstance(opts, dict) and all(
-                isinstance(k, str) for k in opts)):
-            raise bad(key, "a table of KEY = VALUE")
-    for key in ("hold", "think"):
-        v = norm.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float | str | list)):
-            raise bad(key, "seconds, or a range such as \"1-6\"")
 
 
 def positive(option: str, value: Any, *, integer: bool = False, limit: float | None = None

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.controller.spec_keys import check_types
 from harness.core.atomic import write_json
 from harness.core.errors import HarnessError, UsageError
 from harness.core.history import HistoryError, Op, read_history, write_history
@@ -112,8 +113,6 @@ class RunDir:
     def load_test(self) -> dict[str, Any]:
         """test.json as a dict (HarnessError, one line, if it is missing or not a run's, or
         if its spec's keys are not of the types a spec has)."""
-        from harness.controller.spec import check_types  # the spec's own rules, one place
-
         data = _load_json(self.test_json, "test.json")
         if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
             raise HarnessError(f"{self.test_json} has no spec: not a run directory?")

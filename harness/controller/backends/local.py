@@ -10,7 +10,7 @@ as long as the controller lives and is only taken if all its addresses are free,
 with -9 whose servers still listen keeps its slot busy until ``harness clean``.
 
 A DB that runs as a user of its own (``user``: PostgreSQL refuses root) gets its node
-directory in scratch space that user can reach (:func:`harness.controller.cleanup.scratch_dir`,
+directory in scratch space that user can reach (:func:`harness.controller.places.scratch_dir`,
 removed at teardown; its log stays in the run), owned by that user, and its ``init_argv`` is
 run once, as that user, before the first start.
 
@@ -40,8 +40,8 @@ from harness.controller.backends.process_nodes import (
     stop_signal,
     write_offset,
 )
-from harness.controller.cleanup import active_dir, scratch_dir
 from harness.controller.dbs.faketime import libfaketime
+from harness.controller.places import active_dir, scratch_dir
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
 from harness.core.capabilities import ClientLinks, Iptables

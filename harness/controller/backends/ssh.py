@@ -47,8 +47,8 @@ from harness.controller import procs as procs_mod
 from harness.controller.backends.docker import ip_cmd
 from harness.controller.backends.local import LocalBackend, port_free
 from harness.controller.backends.process_nodes import last_lines, offset_text
-from harness.controller.cleanup import active_dir
 from harness.controller.hosts import Host, HostsFile, check_fits, environment_unmet
+from harness.controller.places import active_dir
 from harness.controller.procs import ProcessTable
 from harness.controller.ssh import Remote, each, text_tail
 from harness.controller.store import RunDir
