@@ -1,6 +1,7 @@
 """The client driver against redis-benchmark, side by side in one window.
 
     .venv/bin/python bench/bench_driver.py [--rounds 3] [--time-limit 10] [--clients 5]
+    .venv/bin/python bench/bench_driver.py --db zookeeper|etcd [...]
 
 Each round runs, one after the other on this machine:
 
@@ -15,6 +16,11 @@ B. ``harness run --nemesis none --hold 0 --think 0 --keys N --clients N`` (the m
 The ratio B/A is printed per round and as the median; B also does two writes to the protected
 resource per session, so the ratio of requests per second (4 a session against 2 a pair) is
 printed too.
+
+With ``--db zookeeper`` or ``--db etcd`` (Debian ships no benchmark tool for either), A is a
+bare client loop instead: ``--clients`` processes, each taking and releasing the DB's own lock
+recipe (kazoo's ``Lock``, python-etcd3's ``lock()``) on a key of its own as fast as it can,
+against the same cluster the harness starts, with nothing journaled and nothing written.
 """
 
 from __future__ import annotations
@@ -64,11 +70,54 @@ def benchmark_pairs(host: str, port: int, clients: int, n: int) -> float:
     return 1 / (1 / set_rps + 1 / eval_rps)
 
 
-def driver_pairs(store: Path, clients: int, time_limit: float) -> float:
+BARE_LOOP = {
+    "zookeeper": """
+import sys, time
+from kazoo.client import KazooClient
+hosts, key, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+zk = KazooClient(hosts=hosts, timeout=2.0); zk.start(15)
+lock = zk.Lock(f"/bench/{key}"); n = 0; end = time.monotonic() + seconds
+while time.monotonic() < end:
+    lock.acquire(timeout=5); lock.release(); n += 1
+print(n); zk.stop()
+""",
+    "etcd": """
+import sys, time
+import etcd3
+host, port = sys.argv[1].split(",")[0].split(":"); key, seconds = sys.argv[2], float(sys.argv[3])
+client = etcd3.client(host=host, port=int(port), timeout=2)
+n = 0; end = time.monotonic() + seconds
+while time.monotonic() < end:
+    lock = client.lock(key, ttl=2); lock.acquire(timeout=5); lock.release(); n += 1
+print(n)
+""",
+}
+
+
+@contextlib.contextmanager
+def cluster(db: str, tmp: Path) -> Iterator[str]:
+    from harness.controller.registry import default_registry
+    from harness.controller.spec import make_db
+    from tests.one_node import one_node
+
+    db_obj = make_db(default_registry().load("dbs", db))
+    with one_node(db_obj, tmp, nodes=3) as nodes:
+        yield ",".join(f"{n.host}:{n.port}" for n in nodes)
+
+
+def bare_pairs(db: str, hosts: str, clients: int, seconds: float) -> float:
+    procs = [subprocess.Popen([sys.executable, "-c", BARE_LOOP[db], hosts, f"k{i}",
+                               str(seconds)], stdout=subprocess.PIPE, text=True)
+             for i in range(clients)]
+    total = sum(int(p.communicate(timeout=seconds * 4 + 60)[0].split()[-1]) for p in procs)
+    return total / seconds
+
+
+def driver_pairs(store: Path, clients: int, time_limit: float, db: str = "redis") -> float:
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--nemesis", "none", "--hold", "0",
-         "--think", "0", "--clients", str(clients), "--keys", str(clients), "--time-limit",
-         str(time_limit), "--store", str(store), "--quiet"],
+        [sys.executable, "-m", "harness.cli", "run", "--db", db, "--nemesis", "none",
+         "--hold", "0", "--think", "0", "--clients", str(clients), "--keys", str(clients),
+         "--time-limit", str(time_limit), "--store", str(store), "--quiet"],
         cwd=REPO, capture_output=True, text=True, timeout=time_limit * 4 + 120)
     if proc.returncode != 0:
         raise RuntimeError(f"harness run exited {proc.returncode}: {proc.stderr.strip()}")
@@ -86,7 +135,10 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--clients", type=int, default=5)
     ap.add_argument("--requests", type=int, default=100_000)
+    ap.add_argument("--db", default="redis", choices=["redis", "zookeeper", "etcd"])
     args = ap.parse_args()
+    if args.db != "redis":
+        return main_bare(args)
     if shutil.which("redis-benchmark") is None:
         print("redis-benchmark not found (Debian package redis-tools)", file=sys.stderr)
         return 3
@@ -106,6 +158,21 @@ def main() -> int:
     print(f"median: redis-benchmark {statistics.median(a_all):,.0f} pairs/s, driver "
           f"{statistics.median(b_all):,.0f} pairs/s, ratio {100 * med:.1f}% of "
           f"redis-benchmark (requests per second: {200 * med:.1f}%)")
+    return 0
+
+
+def main_bare(args: argparse.Namespace) -> int:
+    ratios = []
+    with tempfile.TemporaryDirectory(prefix="lh-driver-") as tmp:
+        for r in range(1, args.rounds + 1):
+            with cluster(args.db, Path(tmp) / f"c{r}") as hosts:
+                a = bare_pairs(args.db, hosts, args.clients, args.time_limit)
+            b = driver_pairs(Path(tmp) / f"store{r}", args.clients, args.time_limit, args.db)
+            ratios.append(b / a)
+            print(f"round {r}: bare {args.db} loop {a:,.0f} pairs/s, driver {b:,.0f} pairs/s: "
+                  f"{100 * b / a:.1f}%", flush=True)
+    print(f"median: driver at {100 * statistics.median(ratios):.1f}% of a bare {args.db} "
+          "client loop")
     return 0
 
 
