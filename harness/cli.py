@@ -5,7 +5,9 @@ are one line. The top of the layers: it parses, dispatches and prints."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -140,8 +142,16 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # SIGTERM as SIGINT, whatever the parent left them as (a background job ignores SIGINT):
+    # either one, before a run has set its own handlers, ends the command in one line, exit 3.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("harness: interrupted", file=sys.stderr)
+        return EXIT_SETUP
     except BrokenPipeError:  # `harness ... | head`: the reader left; nothing to say
         import os
 
@@ -154,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     except HistoryError as e:
         print(f"harness: {e}", file=sys.stderr)
         return EXIT_SETUP
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 # run ----------------------------------------------------------------------------------------------

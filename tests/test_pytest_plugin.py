@@ -215,7 +215,7 @@ def test_broken(lock_harness):
     proc = pytest_in(tmp_path, "--harness-store", str(tmp_path / "runs"))
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "1 failed" in out, out
-    assert re.search(r"lock-harness could not run the test \(exit 3\): client \d+ exited early; "
-                     r"see \S+client-\d+\.log \(RuntimeError: cannot connect to the lock "
-                     r"service\); log: \S+harness\.log", out), out
+    assert re.search(r"lock-harness could not run the test \(exit 3\): client \d+ exited early: "
+                     r"client stopped: RuntimeError: cannot connect to the lock service .*"
+                     r"\(log: \S+client-\d+\.log\); log: \S+harness\.log", out), out
     assert "Traceback" not in out

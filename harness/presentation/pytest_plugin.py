@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -365,14 +364,9 @@ def entry_options(target: str, options: dict[str, Any], seed: int | None) -> dic
 
 
 def harness_error(output: str) -> str:
-    """The run's own one-line error, and when it points at a log (a client that died), that
-    log's last line: the lock's exception, usually."""
+    """The run's own one-line error (a client that died names its own last words, the lock's
+    exception usually, and its log)."""
     line = next((x for x in output.splitlines() if x.startswith("harness: ")), "")
-    m = re.search(r"see (\S+\.log)$", line)
-    if m and Path(m.group(1)).is_file():
-        from harness.presentation.suite import last_line
-
-        line += f" ({last_line(Path(m.group(1)).read_text(errors='replace'))})"
     return line.removeprefix("harness: ")
 
 
