@@ -17,11 +17,15 @@ a cut-off process sees timeouts, as on a real network, not errors).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import ipaddress
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 
+from harness.controller.places import active_dir
 from harness.core.errors import HarnessError
 
 CHAIN = "LOCK-HARNESS"
@@ -93,24 +97,26 @@ class Netfilter:
 
     def drop(self, src: str, dst: str) -> None:
         """Drop what ``src`` sends ``dst``, and every connection ``src`` made to ``dst``."""
-        self.ensure_chain()
         comment = ["-m", "comment", "--comment", self.comment, "-j", "DROP"]
-        _iptables("-A", CHAIN, "-s", src, "-d", dst, *comment)
-        _iptables("-A", CHAIN, "-m", "conntrack", "--ctreplsrc", dst, "--ctrepldst", src,
-                  *comment)
+        with chains_locked():
+            self.ensure_chain()
+            _iptables("-A", CHAIN, "-s", src, "-d", dst, *comment)
+            _iptables("-A", CHAIN, "-m", "conntrack", "--ctreplsrc", dst, "--ctrepldst", src,
+                      *comment)
 
     def source_nat(self, address: str, dest: str = "127.0.0.0/8") -> int:
         """Make connections of processes in group :func:`node_gid` to ``dest`` come from
         ``address``; returns that group id. Stays until :meth:`teardown` (a heal leaves it)."""
         gid = node_gid(address)
-        if _iptables("-t", "nat", "-S", NAT_CHAIN, check=False).returncode != 0:
-            _iptables("-t", "nat", "-N", NAT_CHAIN)
-        if _iptables("-t", "nat", "-C", "POSTROUTING", "-j", NAT_CHAIN,
-                     check=False).returncode != 0:
-            _iptables("-t", "nat", "-I", "POSTROUTING", "1", "-j", NAT_CHAIN)
-        _iptables("-t", "nat", "-A", NAT_CHAIN, "-d", dest, "-m", "owner",
-                  "--gid-owner", str(gid), "-m", "comment", "--comment", self.comment,
-                  "-j", "SNAT", "--to-source", address)
+        with chains_locked():
+            if _iptables("-t", "nat", "-S", NAT_CHAIN, check=False).returncode != 0:
+                _iptables("-t", "nat", "-N", NAT_CHAIN)
+            if _iptables("-t", "nat", "-C", "POSTROUTING", "-j", NAT_CHAIN,
+                         check=False).returncode != 0:
+                _iptables("-t", "nat", "-I", "POSTROUTING", "1", "-j", NAT_CHAIN)
+            _iptables("-t", "nat", "-A", NAT_CHAIN, "-d", dest, "-m", "owner",
+                      "--gid-owner", str(gid), "-m", "comment", "--comment", self.comment,
+                      "-j", "SNAT", "--to-source", address)
         return gid
 
     def heal(self) -> int:
@@ -135,7 +141,25 @@ def remove_rules(select: object, tables: tuple[str, ...] = ("filter", "nat")) ->
     return n
 
 
+@contextlib.contextmanager
+def chains_locked() -> Iterator[None]:
+    """One run at a time makes or removes the project's chains (runs side by side share
+    them): without it, one run's teardown can delete a chain between another's check that it
+    exists and its jump to it."""
+    fd = os.open(active_dir() / "iptables.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def remove_chain_if_empty() -> bool:
+    with chains_locked():
+        return _remove_chains_if_empty()
+
+
+def _remove_chains_if_empty() -> bool:
     removed = False
     for table, hook in (("filter", "INPUT"), ("nat", "POSTROUTING")):
         chain = _chain(table)
