@@ -229,3 +229,36 @@ def test_what_shrinking_removed_in_words() -> None:
     assert describe(first[0]) == "a kill (SIGKILL) of n2 at 1.0 s, restarted after 2.0 s"
     assert removed(first[:1], []).endswith("this one has none: the lock fails with no fault "
                                            "at all")
+
+
+def test_the_report_shows_incidents_the_schedule_as_it_ran_and_what_was_removed() -> None:
+    from harness.presentation.report.html import render
+
+    s = Script()
+    stale(s, 0, 1.0, 4.0)
+    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
+    turns(s, [1, 2], 3.1, 3.9)
+    history, results = judged(s)
+    test = {"run_id": "t/1", "schedule": {"steps": [
+                {"at": 1.0, "fault": "pause", "target": "holder", "duration": 3.0},
+                {"at": 5.0, "fault": "pause", "target": "waiter", "duration": 1.0}]},
+            "faults": [{"step": 0, "f": "pause", "target": "holder", "targets": ["c0"],
+                        "start": 1.05, "stop": 4.0, "duration": 3.0}],
+            "skipped-steps": [{"step": 1, "fault": "pause", "target": "waiter", "at": 8.0,
+                               "why": "no waiter right now"}],
+            "explore": {"role": "minimal", "reproduced": "9 of 10 replays", "first-failure": {
+                "run": "/r/first", "skipped": 0, "faults": [
+                    {"step": 0, "f": "kill", "targets": ["n1"], "start": 0.5, "stop": 2.5},
+                    {"step": 1, "f": "pause", "target": "holder", "targets": ["c2"],
+                     "start": 3.0, "stop": 9.0}]}}}
+    spec = {"lock": "redis-setnx", "workload": "mutex", "nemesis": ["pause"], "clients": 5,
+            "store": "results", "schedule": test["schedule"]}
+    page = render(spec, history, results, [], test)
+    assert 'id="incidents"><h2>Incidents (1)</h2>' in page
+    assert "opened by a pause (SIGSTOP) of c0 (the holder) at 1.1 s for 3.0 s" in page
+    assert "ran 1.05-4.00 s on c0" in page
+    assert "skipped at 8.0 s: no waiter right now" in page
+    assert ("the first failure had 2 faults over 8 s; this one has 1, a pause (SIGSTOP) of c0 "
+            "(the holder) at 1.1 s for 3.0 s") in page
+    assert "It failed again in 9 of 10 replays." in page
+    assert "harness run --replay results/t/1" in page

@@ -14,6 +14,7 @@ import pytest
 from harness.controller.registry import default_registry
 from harness.controller.search import Outcome, Search, Space, Trial, roles_for, space_for
 from harness.controller.spec import TestSpec
+from harness.core.errors import UsageError
 from harness.core.schedule import Schedule, Step
 
 TTL = 2.0
@@ -155,3 +156,12 @@ def test_a_pinned_role_is_the_only_one_drawn() -> None:
     space = space_for(spec, spec.nemesis)
     assert space.choices[0].roles == ("waiter",)
     assert space.choices[1].roles == ("any",)
+
+
+def test_a_fault_that_cannot_run_on_this_cluster_is_left_out_saying_why() -> None:
+    space = setnx_space()  # one Redis node: a partition among the nodes never finds a target
+    assert [c.fault for c in space.choices] == ["pause", "pause-node"]
+    assert "partition-halves (needs 2 DB nodes, --db redis has 1" in space.describe()
+    spec = TestSpec.from_dict({"nemesis": "partition-halves"}).validate()
+    with pytest.raises(UsageError, match="nothing in --menu can run here"):
+        space_for(spec, spec.nemesis)

@@ -63,6 +63,7 @@ class Fault:
     detail: dict[str, Any] | None = None
     error: str | None = None
     duration: float | None = None  # seconds it was to stay on (the step's, or the fault's own)
+    began: float | None = None  # when it began to be applied (``start``: when it was on)
 
 
 @dataclass
@@ -117,8 +118,8 @@ class FaultRunner:
             self._skip(i, step, f"no {role} right now" if targets is None
                        else "the run ended while it looked for its target")
             return
-        self.journal.record(INVOKE, nem.name, "start", step=i, target=step.target,
-                            targets=targets)
+        began = self.journal.record(INVOKE, nem.name, "start", step=i, target=step.target,
+                                    targets=targets)
         try:
             nem.start(ctx, targets)
         except Exception:
@@ -130,7 +131,8 @@ class FaultRunner:
                                  targets=targets, expect=expect, **_detail(nem))
         duration = float(step.duration if step.duration is not None else nem.duration(ctx))
         fault = Fault(i, nem.name, step.target, targets, step.at, op["time"] / 1e9,
-                      detail=nem.detail(), duration=round(duration, 3))
+                      detail=nem.detail(), duration=round(duration, 3),
+                      began=began["time"] / 1e9)
         self.faults.append(fault)
         self.active = fault
         self.done.wait(duration)

@@ -51,6 +51,7 @@ class Space:
     horizon: float  # steps start in [0, horizon] seconds after the load starts
     durations: tuple[float, float]  # seconds a fault stays on
     max_steps: int
+    left_out: tuple[str, ...] = ()  # menu items that cannot run on this cluster, and why
 
     def strategy(self) -> Any:
         """A hypothesis strategy of :class:`Schedule` (steps sorted by offset)."""
@@ -76,8 +77,11 @@ class Space:
     def describe(self) -> str:
         faults = ", ".join(f"{c.fault} ({'/'.join(r or 'its own' for r in c.roles)})"
                            for c in self.choices)
-        return (f"up to {self.max_steps} step(s) starting within {self.horizon:g} s, each on "
-                f"for {self.durations[0]:g}-{self.durations[1]:g} s, from: {faults}")
+        out = (f"up to {self.max_steps} step(s) starting within {self.horizon:g} s, each on "
+               f"for {self.durations[0]:g}-{self.durations[1]:g} s, from: {faults}")
+        if self.left_out:
+            out += f"; left out: {'; '.join(self.left_out)}"
+        return out
 
 
 def roles_for(cls: type, nodes: Sequence[str], clients: int, db: Any) -> tuple[str | None, ...]:
@@ -121,18 +125,25 @@ def space_for(spec: TestSpec, menu: Sequence[str], registry: Registry | None = N
     assert spec.nodes is not None
     db = make_db(reg.load("dbs", spec.db), spec.persistence)
     nodes = [f"n{i + 1}" for i in range(spec.nodes)]
-    choices = []
+    choices, left_out = [], []
     for item in menu:
         name, role = nemesis_name(item), nemesis_target(item)
         cls = reg.load("nemeses", name)
+        least = int(getattr(cls, "min_nodes", 1) or 1)
+        if len(nodes) < least:
+            left_out.append(f"{name} (needs {least} DB nodes, --db {spec.db} has {len(nodes)}: "
+                            "every step of it would be skipped)")
+            continue
         roles = (role,) if role is not None else roles_for(cls, nodes, spec.clients, db)
         choices.append(Choice(name, roles))
+    if not choices:
+        raise UsageError(f"nothing in --menu can run here: {'; '.join(left_out)}")
     horizon = max(0.5, round(spec.time_limit - 1.0, 1))
     longest = max(1.0, min(3 * spec.ttl, spec.time_limit))
     steps = max_steps if max_steps is not None else max(1, min(8, int(spec.time_limit // 2)))
     if steps < 1 or steps > 50:
         raise UsageError(f"--max-steps must be 1 to 50, got {steps}")
-    return Space(tuple(choices), horizon, (0.5, round(longest, 1)), steps)
+    return Space(tuple(choices), horizon, (0.5, round(longest, 1)), steps, tuple(left_out))
 
 
 # one run, one schedule tried -----------------------------------------------------------------

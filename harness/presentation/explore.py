@@ -208,7 +208,8 @@ class Explore:
                 fails = sum(o.invalid for o in self.replayed)
                 summary["reproduced"] = {"failed": fails, "of": len(self.replayed),
                                          "runs": [o.run for o in self.replayed],
-                                         "exits": [o.code for o in self.replayed]}
+                                         "exits": [o.code for o in self.replayed],
+                                         "notes": [o.note for o in self.replayed if o.note]}
             if first is not None:
                 summary["removed"] = self.annotate(first, minimal, summary)
         write_json(self.dir.summary_json, summary)
@@ -267,7 +268,8 @@ class Explore:
                 lines.append(f"  removed        {s['removed']}")
             rate = s.get("reproduced")
             if rate:
-                lines.append(f"  reproduces     in {rate['failed']} of {rate['of']} replays")
+                lines.append(f"  reproduces     in {rate['failed']} of {rate['of']} replays"
+                             + reproduction_note(rate))
             for text in self.incident_lines(minimal["runs"][0]):
                 lines.append(f"  incident       {text}")
         elif s["invalid-runs"]:
@@ -322,6 +324,21 @@ class Explore:
         if not summary["outcomes"].get("valid"):
             return EXIT_UNKNOWN
         return EXIT_VALID
+
+
+def reproduction_note(rate: dict[str, Any]) -> str:
+    """What the replays that did not fail were: ``(1 valid, 1 could not run: ...)``."""
+    words = {EXIT_VALID: "valid", EXIT_UNKNOWN: "unknown"}
+    counts: dict[str, int] = {}
+    for code in rate["exits"]:
+        if code != EXIT_INVALID:
+            word = words.get(code, "could not run")
+            counts[word] = counts.get(word, 0) + 1
+    if not counts:
+        return ""
+    parts = [f"{n} {word}" for word, n in counts.items()]
+    notes = rate.get("notes") or []
+    return f" (the others: {', '.join(parts)}{': ' + notes[0] if notes else ''})"
 
 
 def count_codes(search: Search) -> dict[str, int]:

@@ -76,12 +76,15 @@ def _closed(run: FaultRun, stop: float) -> FaultRun:
 
 
 def from_record(record: Mapping[str, Any]) -> FaultRun:
-    """A fault as test.json keeps it (``faults``: step, f, target, targets, start, stop)."""
+    """A fault as test.json keeps it (``faults``: step, f, target, targets, began or start,
+    stop)."""
     stop = record.get("stop")
     detail = record.get("detail")
+    began = record.get("began")
+    start = began if isinstance(began, int | float) else record.get("start")
     return FaultRun(str(record.get("f")), record.get("step"), record.get("target"),
                     tuple(str(t) for t in record.get("targets") or []),
-                    float(record.get("start") or 0.0),
+                    float(start or 0.0),
                     float(stop) if isinstance(stop, int | float) else None,
                     detail if isinstance(detail, Mapping) else None)
 
