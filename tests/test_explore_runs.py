@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.servers,
                                  reason="redis-server missing: run `bash setup.sh`")]
 
 
-def test_json(run_dir: Path) -> dict[str, Any]:
+def stored_test(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "test.json").read_text())
 
 
@@ -53,7 +53,7 @@ def test_a_replayed_run_resolves_the_same_roles_at_run_time(store: Path, tmp_pat
     assert again.returncode in (0, 1), again.stderr
     run2 = (store / "latest").resolve()
     assert run2 != run1
-    t1, t2 = test_json(run1), test_json(run2)
+    t1, t2 = stored_test(run1), stored_test(run2)
     assert from_dict(t2["spec"]["schedule"]) == from_dict(t1["schedule"])  # step for step
     assert t2["spec"]["seed"] == t1["spec"]["seed"]
     for t, run in ((t1, run1), (t2, run2)):
@@ -89,7 +89,7 @@ def test_a_real_search_finds_shrinks_writes_and_reproduces(store: Path) -> None:
     for link in ("first-failure", "minimal"):
         assert (out / link / "report.html").is_file()
     minimal_run = (out / "minimal").resolve()
-    assert test_json(minimal_run)["explore"]["role"] == "minimal"
+    assert stored_test(minimal_run)["explore"]["role"] == "minimal"
     page = (minimal_run / "report.html").read_text()
     assert "harness explore" in page and 'id="incidents"' in page
     # minimal.toml runs the same steps with the same spec
@@ -98,7 +98,7 @@ def test_a_real_search_finds_shrinks_writes_and_reproduces(store: Path) -> None:
     again = harness("run", "--store", str(store), "--quiet", "--config",
                     str(out / "minimal.toml"))
     assert again.returncode in (0, 1), again.stderr
-    replayed = test_json((store / "latest").resolve())
+    replayed = stored_test((store / "latest").resolve())
     assert from_dict(replayed["spec"]["schedule"]) == minimal
     assert replayed["spec"]["seed"] == 5
 

@@ -163,7 +163,10 @@ class Explore:
             f"{len(search.trials)} schedule(s) tried, {search.invalid_runs} invalid run(s)"
             + (f"; stopped: {search.stopped}" if search.stopped else ""))
         if minimal is not None and search.stopped is None:
-            self.measure(minimal)
+            try:
+                self.measure(minimal)
+            except KeyboardInterrupt:
+                self.progress.line("interrupted: the reproduction rate covers the replays done")
         summary = self.finish(search)
         return self.exit_code(search, summary)
 
