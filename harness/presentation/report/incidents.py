@@ -90,7 +90,8 @@ class Incident:
             h = self.holder
             released = ("never released" if h.get("released") is None
                         else f"released at {h['released']:.2f} s")
-            what = (f"process {h['process']} held the lock from {h['acquired']:.2f} s "
+            lock = "the lock" if h.get("lock", "lock") == "lock" else f"lock {h['lock']!r}"
+            what = (f"process {h['process']} held {lock} from {h['acquired']:.2f} s "
                     f"({released}) while others acquired it, from {self.start:.2f} s")
         elif self.kind == "fault":
             what = f"violations from {self.start:.2f} s to {self.end:.2f} s"
@@ -133,18 +134,19 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
     faults = fault_runs(history)
     items = [x for x in explained_items(dict(results)) if not x.info and x.check_valid is False]
     out: list[Incident] = []
-    holders: dict[tuple[int, float], Incident] = {}
+    holders: dict[tuple[str, int, float], Incident] = {}
     rest: list[tuple[Explained, Violation]] = []
     for x in items:
         v = violation(x, places)
         first = x.item.get("first")
         if x.kind == "lock-overlaps" and isinstance(first, Mapping) and isinstance(
                 first.get("process"), int) and isinstance(first.get("acquired"), int | float):
-            key = (first["process"], float(first["acquired"]))
+            lock = str(x.item.get("lock", "lock"))
+            key = (lock, first["process"], float(first["acquired"]))
             if key not in holders:
                 holders[key] = Incident("stale-holder", holder={
                     "process": first["process"], "acquired": float(first["acquired"]),
-                    "released": first.get("released")})
+                    "released": first.get("released"), "lock": lock})
                 out.append(holders[key])
             holders[key].violations.append(v)
         else:
