@@ -144,7 +144,7 @@ def removed(first: Sequence[FaultRun], minimal: Sequence[FaultRun],
     a +60 s clock jump on n1,n2,n3 at 3.1 s``."""
     had = f"the first failure had {faults_phrase(len(first))} over {span(first):.0f} s"
     if first_skipped:
-        had += f" (and {first_skipped} planned step(s) that found no target)"
+        had += f" (and {first_skipped} planned step(s) that did not run)"
     if not minimal:
         return f"{had}; this one has none: the lock fails with no fault at all"
     parts = [describe(r) for r in minimal]
