@@ -1,6 +1,6 @@
-"""``harness``: run, check, report, export, list, clean, serve, suite. Exit codes: 0 valid,
-1 invalid, 2 unknown, 3 the harness could not run (or check) the test, 64 bad usage. Errors
-are one line. The top of the layers: it parses, dispatches and prints."""
+"""``harness``: run, explore, check, report, export, list, clean, serve, suite. Exit codes:
+0 valid, 1 invalid, 2 unknown, 3 the harness could not run (or check) the test, 64 bad usage.
+Errors are one line. The top of the layers: it parses, dispatches and prints."""
 
 from __future__ import annotations
 
@@ -32,11 +32,8 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def build_parser() -> Parser:
-    p = Parser(prog="harness", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-
-    r = sub.add_parser("run", help="run a test against real servers")
+def add_run_options(r: argparse.ArgumentParser, time_limit_default: str = "20") -> None:
+    """The options of a test spec (harness run and harness explore share them)."""
     r.add_argument("--config", type=Path, help="a TOML test spec; flags override its keys")
     r.add_argument("--db", help="redis (default)")
     r.add_argument("--lock", help="a lock name (harness list) or package.module:Class")
@@ -47,14 +44,12 @@ def build_parser() -> Parser:
     r.add_argument("--resource-mode", help="how the resource guards itself: plain, fenced "
                    "(token), version (WHERE version = read), cas (antirez's check-and-set); "
                    "default: fenced for --workload fenced, else plain")
-    r.add_argument("--nemesis", help="comma-separated faults, or none (default: pause); "
-                   "FAULT:ROLE aims a fault at a role, e.g. partition:waiter, pause:any, "
-                   "pause-node:leader, kill:node=n2")
     r.add_argument("--backend", help="local (default), docker or ssh")
     r.add_argument("--hosts", help="the ssh backend's hosts file (HOSTS.toml; see docs/ssh.md)")
     r.add_argument("--nodes", type=int, help="DB nodes (default: the db's own)")
     r.add_argument("--clients", type=int, help="client processes (default 5)")
-    r.add_argument("--time-limit", type=float, help="seconds of workload (default 20)")
+    r.add_argument("--time-limit", type=float,
+                   help=f"seconds of workload (default {time_limit_default})")
     r.add_argument("--seed", type=int, help="random seed (default: a random one, recorded)")
     r.add_argument("--store", help="results directory (default ./results)")
     r.add_argument("--ttl", type=float, help="lock TTL / lease in seconds (default 2)")
@@ -74,7 +69,48 @@ def build_parser() -> Parser:
     r.add_argument("--keys", type=int, metavar="N",
                    help="independent locks (default 1): client p works on lock p mod N, each "
                    "lock with its own data and its own checks")
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="harness", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    r = sub.add_parser("run", help="run a test against real servers")
+    add_run_options(r)
+    r.add_argument("--nemesis", help="comma-separated faults, or none (default: pause); "
+                   "FAULT:ROLE aims a fault at a role, e.g. partition:waiter, pause:any, "
+                   "pause-node:leader, kill:node=n2")
+    r.add_argument("--replay", type=Path, metavar="RUN_DIR|SCHEDULE.toml",
+                   help="run a recorded fault schedule step for step: a run directory's (its "
+                   "spec too, each step with the duration it ran with), or a TOML file's "
+                   "[[step]] tables (and any spec keys in it); flags override")
     r.add_argument("--quiet", action="store_true", help="no progress output")
+
+    xp = sub.add_parser(
+        "explore", help="search fault schedules for a violation, shrink it, replay it",
+        description="Search fault schedules drawn from --menu (hypothesis) for one that breaks "
+        "the lock, each example a real run; a schedule fails only if it fails in K of K "
+        "replays; the first failing one is shrunk to the smallest that still fails, written "
+        "as minimal.toml (harness run --config minimal.toml), and replayed to measure how "
+        "often it reproduces. Exit 1: a violation was found; 0: none in the budget.")
+    add_run_options(xp, time_limit_default="8")
+    xp.add_argument("--menu", required=True, metavar="FAULT[,FAULT...]",
+                    help="the faults a schedule may use; FAULT:ROLE pins a step's target "
+                    "(e.g. pause:holder); otherwise each step draws one of the roles the "
+                    "fault takes")
+    xp.add_argument("--budget", type=int, required=True, metavar="RUNS",
+                    help="runs the search may take (replays included); a schedule under way "
+                    "still finishes its replays")
+    xp.add_argument("--replays", type=int, default=2, metavar="K",
+                    help="a schedule counts as failing only if it fails in K of K runs "
+                    "(default 2)")
+    xp.add_argument("--reproduce", type=int, default=10, metavar="N",
+                    help="replays of the final schedule that measure how often it fails "
+                    "(default 10; 0: skip)")
+    xp.add_argument("--max-steps", type=int, metavar="N",
+                    help="steps a schedule may have (default: one per 2 s of --time-limit, "
+                    "at most 8)")
+    xp.add_argument("--quiet", action="store_true", help="no progress output")
 
     c = sub.add_parser("check", help="re-check a stored run, or check a history file")
     c.add_argument("run_dir", type=Path, metavar="RUN_DIR|FILE",
@@ -172,17 +208,26 @@ def _terminate(signum: int, frame: object) -> None:
 
 # run ----------------------------------------------------------------------------------------------
 def spec_from_args(args: argparse.Namespace) -> Any:
-    from harness.controller.spec import TestSpec, parse_nemeses
+    from harness.controller.spec import TestSpec
+
+    return TestSpec.from_dict(spec_data(args)).validate()
+
+
+def spec_data(args: argparse.Namespace) -> dict[str, Any]:
+    """The spec's keys from --config, then --replay, then the flags (each overrides)."""
+    from harness.controller.spec import parse_nemeses
 
     data: dict[str, Any] = {}
     if args.config is not None:
         data = load_toml(args.config)
+    if getattr(args, "replay", None) is not None:
+        data = {**data, **replay_data(args.replay)}
     for key in ("db", "lock", "workload", "backend", "nodes", "clients", "time_limit", "seed",
                 "store", "ttl", "hosts", "resource", "resource_mode"):
         value = getattr(args, key)
         if value is not None:
             data[key] = value
-    if args.nemesis is not None:
+    if getattr(args, "nemesis", None) is not None:
         data["nemesis"] = parse_nemeses(args.nemesis)
     if args.persistence is not None:
         data["persistence"] = args.persistence
@@ -193,7 +238,31 @@ def spec_from_args(args: argparse.Namespace) -> Any:
                              ("--lock-opt", "lock_options", args.lock_opt)):
         if items:
             data[key] = {**data.get(key, {}), **parse_options(flag, items)}
-    return TestSpec.from_dict(data).validate()
+    return data
+
+
+def replay_data(path: Path) -> dict[str, Any]:
+    """What ``--replay`` gives: a run directory's spec and its schedule as it ran, or a TOML
+    file's [[step]] tables (with any spec keys beside them)."""
+    from harness.controller.faults import as_ran
+    from harness.controller.store import open_run
+
+    if path.is_dir():
+        run = open_run(path)
+        try:
+            test = run.load_test()
+        except HarnessError as e:
+            raise UsageError(f"--replay {path}: {e}") from None
+        data = dict(test["spec"])
+        data["schedule"] = as_ran(test, str(run.test_json)).to_dict()
+        return data
+    if not path.exists():
+        raise UsageError(f"--replay {path}: no such run directory or schedule file")
+    data = load_toml(path)
+    if "schedule" not in data:
+        raise UsageError(f"--replay {path}: no [[step]] tables in it (a schedule is "
+                         "[[step]] tables with at, fault, target, duration, params)")
+    return data
 
 
 def parse_options(flag: str, items: list[str]) -> dict[str, str]:
@@ -208,7 +277,8 @@ def parse_options(flag: str, items: list[str]) -> dict[str, str]:
 
 def load_toml(path: Path) -> dict[str, Any]:
     """A spec file: ``harness run``'s long options as keys, ``[nemesis-options]`` and a
-    ``[lock]`` table (``name`` plus the lock's options) or ``lock`` + ``[lock-options]``."""
+    ``[lock]`` table (``name`` plus the lock's options) or ``lock`` + ``[lock-options]``, and
+    ``[[step]]`` tables (a fault schedule, run as given)."""
     import tomllib
 
     try:
@@ -220,6 +290,8 @@ def load_toml(path: Path) -> dict[str, Any]:
     for key in ("nemesis_opt", "lock_opt"):
         if key in data:
             data[key.replace("opt", "options")] = data.pop(key)
+    if "step" in data:  # [[step]] tables: a fault schedule to run instead of drawing one
+        data["schedule"] = {"steps": data.pop("step")}
     lock = data.get("lock")
     if isinstance(lock, dict):
         options = dict(lock)
@@ -237,6 +309,27 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     spec = spec_from_args(args)
     return run_and_report(spec, Progress(quiet=args.quiet))
+
+
+# explore ------------------------------------------------------------------------------------------
+def cmd_explore(args: argparse.Namespace) -> int:
+    from harness.controller.progress import Progress
+    from harness.controller.spec import TestSpec, parse_nemeses
+    from harness.presentation.explore import Explore
+
+    menu = parse_nemeses(args.menu)
+    if not menu:
+        raise UsageError("--menu none: name the faults to search, e.g. --menu pause,kill")
+    data = spec_data(args)
+    if "schedule" in data:
+        raise UsageError("explore draws its own schedules: leave the [[step]] tables out of "
+                         "--config")
+    data["nemesis"] = menu
+    data.setdefault("time_limit", 8.0)
+    spec = TestSpec.from_dict(data).validate()
+    return Explore(spec, menu, budget=args.budget, replays=args.replays,
+                   reproduce=args.reproduce, max_steps=args.max_steps,
+                   progress=Progress(quiet=args.quiet)).execute()
 
 
 # check / report / export --------------------------------------------------------------------------
@@ -260,7 +353,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     history = run.load_history()
     results = check_run(run, spec, history, status=status, limits=limits)
     write_report(run, spec, history, results)
-    print_summary(results, run)
+    print_summary(results, run, history=history)
     code = exit_code(results)
     if code == EXIT_SETUP:
         print(f"harness: {could_not(results)}", file=sys.stderr)
@@ -579,9 +672,9 @@ def suite_finish(suite: Suite, outcomes: list[Outcome], started: float, out_dir:
     return exit_code(outcomes)
 
 
-COMMANDS = {"run": cmd_run, "check": cmd_check, "export": cmd_export, "report": cmd_report,
-            "list": cmd_list, "clean": cmd_clean, "serve": cmd_serve, "suite": cmd_suite,
-            "hosts": cmd_hosts}
+COMMANDS = {"run": cmd_run, "explore": cmd_explore, "check": cmd_check, "export": cmd_export,
+            "report": cmd_report, "list": cmd_list, "clean": cmd_clean, "serve": cmd_serve,
+            "suite": cmd_suite, "hosts": cmd_hosts}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,10 +10,12 @@ then moves the clocks of a set of DB nodes:
 - ``clock-strobe``: the clocks flip between the offset and the true time every
   ``clock-period`` seconds (default 0.2) for as long as the fault lasts.
 
-The node set is option ``clock-nodes``: ``majority`` (default; the only node of a single
-Redis), ``minority``, ``one``, ``all``, or names (``n1,n3``). Each change is verified by reading
-the node's own clock back (Redis ``TIME``) and the observed offsets are recorded in the
-history; healing puts the clocks back and verifies that too.
+The node set is the step's target role when it has one (``clock:all``, ``clock:node=n2``, a
+schedule step's ``target``; any node role: ``any``, ``minority``, ``majority``, ``all``,
+``leader``, ``node:NAME``), else option ``clock-nodes``: ``majority`` (default; the only node
+of a single Redis), ``minority``, ``one``, ``all``, or names (``n1,n3``). Each change is
+verified by reading the node's own clock back (Redis ``TIME``) and the observed offsets are
+recorded in the history; healing puts the clocks back and verifies that too.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from harness.core.capabilities import ClockFaults
 from harness.core.cluster import NemesisContext
 from harness.core.options import Option
-from nemesis.base import BaseNemesis, wait_for_holder
+from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_holder
 
 TOLERANCE = 1.0  # seconds between the offset asked for and the one observed
 
@@ -52,6 +54,8 @@ class ClockJump(BaseNemesis):
     name = "clock"
     summary = "jump the wall clock of a majority of DB nodes +60 s (libfaketime), verified"
     requires = (ClockFaults,)
+    targets = NODE_TARGETS
+    default_target = "majority"  # what option clock-nodes chooses by default
     default_offset = 60.0
     options = {
         "clock-offset": Option(float, None, "seconds to move the clocks (default +60, "
@@ -75,6 +79,8 @@ class ClockJump(BaseNemesis):
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         wait_for_holder(ctx)  # move clocks while a lease is held: that is when it hurts
+        if target is not None:
+            return node_target(ctx, target)
         return choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:

@@ -22,6 +22,7 @@ class KillMajority(BaseNemesis):
     name = "kill-majority"
     summary = "SIGKILL a majority of DB nodes at once while a lock is held, restart them at once"
     targets = NODE_TARGETS
+    default_target = "majority"  # what select() aims at without a role
     delayed = False
     options = {"kill-delay": Option(float, None, "seconds the nodes stay down (default 0, "
                                     "delayed: TTL + 1)", minimum=0, maximum=3600)}

@@ -22,6 +22,7 @@ class PartitionLeader(CutLinks):
     name = "partition-leader"
     summary = "cut the current leader off from the other DB nodes, past the TTL"
     requires = (HasLeader, Iptables)
+    min_nodes = 2
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         leader = node_target(ctx, "leader")

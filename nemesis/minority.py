@@ -20,6 +20,7 @@ class PartitionMinority(CutLinks):
     summary = "cut a minority of DB nodes off from every client and node, past the TTL"
     requires = (Iptables, ClientLinks)
     cuts_clients = True
+    min_nodes = 3
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         n = len(ctx.nodes)

@@ -62,6 +62,7 @@ class NodePartition(CutLinks):
     """A partition among the DB nodes; targets name the resulting components."""
 
     kind = "halves"
+    min_nodes = 2
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         names = [n.name for n in ctx.nodes]

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.cluster import NemesisContext
+from harness.core.errors import UsageError
 from harness.core.history import INFO, INVOKE
 from harness.core.journal import JournalWriter
 from harness.core.roles import Nemesis
-from harness.core.schedule import Schedule, Step
+from harness.core.schedule import Schedule, Step, from_dict
 
 INTERVAL = (1.0, 3.0)  # seconds between the heal of one fault and the start of the next
 
@@ -61,6 +62,8 @@ class Fault:
     stop: float | None = None
     detail: dict[str, Any] | None = None
     error: str | None = None
+    duration: float | None = None  # seconds it was to stay on (the step's, or the fault's own)
+    began: float | None = None  # when it began to be applied (``start``: when it was on)
 
 
 @dataclass
@@ -92,6 +95,8 @@ class FaultRunner:
     def _run(self) -> None:
         for i, step in enumerate(self.schedule.steps):
             if self.done.wait(max(0.0, step.at - self.elapsed())):
+                for j in range(i, len(self.schedule.steps)):
+                    self._skip(j, self.schedule.steps[j], "the run ended before it was due")
                 return
             nem = self.nemeses[step.fault]
             ctx = (dataclasses.replace(self.ctx, options={**self.ctx.options, **step.params})
@@ -109,12 +114,12 @@ class FaultRunner:
     def _one(self, i: int, step: Step, nem: Nemesis, ctx: NemesisContext) -> None:
         targets = nem.select(ctx, step.target)
         if targets is None or self.done.is_set():
-            self.skipped.append({"step": i, "fault": step.fault, "target": step.target,
-                                 "at": round(self.elapsed(), 3),
-                                 "why": "no target right now" if targets is None else "run over"})
+            role = step.target or "target"
+            self._skip(i, step, f"no {role} right now" if targets is None
+                       else "the run ended while it looked for its target")
             return
-        self.journal.record(INVOKE, nem.name, "start", step=i, target=step.target,
-                            targets=targets)
+        began = self.journal.record(INVOKE, nem.name, "start", step=i, target=step.target,
+                                    targets=targets)
         try:
             nem.start(ctx, targets)
         except Exception:
@@ -124,11 +129,12 @@ class FaultRunner:
         expect = nem.expect(ctx, targets) if hasattr(nem, "expect") else None
         op = self.journal.record(INFO, nem.name, "start", step=i, target=step.target,
                                  targets=targets, expect=expect, **_detail(nem))
+        duration = float(step.duration if step.duration is not None else nem.duration(ctx))
         fault = Fault(i, nem.name, step.target, targets, step.at, op["time"] / 1e9,
-                      detail=nem.detail())
+                      detail=nem.detail(), duration=round(duration, 3),
+                      began=began["time"] / 1e9)
         self.faults.append(fault)
         self.active = fault
-        duration = step.duration if step.duration is not None else nem.duration(ctx)
         self.done.wait(duration)
         self.journal.record(INVOKE, nem.name, "stop", step=i, targets=fault.targets)
         nem.stop(ctx, fault.targets)
@@ -136,6 +142,10 @@ class FaultRunner:
                                  **_detail(nem))
         fault.stop = op["time"] / 1e9
         self.active = None
+
+    def _skip(self, i: int, step: Step, why: str) -> None:
+        self.skipped.append({"step": i, "fault": step.fault, "target": step.target,
+                             "at": round(self.elapsed(), 3), "why": why})
 
     def finish(self, timeout: float = 60.0) -> None:
         """Stop scheduling, heal the active fault, then heal everything."""
@@ -162,6 +172,25 @@ class FaultRunner:
                 "faults": [f.__dict__ for f in self.faults],
                 "skipped-steps": self.skipped,
                 "nemesis-errors": self.errors}
+
+
+def as_ran(test: Mapping[str, Any], where: str = "test.json") -> Schedule:
+    """The schedule a run recorded, each step with the duration it ran with (a step planned
+    without one took its fault's own, drawn at run time): what ``harness run --replay RUN_DIR``
+    runs again. Steps that were skipped are kept as planned: they may find a target this time.
+    """
+    if not isinstance(test.get("schedule"), Mapping):
+        raise UsageError(f"{where} records no fault schedule (a run that ended before its "
+                         "faults started, or one from an older harness)")
+    plan = from_dict(test["schedule"], f"{where} schedule")
+    durations: dict[int, float] = {}
+    for fault in test.get("faults") or []:
+        if isinstance(fault, Mapping) and isinstance(fault.get("step"), int) and isinstance(
+                fault.get("duration"), int | float) and not isinstance(fault["duration"], bool):
+            durations[fault["step"]] = float(fault["duration"])
+    return Schedule(tuple(
+        dataclasses.replace(step, duration=durations[i]) if i in durations else step
+        for i, step in enumerate(plan.steps)))
 
 
 def _detail(nem: Nemesis) -> dict[str, Any]:

@@ -109,7 +109,7 @@ class Run:
     def plugins(self) -> list[dict[str, Any]]:
         reg, spec = self.registry, self.spec
         used = [("dbs", spec.db), ("locks", spec.lock), ("workloads", spec.workload),
-                *(("nemeses", n) for n in dict.fromkeys(spec.nemesis_names))]
+                *(("nemeses", n) for n in spec.fault_names)]
         if spec.resource is not None:
             used.append(("resources", spec.resource))
         used += [("checkers", e.name) for e, _, _ in checking.plan(spec.to_dict(), reg)]
@@ -171,7 +171,7 @@ class Run:
                                say=self.progress.line)
         try:
             self.registry.check_run(db=spec.db, db_obj=self.db, lock=spec.lock,
-                                    workload=spec.workload, nemeses=spec.nemesis_names,
+                                    workload=spec.workload, nemeses=spec.fault_names,
                                     environment=backend.environment_unmet,
                                     resource=spec.resource, resource_mode=spec.resource_mode)
             in_lock_db = self.registry.resource_in_lock_db(spec.lock, spec.db,
@@ -186,7 +186,7 @@ class Run:
             cluster.resource = cluster.nodes[0] if resource_db is None else Node(
                 "resource", backend.resource_host(), resource_db.port)
             needs_iptables = any(capabilities.Iptables in self.registry.nemesis_requires(n)
-                                 for n in spec.nemesis_names)
+                                 for n in spec.fault_names)
             backend.preflight(self.db, cluster.nodes, needs_iptables)
             if resource_db is not None:
                 backend.preflight(resource_db, cluster.separate_resource, needs_iptables)
@@ -200,7 +200,7 @@ class Run:
             if resource_db is not None:
                 backend.provision(resource_db, cluster.separate_resource)
             if any(capabilities.ClockFaults in self.registry.nemesis_requires(n)
-                   for n in spec.nemesis_names):
+                   for n in spec.fault_names):
                 for node in cluster.nodes:
                     backend.enable_clock(node)
             everything = [*cluster.nodes, *cluster.separate_resource]
@@ -245,11 +245,13 @@ class Run:
         ctx = NemesisContext(cluster.backend, cluster.nodes, clients, live,
                              random.Random(self.rng.random()), spec.ttl, db=self.db,
                              options=dict(spec.nemesis_options))
-        names = list(dict.fromkeys(spec.nemesis_names))
-        nemeses = {name: self.registry.load("nemeses", name)() for name in names}
+        nemeses = {name: self.registry.load("nemeses", name)() for name in spec.fault_names}
         targets = {nemesis_name(item): nemesis_target(item) for item in spec.nemesis}
-        schedule = generate(names, nemeses, ctx, spec.time_limit,
-                            random.Random(self.rng.random()), targets)
+        if spec.schedule is not None:  # a replay, or an example of harness explore
+            schedule = spec.fault_schedule()
+        else:
+            schedule = generate(list(dict.fromkeys(spec.nemesis_names)), nemeses, ctx,
+                                spec.time_limit, random.Random(self.rng.random()), targets)
         self.faults = runner = FaultRunner(nemeses, schedule, ctx, journal, t0=t0 / 1e9)
         try:
             runner.start()
@@ -283,7 +285,7 @@ class Run:
         self.sources = {"seen": seen, "foreign": foreign}
         if not foreign:
             return
-        cutters = [n for n in self.spec.nemesis_names
+        cutters = [n for n in self.spec.fault_names
                    if getattr(self.registry.load("nemeses", n), "cuts_clients", False)]
         what = (f"clients of {self.spec.lock} connect to the DB from {', '.join(foreign)}, not "
                 f"from their own addresses ({min(allowed)} ...): the lock's connections "

@@ -7,6 +7,7 @@ the workload and the faults fit the DB is the registry's question
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from dataclasses import asdict, dataclass, field, fields
@@ -22,6 +23,7 @@ from harness.controller.spec_keys import check_types
 from harness.controller.store import safe_name
 from harness.core.errors import UsageError
 from harness.core.options import Option, parse_options
+from harness.core.schedule import Schedule, from_dict
 from harness.core.text import show
 
 
@@ -103,6 +105,9 @@ class TestSpec:
     hosts: str | None = None  # the ssh backend's HOSTS.toml
     resource: str | None = None  # the protected resource: redis | postgres (default: below)
     resource_mode: str | None = None  # plain | fenced | version | cas (default: the workload's)
+    # A fault schedule to run instead of drawing one ({"steps": [...]}, as test.json keeps it;
+    # [[step]] tables in a TOML spec): harness run --replay, harness explore.
+    schedule: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -135,6 +140,7 @@ class TestSpec:
             raise UsageError(f"--persistence {self.persistence!r}: --db {self.db} has "
                              f"{', '.join(modes)}")
         check_types(asdict(self))
+        self._check_schedule(reg)
         self.nemesis_options = parse_options(
             self.nemesis_options, self.nemesis_option_table(reg), "--nemesis-opt",
             f"the nemeses of this run ({', '.join(self.nemesis) or 'none'})")
@@ -158,7 +164,7 @@ class TestSpec:
         self.resolve_resource(reg)
         hosts = load_hosts(self.hosts) if self.hosts is not None else None
         reg.check_run(db=self.db, db_obj=make_db(db_cls, self.persistence), lock=self.lock,
-                      workload=self.workload, nemeses=self.nemesis_names,
+                      workload=self.workload, nemeses=self.fault_names,
                       environment=lambda cap: None if hosts is None
                       else hosts_environment(hosts, cap), resource=self.resource,
                       resource_mode=self.resource_mode)
@@ -190,9 +196,40 @@ class TestSpec:
         """The faults without their targets (``partition:waiter`` -> ``partition``)."""
         return [nemesis_name(n) for n in self.nemesis]
 
+    @property
+    def fault_names(self) -> list[str]:
+        """Every fault the run sets up: the nemeses, then those only the schedule names."""
+        steps = self.fault_schedule().fault_order() if self.schedule else []
+        return list(dict.fromkeys([*self.nemesis_names, *steps]))
+
+    def fault_schedule(self) -> Schedule:
+        """The schedule this spec gives (empty: the run draws one from --nemesis)."""
+        return from_dict(self.schedule, "schedule") if self.schedule else Schedule()
+
+    def _check_schedule(self, reg: Registry) -> None:
+        """Each step names a nemesis, a role it can aim at and options it has (typed here)."""
+        if self.schedule is None:
+            return
+        steps = []
+        for i, step in enumerate(from_dict(self.schedule, "schedule").steps):
+            where = f"schedule step {i + 1} ({step.fault})"
+            cls = reg.load("nemeses", step.fault)
+            try:
+                cls.check_target(step.target)  # type: ignore[attr-defined]
+            except AttributeError:
+                if step.target is not None:
+                    raise UsageError(f"{where}: {cls.__name__} takes no target roles"
+                                     ) from None
+            except ValueError as e:
+                raise UsageError(f"{where}: {e}") from None
+            params = parse_options(step.params, getattr(cls, "options", {}) or {},
+                                   f"{where} params", f"nemesis {step.fault}")
+            steps.append(dataclasses.replace(step, params=params))
+        self.schedule = Schedule(tuple(steps)).to_dict()
+
     def nemesis_option_table(self, reg: Registry) -> dict[str, Option]:
         table: dict[str, Option] = {}
-        for name in self.nemesis_names:
+        for name in self.fault_names:
             table.update(getattr(reg.load("nemeses", name), "options", {}) or {})
         return table
 
@@ -249,6 +286,11 @@ class TestSpec:
         check_types(norm)
         if isinstance(norm.get("nemesis"), str):
             norm["nemesis"] = parse_nemeses(norm["nemesis"], reg)
+        if norm.get("schedule") is not None:
+            schedule = from_dict(norm["schedule"], "schedule")  # one line if it is not one
+            norm["schedule"] = schedule.to_dict()
+            if "nemesis" not in norm:  # a replayed schedule alone: its faults name the run
+                norm["nemesis"] = schedule.fault_order()
         if "db" in norm and "lock" not in norm:  # --db zookeeper alone: that db's own lock
             default_lock = getattr(reg.load("dbs", str(norm["db"])), "default_lock", None)
             if default_lock:

@@ -51,6 +51,9 @@ def check_types(norm: dict[str, Any]) -> None:
         if opts is not None and not (isinstance(opts, dict) and all(
                 isinstance(k, str) for k in opts)):
             raise bad(key, "a table of KEY = VALUE")
+    sched = norm.get("schedule")
+    if sched is not None and not isinstance(sched, dict):
+        raise bad("schedule", "a table of steps ([[step]] tables in a TOML spec)")
     for key in ("hold", "think"):
         v = norm.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float | str | list)):

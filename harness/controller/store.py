@@ -11,6 +11,12 @@
         nodes/<name>/   a node's config and data
         pids.json       the processes the run started, for teardown and ``harness clean``
     <store>/latest -> the newest run that started
+    <store>/_explore/<test-name>/<YYYYmmddTHHMMSS>/     one harness explore
+        summary.json, summary.txt    what was searched, found, shrunk, and how often it fails
+        minimal.toml    the smallest failing schedule with its spec (harness run --config)
+        runs.jsonl      every run of the search: its schedule, exit code, run directory
+        first-failure, minimal      links to those run directories
+        logs/           each run's output
 
 Everything else asks a :class:`Store` or a :class:`RunDir` for paths, and reads and writes
 runs through them.
@@ -35,6 +41,7 @@ from harness.core.journal import merge_journals
 
 LATEST = "latest"
 SUITES = "_suites"
+EXPLORE = "_explore"
 NAME = re.compile(r"[^A-Za-z0-9_.+-]")
 MAX_JSON_BYTES = 64 * 1024 * 1024
 
@@ -252,8 +259,63 @@ class Store:
             return d.resolve()
         raise HarnessError(f"too many suite runs in {base} this second")
 
+    def explore_dir(self, test_name: str) -> ExploreDir:
+        """A new ``<store>/_explore/<test>/<stamp>/`` for one search."""
+        base = self.root / EXPLORE / safe_name(test_name)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        for n in range(100):
+            d = base / (stamp if n == 0 else f"{stamp}-{n}")
+            try:
+                d.mkdir(parents=True)
+            except FileExistsError:
+                continue
+            except OSError as err:
+                raise HarnessError(f"cannot create {d}: {err.strerror}") from None
+            (d / "logs").mkdir()
+            return ExploreDir(d.resolve())
+        raise HarnessError(f"too many searches in {base} this second")
+
     def suite_summaries(self) -> Iterator[Path]:
         yield from self.root.glob(f"{SUITES}/*/*/summary.json")
+
+
+@dataclass(frozen=True)
+class ExploreDir:
+    """The directory of one ``harness explore``."""
+
+    path: Path
+
+    @property
+    def summary_json(self) -> Path:
+        return self.path / "summary.json"
+
+    @property
+    def summary_txt(self) -> Path:
+        return self.path / "summary.txt"
+
+    @property
+    def minimal_toml(self) -> Path:
+        return self.path / "minimal.toml"
+
+    @property
+    def runs(self) -> Path:
+        return self.path / "runs.jsonl"
+
+    def log(self, n: int) -> Path:
+        return self.path / "logs" / f"run-{n:03d}.log"
+
+    def add_run(self, record: dict[str, Any]) -> None:
+        """One line of runs.jsonl, appended (a search cut short keeps what it ran)."""
+        with self.runs.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
+
+    def link(self, name: str, run: RunDir) -> Path:
+        """``first-failure`` or ``minimal``: a relative link to a run directory."""
+        link = self.path / name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(os.path.relpath(run.path, self.path))
+        return link
 
 
 def open_run(path: str | os.PathLike[str]) -> RunDir:
@@ -268,4 +330,4 @@ def open_run(path: str | os.PathLike[str]) -> RunDir:
     return run
 
 
-__all__ = ["HistoryError", "RunDir", "Store", "open_run", "safe_name"]
+__all__ = ["ExploreDir", "HistoryError", "RunDir", "Store", "open_run", "safe_name"]

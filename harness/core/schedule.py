@@ -16,6 +16,7 @@ holds the lock then.
 
 from __future__ import annotations
 
+import json
 import math
 import tomllib
 from collections.abc import Mapping
@@ -63,15 +64,47 @@ class Schedule:
         return {"steps": [s.to_dict() for s in self.steps]}
 
     def to_toml(self) -> str:
-        return tomli_w.dumps({"step": [s.to_dict() for s in self.steps]})
+        """``[[step]]`` tables, one a step (tomli_w alone would inline short ones)."""
+        if not self.steps:
+            return "step = []  # no faults\n"
+        chunks = []
+        for step in self.steps:
+            lines = ["[[step]]"]
+            for key, value in step.to_dict().items():
+                if key == "params":
+                    inner = ", ".join(tomli_w.dumps({k: v}).strip() for k, v in value.items())
+                    lines.append(f"params = {{ {inner} }}")
+                else:
+                    lines.append(tomli_w.dumps({key: value}).strip())
+            chunks.append("\n".join(lines) + "\n")
+        return "\n".join(chunks)
 
     @property
     def faults(self) -> list[str]:
         return sorted({s.fault for s in self.steps})
 
+    def fault_order(self) -> list[str]:
+        """The faults of the steps, each once, in the order they first appear."""
+        return list(dict.fromkeys(s.fault for s in self.steps))
+
     def span(self) -> float:
         """Seconds from the start of the load to the planned end of the last step."""
         return max((s.at + (s.duration or 0.0) for s in self.steps), default=0.0)
+
+    def key(self) -> str:
+        """One string per distinct schedule (two that compare equal run the same steps)."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    def size(self) -> tuple[int, float, float]:
+        """How big a schedule is, smaller first: fewer steps, then less time under faults,
+        then an earlier end."""
+        return (len(self.steps), round(sum(s.duration or 0.0 for s in self.steps), 3),
+                round(self.span(), 3))
+
+    def describe(self) -> str:
+        if not self.steps:
+            return "no faults"
+        return "; ".join(s.describe() for s in self.steps)
 
 
 def _number(value: Any, where: str, *, allow_none: bool = False) -> float | None:

@@ -22,11 +22,15 @@ from harness.controller.run import Run
 from harness.controller.spec import TestSpec
 from harness.controller.store import RunDir, Store
 from harness.core.atomic import write_json
-from harness.core.errors import EXIT_SETUP, HarnessError
+from harness.core.errors import EXIT_SETUP, HarnessError, UsageError
+from harness.core.schedule import Schedule, from_dict
 from harness.core.text import line
 from harness.presentation.report import verdict_word, write_report
+from harness.presentation.report.incidents import incidents
+from harness.presentation.report.narrative import step_outcomes
 
 STOP_GRACE_S = 30.0
+MAX_INCIDENTS = 5  # printed; the report lists them all
 SUMMARY_KEYS = ("lock-overlaps", "resource-interleavings", "stale-accepted",
                 "token-order-violations", "stuck-locks", "lost-updates")
 
@@ -43,7 +47,8 @@ def run_and_report(spec: TestSpec, progress: Progress, *, run: RunDir | None = N
     history = outcome.run.load_history() if outcome.results else []
     if outcome.results:
         write_report(outcome.run, spec.to_dict(), history, outcome.results)
-    print_summary(outcome.results, outcome.run, out)
+    print_summary(outcome.results, outcome.run, out, history=history,
+                  steps=spec.schedule is not None)
     if outcome.interrupted:
         print("run interrupted: the verdict covers only what was recorded", file=sys.stderr)
         return EXIT_SETUP
@@ -65,8 +70,57 @@ def could_not(results: dict[str, Any]) -> str:
     return line("could not check: " + "; ".join(errors), 600)
 
 
-def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = None) -> None:
+def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = None, *,
+                  history: list[dict[str, Any]] | None = None, steps: bool = False) -> None:
+    """The verdict, each checker's, the incidents (with the history) and the schedule as it
+    ran (step by step with ``steps``: a replayed or explored schedule; else one line)."""
     out = out or sys.stdout
+    _print_checks(results, out)
+    try:
+        test = run.load_test()
+    except HarnessError:
+        test = {}
+    schedule = _schedule_of(test)
+    if history:
+        found = incidents(history, results, schedule)
+        if found:
+            print(f"incidents: {len(found)}", file=out)
+        for i, inc in enumerate(found[:MAX_INCIDENTS]):
+            print(f"  {i + 1}. {inc.title()}", file=out)
+            print(f"     {inc.folded()}", file=out)
+        if len(found) > MAX_INCIDENTS:
+            print(f"  ... and {len(found) - MAX_INCIDENTS} more in the report", file=out)
+    for text in schedule_lines(test, every_step=steps):
+        print(text, file=out)
+    print(f"report: {run.report}", file=out)
+
+
+def _schedule_of(test: dict[str, Any]) -> Schedule | None:
+    try:
+        return from_dict(test["schedule"]) if isinstance(test.get("schedule"), dict) else None
+    except UsageError:
+        return None
+
+
+def schedule_lines(test: dict[str, Any], *, every_step: bool) -> list[str]:
+    """The schedule as it ran: each step, the targets its role resolved to, or why it was
+    skipped (``every_step``); else one line of counts."""
+    schedule = _schedule_of(test)
+    if schedule is None or not schedule.steps:
+        return []
+    outcomes = step_outcomes(test)
+    n = len(schedule.steps)
+    ran = sum(what.startswith("ran ") for _, _, what in outcomes)
+    skipped = sum(what.startswith("skipped ") for _, _, what in outcomes)
+    head = (f"schedule: {n} step(s), {ran} ran, {skipped} skipped"
+            + (f", {n - ran - skipped} failed" if n > ran + skipped else ""))
+    if not every_step:
+        return [head]
+    return [head, *(f"  {i + 1}. {schedule.steps[i].describe()}: {what}"
+                    for i, _step, what in outcomes)]
+
+
+def _print_checks(results: dict[str, Any], out: TextIO) -> None:
     print(f"{verdict_word(results.get('valid'))}", file=out)
     for key in ("unfinished", "could-not-test"):
         if results.get(key):
@@ -96,7 +150,6 @@ def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = Non
             print(f"                {label}: {witness['explanation']}", file=out)
         if check.get("error"):
             print(f"                could not check: {check['error']}", file=out)
-    print(f"report: {run.report}", file=out)
 
 
 @dataclass

@@ -24,7 +24,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from harness.core.errors import UsageError
+from harness.core.schedule import from_dict
 from harness.presentation.report import model as report_model
+from harness.presentation.report import narrative
+from harness.presentation.report.incidents import Incident, incidents
 
 WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
 VERDICT_CLASS = {True: "v-true", False: "v-false"}
@@ -196,6 +200,73 @@ def violations(model: dict[str, Any], results: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def incidents_section(found: list[Incident]) -> str:
+    """The violations grouped by cause, each group folded (its violations link to the list)."""
+    if not found:
+        return ""
+    out = [f'<section id="incidents"><h2>Incidents ({len(found)})</h2>'
+           "<p>Violations grouped by cause: one per stale holder (a client that still held the "
+           "lock when others got it), else per fault window, each naming the fault that opened "
+           "it.</p><ol class=\"incidents\">"]
+    for inc in found:
+        links = " ".join(f'<a href="#violation-{v.n}">{v.n + 1}</a>' for v in inc.violations)
+        out.append(f"<li><details><summary>{e(inc.title())} <span class=\"when\">"
+                   f"({e(inc.folded())})</span></summary><p>Violations: {links}</p>"
+                   "</details></li>")
+    out.append("</ol></section>")
+    return "".join(out)
+
+
+def explore_note(test: dict[str, Any]) -> str:
+    """For a run ``harness explore`` shrank a failure to: what shrinking removed, and how
+    often the schedule reproduces."""
+    found = test.get("explore")
+    if not isinstance(found, dict):
+        return ""
+    if found.get("role") == "first-failure":
+        return ('<p class="note explore">harness explore found this failure first, then shrank '
+                f'it: the minimal failing run is <code>{e(str(found.get("minimal")))}</code>.'
+                "</p>")
+    if found.get("role") != "minimal":
+        return ""
+    first = found.get("first-failure") or {}
+    if found.get("same-run"):
+        rate = found.get("reproduced")
+        return ('<p class="note explore">harness explore found this failure and could not '
+                "shrink it further within its budget"
+                + (f"; it failed again in {e(str(rate))}" if rate else "") + ".</p>")
+    text = narrative.removed([narrative.from_record(r) for r in first.get("faults") or []
+                              if isinstance(r, dict)],
+                             [narrative.from_record(r) for r in test.get("faults") or []
+                              if isinstance(r, dict)],
+                             int(first.get("skipped") or 0))
+    rate = found.get("reproduced")
+    again = f" It failed again in {rate}." if rate else ""
+    return (f'<p class="note explore">Shrunk by harness explore: {e(text)}.{e(again)} '
+            f'First failure: <code>{e(str(first.get("run", "?")))}</code>.</p>')
+
+
+def schedule_section(test: dict[str, Any]) -> str:
+    """The schedule as planned, step by step: what each step resolved to and when it ran, or
+    why it was skipped."""
+    outcomes = narrative.step_outcomes(test)
+    if not outcomes:
+        return ""
+    rows = []
+    for i, step, outcome in outcomes:
+        duration = step.get("duration")
+        rows.append(f"<tr><td>{i + 1}</td><td>{e(str(step.get('at')))} s</td><td>"
+                    f"{e(str(step.get('fault')))}</td><td>"
+                    f"{e(str(step.get('target') or 'its own choice'))}</td><td>"
+                    f"{'default' if duration is None else e(f'{duration} s')}</td>"
+                    f"<td>{e(json.dumps(step.get('params'))) if step.get('params') else ''}</td>"
+                    f"<td>{e(outcome)}</td></tr>")
+    return ('<section id="schedule"><h2>Schedule</h2><p>Each step as planned (its target is a '
+            "role, resolved when the step runs) and what it became.</p><table><thead><tr><th>"
+            "step</th><th>at</th><th>fault</th><th>target</th><th>for</th><th>params</th><th>"
+            f"outcome</th></tr></thead><tbody>{''.join(rows)}</tbody></table></section>")
+
+
 def checks(results: dict[str, Any]) -> str:
     out = ['<section id="checks"><h2>Checkers</h2>']
     for name, check in (results.get("checks") or {}).items():
@@ -244,7 +315,7 @@ def faults(model: dict[str, Any], test: dict[str, Any]) -> str:
             f"{''.join(rows)}</tbody></table>") if rows else "<p>No faults were injected.</p>"
     if errors:
         body += f"<p>Nemesis errors:</p><ul>{errors}</ul>"
-    return f'<section id="faults"><h2>Fault schedule</h2>{body}</section>'
+    return f'<section id="faults"><h2>Fault windows</h2>{body}</section>'
 
 
 def spec_section(spec: dict[str, Any], test: dict[str, Any]) -> str:
@@ -254,8 +325,18 @@ def spec_section(spec: dict[str, Any], test: dict[str, Any]) -> str:
     node_text = ", ".join(f"{n.get('name')} {n.get('host')}:{n.get('port')}" for n in nodes
                           if isinstance(n, dict))
     extra = f"<p>Nodes: {e(node_text)}</p>" if node_text else ""
-    return (f'<section id="spec"><h2>Test spec</h2><p>Replay: <code>'
-            f"{e(replay_command(spec))}</code></p><table>{rows}</table>{extra}</section>")
+    again = ""
+    if isinstance(test.get("schedule"), dict) and test.get("run_id"):
+        run_dir = f"{spec.get('store') or 'results'}/{test['run_id']}"
+        again = ("<p>Replay this fault schedule step for step (roles resolved again at run "
+                 f"time): <code>{e(shlex.join(['harness', 'run', '--replay', run_dir]))}"
+                 "</code></p>")
+    if spec.get("schedule") and again:  # its own schedule: --nemesis would draw another
+        same = ""
+    else:
+        same = f"<p>Replay: <code>{e(replay_command(spec))}</code></p>"
+    return (f'<section id="spec"><h2>Test spec</h2>{same}{again}<table>{rows}</table>{extra}'
+            "</section>")
 
 
 def files(logs: list[str], present: list[str]) -> str:
@@ -271,6 +352,11 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
            present: list[str] | None = None) -> str:
     test = test or {}
     model = report_model.build(spec, history, results)
+    try:
+        schedule = from_dict(test["schedule"]) if isinstance(test.get("schedule"), dict) else None
+    except UsageError:
+        schedule = None
+    found = incidents(history, results, schedule)
     data = json.dumps(model, separators=(",", ":"), default=str).replace("</", "<\\/")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -278,10 +364,13 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
 <title>{verdict_word(results.get("valid"))} · {e(title_of(spec))}</title>
 <style>{asset("report.css")}</style></head>
 <body>{banner(spec, results)}<main>{meta(spec, history, test, results)}
+{explore_note(test)}
 {timeline(model)}
+{incidents_section(found)}
 {violations(model, results)}
 {charts()}
 {checks(results)}
+{schedule_section(test)}
 {faults(model, test)}
 {spec_section(spec, test)}
 {files(logs, present or [])}

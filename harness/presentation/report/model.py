@@ -265,21 +265,48 @@ class Places:
     grants: dict[tuple[int, Any], list[tuple[int, int]]]  # (process, token) -> grants
 
 
-def find_violations(results: dict[str, Any], places: Places) -> Iterator[dict[str, Any]]:
-    """Every explained item, in checker order. Items of a check that judged itself valid (or
-    of a list it flags ``<kind>-informational``) are kept but marked informational: the
-    checker says they do not break the property (lock overlaps under fencing, say)."""
+@dataclass(frozen=True)
+class Explained:
+    """One explained item of a checker's result, numbered as the report lists it."""
+
+    n: int
+    check: str
+    kind: str
+    item: dict[str, Any]
+    rank: int
+    total: int
+    info: bool  # the checker says it does not break the property
+    check_valid: Any  # the verdict of the check that listed it
+
+
+def explained_items(results: dict[str, Any]) -> Iterator[Explained]:
+    """Every explained item, in checker order, numbered. Items of a check that judged itself
+    valid (or of a list it flags ``<kind>-informational``) are informational: the checker
+    says they do not break the property (lock overlaps under fencing, say)."""
     n = 0
     for check, result in (results.get("checks") or {}).items():
         if not isinstance(result, dict):
             continue
         for kind, item, rank, total in explained(result):
             info = result.get("valid") is True or result.get(f"{kind}-informational") is True
-            v = {"n": n, "check": check, "kind": kind, "rank": rank, "total": total,
-                 "info": info, "explanation": str(item.get("explanation", "")),
-                 **locate(item, places)}
+            yield Explained(n, check, kind, item, rank, total, info, result.get("valid"))
             n += 1
-            yield v
+
+
+def find_violations(results: dict[str, Any], places: Places) -> Iterator[dict[str, Any]]:
+    """Every explained item, in checker order, placed on the timeline."""
+    for x in explained_items(results):
+        yield {"n": x.n, "check": x.check, "kind": x.kind, "rank": x.rank, "total": x.total,
+               "info": x.info, "explanation": str(x.item.get("explanation", "")),
+               **locate(x.item, places)}
+
+
+def places_of(history: Sequence[Op]) -> Places:
+    """Where writes, ops and grants are in time (what :func:`locate` needs)."""
+    client_pairs = [(inv, done) for inv, done in pairs(history)
+                    if isinstance(inv.get("process"), int)]
+    return Places(write_times(client_pairs), index_times(client_pairs),
+                  grant_times(grants(history)))
 
 
 def explained(result: dict[str, Any], depth: int = 0) -> Iterator[tuple[str, dict[str, Any],

@@ -1,0 +1,184 @@
+"""Faults in words: what ran, on whom, when, for how long ("a +60 s clock jump on n1,n2,n3 at
+3.1 s"), and what a shrunk schedule left out of the failure it came from ("the first failure had
+7 faults over 28 s; this one has 1, ..."). Pure: functions of recorded facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.core.history import INFO, INVOKE, NEMESIS, Op, seconds
+
+PEOPLE = ("holder", "waiter")  # roles worth naming beside the client they resolved to
+
+
+@dataclass(frozen=True)
+class FaultRun:
+    """One fault as it ran: from the moment it was on to the moment it was healed."""
+
+    f: str
+    step: int | None
+    role: str | None
+    targets: tuple[str, ...]
+    start: float  # seconds since the load started
+    stop: float | None  # None: never healed before the history ends
+    detail: Mapping[str, Any] | None = None
+
+    @property
+    def held(self) -> float | None:
+        return None if self.stop is None else max(0.0, self.stop - self.start)
+
+    def on(self, t: float, after: float = 0.0) -> bool:
+        """Was it on at ``t`` (or had it ended at most ``after`` seconds before)?"""
+        return self.start <= t and (self.stop is None or t <= self.stop + after)
+
+
+def fault_runs(history: Sequence[Op]) -> list[FaultRun]:
+    """The faults that ran, from the nemesis ops of a history (a start that failed never
+    ran): each from the moment it began to be applied (its start's invoke) to its stop's
+    completion, or the final heal."""
+    out: list[FaultRun] = []
+    open_: dict[tuple[str, Any], int] = {}
+    begun: dict[tuple[str, Any], int] = {}
+    for op in history:
+        if op.get("process") != NEMESIS:
+            continue
+        f, value = str(op.get("f")), op.get("value")
+        key = (f, op.get("step"))
+        if op.get("type") == INVOKE:
+            if value == "start":
+                begun[key] = op["time"]
+            continue
+        if op.get("type") != INFO:
+            continue
+        if value == "start" and not op.get("error"):
+            targets = tuple(str(t) for t in op.get("targets") or [])
+            detail = op.get("detail") if isinstance(op.get("detail"), Mapping) else None
+            step = op.get("step") if isinstance(op.get("step"), int) else None
+            role = op.get("target") if isinstance(op.get("target"), str) else None
+            open_[key] = len(out)
+            start = seconds(begun.pop(key, op["time"]))
+            out.append(FaultRun(f, step, role, targets, start, None, detail))
+        elif value == "stop" and key in open_:
+            i = open_.pop(key)
+            out[i] = _closed(out[i], seconds(op["time"]))
+        elif value == "heal":
+            for k in [k for k in open_ if k[0] == f]:
+                i = open_.pop(k)
+                out[i] = _closed(out[i], seconds(op["time"]))
+    return out
+
+
+def _closed(run: FaultRun, stop: float) -> FaultRun:
+    return FaultRun(run.f, run.step, run.role, run.targets, run.start, stop, run.detail)
+
+
+def from_record(record: Mapping[str, Any]) -> FaultRun:
+    """A fault as test.json keeps it (``faults``: step, f, target, targets, began or start,
+    stop)."""
+    stop = record.get("stop")
+    detail = record.get("detail")
+    began = record.get("began")
+    start = began if isinstance(began, int | float) else record.get("start")
+    return FaultRun(str(record.get("f")), record.get("step"), record.get("target"),
+                    tuple(str(t) for t in record.get("targets") or []),
+                    float(start or 0.0),
+                    float(stop) if isinstance(stop, int | float) else None,
+                    detail if isinstance(detail, Mapping) else None)
+
+
+def who(run: FaultRun) -> str:
+    names = ",".join(run.targets) or "nothing"
+    if run.role in PEOPLE:
+        return f"{names} (the {run.role})"
+    return names
+
+
+def describe(run: FaultRun) -> str:
+    """``a +60 s clock jump on n1,n2,n3 at 3.1 s for 2.5 s``."""
+    f = run.f
+    when = f"at {run.start:.1f} s" + ("" if run.held is None else f" for {run.held:.1f} s")
+    detail = run.detail or {}
+    if f.startswith("clock"):
+        offset = detail.get("offset")
+        size = f"{offset:+g} s " if isinstance(offset, int | float) else ""
+        if f == "clock-strobe":
+            period = detail.get("period")
+            every = f" every {period:g} s" if isinstance(period, int | float) else ""
+            return f"a clock strobe ({size.strip() or 'offset'}{every}) on {who(run)} {when}"
+        return f"a {size}clock jump on {who(run)} {when}"
+    if f in ("pause", "pause-node", "pause-leader"):
+        return f"a pause (SIGSTOP) of {who(run)} {when}"
+    if f.startswith("kill"):
+        back = "" if run.held is None else f", restarted after {run.held:.1f} s"
+        return f"a kill (SIGKILL) of {who(run)} at {run.start:.1f} s{back}"
+    if f == "crash-client":
+        return f"a crash of {who(run)} {when}"
+    if f == "partition":
+        return f"a partition cutting {who(run)} off from the DB nodes {when}"
+    if f in ("partition-minority", "partition-leader"):
+        return f"a partition cutting {who(run)} off {when}"
+    if f.startswith("partition-"):
+        sides = " | ".join(t.replace("|", ",") for t in run.targets) or "?"
+        return f"a partition ({sides}) {when}"
+    return f"{f} on {who(run)} {when}"
+
+
+def span(runs: Sequence[FaultRun]) -> float:
+    """Seconds from the first fault's start to the last one's heal."""
+    if not runs:
+        return 0.0
+    end = max((r.stop if r.stop is not None else r.start) for r in runs)
+    return max(0.0, end - min(r.start for r in runs))
+
+
+def faults_phrase(n: int) -> str:
+    return f"{n} fault" + ("" if n == 1 else "s")
+
+
+def removed(first: Sequence[FaultRun], minimal: Sequence[FaultRun],
+            first_skipped: int = 0) -> str:
+    """What shrinking took away: ``the first failure had 7 faults over 28 s; this one has 1,
+    a +60 s clock jump on n1,n2,n3 at 3.1 s``."""
+    had = f"the first failure had {faults_phrase(len(first))} over {span(first):.0f} s"
+    if first_skipped:
+        had += f" (and {first_skipped} planned step(s) that did not run)"
+    if not minimal:
+        return f"{had}; this one has none: the lock fails with no fault at all"
+    parts = [describe(r) for r in minimal]
+    if len(parts) == 1:
+        return f"{had}; this one has 1, {parts[0]}"
+    return f"{had}; this one has {len(parts)}: " + ", then ".join(parts)
+
+
+
+def step_outcomes(test: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any], str]]:
+    """Each planned step of a run's schedule (test.json) with what became of it: when it ran
+    and what its role resolved to, or why it was skipped."""
+    schedule = test.get("schedule")
+    plan = schedule.get("steps") if isinstance(schedule, Mapping) else None
+    if not isinstance(plan, list):
+        return []
+    ran = {f.get("step"): f for f in test.get("faults") or [] if isinstance(f, Mapping)}
+    skipped = {s.get("step"): s for s in test.get("skipped-steps") or []
+               if isinstance(s, Mapping)}
+    out = []
+    for i, step in enumerate(plan):
+        if not isinstance(step, Mapping):
+            continue
+        if i in ran:
+            f = ran[i]
+            stop = f.get("stop")
+            what = (f"ran {float(f.get('start') or 0):.2f}-"
+                    + (f"{float(stop):.2f} s" if isinstance(stop, int | float) else "... s")
+                    + f" on {','.join(map(str, f.get('targets') or [])) or '?'}")
+            if f.get("error"):
+                what += f" (failed: {f['error']})"
+        elif i in skipped:
+            what = f"skipped at {skipped[i].get('at')} s: {skipped[i].get('why')}"
+        else:
+            what = "could not be applied (see the nemesis errors)"
+        out.append((i, step, what))
+    return out

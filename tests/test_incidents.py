@@ -1,0 +1,264 @@
+"""Incidents (issue 16): violations grouped by cause, one per stale holder or fault window,
+and never two causes merged into one. Scripted histories, judged by the real checkers; pure
+functions, no servers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.controller.checking import check_history
+from harness.core.schedule import Schedule, Step
+from harness.presentation.report.incidents import incidents
+from harness.presentation.report.narrative import FaultRun, describe, removed
+
+NS = 1_000_000_000
+
+
+@dataclass
+class Script:
+    """A history written by hand: sessions (acquire, enter, exit, release) and faults, times in
+    seconds; the resource numbers writes in the order they arrive, as the real one does."""
+
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    writes: list[dict[str, Any]] = field(default_factory=list)
+    sessions: dict[int, int] = field(default_factory=dict)
+    clients: int = 5
+
+    def op(self, t: float, p: int | str, type_: str, f: str, value: Any = None,
+           **kw: Any) -> dict[str, Any]:
+        o = {"time": round(t * NS), "process": p, "type": type_, "f": f, "value": value,
+             **{k: v for k, v in kw.items() if v is not None}}
+        self.ops.append(o)
+        return o
+
+    def session(self, p: int, acquired: float, enter: float, exit_: float, release: float,
+                token: int | None = None, accepted: tuple[bool, bool] = (True, True)) -> None:
+        sid = self.sessions[p] = self.sessions.get(p, 0) + 1
+        self.op(acquired - 0.002, p, "invoke", "acquire", lock="lock")
+        self.op(acquired, p, "ok", "acquire", {"session": sid, "validity": 2.0}, lock="lock",
+                token=token)
+        for kind, t, ok in (("enter", enter, accepted[0]), ("exit", exit_, accepted[1])):
+            value = {"kind": kind, "session": sid}
+            self.op(t - 0.001, p, "invoke", "write", value, lock="lock", token=token)
+            done = self.op(t, p, "ok" if ok else "fail", "write", dict(value), lock="lock",
+                           token=token)
+            self.writes.append({"t": t, "done": done, "process": p, "session": sid,
+                                "kind": kind, "token": token, "accepted": ok})
+        self.op(release, p, "invoke", "release", {"session": sid}, lock="lock", token=token)
+        self.op(release + 0.001, p, "ok", "release", {"session": sid}, lock="lock", token=token)
+
+    def fault(self, f: str, step: int, start: float, stop: float, targets: list[str],
+              target: str | None = None, detail: dict[str, Any] | None = None) -> None:
+        self.op(start, "nemesis", "invoke", f, "start", step=step, target=target,
+                targets=targets)
+        self.op(start + 0.001, "nemesis", "info", f, "start", step=step, target=target,
+                targets=targets, detail=detail)
+        self.op(stop, "nemesis", "invoke", f, "stop", step=step, targets=targets)
+        self.op(stop + 0.001, "nemesis", "info", f, "stop", step=step, targets=targets)
+
+    def history(self) -> list[dict[str, Any]]:
+        log = []
+        for seq, w in enumerate(sorted(self.writes, key=lambda w: w["t"]), start=1):
+            w["done"]["value"]["seq"] = seq
+            entry = {"seq": seq, "process": w["process"], "session": w["session"],
+                     "kind": w["kind"], "accepted": w["accepted"]}
+            if w["token"] is not None:
+                entry["token"] = w["token"]
+            log.append(entry)
+        end = max(o["time"] for o in self.ops) / NS + 0.5
+        self.op(end, self.clients, "invoke", "read")
+        self.op(end + 0.001, self.clients, "ok", "read", log)
+        ops = sorted(self.ops, key=lambda o: o["time"])
+        return [{"index": i, **o} for i, o in enumerate(ops)]
+
+
+def turns(s: Script, who: list[int], start: float, end: float) -> None:
+    """Other clients take the lock in turns, each briefly, from ``start`` to ``end``."""
+    n = len(who)
+    slot = (end - start) / n
+    for i, p in enumerate(who):
+        t = start + i * slot
+        s.session(p, t, t + 0.01, t + slot * 0.5, t + slot * 0.6)
+
+
+def stale(s: Script, p: int, acquired: float, woke: float) -> None:
+    """Process ``p`` gets the lock, enters, is frozen, and writes exit when it wakes."""
+    s.session(p, acquired, acquired + 0.01, woke + 0.01, woke + 0.02)
+
+
+def judged(s: Script, workload: str = "mutex") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    history = s.history()
+    return history, check_history(history, {"workload": workload, "ttl": 2.0})
+
+
+def test_one_paused_holder_is_one_incident_with_its_overlaps_folded_beneath() -> None:
+    s = Script()
+    stale(s, 0, 1.0, 6.0)
+    s.fault("pause", 0, 1.05, 6.0, ["c0"], "holder")
+    turns(s, [1, 2, 3, 4] * 10, 3.1, 5.9)  # 40 sessions while process 0 sleeps
+    history, results = judged(s)
+    assert results["checks"]["mutex"]["lock-overlap-count"] == 40
+    found = incidents(history, results)
+    assert len(found) == 1
+    inc = found[0]
+    assert inc.kind == "stale-holder" and inc.holder is not None
+    assert inc.holder["process"] == 0
+    assert inc.fault is not None and inc.fault.f == "pause" and inc.fault.targets == ("c0",)
+    counts = inc.counts()
+    assert counts["lock-overlaps"] == 40  # every listed one (the checker lists 50 at most)
+    assert counts["resource-interleavings"] >= 1
+    assert counts.get("witness") == 1  # the linearizability witness is the same story
+    assert "opened by a pause (SIGSTOP) of c0 (the holder) at 1.1 s for 5.0 s" in inc.title()
+
+
+def test_two_pauses_of_two_holders_are_two_incidents_each_with_its_own_fault() -> None:
+    s = Script()
+    stale(s, 0, 1.0, 4.0)
+    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
+    turns(s, [1, 2], 3.1, 3.9)
+    stale(s, 3, 5.0, 8.0)
+    s.fault("pause", 1, 5.05, 8.0, ["c3"], "holder")
+    turns(s, [4, 1], 7.1, 7.9)
+    history, results = judged(s)
+    found = incidents(history, results)
+    assert [(i.holder or {}).get("process") for i in found] == [0, 3]
+    assert [i.fault.step for i in found if i.fault] == [0, 1]
+    for inc, mine in zip(found, (0, 3), strict=True):
+        for v in inc.violations:
+            assert mine in v.procs, f"{v.explanation} filed under process {mine}"
+    numbers = [n for inc in found for n in (v.n for v in inc.violations)]
+    assert len(numbers) == len(set(numbers))  # no violation in two incidents
+
+
+def test_two_stale_holders_under_one_fault_are_two_incidents() -> None:
+    """A clock jump on every node expires two leases: two holders lost the lock, each on its
+    own; both incidents name the one fault, neither swallows the other."""
+    s = Script()
+    s.fault("clock", 0, 1.5, 9.0, ["n1", "n2", "n3"], "all", {"offset": 60.0})
+    stale(s, 0, 1.0, 5.0)  # holds 1.0-5.0
+    s.session(1, 2.0, 2.05, 7.9, 8.0)  # acquires while 0 holds; holds to 8.0
+    s.session(2, 4.0, 4.05, 4.4, 4.5)  # overlaps both
+    s.session(3, 6.0, 6.05, 6.4, 6.5)  # overlaps 1 only
+    history, results = judged(s)
+    found = incidents(history, results)
+    holders = sorted((i.holder or {}).get("process") for i in found if i.kind == "stale-holder")
+    assert holders == [0, 1]
+    assert all(i.fault is not None and i.fault.f == "clock" for i in found)
+    assert "a +60 s clock jump on n1,n2,n3" in found[0].title()
+
+
+def test_two_grants_of_one_process_are_two_incidents() -> None:
+    s = Script()
+    stale(s, 0, 1.0, 4.0)
+    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
+    turns(s, [1, 2], 3.1, 3.9)
+    stale(s, 0, 6.0, 9.0)
+    s.fault("pause", 1, 6.05, 9.0, ["c0"], "holder")
+    turns(s, [3, 4], 8.1, 8.9)
+    history, results = judged(s)
+    found = incidents(history, results)
+    assert [(i.holder or {}).get("acquired") for i in found] == [1.0, 6.0]
+    assert [i.fault.step for i in found if i.fault] == [0, 1]
+
+
+def test_a_stale_holder_with_no_fault_says_so() -> None:
+    s = Script()
+    stale(s, 0, 1.0, 4.0)
+    turns(s, [1, 2], 3.1, 3.9)
+    history, results = judged(s)
+    (inc,) = incidents(history, results)
+    assert inc.fault is None
+    assert "no fault was on" in inc.title()
+
+
+def test_the_fault_aimed_at_the_holder_opens_it_not_a_later_one() -> None:
+    s = Script()
+    stale(s, 0, 1.0, 5.0)
+    s.fault("pause", 0, 1.05, 5.0, ["c0"], "holder")
+    s.fault("pause-node", 1, 2.0, 2.5, ["n1"])  # later, elsewhere, before the overlaps
+    turns(s, [1, 2], 3.1, 4.9)
+    history, results = judged(s)
+    (inc,) = incidents(history, results)
+    assert inc.fault is not None and inc.fault.f == "pause"
+
+
+def test_stale_writes_under_fencing_group_by_fault_window() -> None:
+    """The fenced workload: lock overlaps are informational, the violations are stale writes
+    the resource accepted; with no stale holder to file them under, each fault window is
+    one incident, and two windows are two."""
+    s = Script()
+    s.session(0, 1.0, 1.01, 4.01, 4.02, token=1)  # paused, then writes with token 1
+    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
+    s.session(1, 3.1, 3.11, 3.2, 3.3, token=2)
+    s.session(2, 5.0, 5.01, 8.01, 8.02, token=3)
+    s.fault("pause", 1, 5.05, 8.0, ["c2"], "holder")
+    s.session(3, 7.1, 7.11, 7.2, 7.3, token=4)
+    history, results = judged(s, "fenced")
+    assert results["checks"]["fencing"]["valid"] is False
+    found = incidents(history, results)
+    assert [i.kind for i in found] == ["fault", "fault"]
+    assert [i.fault.step for i in found if i.fault] == [0, 1]
+    for inc, (stale_p, newer_p) in zip(found, ((0, 1), (2, 3)), strict=True):
+        assert inc.counts() == {"resource-interleavings": 1, "stale-accepted": 1}
+        assert all({stale_p, newer_p} >= set(v.procs) for v in inc.violations)
+
+
+def test_schedule_context_names_the_planned_step() -> None:
+    s = Script()
+    stale(s, 0, 1.0, 4.0)
+    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
+    turns(s, [1, 2], 3.1, 3.9)
+    history, results = judged(s)
+    schedule = Schedule((Step(1.0, "pause", "holder", 3.0),))
+    (inc,) = incidents(history, results, schedule)
+    assert "(step 1, planned pause on holder at 1 s for 3 s)" in inc.title()
+
+
+def test_what_shrinking_removed_in_words() -> None:
+    first = [FaultRun("kill", 0, "any", ("n2",), 1.0, 3.0),
+             FaultRun("pause", 1, "holder", ("c3",), 4.0, 8.0),
+             FaultRun("clock", 2, "majority", ("n1", "n2", "n3"), 9.0, 12.0, {"offset": 60.0}),
+             FaultRun("partition-halves", 3, None, ("n1|n2", "n3|n4|n5"), 14.0, 29.0)]
+    minimal = [FaultRun("clock", 0, "majority", ("n1", "n2", "n3"), 3.1, 5.6,
+                        {"offset": 60.0})]
+    assert removed(first, minimal) == (
+        "the first failure had 4 faults over 28 s; this one has 1, a +60 s clock jump on "
+        "n1,n2,n3 at 3.1 s for 2.5 s")
+    assert describe(first[3]) == "a partition (n1,n2 | n3,n4,n5) at 14.0 s for 15.0 s"
+    assert describe(first[0]) == "a kill (SIGKILL) of n2 at 1.0 s, restarted after 2.0 s"
+    assert removed(first[:1], []).endswith("this one has none: the lock fails with no fault "
+                                           "at all")
+
+
+def test_the_report_shows_incidents_the_schedule_as_it_ran_and_what_was_removed() -> None:
+    from harness.presentation.report.html import render
+
+    s = Script()
+    stale(s, 0, 1.0, 4.0)
+    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
+    turns(s, [1, 2], 3.1, 3.9)
+    history, results = judged(s)
+    test = {"run_id": "t/1", "schedule": {"steps": [
+                {"at": 1.0, "fault": "pause", "target": "holder", "duration": 3.0},
+                {"at": 5.0, "fault": "pause", "target": "waiter", "duration": 1.0}]},
+            "faults": [{"step": 0, "f": "pause", "target": "holder", "targets": ["c0"],
+                        "start": 1.05, "stop": 4.0, "duration": 3.0}],
+            "skipped-steps": [{"step": 1, "fault": "pause", "target": "waiter", "at": 8.0,
+                               "why": "no waiter right now"}],
+            "explore": {"role": "minimal", "reproduced": "9 of 10 replays", "first-failure": {
+                "run": "/r/first", "skipped": 0, "faults": [
+                    {"step": 0, "f": "kill", "targets": ["n1"], "start": 0.5, "stop": 2.5},
+                    {"step": 1, "f": "pause", "target": "holder", "targets": ["c2"],
+                     "start": 3.0, "stop": 9.0}]}}}
+    spec = {"lock": "redis-setnx", "workload": "mutex", "nemesis": ["pause"], "clients": 5,
+            "store": "results", "schedule": test["schedule"]}
+    page = render(spec, history, results, [], test)
+    assert 'id="incidents"><h2>Incidents (1)</h2>' in page
+    assert "opened by a pause (SIGSTOP) of c0 (the holder) at 1.1 s for 3.0 s" in page
+    assert "ran 1.05-4.00 s on c0" in page
+    assert "skipped at 8.0 s: no waiter right now" in page
+    assert ("the first failure had 2 faults over 8 s; this one has 1, a pause (SIGSTOP) of c0 "
+            "(the holder) at 1.1 s for 3.0 s") in page
+    assert "It failed again in 9 of 10 replays." in page
+    assert "harness run --replay results/t/1" in page

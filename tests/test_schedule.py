@@ -1,0 +1,136 @@
+"""Fault schedules as data (issue 16): TOML <-> test.json round trip, validation in one line,
+the schedule a run recorded replayed with the durations it ran with, and the command line's
+--replay and [[step]] tables. No servers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.cli import load_toml, replay_data
+from harness.controller.faults import as_ran
+from harness.controller.spec import TestSpec
+from harness.core.errors import UsageError
+from harness.core.schedule import Schedule, Step, from_dict, from_toml
+from tests.harness_runs import harness
+
+ROLES = ("holder", "waiter", "any", "client:2", None)
+tenths = st.integers(0, 200).map(lambda n: n / 10)
+
+
+@st.composite
+def schedules(draw: st.DrawFn) -> Schedule:
+    steps = []
+    for _ in range(draw(st.integers(0, 6))):
+        fault = draw(st.sampled_from(["pause", "clock", "kill", "partition-halves"]))
+        target = {"pause": draw(st.sampled_from(ROLES)), "clock": "majority",
+                  "kill": draw(st.sampled_from(["any", "node:n1", None])),
+                  "partition-halves": None}[fault]
+        params = {"clock-offset": draw(st.sampled_from([60.0, -30.0]))} if fault == "clock" else {}
+        steps.append(Step(draw(tenths), fault, target, draw(st.one_of(st.none(), tenths)),
+                          params))
+    return Schedule(tuple(sorted(steps, key=lambda s: s.at)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(schedules())
+def test_toml_and_test_json_round_trip(schedule: Schedule) -> None:
+    """TOML -> spec -> test.json (JSON) -> TOML gives the same schedule and the same text."""
+    text = schedule.to_toml()
+    assert from_toml(text, "t") == schedule
+    spec = TestSpec.from_dict({"db": "redis", "lock": "redis-setnx",
+                               "schedule": from_toml(text, "t").to_dict()}).validate()
+    stored = json.loads(json.dumps({"spec": spec.to_dict()}))  # what test.json holds
+    back = from_dict(stored["spec"]["schedule"])
+    assert back == schedule
+    assert back.to_toml() == text
+    assert TestSpec.from_dict(stored["spec"]).validate().fault_schedule() == schedule
+
+
+def test_a_spec_file_with_steps_runs_them_and_sets_up_their_faults(tmp_path: Path) -> None:
+    path = tmp_path / "minimal.toml"
+    path.write_text('db = "redis-masters"\nlock = "redlock"\nnemesis = ["kill"]\n'
+                    "time-limit = 8\n\n[[step]]\nat = 3.1\nfault = \"clock\"\n"
+                    'target = "majority"\nduration = 2.5\nparams = { clock-offset = 30 }\n')
+    spec = TestSpec.from_dict(load_toml(path)).validate()
+    assert spec.fault_names == ["kill", "clock"]  # the menu's, then the schedule's
+    step = spec.fault_schedule().steps[0]
+    assert (step.at, step.fault, step.target, step.duration) == (3.1, "clock", "majority", 2.5)
+    assert step.params == {"clock-offset": 30.0}  # typed by the nemesis's declared option
+
+
+def test_a_schedule_alone_names_the_run_after_its_faults(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(Schedule((Step(1.0, "pause", "holder", 3.0),
+                              Step(4.0, "pause-node", None, 1.0))).to_toml())
+    spec = TestSpec.from_dict(replay_data(path)).validate()
+    assert spec.nemesis == ["pause", "pause-node"]
+    assert spec.test_name == "redis_redis-setnx_mutex_pause+pause-node"
+
+
+@pytest.mark.parametrize(("step", "message"), [
+    ({"at": 1, "fault": "teleport"}, "unknown nemesis 'teleport'"),
+    ({"at": 1, "fault": "pause", "target": "leader"}, "cannot target 'leader'"),
+    ({"at": 1, "fault": "partition-halves", "target": "holder"}, "cannot target 'holder'"),
+    ({"at": 1, "fault": "clock", "params": {"clock-ofset": 5}}, "'clock-ofset': not an option"),
+    ({"at": 1, "fault": "clock", "params": {"clock-offset": "soon"}}, "expected a number"),
+    ({"at": -1, "fault": "pause"}, "at must be >= 0"),
+    ({"at": 1, "fault": "pause", "duration": "long"}, "duration must be a finite number"),
+    ({"at": 1, "fault": "pause", "when": 3}, "unknown key 'when'"),
+])
+def test_a_bad_step_is_one_line_naming_it(step: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError) as err:
+        TestSpec.from_dict({"schedule": {"steps": [step]}}).validate()
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_replaying_a_run_takes_the_durations_it_ran_with() -> None:
+    """A step planned without a duration took its fault's own (kill: drawn at run time); the
+    replay fixes it to what ran. A skipped step is kept as planned."""
+    test = {"schedule": {"steps": [{"at": 1.0, "fault": "kill", "target": "any"},
+                                   {"at": 2.0, "fault": "pause", "target": "holder",
+                                    "duration": 3.0},
+                                   {"at": 9.0, "fault": "pause", "target": "waiter"}]},
+            "faults": [{"step": 0, "f": "kill", "target": "any", "targets": ["n2"],
+                        "start": 1.01, "stop": 3.2, "duration": 1.734},
+                       {"step": 1, "f": "pause", "target": "holder", "targets": ["c3"],
+                        "start": 4.0, "stop": 7.0, "duration": 3.0}],
+            "skipped-steps": [{"step": 2, "why": "no waiter right now"}]}
+    steps = as_ran(test).steps
+    assert [s.duration for s in steps] == [1.734, 3.0, None]
+    assert [s.target for s in steps] == ["any", "holder", "waiter"]  # roles, not endpoints
+    with pytest.raises(UsageError, match="records no fault schedule"):
+        as_ran({"faults": []})
+
+
+def test_replay_usage_errors_exit_64_before_any_server(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.toml"
+    empty.write_text('lock = "redis-setnx"\n')
+    for args, message in (
+            (("--replay", str(tmp_path / "nowhere")), "no such run directory"),
+            (("--replay", str(empty)), "no [[step]] tables"),
+            (("--replay", str(tmp_path)), "no test.json")):
+        proc = harness("run", "--store", str(tmp_path / "r"), *args, timeout=60)
+        assert proc.returncode == 64, proc.stderr
+        assert message in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_explore_usage_errors_exit_64_before_any_server(tmp_path: Path) -> None:
+    base = ("explore", "--store", str(tmp_path / "r"))
+    for args, message in (
+            (("--menu", "none", "--budget", "5"), "--menu none"),
+            (("--menu", "pause,teleport", "--budget", "5"), "unknown nemesis 'teleport'"),
+            (("--menu", "pause", "--budget", "0"), "--budget must be at least 1"),
+            (("--menu", "pause", "--budget", "5", "--replays", "0"), "--replays must be"),
+            (("--menu", "partition-leader", "--budget", "5"), "needs a db with a leader")):
+        proc = harness(*base, *args, timeout=60)
+        assert proc.returncode == 64, proc.stderr
+        assert message in proc.stderr
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").glob("*/*/test.json"))
