@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.harness_runs import harness
+from tests.harness_runs import docker_engine, harness
 
 
 @pytest.fixture
@@ -16,3 +17,9 @@ def store(tmp_path: Path) -> Iterator[Path]:
     left (never other live runs: no --force)."""
     yield tmp_path / "results"
     harness("clean")
+
+
+@pytest.fixture
+def docker_client() -> Any:
+    """A Docker SDK client with the node image present (the test is skipped otherwise)."""
+    return docker_engine()

@@ -42,3 +42,8 @@ def docker_engine() -> Any:
 
 def history(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
+
+
+def run_docker(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
+    """`harness run --backend docker` into ``store``."""
+    return run(store, "--backend", "docker", *args)

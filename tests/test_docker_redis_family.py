@@ -10,19 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.harness_runs import docker_engine
-from tests.harness_runs import run as run_harness
-
-
-def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
-    return run_harness(store, "--backend", "docker", *args)
+from tests.harness_runs import run_docker as run
 
 pytestmark = [pytest.mark.docker, pytest.mark.servers]
-
-
-@pytest.fixture
-def docker_client() -> Any:
-    return docker_engine()
 
 
 def ops(run_dir: Path, f: str) -> list[dict[str, Any]]:
