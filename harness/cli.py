@@ -491,20 +491,31 @@ def cmd_list(args: argparse.Namespace) -> int:
             summary = reg.summary(kind, entry.name)
             tags = []
             if kind == "locks":
-                try:
-                    if reg.lock_tokens(entry.name):
-                        tags.append("tokens")
-                except UsageError:
-                    pass
+                tags += lock_tags(reg, entry.name)
             if entry.distribution != DISTRIBUTION:
                 tags.append(f"from {entry.origin}")
             tag = f" [{', '.join(tags)}]" if tags else ""
             print(f"  {entry.name:<22} {summary}{tag}")
         if kind == "locks":
             print(f"  {'package.module:Class':<22} your own lock (see README)")
+            print(f"  {'exec:PATH':<22} a lock program in any language (docs/clients.md)")
     for conflict in reg.conflicts:
         print(f"note: {conflict}")
     return 0
+
+
+def lock_tags(reg: Any, name: str) -> list[str]:
+    """``tokens``; for an external client (a program), whether it is built here."""
+    try:
+        cls = reg.load("locks", name)
+    except UsageError:
+        return []
+    tags = ["tokens"] if getattr(cls, "tokens", False) else []
+    if getattr(cls, "external", False):
+        built = reg.lock_unavailable(name) is None
+        tags.append("external, built" if built else "external, NOT BUILT: python -m "
+                    f"workloads.external.builds {getattr(cls, 'build', name)}")
+    return tags
 
 
 def list_one(reg: Any, kind: str, name: str) -> int:
@@ -523,6 +534,10 @@ def list_one(reg: Any, kind: str, name: str) -> int:
         errors = getattr(cls, "timeout_errors", None) or ()
         if errors:
             print("  timeout errors (fail): " + ", ".join(e.__name__ for e in errors))
+        if getattr(cls, "external", False):
+            unavailable = reg.lock_unavailable(name)
+            print("  a program (docs/clients.md): "
+                  f"{'built' if unavailable is None else unavailable}")
         flag = "--lock-opt"
     else:
         requires = reg.nemesis_requires(name)

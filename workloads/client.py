@@ -30,7 +30,10 @@ from workloads.sockbind import bind_source
 DEFAULT_RESOURCE = "workloads.resources.redis:RedisResource"
 
 
-def build_lock(cfg: dict[str, Any]) -> Any:
+def build_lock(cfg: dict[str, Any], lock_cls: Any, *, needs_tokens: bool = False) -> Any:
+    """The run's lock. Its options: the run's (``lock_options``), the seed, the client's own
+    source address, and whether the workload needs fencing tokens (a lock that only learns at
+    start-up whether it has them, an external program, can refuse then)."""
     nodes = tuple(Node(n["name"], n["host"], n["port"]) for n in cfg["nodes"])
     config = LockConfig(
         nodes=nodes,
@@ -38,9 +41,10 @@ def build_lock(cfg: dict[str, Any]) -> Any:
         ttl=cfg["ttl"],
         op_timeout=cfg["op_timeout"],
         process=cfg["process"],
-        options={"seed": cfg["seed"], **cfg.get("lock_options", {})},
+        options={"seed": cfg["seed"], "source": cfg.get("source"),
+                 "workload_needs_tokens": needs_tokens, **cfg.get("lock_options", {})},
     )
-    lock = load_object(cfg["lock_target"])(config)
+    lock = lock_cls(config)
     return AsyncLockRunner(lock) if is_async(lock) else lock
 
 
@@ -68,9 +72,13 @@ def run_client(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the controller's to handle
     bind_source(cfg["source"], cfg.get("networks"))
     journal = JournalWriter(cfg["journal"], cfg["process"], cfg["t0_ns"])
-    lock = build_lock(cfg)
-    crash.configure(cfg.get("crash_file"), tuple(getattr(lock, "crash_steps", ())))
     workload_cls = load_object(cfg["workload_target"])
+    lock_cls = load_object(cfg["lock_target"])
+    # Ready to be armed before the lock starts (an external program takes a while): the arming
+    # signal kills a process that has no handler for it yet.
+    crash.configure(cfg.get("crash_file"), tuple(getattr(lock_cls, "crash_steps", ())))
+    lock = build_lock(cfg, lock_cls,
+                      needs_tokens=bool(getattr(workload_cls, "needs_tokens", False)))
     res = cfg["resource"]
     mode = cfg.get("resource_mode") or ("fenced" if workload_cls.fenced else "plain")
     resource = load_object(cfg.get("resource_target", DEFAULT_RESOURCE))(

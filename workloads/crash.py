@@ -55,7 +55,8 @@ def armed_step(text: str) -> str:
 
 
 def point(step: str) -> None:
-    """If this process is armed for ``step``: note it, then SIGKILL this process."""
+    """If this process is armed for ``step``: note it, then SIGKILL this process, and with it
+    its process group when it leads one (a client and the lock program it started)."""
     if _armed is None or _armed != step:
         return
     if _file is not None:
@@ -64,6 +65,8 @@ def point(step: str) -> None:
                 fh.write(f"crashed-at {step}\n")
         except OSError:
             pass
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpid(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
 
 

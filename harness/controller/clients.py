@@ -1,8 +1,10 @@
 """The client processes of a run: started, signalled, armed to crash, stopped.
 
 Each client is ``python -m workloads.client CONFIG.json``, its own process (and session), tied
-to the controller so that it dies with it. :class:`Clients` is what a nemesis may do to them
-(:class:`harness.core.cluster.ClientOps`).
+to the controller so that it dies with it. A client whose lock is an external program
+(:mod:`workloads.locks.external`) starts it in its own process group: a pause stops the whole
+group (the JVM's or the Go runtime's threads too), and a kill kills it all.
+:class:`Clients` is what a nemesis may do to them (:class:`harness.core.cluster.ClientOps`).
 """
 
 from __future__ import annotations
@@ -55,10 +57,10 @@ class Clients:
         return [p for p in self.processes if self.pid(p) is None and p not in self.doomed]
 
     def pause(self, process: int) -> bool:
-        return self._signal(process, signal.SIGSTOP)
+        return self.procs.send(client_name(process), signal.SIGSTOP, group=True)
 
     def resume(self, process: int) -> bool:
-        return self._signal(process, signal.SIGCONT)
+        return self.procs.send(client_name(process), signal.SIGCONT, group=True)
 
     # crashes on purpose (the crash-client nemesis) --------------------------------------------
     # A client armed for a crash may die at any moment from then on: the run must not take
@@ -79,7 +81,7 @@ class Clients:
         """SIGTERM to every client at once (each finishes its op, journals it and exits),
         then wait for them together; a client that does not exit in time is killed."""
         for p in self.processes:
-            self._signal(p, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+            self.resume(p)  # a stopped process cannot act on SIGTERM
             self._signal(p, signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
         for p in self.processes:

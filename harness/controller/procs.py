@@ -14,7 +14,6 @@ processes is frozen or crashed whole, as a machine would be.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import pwd
@@ -27,14 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from harness.core.atomic import write_json
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """preexec_fn: if the controller dies (even by SIGKILL), the kernel kills the child too."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+from harness.core.lifetime import die_with_parent
 
 
 def _stat(pid: int) -> list[str] | None:

@@ -6,6 +6,10 @@ the groups ``lock_harness.locks``, ``lock_harness.nemeses``, ``lock_harness.dbs`
 ``lock_harness.workloads`` and ``lock_harness.checkers``, each entry ``name = "module:Class"``.
 Nothing is imported until it is asked for, so ``harness check`` never loads a lock library.
 
+A lock can also be a program in any language: ``exec:PATH`` names the program at PATH, spoken
+to over the client protocol (``docs/clients.md``, :mod:`workloads.locks.external`); the named
+external clients (``curator``, ...) are built-ins like any other lock.
+
 Each role is a class that declares itself (``name``, ``summary``; a lock its ``dbs`` and
 ``tokens``; a nemesis what it ``requires``): the registry checks those declarations when it
 loads a class, and whether a nemesis can run on a DB, in one place (:meth:`Registry.check_run`),
@@ -15,6 +19,7 @@ with one clear line when it cannot.
 from __future__ import annotations
 
 import importlib.metadata as md
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -62,6 +67,10 @@ BUILTINS: dict[str, dict[str, str]] = {
         "pg-row": "workloads.locks.postgres:RowLock",
         "pg-advisory": "workloads.locks.postgres:AdvisoryLock",
         "pg-advisory-xact": "workloads.locks.postgres:AdvisoryXactLock",
+        "curator": "workloads.locks.external:CuratorLock",
+        "go-etcd-mutex": "workloads.locks.external:GoEtcdMutexLock",
+        "node-redlock": "workloads.locks.external:NodeRedlockLock",
+        "redis-semaphore": "workloads.locks.external:RedisSemaphoreLock",
     },
     "workloads": {
         "mutex": "workloads.mutex:MutexWorkload",
@@ -106,6 +115,9 @@ BUILTINS: dict[str, dict[str, str]] = {
     },
 }
 
+EXEC_PREFIX = "exec:"  # --lock exec:PATH: a lock program at PATH
+EXEC_TARGET = "workloads.locks.external:ExecLock"
+
 # What a class of each kind must have (attributes that are callable).
 REQUIRED_METHODS = {
     "locks": ("acquire", "release"),
@@ -126,6 +138,7 @@ class Entry:
     target: str  # module:Class
     distribution: str | None  # None: given by hand (--lock module:Class)
     version: str | None
+    options: tuple[tuple[str, str], ...] = ()  # given to the class with the run's options
 
     @property
     def origin(self) -> str:
@@ -135,8 +148,11 @@ class Entry:
 
     def record(self) -> dict[str, Any]:
         """What test.json keeps of a plugin a run used."""
-        return {"kind": SINGULAR[self.kind], "name": self.name, "target": self.target,
-                "distribution": self.distribution, "version": self.version}
+        out = {"kind": SINGULAR[self.kind], "name": self.name, "target": self.target,
+               "distribution": self.distribution, "version": self.version}
+        if self.options:
+            out["options"] = dict(self.options)
+        return out
 
 
 @cache
@@ -185,10 +201,12 @@ class Registry:
         found = self._entries[kind].get(name)
         if found is not None:
             return found
+        if kind == "locks" and name.startswith(EXEC_PREFIX):
+            return exec_entry(name)
         if ":" in name and kind in GROUPS:
             return Entry(kind, name, name, None, None)
         known = ", ".join(self._entries[kind])
-        hatch = ", or package.module:Class" if kind == "locks" else ""
+        hatch = ", or package.module:Class, or exec:PATH" if kind == "locks" else ""
         raise UsageError(f"unknown {SINGULAR[kind]} {name!r}: use one of {known}{hatch}")
 
     def load(self, kind: str, name: str) -> type:
@@ -226,6 +244,12 @@ class Registry:
 
     def lock_tokens(self, name: str) -> bool:
         return bool(getattr(self.load("locks", name), "tokens", False))
+
+    def lock_unavailable(self, name: str) -> str | None:
+        """Why the lock cannot run on this machine (an external client that is not built),
+        or None. A lock class says so with an optional ``unavailable()`` class method."""
+        check = getattr(self.load("locks", name), "unavailable", None)
+        return check() if callable(check) else None
 
     def lock_session(self, name: str) -> bool:
         """Does the lock write in its own transaction (``session(grant)``)?"""
@@ -308,6 +332,16 @@ class Registry:
                 raise UsageError(f"lock {lock!r} writes in its own transaction: it needs "
                                  f"--resource {db} (the resource in the lock's database), "
                                  f"not {resource!r}")
+
+
+def exec_entry(name: str) -> Entry:
+    """``exec:PATH``: the external-program lock, told where its program is."""
+    path = name.removeprefix(EXEC_PREFIX)
+    full = os.path.abspath(os.path.expanduser(path)) if path else ""
+    if not full or not os.path.isfile(full) or not os.access(full, os.X_OK):
+        raise UsageError(f"--lock {name}: {path or 'PATH'!r} is not an executable file "
+                         "(exec:PATH runs a lock program, see docs/clients.md)")
+    return Entry("locks", name, EXEC_TARGET, None, None, (("program", full),))
 
 
 @cache

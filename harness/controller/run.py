@@ -174,6 +174,9 @@ class Run:
                                     workload=spec.workload, nemeses=spec.fault_names,
                                     environment=backend.environment_unmet,
                                     resource=spec.resource, resource_mode=spec.resource_mode)
+            unavailable = self.registry.lock_unavailable(spec.lock)
+            if unavailable is not None:
+                raise HarnessError(f"lock {spec.lock!r}: {unavailable}")
             in_lock_db = self.registry.resource_in_lock_db(spec.lock, spec.db,
                                                            str(spec.resource))
             resource_db = None if in_lock_db else make_db(
@@ -301,6 +304,8 @@ class Run:
         assert cluster.resource is not None
         options = dict(self.db.client_options()) if isinstance(
             self.db, capabilities.HasCompanions) else {}
+        lock = reg.entry("locks", spec.lock)
+        options.update(lock.options)  # exec:PATH: where the program is
         return {
             "process": process,
             "t0_ns": t0,
@@ -308,7 +313,7 @@ class Run:
             "source": backend.client_host(process),
             "networks": backend.client_networks(),
             "journal": str(self.run.journal(process)),
-            "lock_target": reg.entry("locks", spec.lock).target,
+            "lock_target": lock.target,
             "workload_target": reg.entry("workloads", spec.workload).target,
             "lock_name": lock_name(process, spec.keys),
             "ttl": spec.ttl,
