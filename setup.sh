@@ -3,6 +3,8 @@
 #  - Debian packages: the servers (redis-server), iptables, libfaketime, procps, iproute2, venv,
 #    openssh-client
 #  - the Python package and its dependencies in ./.venv, and `harness` on PATH
+#  - the lock clients in other languages (clients/: Curator, etcd's Go Mutex, npm's redlock and
+#    redis-semaphore), built offline from Debian's jars and Go sources and npm, cached
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,7 +19,12 @@ packages=(redis-server iptables faketime libfaketime procps iproute2 python3 pyt
           chromium fonts-dejavu-core  # the report tests render report.html headless
           zookeeper etcd-server  # the consensus-backed locks (ZooKeeper brings its JVM)
           openssh-client  # the ssh backend (and ssh-keygen for `harness hosts up`)
-          postgresql)  # --db postgres, --resource postgres: clusters made per run by initdb
+          postgresql  # --db postgres, --resource postgres: clusters made per run by initdb
+          # the external lock clients (docs/clients.md): Curator from Debian's jars with javac,
+          # etcd's Go client from Debian's sources with Go 1.19
+          openjdk-17-jdk-headless libcurator-recipes-java golang-go golang-etcd-server-dev)
+# npm's clients need Node and npm: Debian's, unless a Node is installed already
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 # PostgreSQL: no default cluster at install time (the harness runs initdb per node, per run).
 if ! dpkg-query -W -f='${Status}' postgresql 2>/dev/null | grep -q "install ok installed"; then
   mkdir -p /etc/postgresql-common
@@ -54,6 +61,15 @@ if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
   exit 3
 fi
 ln -sf "$PWD/.venv/bin/harness" /usr/local/bin/harness
+
+# The lock clients in other languages, each built by its clients/<name>/build.sh into
+# /var/cache/lock-harness/clients/<name>-<hash of its sources>/ (nothing is rebuilt when the
+# sources did not change). A client that fails to build is said and skipped: `harness list`
+# shows which are built. SETUP_CLIENTS=0 skips them.
+if [ "${SETUP_CLIENTS:-1}" != "0" ]; then
+  .venv/bin/python -m workloads.external.builds \
+    || say "some lock clients are not built (see above); the others work"
+fi
 
 # The docker backend: an engine (Debian's docker.io, dockerd started if none answers) and the
 # node image, built offline and cached (docker/README.md). SETUP_DOCKER=0 skips both.
