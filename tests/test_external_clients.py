@@ -23,7 +23,6 @@ import pytest
 from harness.controller import netfilter
 from tests.consensus_runs import RunResult, run
 from tests.external_programs import redis_lock, toy
-from tests.harness_runs import docker_engine
 from workloads.external import builds
 
 REPO = Path(__file__).resolve().parents[1]
@@ -278,10 +277,10 @@ def test_crash_client_kills_the_program_with_its_client(store: Path) -> None:
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.parametrize(("db", "lock"), [("zookeeper", "curator"), ("etcd", "go-etcd-mutex")])
+@pytest.mark.usefixtures("docker_client")
 def test_the_consensus_clients_break_the_same_way_on_docker(store: Path, db: str,
                                                             lock: str) -> None:
     """Nodes in containers, clients (and their programs, and relays) on the host."""
-    docker_engine()
     built(lock)
     r = run(store, "--backend", "docker", "--db", db, "--lock", lock, "--nemesis", "pause",
             "--time-limit", "15", "--seed", "1")
