@@ -58,6 +58,10 @@ def build_parser() -> Parser:
     r.add_argument("--ttl", type=float, help="lock TTL / lease in seconds (default 2)")
     r.add_argument("--persistence", help="DB nodes' persistence: none (default) or appendonly "
                    "(redis: appendfsync always)")
+    r.add_argument("--links", help="direct (default: unless a nemesis needs the link layer) "
+                   "or proxy: every client link through the link layer's proxy")
+    r.add_argument("--op-timeout", type=float, help="seconds a client waits for one reply "
+                   "(default 1, or what the nemesis needs)")
     r.add_argument("--nemesis-opt", action="append", metavar="KEY=VALUE",
                    help="a nemesis option, e.g. clock-nodes=all, crash-step=holding, "
                    "kill-delay=3 (repeatable)")
@@ -164,7 +168,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     if args.config is not None:
         data = load_toml(args.config)
     for key in ("db", "lock", "workload", "backend", "nodes", "clients", "time_limit", "seed",
-                "store", "ttl", "hosts", "resource", "resource_mode"):
+                "store", "ttl", "hosts", "resource", "resource_mode", "links", "op_timeout"):
         value = getattr(args, key)
         if value is not None:
             data[key] = value

@@ -66,7 +66,7 @@ def run_client(argv: list[str]) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the controller's to handle
-    bind_source(cfg["source"], cfg.get("networks"))
+    bind_source(cfg["source"], cfg.get("networks"), cfg.get("redirects"))
     journal = JournalWriter(cfg["journal"], cfg["process"], cfg["t0_ns"])
     lock = build_lock(cfg)
     crash.configure(cfg.get("crash_file"), tuple(getattr(lock, "crash_steps", ())))

@@ -13,6 +13,12 @@ from POSTROUTING) rewrites the source of its connections to its node's address. 
 such a connection come back addressed to 127.0.0.1, so a cut also drops by the connection's
 reply tuple (conntrack): every connection A made to B, both ways, silently (a DROP in INPUT, so
 a cut-off process sees timeouts, as on a real network, not errors).
+
+A one-way cut (:meth:`Netfilter.drop_oneway`) drops only what A sends B: A's packets to B, and
+A's replies on the connections B made to A (matched by their reply tuple). Packet loss
+(:meth:`Netfilter.lose`) is the same match with ``-m statistic --mode random --probability P``,
+tagged ``lock-harness:<run-id>#loss`` so that healing a cut leaves it and healing the loss
+leaves the cuts; ``harness clean`` reads the run id before the ``#``.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ CHAIN = "LOCK-HARNESS"
 NAT_CHAIN = "LOCK-HARNESS-SNAT"
 COMMENT_PREFIX = "lock-harness:"
 GID_BASE = 1_600_000_000  # + the low 24 bits of a node's address: one group id per address
+LOSS_TAG = "#loss"
 
 
 def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -68,6 +75,11 @@ def node_gid(address: str) -> int:
     return GID_BASE + (int(ipaddress.IPv4Address(address)) & 0xFFFFFF)
 
 
+def owner_of(comment: str) -> str:
+    """The run id a rule's comment names (``run#loss`` -> ``run``)."""
+    return comment.split("#", 1)[0]
+
+
 def _comment_of(rule: str) -> str | None:
     marker = f'--comment "{COMMENT_PREFIX}'
     if marker in rule:
@@ -99,6 +111,32 @@ class Netfilter:
         _iptables("-A", CHAIN, "-m", "conntrack", "--ctreplsrc", dst, "--ctrepldst", src,
                   *comment)
 
+    def drop_oneway(self, src: str, dst: str, probability: float | None = None) -> None:
+        """Drop what ``src`` sends ``dst`` and nothing else: its packets to ``dst`` and its
+        replies on connections ``dst`` made to it (whose replies may be addressed to the
+        rewritten source, so they are matched by the connection's reply tuple). With
+        ``probability``, each such packet is dropped with that probability (loss)."""
+        self.ensure_chain()
+        chance: list[str] = []
+        comment = self.comment
+        if probability is not None:
+            chance = ["-m", "statistic", "--mode", "random", "--probability",
+                      f"{probability:.6f}"]
+            comment += LOSS_TAG
+        tail = [*chance, "-m", "comment", "--comment", comment, "-j", "DROP"]
+        _iptables("-A", CHAIN, "-s", src, "-d", dst, *tail)
+        _iptables("-A", CHAIN, "-m", "conntrack", "--ctdir", "REPLY", "--ctreplsrc", src,
+                  "--ctrepldst", dst, *tail)
+
+    def dropped(self, tag: str = LOSS_TAG) -> int:
+        """Packets this run's rules with ``tag`` dropped so far (their counters)."""
+        proc = _iptables("-S", CHAIN, "-v", check=False)
+        total = 0
+        for rule in proc.stdout.splitlines():
+            if _comment_of(rule) == self.run_id + tag and " -c " in rule:
+                total += int(rule.split(" -c ", 1)[1].split()[0])
+        return total
+
     def source_nat(self, address: str, dest: str = "127.0.0.0/8") -> int:
         """Make connections of processes in group :func:`node_gid` to ``dest`` come from
         ``address``; returns that group id. Stays until :meth:`teardown` (a heal leaves it)."""
@@ -114,15 +152,19 @@ class Netfilter:
         return gid
 
     def heal(self) -> int:
-        """Remove this run's cuts. Returns how many rules were removed."""
+        """Remove this run's cuts (not its loss). Returns how many rules were removed."""
         return remove_rules(lambda c: c == self.run_id, tables=("filter",))
 
+    def heal_loss(self) -> int:
+        return remove_rules(lambda c: c == self.run_id + LOSS_TAG, tables=("filter",))
+
     def teardown(self) -> None:
-        remove_rules(lambda c: c == self.run_id)
+        remove_rules(lambda c: owner_of(c) == self.run_id)
         remove_chain_if_empty()
 
 
 def remove_rules(select: object, tables: tuple[str, ...] = ("filter", "nat")) -> int:
+    """Delete our rules whose comment (``run-id`` or ``run-id#tag``) ``select`` accepts."""
     n = 0
     for table in tables:
         for rule in rules(table):
