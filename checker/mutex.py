@@ -12,6 +12,14 @@ Where the resource protects itself (the ``fenced`` workload asks for
 ``overlaps_informational``), lock overlaps are reported but informational: only interleavings
 decide the verdict there. So they are when every write went through the lock's own transaction
 (``pg-row``): the writes of a holder whose session was ended were rolled back with it.
+
+An overlap says two clients believed they held the lock; it does not say who was wrong. When
+the earlier grant came with a validity (a lease: ``SET PX``, Redlock's), the overlap is also
+classed: **lease broken** when the later grant completed before the earlier one's lease could
+have run out (its acquire's invocation plus its validity: the server set the lease no earlier
+than that invocation), so the lock service gave away a lock whose lease was still in force (a
+failover that lost it, a forgetful restart); otherwise the earlier holder outlived its lease
+(a pause, a late grant). The count of broken leases is how often the *service* lost the lock.
 """
 
 from __future__ import annotations
@@ -56,9 +64,20 @@ def describe_overlap(a: Grant, b: Grant, end: int) -> str:
             f"({until})")
 
 
+def lease_broken(a: Grant, b: Grant) -> bool | None:
+    """Was ``b`` granted while ``a``'s lease was certainly still in force? (None: ``a`` had no
+    validity to tell.)"""
+    if a.validity is None or isinstance(a.validity, bool) or not isinstance(
+            a.validity, int | float):
+        return None
+    return b.start < a.invoke + int(a.validity * 1_000_000_000)
+
+
 def overlap_record(a: Grant, b: Grant, end: int) -> dict[str, Any]:
     stop = min(a.end_or(end), b.end_or(end))
+    broken = lease_broken(a, b)
     return {
+        "lease-broken": broken,
         "lock": a.lock,
         "processes": [a.process, b.process],
         "first": grant_record(a),
@@ -147,6 +166,7 @@ def check(history: Sequence[Op], *, overlaps_informational: bool = False) -> dic
         "lock-overlap-count": len(overlaps),
         "lock-overlaps-informational": informational,
         "lock-overlaps": [overlap_record(a, b, end) for a, b in overlaps[:MAX_LISTED]],
+        "lease-broken-count": sum(1 for a, b in overlaps if lease_broken(a, b)),
         "resource-interleaving-count": len(inter),
         "resource-interleavings": [
             {"processes": [s[0].process, x.process], "seqs": [s[0].seq, x.seq, s[1].seq],

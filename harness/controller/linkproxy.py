@@ -446,8 +446,8 @@ class Pipe:
             while True:
                 shape = self.state.shape()
                 due = max(arrival + delay, previous)
-                if data is not None and shape.rate > 0:
-                    due = max(due, rate_free)
+                if data is not None and shape.rate > 0:  # delivered once all its bytes passed
+                    due = max(due, rate_free) + len(data) / shape.rate
                 stalled = self.state.stall.holds(arrival)
                 if stalled is not None and stalled > due:
                     due, held_by_stall = stalled, True
@@ -467,8 +467,7 @@ class Pipe:
                     if self.writer.can_write_eof():
                         self.writer.write_eof()
                 return
-            if shape.rate > 0:
-                rate_free = sent + len(data) / shape.rate
+            rate_free = sent
             self.queued -= len(data)
             self.space.set()
             added = sent - arrival
