@@ -181,7 +181,7 @@ def test_a_delayed_close_reaches_the_client_late(links: Links, echo: Echo) -> No
 
 
 def test_bad_commands_are_refused_in_a_line_and_the_proxy_goes_on(links: Links) -> None:
-    with pytest.raises(HarnessError, match="the link layer refused shape: .*>= 0"):
+    with pytest.raises(HarnessError, match=r"the link layer refused shape: .*>= 0"):
         links.shape(["c0>n1"], "bad", delay=-1)
     with pytest.raises(HarnessError, match="unknown op"):
         links.command(op="teleport")

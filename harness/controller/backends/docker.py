@@ -36,6 +36,7 @@ import contextlib
 import io
 import ipaddress
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -121,7 +122,8 @@ class DockerBackend(ProcessNodes):
         self._docker = c = client()
         image = ensure_image(c)
         labels = {LABEL: "1", RUN_LABEL: self.run_id}
-        slug = self.run_id.replace("/", "-").replace("_", "-").replace(":", "-")[-40:]
+        # docker names take [a-zA-Z0-9_.-] only (a test name joins nemeses with "+")
+        slug = re.sub(r"[^A-Za-z0-9.-]", "-", self.run_id)[-40:].lstrip(".-")
         self.network = c.networks.create(f"lh-{slug}", driver="bridge", labels=labels)
         self.network.reload()
         cfg = self.network.attrs["IPAM"]["Config"][0]
