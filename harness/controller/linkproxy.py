@@ -52,7 +52,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHUNK = 65536
 QUEUE_LIMIT = 16 * 1024 * 1024  # bytes held per connection and direction before reading stops
 CONNECT_TIMEOUT = 5.0
 DIRECTIONS = ("up", "down")
@@ -127,12 +126,12 @@ class Link:
         self.conns: set[Conn] = set()
         self.opened = 0
         self.failed = 0  # connections whose upstream leg could not be made
-        self.changed = asyncio.Event()
 
     def notify(self) -> None:
-        """Wake every writer of the link: its shape or stall changed."""
-        old, self.changed = self.changed, asyncio.Event()
-        old.set()
+        """Its shape or stall changed: every pipe of the link looks at its queue again."""
+        for conn in list(self.conns):
+            for pipe in conn.pipes:
+                pipe.kick()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"connections": len(self.conns), "opened": self.opened,
@@ -156,6 +155,7 @@ class Proxy:
         self.bound: dict[str, list[Any]] = {}
         self.stopping = asyncio.Event()
         self.controllers: set[asyncio.StreamWriter] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
         # stalls armed when a chunk goes up one of the watched links: (watched, links, dirs)
         self.pending: list[tuple[set[str], list[Link], tuple[str, ...], float]] = []
 
@@ -167,10 +167,11 @@ class Proxy:
 
     # serving ---------------------------------------------------------------------------------
     async def start(self) -> None:
+        loop = asyncio.get_running_loop()
         for route in self.config["routes"]:
             host, port = route["listen"]
-            server = await asyncio.start_server(
-                lambda r, w, route=route: self.accept(route, r, w), host, int(port),
+            server = await loop.create_server(
+                lambda route=route: Side(self, route, accepted=True), host, int(port),
                 reuse_address=True, backlog=128)
             self.servers.append(server)
             self.bound[route["id"]] = list(server.sockets[0].getsockname()[:2])
@@ -186,29 +187,29 @@ class Proxy:
         tmp.write_text(json.dumps(state) + "\n")
         tmp.replace(path)
 
-    async def accept(self, route: dict[str, Any], reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername") or ("?", 0)
+    async def dial(self, client: Side) -> None:
+        """The leg to the server, from the source's own address; the client side's reading
+        waits until it is up."""
+        route = client.route
+        peer = client.transport.get_extra_info("peername") or ("?", 0)
         src = route.get("src") or self.endpoints.get(peer[0], "?")
         link = self.link(f"{src}>{route['dst']}")
         link.opened += 1
         bind = route.get("bind") or (self.addresses.get(src) if not route.get("src") else None)
         host, port = route["upstream"]
-        nodelay(writer)
+        loop = asyncio.get_running_loop()
         try:
-            up_r, up_w = await asyncio.wait_for(asyncio.open_connection(
-                host, int(port), local_addr=(bind, 0) if bind else None), CONNECT_TIMEOUT)
+            _, server = await asyncio.wait_for(loop.create_connection(
+                lambda: Side(self, route), host, int(port),
+                local_addr=(bind, 0) if bind else None), CONNECT_TIMEOUT)
         except (TimeoutError, OSError):
             link.failed += 1
-            abort(writer)  # as a refused or unreachable server looks: the connection is reset
+            client.abort()  # as a refused or unreachable server looks: the connection is reset
             return
-        nodelay(up_w)
-        conn = Conn(self, link, (reader, writer), (up_r, up_w))
-        link.conns.add(conn)
-        try:
-            await conn.run()
-        finally:
-            link.conns.discard(conn)
+        if client.closed:
+            server.abort()
+            return
+        Conn(link, client, server)
 
     # control ---------------------------------------------------------------------------------
     async def control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -346,159 +347,220 @@ def begin_stall(state: Direction, now: float) -> None:
     state.stats.last_stall_began, state.stats.last_stall_until = st.began, st.until
 
 
-class Conn:
-    """One proxied connection: two directions, each a reader and a writer task."""
+class Side(asyncio.Protocol):
+    """One socket of a proxied connection: the client's (accepted) or the server's (dialled)."""
 
-    def __init__(self, proxy: Proxy, link: Link,
-                 down_side: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-                 up_side: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
+    def __init__(self, proxy: Proxy, route: dict[str, Any], *, accepted: bool = False) -> None:
         self.proxy = proxy
-        self.link = link
-        self.client = down_side  # the side that connected to us
-        self.server = up_side
-        self.tasks: list[asyncio.Task[None]] = []
+        self.route = route
+        self.accepted = accepted  # the client's side (else the server's, which we dialled)
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]
+        self.into: Pipe | None = None  # the pipe that carries what this side receives
+        self.out: Pipe | None = None  # the pipe that writes to this side
+        self.conn: Conn | None = None
+        self.closed = False
+        self.early: list[bytes | None] = []  # received before the connection was whole
 
-    async def run(self) -> None:
-        up = Pipe(self, "up", self.client[0], self.server[1])
-        down = Pipe(self, "down", self.server[0], self.client[1])
-        self.tasks = [asyncio.create_task(p.read()) for p in (up, down)]
-        writers = [asyncio.create_task(p.write()) for p in (up, down)]
-        self.tasks += writers
-        try:
-            done, pending = await asyncio.wait(writers, return_when=asyncio.FIRST_COMPLETED)
-            if pending and not any(t.exception() for t in done if not t.cancelled()):
-                # one side closed and the close went through: the other has a while to end
-                await asyncio.wait(pending, timeout=LINGER)
-        except Exception:
-            pass
-        finally:
-            for t in self.tasks:
-                t.cancel()
-            for w in (self.client[1], self.server[1]):
-                with contextlib.suppress(Exception):
-                    w.close()
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.accepted:
+            transport.pause_reading()
+            self.proxy.tasks.add(task := asyncio.get_running_loop().create_task(
+                self.proxy.dial(self)))
+            task.add_done_callback(self.proxy.tasks.discard)
+
+    def data_received(self, data: bytes) -> None:
+        if self.into is not None:
+            self.into.feed(data)
+        else:
+            self.early.append(data)
+
+    def eof_received(self) -> bool:
+        if self.into is not None:
+            self.into.feed(None)
+        else:
+            self.early.append(None)
+        return True  # keep the socket open to write: the close is passed on by the pipe
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.conn is not None:
+            self.conn.close()
+
+    def pause_writing(self) -> None:  # our peer reads slowly: stop reading the other side
+        if self.out is not None:
+            self.out.source.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.out is not None:
+            self.out.source.transport.resume_reading()
+
+    def abort(self) -> None:
+        """Close with a TCP RST (SO_LINGER 0), as a reset connection looks to its peer."""
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
+
+
+class Conn:
+    """One proxied connection: the client's side, the server's side, a pipe each way."""
+
+    def __init__(self, link: Link, client: Side, server: Side) -> None:
+        self.link = link
+        self.client, self.server = client, server
+        up, down = Pipe(self, "up", client, server), Pipe(self, "down", server, client)
+        self.pipes = (up, down)
+        for side in (client, server):
+            side.conn = self
+        client.into, server.out = up, up
+        server.into, client.out = down, down
+        self.done = False
+        link.conns.add(self)
+        for side in (client, server):
+            early, side.early = side.early, []
+            for data in early:
+                side.into.feed(data)  # type: ignore[union-attr]
+        client.transport.resume_reading()
+
+    def close(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.link.conns.discard(self)
+        for pipe in self.pipes:
+            pipe.cancel()
+        for side in (self.client, self.server):
+            if not side.closed:
+                side.transport.close()
 
     def reset(self) -> None:
-        for w in (self.client[1], self.server[1]):
-            abort(w)
-        for t in self.tasks:
-            t.cancel()
+        for side in (self.client, self.server):
+            if not side.closed:
+                side.abort()
+        self.close()
 
 
 class Pipe:
-    """One direction of a connection: chunks are read as they come, queued with their
-    arrival time and delay, and written when due."""
+    """One direction of a connection: a chunk goes on at once when nothing holds it, else it
+    waits in a queue with its arrival time and drawn delay until it is due."""
 
-    def __init__(self, conn: Conn, direction: str, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+    def __init__(self, conn: Conn, direction: str, source: Side, sink: Side) -> None:
         self.conn = conn
         self.link = conn.link
         self.direction = direction
         self.state = conn.link.dirs[direction]
         self.other = conn.link.dirs[OTHER[direction]]
-        self.reader = reader
-        self.writer = writer
+        self.source, self.sink = source, sink
         self.queue: deque[tuple[float, float, bytes | None]] = deque()
         self.queued = 0
-        self.arrived = asyncio.Event()
-        self.space = asyncio.Event()
-        self.rng = conn.proxy.rng
+        self.previous = 0.0  # when the chunk ahead went: order is kept
+        self.rate_free = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+        self.eof_sent = False
+        self.loop = asyncio.get_running_loop()
 
-    async def read(self) -> None:
-        try:
-            while True:
-                data = await self.reader.read(CHUNK)
-                now = time.monotonic()
-                if not data:
-                    self.queue.append((now, 0.0, None))
-                    self.arrived.set()
-                    return
-                if self.direction == "up" and self.conn.proxy.pending:
-                    self.conn.proxy.watched(self.link)
-                other = self.other.stall
-                if other.armed:  # the request whose reply is to be held
-                    begin_stall(self.other, now)
-                    self.link.notify()
-                shape = self.state.shape()
-                delay = shape.delay
-                if shape.jitter > 0:
-                    delay = max(0.0, delay + self.rng.uniform(-shape.jitter, shape.jitter))
-                self.queue.append((now, delay, data))
-                self.queued += len(data)
-                self.arrived.set()
-                while self.queued > QUEUE_LIMIT:
-                    self.space.clear()
-                    await self.space.wait()
-        except (ConnectionError, OSError):
-            self.queue.append((time.monotonic(), 0.0, None))
-            self.arrived.set()
-
-    async def write(self) -> None:
-        previous = 0.0  # when the chunk ahead went: order is kept
-        rate_free = 0.0
-        stats = self.state.stats
-        while True:
-            while not self.queue:
-                self.arrived.clear()
-                await self.arrived.wait()
-            arrival, delay, data = self.queue[0]
-            held_by_stall = False
-            while True:
-                shape = self.state.shape()
-                due = max(arrival + delay, previous)
-                if data is not None and shape.rate > 0:  # delivered once all its bytes passed
-                    due = max(due, rate_free) + len(data) / shape.rate
-                stalled = self.state.stall.holds(arrival)
-                if stalled is not None and stalled > due:
-                    due, held_by_stall = stalled, True
-                if data is None and shape.close_delay > 0:
-                    due = max(due, arrival + shape.close_delay)
-                now = time.monotonic()
-                if due <= now:
-                    break
-                changed = self.link.changed
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(changed.wait(), due - now)
-            self.queue.popleft()
-            sent = time.monotonic()
-            previous = sent
-            if data is None:  # the sender closed its side: pass the close on
-                with contextlib.suppress(Exception):
-                    if self.writer.can_write_eof():
-                        self.writer.write_eof()
+    def feed(self, data: bytes | None) -> None:
+        now = time.monotonic()
+        if data is not None:
+            if self.direction == "up" and self.source.proxy.pending:
+                self.source.proxy.watched(self.link)
+            if self.other.stall.armed:  # the request whose reply is to be held
+                begin_stall(self.other, now)
+                self.link.notify()
+            shape = self.state.shape()
+            if not self.queue and self.idle(shape, now):  # nothing to hold: pass it on
+                self.sent(data, 0.0, False)
+                self.previous = now
+                self.sink.transport.write(data)
                 return
-            rate_free = sent
-            self.queued -= len(data)
-            self.space.set()
-            added = sent - arrival
-            stats.bytes += len(data)
-            stats.chunks += 1
-            stats.added += added
-            stats.max_added = max(stats.max_added, added)
-            if added >= NOTICEABLE:
-                stats.delayed_chunks += 1
+            delay = shape.delay
+            if shape.jitter > 0:
+                delay = max(0.0, delay + self.source.proxy.rng.uniform(-shape.jitter,
+                                                                        shape.jitter))
+            self.queued += len(data)
+            if self.queued > QUEUE_LIMIT:
+                self.source.transport.pause_reading()
+        else:
+            delay = 0.0
+        self.queue.append((now, delay, data))
+        self.pump()
+
+    def kick(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.loop.call_soon(self.pump)
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def pump(self) -> None:
+        """Send every chunk that is due, then wait for the next one's time."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        while self.queue and not self.conn.done:
+            arrival, delay, data = self.queue[0]
+            shape = self.state.shape()
+            due = max(arrival + delay, self.previous)
+            if data is not None and shape.rate > 0:  # delivered once all its bytes passed
+                due = max(due, self.rate_free) + len(data) / shape.rate
+            held = self.state.stall.holds(arrival)
+            held_by_stall = held is not None and held > due
             if held_by_stall:
-                stats.stalled_bytes += len(data)
-                stats.stalled_chunks += 1
-            self.writer.write(data)
-            await self.writer.drain()
+                due = held  # type: ignore[assignment]
+            if data is None and shape.close_delay > 0:
+                due = max(due, arrival + shape.close_delay)
+            now = time.monotonic()
+            if due > now:
+                self.timer = self.loop.call_at(self.loop.time() + (due - now), self.pump)
+                return
+            self.queue.popleft()
+            self.previous = self.rate_free = now
+            if data is None:  # the sender closed its side: pass the close on
+                self.eof_sent = True
+                with contextlib.suppress(Exception):
+                    if self.sink.transport.can_write_eof():
+                        self.sink.transport.write_eof()
+                other = self.conn.pipes[0 if self.direction == "down" else 1]
+                if other.eof_sent:
+                    self.conn.close()
+                else:
+                    self.loop.call_later(LINGER, self.conn.close)
+                return
+            self.queued -= len(data)
+            if self.queued <= QUEUE_LIMIT // 2:
+                with contextlib.suppress(Exception):
+                    self.source.transport.resume_reading()
+            self.sent(data, now - arrival, held_by_stall)
+            self.sink.transport.write(data)
 
+    def idle(self, shape: Shape, now: float) -> bool:
+        """Nothing would hold a chunk arriving now: no shape, no stall on or armed."""
+        st = self.state.stall
+        return (shape.delay <= 0 and shape.jitter <= 0 and shape.rate <= 0 and not st.armed
+                and (st.until is None or now >= st.until))
 
-def nodelay(writer: asyncio.StreamWriter) -> None:
-    sock = writer.get_extra_info("socket")
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-def abort(writer: asyncio.StreamWriter) -> None:
-    """Close with a TCP RST (SO_LINGER 0), as a reset connection looks to its peer."""
-    sock = writer.get_extra_info("socket")
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    with contextlib.suppress(Exception):
-        writer.transport.abort()
+    def sent(self, data: bytes, added: float, held_by_stall: bool) -> None:
+        stats = self.state.stats
+        stats.bytes += len(data)
+        stats.chunks += 1
+        stats.added += added
+        stats.max_added = max(stats.max_added, added)
+        if added >= NOTICEABLE:
+            stats.delayed_chunks += 1
+        if held_by_stall:
+            stats.stalled_bytes += len(data)
+            stats.stalled_chunks += 1
 
 
 async def serve(config: dict[str, Any]) -> None:
