@@ -105,18 +105,22 @@ class Netfilter:
 
     def drop(self, src: str, dst: str) -> None:
         """Drop what ``src`` sends ``dst``, and every connection ``src`` made to ``dst``."""
-        self.ensure_chain()
+        self.apply(self.drop_rules(src, dst))
+
+    def drop_rules(self, src: str, dst: str) -> list[list[str]]:
         comment = ["-m", "comment", "--comment", self.comment, "-j", "DROP"]
-        _iptables("-A", CHAIN, "-s", src, "-d", dst, *comment)
-        _iptables("-A", CHAIN, "-m", "conntrack", "--ctreplsrc", dst, "--ctrepldst", src,
-                  *comment)
+        return [["-s", src, "-d", dst, *comment],
+                ["-m", "conntrack", "--ctreplsrc", dst, "--ctrepldst", src, *comment]]
 
     def drop_oneway(self, src: str, dst: str, probability: float | None = None) -> None:
+        self.apply(self.oneway_rules(src, dst, probability))
+
+    def oneway_rules(self, src: str, dst: str, probability: float | None = None
+                     ) -> list[list[str]]:
         """Drop what ``src`` sends ``dst`` and nothing else: its packets to ``dst`` and its
         replies on connections ``dst`` made to it (whose replies may be addressed to the
         rewritten source, so they are matched by the connection's reply tuple). With
         ``probability``, each such packet is dropped with that probability (loss)."""
-        self.ensure_chain()
         chance: list[str] = []
         comment = self.comment
         if probability is not None:
@@ -124,9 +128,17 @@ class Netfilter:
                       f"{probability:.6f}"]
             comment += LOSS_TAG
         tail = [*chance, "-m", "comment", "--comment", comment, "-j", "DROP"]
-        _iptables("-A", CHAIN, "-s", src, "-d", dst, *tail)
-        _iptables("-A", CHAIN, "-m", "conntrack", "--ctdir", "REPLY", "--ctreplsrc", src,
-                  "--ctrepldst", dst, *tail)
+        return [["-s", src, "-d", dst, *tail],
+                ["-m", "conntrack", "--ctdir", "REPLY", "--ctreplsrc", src, "--ctrepldst", dst,
+                 *tail]]
+
+    def apply(self, rules: list[list[str]]) -> None:
+        """Append rules to our chain all at once (one iptables-restore transaction: a
+        partition of many links forms in one step, not one rule at a time)."""
+        if not rules:
+            return
+        self.ensure_chain()
+        restore(["*filter", *(f"-A {CHAIN} {' '.join(map(_word, r))}" for r in rules), "COMMIT"])
 
     def dropped(self, tag: str = LOSS_TAG) -> int:
         """Packets this run's rules with ``tag`` dropped so far (their counters)."""
@@ -163,17 +175,47 @@ class Netfilter:
         remove_chain_if_empty()
 
 
+def _word(arg: str) -> str:
+    """One argument as iptables-restore reads it: double quotes only (it knows no others)."""
+    if arg and all(c.isalnum() or c in "-_.:/,=+" for c in arg):
+        return arg
+    if '"' in arg or "\\" in arg:
+        raise HarnessError(f"iptables argument {arg!r} cannot be quoted for iptables-restore")
+    return f'"{arg}"'
+
+
+def restore(lines: list[str]) -> None:
+    """One ``iptables-restore --noflush`` transaction (all or nothing)."""
+    binary = shutil.which("iptables-restore")
+    if binary is None:
+        raise HarnessError("iptables-restore not found: run the set-up command `bash setup.sh`")
+    proc = subprocess.run([binary, "-w", "5", "--noflush"], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        raise HarnessError(f"iptables-restore failed: {proc.stderr.strip()[:300]}")
+
+
 def remove_rules(select: object, tables: tuple[str, ...] = ("filter", "nat")) -> int:
-    """Delete our rules whose comment (``run-id`` or ``run-id#tag``) ``select`` accepts."""
+    """Delete our rules whose comment (``run-id`` or ``run-id#tag``) ``select`` accepts: all
+    of a table's in one transaction, or one by one if that fails (a rule gone meanwhile)."""
     n = 0
     for table in tables:
-        for rule in rules(table):
-            owner = _comment_of(rule)
-            if owner is not None and callable(select) and select(owner):
-                spec = rule.split()[1:]  # drop "-A"
-                args = [a.strip('"') for a in spec]
-                if _iptables("-t", table, "-D", *args, check=False).returncode == 0:
-                    n += 1
+        chosen = [rule for rule in rules(table)
+                  if (owner := _comment_of(rule)) is not None and callable(select)
+                  and select(owner)]
+        if not chosen:
+            continue
+        deletions = ["-D" + rule[2:] for rule in chosen]  # "-A CHAIN ..." -> "-D CHAIN ..."
+        try:
+            restore([f"*{table}", *deletions, "COMMIT"])
+            n += len(chosen)
+            continue
+        except HarnessError:
+            pass
+        for rule in chosen:
+            args = [a.strip('"') for a in rule.split()[1:]]  # drop "-A"
+            if _iptables("-t", table, "-D", *args, check=False).returncode == 0:
+                n += 1
     return n
 
 

@@ -250,19 +250,18 @@ class LocalBackend(ProcessNodes):
 
     # network ---------------------------------------------------------------------------------
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
-        for a, b in links:
-            for ha, hb in self._pairs(a, b):
-                self.net.drop(ha, hb)
-                self.net.drop(hb, ha)
-            self._cut = True
-            self._used_iptables = True
+        rules = [r for a, b in links for ha, hb in self._pairs(a, b)
+                 for r in self.net.drop_rules(ha, hb) + self.net.drop_rules(hb, ha)]
+        self._used_iptables = True
+        self.net.apply(rules)
+        self._cut = self._cut or bool(rules)
 
     def cut_oneway(self, links: Iterable[tuple[str, str]]) -> None:
-        for a, b in links:
-            for ha, hb in self._pairs(a, b):
-                self.net.drop_oneway(ha, hb)
-            self._cut = True
-            self._used_iptables = True
+        rules = [r for a, b in links for ha, hb in self._pairs(a, b)
+                 for r in self.net.oneway_rules(ha, hb)]
+        self._used_iptables = True
+        self.net.apply(rules)
+        self._cut = self._cut or bool(rules)
 
     def heal(self) -> None:
         if self._cut:
@@ -271,13 +270,15 @@ class LocalBackend(ProcessNodes):
 
     def lose(self, links: Iterable[tuple[str, str]], probability: float, *,
              both_ways: bool = True) -> None:
+        rules = []
         for a, b in links:
             for ha, hb in self._pairs(a, b):
-                self.net.drop_oneway(ha, hb, probability)
+                rules += self.net.oneway_rules(ha, hb, probability)
                 if both_ways:
-                    self.net.drop_oneway(hb, ha, probability)
-            self._lossy = True
-            self._used_iptables = True
+                    rules += self.net.oneway_rules(hb, ha, probability)
+        self._used_iptables = True
+        self.net.apply(rules)
+        self._lossy = self._lossy or bool(rules)
 
     def heal_loss(self) -> None:
         if self._lossy:
