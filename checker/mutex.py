@@ -15,11 +15,13 @@ decide the verdict there. So they are when every write went through the lock's o
 
 An overlap says two clients believed they held the lock; it does not say who was wrong. When
 the earlier grant came with a validity (a lease: ``SET PX``, Redlock's), the overlap is also
-classed: **lease broken** when the later grant completed before the earlier one's lease could
-have run out (its acquire's invocation plus its validity: the server set the lease no earlier
-than that invocation), so the lock service gave away a lock whose lease was still in force (a
-failover that lost it, a forgetful restart); otherwise the earlier holder outlived its lease
-(a pause, a late grant). The count of broken leases is how often the *service* lost the lock.
+classed: **lease broken** when the service certainly granted the later lock while the earlier
+lease was in force: the later acquire was invoked after the earlier one completed (so its
+grant came after) and completed before the earlier lease could have run out (the earlier
+acquire's invocation plus its validity: the server set that lease no earlier). A failover that
+lost the lock, a forgetful restart. Otherwise a holder outlived its lease (a pause), or heard
+of its grant late (a stalled reply), or the history cannot tell. The count of broken leases is
+how often the *service* certainly lost the lock.
 """
 
 from __future__ import annotations
@@ -65,12 +67,12 @@ def describe_overlap(a: Grant, b: Grant, end: int) -> str:
 
 
 def lease_broken(a: Grant, b: Grant) -> bool | None:
-    """Was ``b`` granted while ``a``'s lease was certainly still in force? (None: ``a`` had no
-    validity to tell.)"""
+    """Was ``b`` certainly granted after ``a`` and while ``a``'s lease was still in force?
+    (None: ``a`` had no validity to tell.)"""
     if a.validity is None or isinstance(a.validity, bool) or not isinstance(
             a.validity, int | float):
         return None
-    return b.start < a.invoke + int(a.validity * 1_000_000_000)
+    return b.invoke > a.start and b.start < a.invoke + int(a.validity * 1_000_000_000)
 
 
 def overlap_record(a: Grant, b: Grant, end: int) -> dict[str, Any]:
