@@ -34,12 +34,12 @@ from tests.harness_runs import harness
      "--nemesis stall-grant: stall=1 is not longer than --ttl 2"),
     (["--nemesis", "stall-grant", "--op-timeout", "2"],
      "--op-timeout 2: --nemesis stall-grant needs the client to wait at least 4 s"),
-    (["--nemesis", "lag-replication"],
-     "--nemesis lag-replication needs a db that replicates between its nodes (redis-sentinel)"),
+    (["--nemesis", "lag-replication"], "--nemesis lag-replication needs a db that replicates"),
     (["--db", "redis-masters", "--nemesis", "delay", "--nemesis-opt", "delay-links=peers"],
      "--nemesis delay: redis-masters's nodes do not talk to each other"),
-    (["--db", "zookeeper", "--nemesis", "delay", "--nemesis-opt", "delay-links=peers"],
-     "--nemesis delay: zookeeper's nodes do not dial each other through the link layer"),
+    (["--db", "redis-masters", "--nemesis", "lag-replication"],
+     "--nemesis lag-replication needs a db that replicates between its nodes (redis-sentinel, "
+     "zookeeper, etcd), not 'redis-masters'"),
     (["--nemesis", "loss", "--nemesis-opt", "loss-links=peers"],
      "--nemesis loss: redis's nodes do not talk to each other"),
     (["--nemesis", "delay", "--nemesis-opt", "delay-direction=sideways"],
@@ -157,3 +157,30 @@ def test_a_background_step_runs_under_the_others_and_each_records_its_parameters
                             max(o["time"] for o in ops))
     assert [(w["f"], w["row"]) for w in windows] == [("lag", 0), ("cut", 1), ("cut", 1)]
     assert windows[2]["label"] == "cut n1 (toy-level=7)"
+
+
+# peers through doors -------------------------------------------------------------------------
+def test_zookeeper_names_the_other_servers_by_their_doors() -> None:
+    from harness.controller.dbs.zookeeper import zoo_cfg
+
+    cluster = [Node(f"n{i}", f"127.0.0.{i + 1}", 2181) for i in (1, 2, 3)]
+    doors = {(n.name, port): (n.host.replace("127.0.0", "127.0.4"), port)
+             for n in cluster for port in (2888, 3888)}
+    cfg = zoo_cfg(cluster[1], cluster, Path("/node"), doors)
+    assert "server.1=127.0.4.2:2888:3888" in cfg  # the others by their doors
+    assert "server.2=127.0.0.3:2888:3888" in cfg  # itself as it binds
+    assert "server.3=127.0.4.4:2888:3888" in cfg
+
+
+def test_etcd_members_agree_on_door_urls() -> None:
+    import json
+
+    from harness.controller.dbs.etcd import etcd_config
+
+    cluster = [Node(f"n{i}", f"127.0.0.{i + 1}", 2379) for i in (1, 2, 3)]
+    doors = {(n.name, 2380): (n.host.replace("127.0.0", "127.0.4"), 2380) for n in cluster}
+    configs = [json.loads(etcd_config(n, cluster, Path("/n"), doors)) for n in cluster]
+    assert len({c["initial-cluster"] for c in configs}) == 1
+    assert configs[0]["initial-cluster"].startswith("n1=http://127.0.4.2:2380,")
+    assert configs[1]["initial-advertise-peer-urls"] == "http://127.0.4.3:2380"
+    assert configs[1]["listen-peer-urls"] == "http://127.0.0.3:2380"
