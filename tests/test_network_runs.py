@@ -217,22 +217,6 @@ def test_clean_removes_the_proxy_and_the_loss_of_a_killed_run(store: Path) -> No
     assert not own_rules(run_dir)
 
 
-@needs_redis
-@pytest.mark.slow
-@pytest.mark.parametrize(("lock", "code"), [("PatientRedlock", 0), ("CredulousRedlock", 1)])
-def test_redlocks_validity_check_is_what_refuses_a_late_grant(store: Path, lock: str,
-                                                              code: int) -> None:
-    """Waiting for the late reply (node timeout = op timeout, longer than the stall), Redlock
-    still refuses it because the time left is gone; without that check it believes it."""
-    got, results, run_dir, out = run(store, "--db", "redis-masters", "--lock",
-                                     f"tests.redlock_variants:{lock}", "--nemesis",
-                                     "stall-grant", "--time-limit", "15", "--seed", "1")
-    assert got == code, out
-    assert results["checks"]["faults"]["valid"] is True
-    stops = nemesis_ops(run_dir, "stall-grant", "stop")
-    assert stops and stops[0]["detail"]["held-bytes"]
-
-
 @needs_zookeeper
 @needs_root
 @pytest.mark.slow
