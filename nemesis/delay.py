@@ -3,7 +3,8 @@
 Every chunk a delayed link carries waits ``delay`` seconds plus a uniform draw from
 ``[-delay-jitter, +delay-jitter]`` (never less than nothing) in the proxy, in each direction asked
 (``delay-direction``: both, up = what the client sends, down = what comes back); bytes keep
-their order. ``delay-rate`` adds a bandwidth limit (bytes/s). Which links: ``delay-links`` (or a
+their order. ``delay-rate`` adds a bandwidth limit (bytes/s), ``delay-close`` holds a
+connection's close that long (a slow close). Which links: ``delay-links`` (or a
 schedule step's target): ``clients`` (default: every client link), ``holder`` (the holder's
 links), ``waiter``, ``any``, ``client:N``, ``peers`` (the links between DB nodes, where they go
 through the link layer) or ``all``.
@@ -55,6 +56,8 @@ class Delay(BaseNemesis):
         "delay-direction": Option(str, "both", "both, up (what clients send) or down",
                                   choices=DIRECTIONS),
         "delay-rate": Option(float, 0.0, "bandwidth limit in bytes/s (0: none)", minimum=0),
+        "delay-close": Option(float, 0.0, "seconds a close waits (a slow close)", minimum=0,
+                              maximum=600),
         "delay-links": Option(str, "clients", "which links", choices=LINK_SETS),
     }
 
@@ -89,6 +92,7 @@ class Delay(BaseNemesis):
         o = ctx.options
         return {"delay": float(o.get("delay", 0.2)), "jitter": float(o.get("delay-jitter", 0.1)),
                 "rate": float(o.get("delay-rate", 0.0)),
+                "close_delay": float(o.get("delay-close", 0.0)),
                 "direction": str(o.get("delay-direction", "both"))}
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
