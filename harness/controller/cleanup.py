@@ -122,7 +122,8 @@ def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
         try:
             out.rules = netfilter.remove_rules(
                 lambda comment: netfilter.owner_of(comment) not in live_runs)
-            netfilter.remove_chain_if_empty()
+            if not live_runs:  # a live run may be adding rules: its chains' jumps must stay
+                netfilter.remove_chain_if_empty()
         except HarnessError as e:
             out.errors.append(str(e))
     return out

@@ -99,9 +99,8 @@ class Netfilter:
 
     def ensure_chain(self) -> None:
         if _iptables("-S", CHAIN, check=False).returncode != 0:
-            _iptables("-N", CHAIN)
-        if _iptables("-C", "INPUT", "-j", CHAIN, check=False).returncode != 0:
-            _iptables("-I", "INPUT", "1", "-j", CHAIN)
+            _iptables("-N", CHAIN, check=False)  # another run may create it at the same time
+        ensure_jump()
 
     def drop(self, src: str, dst: str) -> None:
         """Drop what ``src`` sends ``dst``, and every connection ``src`` made to ``dst``."""
@@ -139,6 +138,7 @@ class Netfilter:
             return
         self.ensure_chain()
         restore(["*filter", *(f"-A {CHAIN} {' '.join(map(_word, r))}" for r in rules), "COMMIT"])
+        ensure_jump()  # a run of older code may have removed it meanwhile (see teardown)
 
     def dropped(self, tag: str = LOSS_TAG) -> int:
         """Packets this run's rules with ``tag`` dropped so far (their counters)."""
@@ -171,8 +171,10 @@ class Netfilter:
         return remove_rules(lambda c: c == self.run_id + LOSS_TAG, tables=("filter",))
 
     def teardown(self) -> None:
+        """Remove this run's rules. The chains and their jumps stay: another run may be adding
+        rules to them right now (removing the jump under it would make its cuts silently cut
+        nothing); ``harness clean`` removes them when no run is live."""
         remove_rules(lambda c: owner_of(c) == self.run_id)
-        remove_chain_if_empty()
 
 
 def _word(arg: str) -> str:
@@ -217,6 +219,12 @@ def remove_rules(select: object, tables: tuple[str, ...] = ("filter", "nat")) ->
             if _iptables("-t", table, "-D", *args, check=False).returncode == 0:
                 n += 1
     return n
+
+
+def ensure_jump() -> None:
+    """INPUT jumps to our chain (exactly once)."""
+    if _iptables("-C", "INPUT", "-j", CHAIN, check=False).returncode != 0:
+        _iptables("-I", "INPUT", "1", "-j", CHAIN)
 
 
 def remove_chain_if_empty() -> bool:
