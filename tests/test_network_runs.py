@@ -116,25 +116,36 @@ def test_tokens_reject_the_late_holders_writes(store: Path) -> None:
 @pytest.mark.parametrize("oneway", ["in", "out"])
 def test_a_one_way_partition_cuts_the_direction_it_says(store: Path, oneway: str) -> None:
     """``in``: the cut-off holder's release still reaches Redis (the lock is free at once), it
-    only never hears so; ``out``: the release is lost and the lock waits for its TTL."""
+    only never hears so; ``out``: the release is lost and the lock waits for its TTL.
+
+    (A release is a script run by its SHA: the very first one of a run gets NOSCRIPT back and
+    must send the script itself, which under ``in`` it never learns to do. So only releases
+    after the first one that succeeded count.)"""
     code, results, run_dir, out = run(store, "--nemesis", "partition-oneway", "--nemesis-opt",
                                       f"oneway={oneway}", "--time-limit", "12", "--seed", "1")
     assert code == 0, out
     assert results["checks"]["faults"]["valid"] is True
-    starts = nemesis_ops(run_dir, "partition-oneway", "start")
-    assert starts and starts[0]["expect"]["cut-off"]
-    victim = starts[0]["expect"]["cut-off"][0]
-    stop = nemesis_ops(run_dir, "partition-oneway", "stop")[0]["time"]
     ops = history(run_dir)
-    release = next(op for op in ops if op["process"] == victim and op["f"] == "release"
-                   and op["type"] == "invoke" and starts[0]["time"] < op["time"] < stop)
-    regrant = next(op for op in ops if op["f"] == "acquire" and op["type"] == "ok"
-                   and op["time"] > release["time"] and op["process"] != victim)
-    gap = (regrant["time"] - release["time"]) / 1e9
+    starts = nemesis_ops(run_dir, "partition-oneway", "start")
+    stops = nemesis_ops(run_dir, "partition-oneway", "stop")
+    assert starts and all(s["expect"]["cut-off"] for s in starts)
+    loaded = next(op["time"] for op in ops if op["f"] == "release" and op["type"] == "ok")
+    gaps = []
+    for start, stop in zip(starts, stops, strict=False):
+        victim = start["expect"]["cut-off"][0]
+        release = next((op for op in ops if op["process"] == victim and op["f"] == "release"
+                        and op["type"] == "invoke" and max(start["time"], loaded) < op["time"]
+                        < stop["time"]), None)
+        if release is None:
+            continue
+        regrant = next(op for op in ops if op["f"] == "acquire" and op["type"] == "ok"
+                       and op["time"] > release["time"] and op["process"] != victim)
+        gaps.append((regrant["time"] - release["time"]) / 1e9)
+    assert gaps, "no cut-off holder released while cut"
     if oneway == "in":
-        assert gap < 1.0, f"the release did not reach Redis: next grant after {gap:.2f} s"
+        assert min(gaps) < 1.0, f"the releases did not reach Redis: next grants after {gaps}"
     else:
-        assert gap > 1.0, f"the release reached Redis: next grant after {gap:.2f} s"
+        assert min(gaps) > 1.0, f"a release reached Redis: next grants after {gaps}"
     assert not own_rules(run_dir)
 
 
@@ -205,7 +216,7 @@ def test_clean_removes_the_proxy_and_the_loss_of_a_killed_run(store: Path) -> No
             break
         time.sleep(0.2)
     assert run_dir is not None, "loss and delay did not start within 30 s"
-    assert any("#loss" in r for r in own_rules(run_dir))
+    assert any("-m statistic" in r for r in own_rules(run_dir))
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
     pids = json.loads((run_dir / "pids.json").read_text())["processes"]

@@ -120,8 +120,7 @@ def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
             pass
     if os.geteuid() == 0 and shutil.which("iptables"):
         try:
-            out.rules = netfilter.remove_rules(
-                lambda comment: netfilter.owner_of(comment) not in live_runs)
+            out.rules = netfilter.remove_rules(lambda owner: owner not in live_runs)
             if not live_runs:  # a live run may be adding rules: its chains' jumps must stay
                 netfilter.remove_chain_if_empty()
         except HarnessError as e:

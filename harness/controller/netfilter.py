@@ -15,10 +15,14 @@ reply tuple (conntrack): every connection A made to B, both ways, silently (a DR
 a cut-off process sees timeouts, as on a real network, not errors).
 
 A one-way cut (:meth:`Netfilter.drop_oneway`) drops only what A sends B: A's packets to B, and
-A's replies on the connections B made to A (matched by their reply tuple). Packet loss
-(:meth:`Netfilter.lose`) is the same match with ``-m statistic --mode random --probability P``,
-tagged ``lock-harness:<run-id>#loss`` so that healing a cut leaves it and healing the loss
-leaves the cuts; ``harness clean`` reads the run id before the ``#``.
+A's replies on the connections B made to A (matched by their reply tuple). Packet loss is the
+same match with ``-m statistic --mode random --probability P`` and the same comment: the
+``statistic`` match is what tells loss from cuts (healing a cut leaves the loss and healing the
+loss leaves the cuts), and the comment stays the run id alone, which every version of ``harness
+clean`` reads as the run's (a tag in it would make an older ``clean`` take a live run's loss
+rules for a dead run's).
+
+Rules are added, and removed, in one ``iptables-restore`` transaction per batch.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import ipaddress
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 
 from harness.core.errors import HarnessError
 
@@ -34,7 +39,7 @@ CHAIN = "LOCK-HARNESS"
 NAT_CHAIN = "LOCK-HARNESS-SNAT"
 COMMENT_PREFIX = "lock-harness:"
 GID_BASE = 1_600_000_000  # + the low 24 bits of a node's address: one group id per address
-LOSS_TAG = "#loss"
+LOSS = "-m statistic"  # what a loss rule has and a cut does not
 
 
 def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -73,11 +78,6 @@ def _chain(table: str) -> str:
 def node_gid(address: str) -> int:
     """The group id a server at ``address`` runs with when its source address is rewritten."""
     return GID_BASE + (int(ipaddress.IPv4Address(address)) & 0xFFFFFF)
-
-
-def owner_of(comment: str) -> str:
-    """The run id a rule's comment names (``run#loss`` -> ``run``)."""
-    return comment.split("#", 1)[0]
 
 
 def _comment_of(rule: str) -> str | None:
@@ -121,12 +121,10 @@ class Netfilter:
         rewritten source, so they are matched by the connection's reply tuple). With
         ``probability``, each such packet is dropped with that probability (loss)."""
         chance: list[str] = []
-        comment = self.comment
         if probability is not None:
             chance = ["-m", "statistic", "--mode", "random", "--probability",
                       f"{probability:.6f}"]
-            comment += LOSS_TAG
-        tail = [*chance, "-m", "comment", "--comment", comment, "-j", "DROP"]
+        tail = [*chance, "-m", "comment", "--comment", self.comment, "-j", "DROP"]
         return [["-s", src, "-d", dst, *tail],
                 ["-m", "conntrack", "--ctdir", "REPLY", "--ctreplsrc", src, "--ctrepldst", dst,
                  *tail]]
@@ -140,12 +138,12 @@ class Netfilter:
         restore(["*filter", *(f"-A {CHAIN} {' '.join(map(_word, r))}" for r in rules), "COMMIT"])
         ensure_jump()  # a run of older code may have removed it meanwhile (see teardown)
 
-    def dropped(self, tag: str = LOSS_TAG) -> int:
-        """Packets this run's rules with ``tag`` dropped so far (their counters)."""
+    def dropped(self) -> int:
+        """Packets this run's loss rules dropped so far (their counters)."""
         proc = _iptables("-S", CHAIN, "-v", check=False)
         total = 0
         for rule in proc.stdout.splitlines():
-            if _comment_of(rule) == self.run_id + tag and " -c " in rule:
+            if _comment_of(rule) == self.run_id and LOSS in rule and " -c " in rule:
                 total += int(rule.split(" -c ", 1)[1].split()[0])
         return total
 
@@ -165,16 +163,18 @@ class Netfilter:
 
     def heal(self) -> int:
         """Remove this run's cuts (not its loss). Returns how many rules were removed."""
-        return remove_rules(lambda c: c == self.run_id, tables=("filter",))
+        return remove_rules(lambda c: c == self.run_id, tables=("filter",),
+                            where=lambda rule: LOSS not in rule)
 
     def heal_loss(self) -> int:
-        return remove_rules(lambda c: c == self.run_id + LOSS_TAG, tables=("filter",))
+        return remove_rules(lambda c: c == self.run_id, tables=("filter",),
+                            where=lambda rule: LOSS in rule)
 
     def teardown(self) -> None:
         """Remove this run's rules. The chains and their jumps stay: another run may be adding
         rules to them right now (removing the jump under it would make its cuts silently cut
         nothing); ``harness clean`` removes them when no run is live."""
-        remove_rules(lambda c: owner_of(c) == self.run_id)
+        remove_rules(lambda c: c == self.run_id)
 
 
 def _word(arg: str) -> str:
@@ -197,14 +197,16 @@ def restore(lines: list[str]) -> None:
         raise HarnessError(f"iptables-restore failed: {proc.stderr.strip()[:300]}")
 
 
-def remove_rules(select: object, tables: tuple[str, ...] = ("filter", "nat")) -> int:
-    """Delete our rules whose comment (``run-id`` or ``run-id#tag``) ``select`` accepts: all
-    of a table's in one transaction, or one by one if that fails (a rule gone meanwhile)."""
+def remove_rules(select: Callable[[str], bool], tables: tuple[str, ...] = ("filter", "nat"),
+                 where: Callable[[str], bool] | None = None) -> int:
+    """Delete our rules whose comment (the run id) ``select`` accepts, and (``where``) whose
+    text it accepts: all of a table's in one transaction, or one by one if that fails (a rule
+    gone meanwhile)."""
     n = 0
     for table in tables:
         chosen = [rule for rule in rules(table)
-                  if (owner := _comment_of(rule)) is not None and callable(select)
-                  and select(owner)]
+                  if (owner := _comment_of(rule)) is not None and select(owner)
+                  and (where is None or where(rule))]
         if not chosen:
             continue
         deletions = ["-D" + rule[2:] for rule in chosen]  # "-A CHAIN ..." -> "-D CHAIN ..."
