@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from harness.core.capabilities import Iptables
+from harness.core.capabilities import ClientLinks, Iptables, PacketRules
 from harness.core.cluster import NemesisContext
 from harness.core.options import Option
 from nemesis.base import BaseNemesis, TargetError
@@ -31,9 +31,10 @@ PROVE_AFTER = 1.0  # seconds on: a loss that dropped nothing by then did not bit
 class Loss(BaseNemesis):
     name = "loss"
     summary = "drop packets at random (30%) on every client link, or others (iptables statistic)"
-    requires = (Iptables,)
+    requires = (Iptables, PacketRules)
     targets = (*LINK_SETS, "client:N")
     condition = True
+    cuts_clients = True  # its rules are on the clients' own addresses
     options = {
         "loss": Option(float, 0.3, "probability that a packet is dropped", minimum=0.0001,
                        maximum=1.0),
@@ -47,6 +48,10 @@ class Loss(BaseNemesis):
         self._before = 0
         self._began = 0.0
         self._detail: dict[str, Any] | None = None
+
+    @classmethod
+    def needs(cls, options: dict[str, Any]) -> tuple[type, ...]:
+        return () if options.get("loss-links") == "peers" else (ClientLinks,)
 
     @classmethod
     def refuse(cls, db: Any, options: dict[str, Any], ttl: float,

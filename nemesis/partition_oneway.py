@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.core.capabilities import Iptables
+from harness.core.capabilities import ClientLinks, Iptables, PacketRules
 from harness.core.cluster import NemesisContext, process_of
 from harness.core.options import Option
 from nemesis.base import CLIENT_TARGETS, BaseNemesis, client_target, node_target
@@ -30,8 +30,9 @@ class PartitionOneway(BaseNemesis):
     name = "partition-oneway"
     summary = ("one-way partition: nothing reaches the lock holder from the DB nodes, while "
                "its requests still arrive (or the reverse; or a node from its peers)")
-    requires = (Iptables,)
+    requires = (Iptables, PacketRules, ClientLinks)
     targets = (*CLIENT_TARGETS, "leader", "node:NAME")
+    cuts_clients = True
     options = {"oneway": Option(str, "in", "in: nothing reaches the target; out: nothing it "
                                 "sends arrives", choices=("in", "out"))}
 

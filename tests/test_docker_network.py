@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.harness_runs import history
+from tests.harness_runs import docker_engine, history
 from tests.harness_runs import run as run_harness
-from tests.test_docker_runs import engine, labelled
+from tests.test_docker_runs import labelled
 
 pytestmark = [pytest.mark.docker, pytest.mark.servers, pytest.mark.slow]
 
@@ -23,7 +23,7 @@ def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
 
 @pytest.fixture
 def docker_client() -> Any:
-    return engine()
+    return docker_engine()
 
 
 def test_a_stalled_grant_breaks_redis_setnx_on_docker(docker_client: Any, store: Path) -> None:

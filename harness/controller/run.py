@@ -311,6 +311,8 @@ class Run:
         allowed = {backend.client_host(p) for p in clients.processes}
         allowed |= {n.host for n in cluster.nodes} | {
             n.host for _, ns in cluster.companions for n in ns}
+        if cluster.links is not None:  # a replica's link to its primary, through its door
+            allowed |= set(cluster.links.door_hosts.values())
         seen: dict[str, list[str]] = {}
         for node in cluster.nodes:
             found = self.db.connected_from(node)

@@ -93,6 +93,13 @@ class ClientLinks:
     environment = True
 
 
+class PacketRules:
+    """Environment: besides cutting links, the backend can drop one direction of a link alone
+    and a random share of a link's packets (iptables ``statistic``)."""
+
+    environment = True
+
+
 class LinkLayer:
     """Environment: the run's client connections go through the link layer, a proxy the
     harness controls per link and direction (delay, jitter, stalls, resets)."""
@@ -117,6 +124,7 @@ NEEDS: dict[type, str] = {
     RoutedPeers: "a db whose nodes dial each other at addresses the harness gives",
     Iptables: "iptables (root)",
     ClientLinks: "clients with addresses of their own",
+    PacketRules: "one-way and lossy links (iptables)",
     LinkLayer: "the link layer (a proxy on every client link)",
     PeerLinks: "links between the DB nodes through the link layer",
 }

@@ -51,7 +51,13 @@ from harness.controller.backends.process_nodes import ProcessNodes, last_lines, 
 from harness.controller.dbs.faketime import LIBFAKETIME_PATHS
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
-from harness.core.capabilities import ClientLinks, Iptables, LinkLayer, PeerLinks
+from harness.core.capabilities import (
+    ClientLinks,
+    Iptables,
+    LinkLayer,
+    PacketRules,
+    PeerLinks,
+)
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -180,7 +186,7 @@ class DockerBackend(ProcessNodes):
         return self._client_groups[process]
 
     def environment_unmet(self, capability: type) -> str | None:
-        if capability in (Iptables, ClientLinks, LinkLayer):
+        if capability in (Iptables, ClientLinks, LinkLayer, PacketRules):
             return None  # every container has iptables and NET_ADMIN; clients own addresses;
             # the link layer's proxy runs on the host with the clients
         if capability is PeerLinks:

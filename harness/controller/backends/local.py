@@ -48,7 +48,13 @@ from harness.controller.dbs.faketime import libfaketime
 from harness.controller.places import active_dir, scratch_dir
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
-from harness.core.capabilities import ClientLinks, Iptables, LinkLayer, PeerLinks
+from harness.core.capabilities import (
+    ClientLinks,
+    Iptables,
+    LinkLayer,
+    PacketRules,
+    PeerLinks,
+)
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -159,7 +165,7 @@ class LocalBackend(ProcessNodes):
             except HarnessError as e:
                 return str(e)
             return None
-        if capability is LinkLayer:
+        if capability in (LinkLayer, PacketRules):
             return None
         if capability is PeerLinks:  # the doors tell peers apart by their source addresses
             try:
