@@ -4,12 +4,16 @@ lock held when the primary was cut off granted to somebody else while its lease 
     .venv/bin/python bench/failover_loss.py RUN_DIR... [--json]
 
 Per failover, from the history alone: the grant that was in force when the cut began (its holder
-is the client the nemesis kept with the old primary), the end of its lease (the acquire's
-invocation plus the validity it was granted with: the server set the lease no earlier), and the
-first grant to another client after the cut. The lease was *broken* (the lock lost by the
-service, not outlived by its holder) when that grant came before the lease's end. Also per run:
-the mutex checker's overlaps and broken leases (which count the split brain too: the holder
-goes on taking the lock on the old primary while the others take it on the new one).
+is the client the nemesis kept with the old primary), the end of its lease, and the first grant
+to another client after the cut. The lease was *broken* (the lock lost by the service, not
+outlived by its holder) when that grant came before the lease's end. The history bounds that
+end: the server set the lease after the acquire was invoked and before it returned, so it ends
+between ``invoke + validity`` (**lost**: certainly broken) and ``ok + validity``
+(**lost-likely**: broken if the lease was set when the acquire returned, as it nearly is for a
+lock that polls: its successful attempt is its last, a round trip before it returns). An
+acquire that waited long makes the two far apart. Also per run: the mutex checker's overlaps and
+broken leases (which count the split brain too: the holder goes on taking the lock on the old
+primary while the others take it on the new one).
 """
 
 from __future__ import annotations
@@ -67,11 +71,14 @@ def failovers(run_dir: Path) -> list[dict[str, Any]]:
             continue
         g = held[-1]
         lease_end = g["invoked"] + int(float(g["validity"]) * NS)
+        likely_end = g["granted"] + int(float(g["validity"]) * NS)
         nxt = next((h for h in gs if h["granted"] > cut and h["process"] != g["process"]),
                    None)
-        row.update({"held-at-cut": True, "lease-ends-s": round(lease_end / NS, 3),
+        row.update({"held-at-cut": True, "lease-ends-s": [round(lease_end / NS, 3),
+                                                           round(likely_end / NS, 3)],
                     "next-grant-s": None if nxt is None else round(nxt["granted"] / NS, 3),
-                    "lost": nxt is not None and nxt["granted"] < lease_end})
+                    "lost": nxt is not None and nxt["granted"] < lease_end,
+                    "lost-likely": nxt is not None and nxt["granted"] < likely_end})
         out.append(row)
     return out
 
@@ -90,6 +97,7 @@ def main() -> int:
         rows.append({"run": str(run_dir), "valid": results["valid"], "failovers": len(fos),
                      "held-at-cut": sum(1 for f in fos if f.get("held-at-cut")),
                      "lost-at-failover": sum(1 for f in fos if f.get("lost")),
+                     "lost-likely": sum(1 for f in fos if f.get("lost-likely")),
                      "overlaps": mutex["lock-overlap-count"],
                      "lease-broken": mutex.get("lease-broken-count"), "detail": fos})
     if a.json:
@@ -98,6 +106,7 @@ def main() -> int:
         for r in rows:
             print(f"{r['run']}: valid={r['valid']} failovers={r['failovers']} "
                   f"held-at-cut={r['held-at-cut']} lost-at-failover={r['lost-at-failover']} "
+                  f"lost-likely={r['lost-likely']} "
                   f"overlaps={r['overlaps']} lease-broken={r['lease-broken']}")
     return 0
 
