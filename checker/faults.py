@@ -2,7 +2,11 @@
 
 Each nemesis records, with a fault's start, what the history must show while it is on
 (``expect``): ``frozen`` clients record nothing (a pause), ``cut-off`` clients complete no lock
-operation (a partition of the client from the DB nodes: its lock requests cannot reach them).
+operation (a partition of the client from the DB nodes: its lock requests cannot reach them),
+``slowed`` clients complete no lock op faster than the delay on their links allows
+(``{"processes": [...], "at-least": seconds}``), ``stalled`` clients complete no lock op for
+the first ``seconds`` of the fault (``{"processes": [...], "seconds": s}``: their replies are
+held).
 A fault whose start failed (``error``) could not be injected at all. Either makes this check
 ``unknown``, with the reason in words: the run then proves nothing about that fault, whatever
 the other checkers say. It is never ``False``: a fault that did not bite is the harness's (or
@@ -22,6 +26,7 @@ from harness.core.text import show
 
 LOCK_FS = frozenset({"acquire", "release", "extend", "reacquire", "rerelease"})
 GRACE_NS = 5_000_000  # a signal lands within microseconds; 5 ms covers the journal's clock
+NS = 1_000_000_000
 MAX_LISTED = 20
 
 
@@ -59,6 +64,17 @@ def windows(history: Sequence[Op]) -> tuple[list[Window], list[dict[str, Any]]]:
         elif op["value"] == "stop" and op["type"] == INVOKE and key in open_:
             open_.pop(key).stop = op["time"]
     return out, failed
+
+
+def _claim(w: Window, key: str, number: str) -> tuple[list[int], float] | None:
+    """A claim of the form ``{"processes": [...], number: seconds}``, if well formed."""
+    claim = w.expect.get(key)
+    if not isinstance(claim, dict):
+        return None
+    value = claim.get(number)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return _processes(claim.get("processes")), float(value)
 
 
 def _processes(claim: Any) -> list[int]:
@@ -99,6 +115,37 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
                                     f"{seconds(w.stop):.2f} s, while its links to the DB "
                                     "nodes were cut (its connections do not come from its "
                                     "own address?)")})
+        slowed = _claim(w, "slowed", "at-least")
+        if slowed is not None:
+            for p in slowed[0]:
+                fast = [(f, d) for f, d in completed_lock_ops_timed(by_process.get(p, []), lo, hi)
+                        if d < slowed[1] * NS - GRACE_NS]
+                if fast:
+                    f, d = min(fast, key=lambda x: x[1])
+                    ineffective.append({
+                        "fault": w.f, "process": p, "from": seconds(w.start),
+                        "until": seconds(w.stop), "ops": len(fast),
+                        "explanation": (f"{w.f} did not slow process {p} down: {len(fast)} of "
+                                        f"its lock ops took less than the {slowed[1]:g} s its "
+                                        f"delayed links allow (the fastest, a {f}, took "
+                                        f"{d / NS * 1000:.1f} ms) between {seconds(w.start):.2f}"
+                                        f" s and {seconds(w.stop):.2f} s: do its connections go "
+                                        "around the link layer?")})
+        stalled = _claim(w, "stalled", "seconds")
+        if stalled is not None:
+            until = min(hi, w.start + int(stalled[1] * NS) - GRACE_NS)
+            for p in stalled[0]:
+                done = completed_lock_ops(by_process.get(p, []), w.start - 1, until,
+                                          invoked_before=True)
+                if done:
+                    ineffective.append({
+                        "fault": w.f, "process": p, "from": seconds(w.start),
+                        "until": seconds(until), "ops": len(done),
+                        "explanation": (f"{w.f} did not hold process {p}'s replies: it "
+                                        f"completed {len(done)} lock op(s) "
+                                        f"({', '.join(sorted(set(done)))}) within the "
+                                        f"{stalled[1]:g} s its replies were to be held, from "
+                                        f"{seconds(w.start):.2f} s")})
     valid: bool | str = "unknown" if ineffective or failed else True
     result: dict[str, Any] = {
         "valid": valid,
@@ -115,9 +162,26 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
     return result
 
 
-def completed_lock_ops(ops: list[Op], lo: int, hi: int) -> list[str]:
-    """The lock ops invoked after ``lo`` that completed ok before ``hi`` (their fs)."""
+def completed_lock_ops(ops: list[Op], lo: int, hi: int, *, invoked_before: bool = False
+                       ) -> list[str]:
+    """The lock ops invoked after ``lo`` that completed ok before ``hi`` (their fs); with
+    ``invoked_before``, those that completed ok between ``lo`` and ``hi`` whenever invoked."""
     out: list[str] = []
+    pending: Op | None = None
+    for op in ops:
+        if op["type"] == INVOKE:
+            pending = op
+        elif pending is not None:
+            began = pending["time"] > lo or (invoked_before and op["time"] > lo)
+            if pending["f"] in LOCK_FS and op["type"] == OK and began and op["time"] < hi:
+                out.append(pending["f"])
+            pending = None
+    return out
+
+
+def completed_lock_ops_timed(ops: list[Op], lo: int, hi: int) -> list[tuple[str, int]]:
+    """(f, duration ns) of the lock ops invoked after ``lo`` that completed ok before ``hi``."""
+    out: list[tuple[str, int]] = []
     pending: Op | None = None
     for op in ops:
         if op["type"] == INVOKE:
@@ -125,7 +189,7 @@ def completed_lock_ops(ops: list[Op], lo: int, hi: int) -> list[str]:
         elif pending is not None:
             if (pending["f"] in LOCK_FS and op["type"] == OK and pending["time"] > lo
                     and op["time"] < hi):
-                out.append(pending["f"])
+                out.append((pending["f"], op["time"] - pending["time"]))
             pending = None
     return out
 
@@ -133,5 +197,7 @@ def completed_lock_ops(ops: list[Op], lo: int, hi: int) -> list[str]:
 class FaultsChecker:
     name: ClassVar[str] = "faults"
     summary: ClassVar[str] = ("every fault bit: a paused client recorded nothing, a cut-off "
-                              "client completed no lock op, every start was injected")
+                              "client completed no lock op, a delayed one none faster than "
+                              "the delay, a stalled one none while held; every start was "
+                              "injected")
     check = staticmethod(check)

@@ -12,6 +12,16 @@ Where the resource protects itself (the ``fenced`` workload asks for
 ``overlaps_informational``), lock overlaps are reported but informational: only interleavings
 decide the verdict there. So they are when every write went through the lock's own transaction
 (``pg-row``): the writes of a holder whose session was ended were rolled back with it.
+
+An overlap says two clients believed they held the lock; it does not say who was wrong. When
+the earlier grant came with a validity (a lease: ``SET PX``, Redlock's), the overlap is also
+classed: **lease broken** when the service certainly granted the later lock while the earlier
+lease was in force: the later acquire was invoked after the earlier one completed (so its
+grant came after) and completed before the earlier lease could have run out (the earlier
+acquire's invocation plus its validity: the server set that lease no earlier). A failover that
+lost the lock, a forgetful restart. Otherwise a holder outlived its lease (a pause), or heard
+of its grant late (a stalled reply), or the history cannot tell. The count of broken leases is
+how often the *service* certainly lost the lock.
 """
 
 from __future__ import annotations
@@ -56,9 +66,20 @@ def describe_overlap(a: Grant, b: Grant, end: int) -> str:
             f"({until})")
 
 
+def lease_broken(a: Grant, b: Grant) -> bool | None:
+    """Was ``b`` certainly granted after ``a`` and while ``a``'s lease was still in force?
+    (None: ``a`` had no validity to tell.)"""
+    if a.validity is None or isinstance(a.validity, bool) or not isinstance(
+            a.validity, int | float):
+        return None
+    return b.invoke > a.start and b.start < a.invoke + int(a.validity * 1_000_000_000)
+
+
 def overlap_record(a: Grant, b: Grant, end: int) -> dict[str, Any]:
     stop = min(a.end_or(end), b.end_or(end))
+    broken = lease_broken(a, b)
     return {
+        "lease-broken": broken,
         "lock": a.lock,
         "processes": [a.process, b.process],
         "first": grant_record(a),
@@ -147,6 +168,7 @@ def check(history: Sequence[Op], *, overlaps_informational: bool = False) -> dic
         "lock-overlap-count": len(overlaps),
         "lock-overlaps-informational": informational,
         "lock-overlaps": [overlap_record(a, b, end) for a, b in overlaps[:MAX_LISTED]],
+        "lease-broken-count": sum(1 for a, b in overlaps if lease_broken(a, b)),
         "resource-interleaving-count": len(inter),
         "resource-interleavings": [
             {"processes": [s[0].process, x.process], "seqs": [s[0].seq, x.seq, s[1].seq],

@@ -55,6 +55,10 @@ def add_run_options(r: argparse.ArgumentParser, time_limit_default: str = "20") 
     r.add_argument("--ttl", type=float, help="lock TTL / lease in seconds (default 2)")
     r.add_argument("--persistence", help="DB nodes' persistence: none (default) or appendonly "
                    "(redis: appendfsync always)")
+    r.add_argument("--links", help="direct (default: unless a nemesis needs the link layer) "
+                   "or proxy: every client link through the link layer's proxy")
+    r.add_argument("--op-timeout", type=float, help="seconds a client waits for one reply "
+                   "(default 1, or what the nemesis needs)")
     r.add_argument("--nemesis-opt", action="append", metavar="KEY=VALUE",
                    help="a nemesis option, e.g. clock-nodes=all, crash-step=holding, "
                    "kill-delay=3 (repeatable)")
@@ -223,7 +227,7 @@ def spec_data(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "replay", None) is not None:
         data = {**data, **replay_data(args.replay)}
     for key in ("db", "lock", "workload", "backend", "nodes", "clients", "time_limit", "seed",
-                "store", "ttl", "hosts", "resource", "resource_mode"):
+                "store", "ttl", "hosts", "resource", "resource_mode", "links", "op_timeout"):
         value = getattr(args, key)
         if value is not None:
             data[key] = value

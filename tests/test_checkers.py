@@ -220,3 +220,37 @@ def test_independent_keys_are_checked_each_on_its_own() -> None:
     together = mutex.check(history("lock-0"))
     assert together["valid"] is False
     assert together["lock-overlap-count"] == 1 and together["resource-interleaving-count"] == 1
+
+
+def grant_pair(second_at_ms: int, validity: float | None, second_invoked_ms: int = 120
+               ) -> list[dict[str, object]]:
+    """Process 0 acquires (invoked at 100 ms, ok at 110 ms, lease ``validity``) and holds on;
+    process 1's acquire, invoked at ``second_invoked_ms``, completes at ``second_at_ms``."""
+    value = {"session": 1} if validity is None else {"session": 1, "validity": validity}
+    return sorted([
+        {"index": 0, "time": 100 * MS, "process": 0, "type": "invoke", "f": "acquire"},
+        {"index": 1, "time": 110 * MS, "process": 0, "type": "ok", "f": "acquire",
+         "value": value},
+        {"index": 2, "time": second_invoked_ms * MS, "process": 1, "type": "invoke",
+         "f": "acquire"},
+        {"index": 3, "time": second_at_ms * MS, "process": 1, "type": "ok", "f": "acquire",
+         "value": {"session": 1, "validity": validity}},
+    ], key=lambda op: op["time"])  # type: ignore[arg-type, return-value]
+
+
+def test_a_grant_inside_the_previous_lease_is_a_broken_lease() -> None:
+    m = mutex.check(grant_pair(1500, 2.0))  # 1.5 s < 0.1 s + 2 s: the lease still ran
+    assert m["lock-overlap-count"] == 1 and m["lease-broken-count"] == 1
+    assert m["lock-overlaps"][0]["lease-broken"] is True
+
+
+def test_a_holder_that_outlived_its_lease_is_no_broken_lease() -> None:
+    m = mutex.check(grant_pair(2200, 2.0))  # past 0.1 s + 2 s: the holder outlived it
+    assert m["lock-overlap-count"] == 1 and m["lease-broken-count"] == 0
+    assert m["lock-overlaps"][0]["lease-broken"] is False
+    unknown = mutex.check(grant_pair(1500, None))  # no validity: no way to tell
+    assert unknown["lease-broken-count"] == 0
+    assert unknown["lock-overlaps"][0]["lease-broken"] is None
+    # asked before the first grant, heard of after it: granted when? (a stalled reply, say)
+    late = mutex.check(grant_pair(1500, 2.0, second_invoked_ms=50))
+    assert late["lock-overlap-count"] == 1 and late["lease-broken-count"] == 0

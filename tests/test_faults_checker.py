@@ -81,3 +81,68 @@ def test_a_fault_that_could_not_be_injected_makes_it_unknown() -> None:
 
 def test_no_faults_is_valid() -> None:
     assert faults.check(ordered([op(0.1, 0, "invoke", "acquire")]))["valid"] is True
+
+
+def window(f: str, t0: float, t1: float, targets: list[str], expect: dict[str, Any]
+           ) -> list[dict[str, Any]]:
+    return [op(t0, "nemesis", "invoke", f, "start", step=0, targets=targets),
+            op(t0 + 0.001, "nemesis", "info", f, "start", step=0, targets=targets,
+               expect=expect),
+            op(t1, "nemesis", "invoke", f, "stop", step=0, targets=targets),
+            op(t1 + 0.001, "nemesis", "info", f, "stop", step=0, targets=targets)]
+
+
+SLOWED = {"slowed": {"processes": [1], "at-least": 0.2}}
+
+
+def test_a_delay_that_slowed_every_lock_op_passes() -> None:
+    h = ordered([*window("delay", 1.0, 5.0, ["c1"], SLOWED),
+                 op(1.5, 1, "invoke", "acquire"), op(1.75, 1, "ok", "acquire"),
+                 op(1.8, 1, "invoke", "write", {"kind": "enter"}),  # the resource: not delayed
+                 op(1.801, 1, "ok", "write", {"kind": "enter", "seq": 1}),
+                 op(2.0, 1, "invoke", "release"), op(2.21, 1, "ok", "release"),
+                 op(0.1, 1, "invoke", "acquire"), op(0.15, 1, "fail", "acquire")])
+    assert faults.check(h)["valid"] is True
+
+
+def test_a_lock_op_faster_than_the_delay_allows_makes_it_unknown() -> None:
+    h = ordered([*window("delay", 1.0, 5.0, ["c1"], SLOWED),
+                 op(1.5, 1, "invoke", "acquire"), op(1.75, 1, "ok", "acquire"),
+                 op(2.0, 1, "invoke", "release"), op(2.003, 1, "ok", "release")])
+    r = faults.check(h)
+    assert r["valid"] == "unknown" and r["ineffective-count"] == 1
+    text = r["ineffective"][0]["explanation"]
+    assert "delay did not slow process 1 down" in text and "a release, took 3.0 ms" in text
+
+
+def test_a_fast_op_outside_the_delay_window_is_no_evidence() -> None:
+    h = ordered([*window("delay", 1.0, 5.0, ["c1"], SLOWED),
+                 op(0.9, 1, "invoke", "acquire"), op(1.01, 1, "ok", "acquire"),  # began before
+                 op(5.1, 1, "invoke", "release"), op(5.101, 1, "ok", "release")])  # after
+    assert faults.check(h)["valid"] is True
+
+
+STALLED = {"stalled": {"processes": [2, 3], "seconds": 3.0}}
+
+
+def test_a_stall_that_held_every_reply_passes() -> None:
+    h = ordered([*window("stall-grant", 1.0, 6.0, ["c2", "c3"], STALLED),
+                 op(0.5, 2, "invoke", "acquire"), op(4.2, 2, "ok", "acquire"),  # the late grant
+                 op(0.6, 3, "invoke", "acquire"), op(4.3, 3, "info", "acquire")])
+    assert faults.check(h)["valid"] is True
+
+
+def test_a_stalled_client_that_completed_an_acquire_makes_it_unknown() -> None:
+    h = ordered([*window("stall-grant", 1.0, 6.0, ["c2", "c3"], STALLED),
+                 op(0.5, 2, "invoke", "acquire"), op(1.5, 2, "ok", "acquire")])
+    r = faults.check(h)
+    assert r["valid"] == "unknown"
+    assert "did not hold process 2's replies" in r["ineffective"][0]["explanation"]
+
+
+def test_malformed_claims_are_ignored_not_crashed_on() -> None:
+    h = ordered([*window("delay", 1.0, 5.0, ["c1"], {"slowed": {"processes": [1],
+                                                               "at-least": "slow"}}),
+                 *window("stall-grant", 6.0, 9.0, ["c1"], {"stalled": [1]}),
+                 op(1.5, 1, "invoke", "acquire"), op(1.501, 1, "ok", "acquire")])
+    assert faults.check(h)["valid"] is True

@@ -70,7 +70,7 @@ def run_client(argv: list[str]) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the controller's to handle
-    bind_source(cfg["source"], cfg.get("networks"))
+    bind_source(cfg["source"], cfg.get("networks"), cfg.get("redirects"))
     journal = JournalWriter(cfg["journal"], cfg["process"], cfg["t0_ns"])
     workload_cls = load_object(cfg["workload_target"])
     lock_cls = load_object(cfg["lock_target"])

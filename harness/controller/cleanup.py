@@ -121,7 +121,8 @@ def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
     if os.geteuid() == 0 and shutil.which("iptables"):
         try:
             out.rules = netfilter.remove_rules(lambda owner: owner not in live_runs)
-            netfilter.remove_chain_if_empty()
+            if not live_runs:  # a live run may be adding rules: its chains' jumps must stay
+                netfilter.remove_chain_if_empty()
         except HarnessError as e:
             out.errors.append(str(e))
     return out

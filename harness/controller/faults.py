@@ -2,13 +2,19 @@
 offset, holds it, heals it, and journals every move.
 
 Each start and stop is two ops of process ``nemesis`` in the history: an ``invoke`` just before
-the fault is applied and an ``info`` just after, with the step's number, the target role and
-the endpoints it resolved to. A step never starts before the previous one has healed (it then
-starts late, and its record says when it really started). Whatever happens, :meth:`finish` heals
-everything (every nemesis's teardown), and that is journaled too.
+the fault is applied and an ``info`` just after, with the step's number, the target role, the
+endpoints it resolved to and the fault's parameters (its options as they were for that step).
+A step never starts before the previous one has healed (it then starts late, and its record
+says when it really started), except a *background* step: a condition (a slow or lossy network,
+replication lag) held on a thread of its own while the other steps come and go. Whatever
+happens, :meth:`finish` heals everything (every nemesis's teardown), and that is journaled too.
 
 :func:`generate` turns ``--nemesis a,b`` into a schedule: a fault every 1-3 s, chosen at random
-among the named ones, each for its own default duration, all drawn from the run's seed.
+among the named ones, each for its own default duration, all drawn from the run's seed. When
+the named faults mix conditions (a nemesis that declares ``condition = True``) with others, the
+conditions are held in the background from the first step to the end of the load and the others
+come and go under them (``--nemesis lag-replication,failover``: every failover happens while
+replication lags).
 """
 
 from __future__ import annotations
@@ -38,6 +44,13 @@ def generate(names: Sequence[str], nemeses: Mapping[str, Nemesis], ctx: NemesisC
     """A random schedule over ``names`` that fills ``time_limit`` seconds."""
     steps: list[Step] = []
     t = 0.0
+    conditions = [n for n in names if getattr(nemeses[n], "condition", False)]
+    if conditions and len(conditions) < len(set(names)):
+        t = rng.uniform(*INTERVAL)
+        if t < time_limit:
+            steps += [Step(round(t, 3), name, (targets or {}).get(name),
+                           round(time_limit - t, 3), background=True) for name in conditions]
+        names = [n for n in names if n not in conditions]
     while names and len(steps) < 10_000:
         t += rng.uniform(*INTERVAL)
         if t >= time_limit:
@@ -77,26 +90,33 @@ class FaultRunner:
     faults: list[Fault] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     active: Fault | None = None
+    background: list[Fault] = field(default_factory=list)  # background faults on now
     errors: list[str] = field(default_factory=list)
-    _thread: threading.Thread | None = None
+    _threads: list[threading.Thread] = field(default_factory=list)
 
     def start(self) -> None:
-        """Set every nemesis up, then run the steps on a thread of their own."""
+        """Set every nemesis up, then run the steps on a thread of their own (and each
+        background step on one of its own)."""
         for nem in self.nemeses.values():
             nem.setup(self.ctx)
         self.t0 = self.t0 or time.monotonic()
-        if self.schedule.steps:
-            self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
-            self._thread.start()
+        steps = list(enumerate(self.schedule.steps))
+        lanes = [[(i, s) for i, s in steps if not s.background]]
+        lanes += [[(i, s)] for i, s in steps if s.background]
+        for n, lane in enumerate(x for x in lanes if x):
+            thread = threading.Thread(target=self._run, args=(lane,), daemon=True,
+                                      name="nemesis" if n == 0 else f"nemesis-{n}")
+            self._threads.append(thread)
+            thread.start()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
 
-    def _run(self) -> None:
-        for i, step in enumerate(self.schedule.steps):
+    def _run(self, lane: list[tuple[int, Step]]) -> None:
+        for k, (i, step) in enumerate(lane):
             if self.done.wait(max(0.0, step.at - self.elapsed())):
-                for j in range(i, len(self.schedule.steps)):
-                    self._skip(j, self.schedule.steps[j], "the run ended before it was due")
+                for j, left in lane[k:]:
+                    self._skip(j, left, "the run ended before it was due")
                 return
             nem = self.nemeses[step.fault]
             ctx = (dataclasses.replace(self.ctx, options={**self.ctx.options, **step.params})
@@ -106,10 +126,24 @@ class FaultRunner:
             except Exception as e:  # a fault that cannot be applied is recorded, not fatal
                 self.errors.append(f"{step.fault}: {type(e).__name__}: {e}")
                 self.journal.record(INFO, step.fault, "start", step=i, target=step.target,
-                                    error=str(e)[:200])
-                if self.active is not None:
-                    self.active.error = str(e)[:200]
-                self.active = None
+                                    error=str(e)[:200], params=parameters(nem, ctx))
+                fault = self._current(step)
+                if fault is not None:
+                    fault.error = str(e)[:200]
+                self._set_current(step, None)
+
+    def _current(self, step: Step) -> Fault | None:
+        if not step.background:
+            return self.active
+        return next((f for f in self.background if f.f == step.fault), None)
+
+    def _set_current(self, step: Step, fault: Fault | None) -> None:
+        if not step.background:
+            self.active = fault
+        elif fault is not None:
+            self.background.append(fault)
+        else:
+            self.background = [f for f in self.background if f.f != step.fault]
 
     def _one(self, i: int, step: Step, nem: Nemesis, ctx: NemesisContext) -> None:
         targets = nem.select(ctx, step.target)
@@ -118,8 +152,10 @@ class FaultRunner:
             self._skip(i, step, f"no {role} right now" if targets is None
                        else "the run ended while it looked for its target")
             return
+        params = parameters(nem, ctx)
+        under = {"background": True} if step.background else {}
         began = self.journal.record(INVOKE, nem.name, "start", step=i, target=step.target,
-                                    targets=targets)
+                                    targets=targets, params=params, **under)
         try:
             nem.start(ctx, targets)
         except Exception:
@@ -128,31 +164,34 @@ class FaultRunner:
             raise
         expect = nem.expect(ctx, targets) if hasattr(nem, "expect") else None
         op = self.journal.record(INFO, nem.name, "start", step=i, target=step.target,
-                                 targets=targets, expect=expect, **_detail(nem))
+                                 targets=targets, expect=expect, params=params, **under,
+                                 **_detail(nem))
         duration = float(step.duration if step.duration is not None else nem.duration(ctx))
         fault = Fault(i, nem.name, step.target, targets, step.at, op["time"] / 1e9,
                       detail=nem.detail(), duration=round(duration, 3),
                       began=began["time"] / 1e9)
         self.faults.append(fault)
-        self.active = fault
+        self._set_current(step, fault)
         self.done.wait(duration)
-        self.journal.record(INVOKE, nem.name, "stop", step=i, targets=fault.targets)
+        self.journal.record(INVOKE, nem.name, "stop", step=i, targets=fault.targets,
+                            params=params, **under)
         nem.stop(ctx, fault.targets)
         op = self.journal.record(INFO, nem.name, "stop", step=i, targets=fault.targets,
-                                 **_detail(nem))
+                                 params=params, **under, **_detail(nem))
         fault.stop = op["time"] / 1e9
-        self.active = None
+        self._set_current(step, None)
 
     def _skip(self, i: int, step: Step, why: str) -> None:
         self.skipped.append({"step": i, "fault": step.fault, "target": step.target,
                              "at": round(self.elapsed(), 3), "why": why})
 
     def finish(self, timeout: float = 60.0) -> None:
-        """Stop scheduling, heal the active fault, then heal everything."""
+        """Stop scheduling, heal the active faults, then heal everything."""
         self.done.set()
         self.ctx.finishing.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.1, deadline - time.monotonic()))
         for name, nem in self.nemeses.items():
             self.journal.record(INVOKE, name, "heal")
             try:
@@ -163,8 +202,8 @@ class FaultRunner:
                 self.journal.record(INFO, name, "heal", error=str(e)[:200])
 
     def describe_active(self) -> str:
-        a = self.active
-        return "-" if a is None else f"{a.f}({','.join(a.targets)})"
+        on = [f for f in [*self.background, self.active] if f is not None]
+        return "+".join(f"{a.f}({','.join(a.targets)})" for a in on) or "-"
 
     def record(self) -> dict[str, Any]:
         """What test.json keeps: the plan, what ran, what was skipped, what failed."""
@@ -191,6 +230,17 @@ def as_ran(test: Mapping[str, Any], where: str = "test.json") -> Schedule:
     return Schedule(tuple(
         dataclasses.replace(step, duration=durations[i]) if i in durations else step
         for i, step in enumerate(plan.steps)))
+
+
+def parameters(nem: Nemesis, ctx: NemesisContext) -> dict[str, Any] | None:
+    """The nemesis's options as they are for this step (defaults filled in), for the
+    history: every start and stop says what the fault was asked to do."""
+    declared = getattr(nem, "options", None) or {}
+    out = {k: ctx.options.get(k, opt.default) for k, opt in declared.items()}
+    resolve = getattr(nem, "parameters", None)
+    if callable(resolve):
+        out.update(resolve(ctx))
+    return {k: v for k, v in out.items() if v is not None} or None
 
 
 def _detail(nem: Nemesis) -> dict[str, Any]:

@@ -36,7 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.core.capabilities import ClientLinks, Iptables
+from harness.core.capabilities import (
+    ClientLinks,
+    Iptables,
+    LinkLayer,
+    PacketRules,
+    PeerLinks,
+    describe,
+)
 from harness.core.errors import UsageError
 
 HOST_KEYS = ("name", "address", "ssh", "port", "user", "key", "known-hosts", "jump", "dir")
@@ -348,6 +355,9 @@ def environment_unmet(hosts: HostsFile, capability: type) -> str | None:
                     "[clients] addresses), so one client cannot be cut off alone: add them "
                     "(docs/ssh.md)")
         return None
+    if capability in (PacketRules, LinkLayer, PeerLinks):
+        return (f"the ssh backend has no {describe(capability)} yet: use --backend local or "
+                "docker")
     return f"the ssh backend has no {getattr(capability, '__name__', capability)}"
 
 

@@ -13,6 +13,16 @@ from POSTROUTING) rewrites the source of its connections to its node's address. 
 such a connection come back addressed to 127.0.0.1, so a cut also drops by the connection's
 reply tuple (conntrack): every connection A made to B, both ways, silently (a DROP in INPUT, so
 a cut-off process sees timeouts, as on a real network, not errors).
+
+A one-way cut (:meth:`Netfilter.drop_oneway`) drops only what A sends B: A's packets to B, and
+A's replies on the connections B made to A (matched by their reply tuple). Packet loss is the
+same match with ``-m statistic --mode random --probability P`` and the same comment: the
+``statistic`` match is what tells loss from cuts (healing a cut leaves the loss and healing the
+loss leaves the cuts), and the comment stays the run id alone, which every version of ``harness
+clean`` reads as the run's (a tag in it would make an older ``clean`` take a live run's loss
+rules for a dead run's).
+
+Rules are added, and removed, in one ``iptables-restore`` transaction per batch.
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ import ipaddress
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from harness.controller.places import active_dir
 from harness.core.errors import HarnessError
@@ -32,6 +42,7 @@ CHAIN = "LOCK-HARNESS"
 NAT_CHAIN = "LOCK-HARNESS-SNAT"
 COMMENT_PREFIX = "lock-harness:"
 GID_BASE = 1_600_000_000  # + the low 24 bits of a node's address: one group id per address
+LOSS = "-m statistic"  # what a loss rule has and a cut does not
 
 
 def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -91,18 +102,55 @@ class Netfilter:
 
     def ensure_chain(self) -> None:
         if _iptables("-S", CHAIN, check=False).returncode != 0:
-            _iptables("-N", CHAIN)
-        if _iptables("-C", "INPUT", "-j", CHAIN, check=False).returncode != 0:
-            _iptables("-I", "INPUT", "1", "-j", CHAIN)
+            _iptables("-N", CHAIN, check=False)  # another run may create it at the same time
+        ensure_jump()
 
     def drop(self, src: str, dst: str) -> None:
         """Drop what ``src`` sends ``dst``, and every connection ``src`` made to ``dst``."""
+        self.apply(self.drop_rules(src, dst))
+
+    def drop_rules(self, src: str, dst: str) -> list[list[str]]:
         comment = ["-m", "comment", "--comment", self.comment, "-j", "DROP"]
-        with chains_locked():
+        return [["-s", src, "-d", dst, *comment],
+                ["-m", "conntrack", "--ctreplsrc", dst, "--ctrepldst", src, *comment]]
+
+    def drop_oneway(self, src: str, dst: str, probability: float | None = None) -> None:
+        self.apply(self.oneway_rules(src, dst, probability))
+
+    def oneway_rules(self, src: str, dst: str, probability: float | None = None
+                     ) -> list[list[str]]:
+        """Drop what ``src`` sends ``dst`` and nothing else: its packets to ``dst`` and its
+        replies on connections ``dst`` made to it (whose replies may be addressed to the
+        rewritten source, so they are matched by the connection's reply tuple). With
+        ``probability``, each such packet is dropped with that probability (loss)."""
+        chance: list[str] = []
+        if probability is not None:
+            chance = ["-m", "statistic", "--mode", "random", "--probability",
+                      f"{probability:.6f}"]
+        tail = [*chance, "-m", "comment", "--comment", self.comment, "-j", "DROP"]
+        return [["-s", src, "-d", dst, *tail],
+                ["-m", "conntrack", "--ctdir", "REPLY", "--ctreplsrc", src, "--ctrepldst", dst,
+                 *tail]]
+
+    def apply(self, rules: list[list[str]]) -> None:
+        """Append rules to our chain all at once (one iptables-restore transaction: a
+        partition of many links forms in one step, not one rule at a time)."""
+        if not rules:
+            return
+        with chains_locked():  # harness clean may be removing an empty chain right now
             self.ensure_chain()
-            _iptables("-A", CHAIN, "-s", src, "-d", dst, *comment)
-            _iptables("-A", CHAIN, "-m", "conntrack", "--ctreplsrc", dst, "--ctrepldst", src,
-                      *comment)
+            restore(["*filter", *(f"-A {CHAIN} {' '.join(map(_word, r))}" for r in rules),
+                     "COMMIT"])
+            ensure_jump()  # a run of older code may have removed it meanwhile (see teardown)
+
+    def dropped(self) -> int:
+        """Packets this run's loss rules dropped so far (their counters)."""
+        proc = _iptables("-S", CHAIN, "-v", check=False)
+        total = 0
+        for rule in proc.stdout.splitlines():
+            if _comment_of(rule) == self.run_id and LOSS in rule and " -c " in rule:
+                total += int(rule.split(" -c ", 1)[1].split()[0])
+        return total
 
     def source_nat(self, address: str, dest: str = "127.0.0.0/8") -> int:
         """Make connections of processes in group :func:`node_gid` to ``dest`` come from
@@ -120,24 +168,64 @@ class Netfilter:
         return gid
 
     def heal(self) -> int:
-        """Remove this run's cuts. Returns how many rules were removed."""
-        return remove_rules(lambda c: c == self.run_id, tables=("filter",))
+        """Remove this run's cuts (not its loss). Returns how many rules were removed."""
+        return remove_rules(lambda c: c == self.run_id, tables=("filter",),
+                            where=lambda rule: LOSS not in rule)
+
+    def heal_loss(self) -> int:
+        return remove_rules(lambda c: c == self.run_id, tables=("filter",),
+                            where=lambda rule: LOSS in rule)
 
     def teardown(self) -> None:
+        """Remove this run's rules. The chains and their jumps stay: another run may be adding
+        rules to them right now (removing the jump under it would make its cuts silently cut
+        nothing); ``harness clean`` removes them when no run is live."""
         remove_rules(lambda c: c == self.run_id)
-        remove_chain_if_empty()
 
 
-def remove_rules(select: object, tables: tuple[str, ...] = ("filter", "nat")) -> int:
+def _word(arg: str) -> str:
+    """One argument as iptables-restore reads it: double quotes only (it knows no others)."""
+    if arg and all(c.isalnum() or c in "-_.:/,=+" for c in arg):
+        return arg
+    if '"' in arg or "\\" in arg:
+        raise HarnessError(f"iptables argument {arg!r} cannot be quoted for iptables-restore")
+    return f'"{arg}"'
+
+
+def restore(lines: list[str]) -> None:
+    """One ``iptables-restore --noflush`` transaction (all or nothing)."""
+    binary = shutil.which("iptables-restore")
+    if binary is None:
+        raise HarnessError("iptables-restore not found: run the set-up command `bash setup.sh`")
+    proc = subprocess.run([binary, "-w", "5", "--noflush"], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        raise HarnessError(f"iptables-restore failed: {proc.stderr.strip()[:300]}")
+
+
+def remove_rules(select: Callable[[str], bool], tables: tuple[str, ...] = ("filter", "nat"),
+                 where: Callable[[str], bool] | None = None) -> int:
+    """Delete our rules whose comment (the run id) ``select`` accepts, and (``where``) whose
+    text it accepts: all of a table's in one transaction, or one by one if that fails (a rule
+    gone meanwhile)."""
     n = 0
     for table in tables:
-        for rule in rules(table):
-            owner = _comment_of(rule)
-            if owner is not None and callable(select) and select(owner):
-                spec = rule.split()[1:]  # drop "-A"
-                args = [a.strip('"') for a in spec]
-                if _iptables("-t", table, "-D", *args, check=False).returncode == 0:
-                    n += 1
+        chosen = [rule for rule in rules(table)
+                  if (owner := _comment_of(rule)) is not None and select(owner)
+                  and (where is None or where(rule))]
+        if not chosen:
+            continue
+        deletions = ["-D" + rule[2:] for rule in chosen]  # "-A CHAIN ..." -> "-D CHAIN ..."
+        try:
+            restore([f"*{table}", *deletions, "COMMIT"])
+            n += len(chosen)
+            continue
+        except HarnessError:
+            pass
+        for rule in chosen:
+            args = [a.strip('"') for a in rule.split()[1:]]  # drop "-A"
+            if _iptables("-t", table, "-D", *args, check=False).returncode == 0:
+                n += 1
     return n
 
 
@@ -152,6 +240,12 @@ def chains_locked() -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def ensure_jump() -> None:
+    """INPUT jumps to our chain (exactly once)."""
+    if _iptables("-C", "INPUT", "-j", CHAIN, check=False).returncode != 0:
+        _iptables("-I", "INPUT", "1", "-j", CHAIN)
 
 
 def remove_chain_if_empty() -> bool:

@@ -35,8 +35,9 @@ def unmet(spec: Any, registry: Registry | None = None) -> str | None:
         db = make_db(reg.load("dbs", spec.db), spec.persistence)
         db.check_environment()
         make_db(reg.load("dbs", RESOURCE_DB)).check_environment()
-        requires = {cap for n in spec.fault_names for cap in reg.nemesis_requires(n)}
-        if capabilities.Iptables in requires:
+        requires = {cap for n in spec.fault_names
+                    for cap in reg.nemesis_requires(n, spec.nemesis_options)}
+        if requires & {capabilities.Iptables, capabilities.PeerLinks}:
             netfilter.check_available()
         if capabilities.ClockFaults in requires:
             if libfaketime() is None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -97,6 +97,11 @@ BUILTINS: dict[str, dict[str, str]] = {
         "partition-minority": "nemesis.minority:PartitionMinority",
         "failover": "nemesis.failover:SentinelFailover",
         "crash-client": "nemesis.crash_client:CrashClient",
+        "delay": "nemesis.delay:Delay",
+        "stall-grant": "nemesis.stall_grant:StallGrant",
+        "loss": "nemesis.loss:Loss",
+        "partition-oneway": "nemesis.partition_oneway:PartitionOneway",
+        "lag-replication": "nemesis.lag_replication:LagReplication",
     },
     "checkers": {
         "mutex": "checker.mutex:MutexChecker",
@@ -265,8 +270,16 @@ class Registry:
         declared = bool(getattr(self.load("locks", lock), "resource_in_lock_db", False))
         return declared and getattr(self.load("resources", resource), "db", "") == db
 
-    def nemesis_requires(self, name: str) -> tuple[type, ...]:
-        return tuple(getattr(self.load("nemeses", name), "requires", ()) or ())
+    def nemesis_requires(self, name: str, options: Mapping[str, Any] | None = None
+                         ) -> tuple[type, ...]:
+        """What the nemesis requires, with what its options add (``needs(options)``: a delay
+        on the links between nodes needs those links in the link layer)."""
+        cls = self.load("nemeses", name)
+        out = tuple(getattr(cls, "requires", ()) or ())
+        needs = getattr(cls, "needs", None)
+        if callable(needs):
+            out += tuple(c for c in needs(dict(options or {})) if c not in out)
+        return out
 
     def dbs_with(self, capability: type) -> list[str]:
         """The registered DBs that have ``capability`` (for the hint in an error)."""
@@ -283,10 +296,13 @@ class Registry:
     # the one place a run's roles are checked against each other ------------------------------
     def check_run(self, *, db: str, db_obj: Any, lock: str, workload: str,
                   nemeses: Iterable[str], environment: Any, resource: str | None = None,
-                  resource_mode: str | None = None) -> None:
+                  resource_mode: str | None = None, options: Mapping[str, Any] | None = None,
+                  ttl: float = 2.0, op_timeout: float | None = None) -> None:
         """Raise UsageError (one line) if the lock, workload and faults cannot run on ``db``,
         or the protected resource cannot take the lock's writes.
-        ``environment(capability) -> reason | None`` answers for environment capabilities."""
+        ``environment(capability) -> reason | None`` answers for environment capabilities; a
+        nemesis may refuse its options on this db (``refuse(db, options, ttl, op_timeout)``,
+        a reason or None): a stall on a link the db does not have, say."""
         dbs = self.lock_dbs(lock)
         if dbs and db not in dbs:
             raise UsageError(f"lock {lock!r} runs on --db {', '.join(dbs)}, not {db!r}")
@@ -303,7 +319,7 @@ class Registry:
         if resource is not None:
             self.check_resource(lock, db, resource, resource_mode)
         for name in nemeses:
-            for cap in self.nemesis_requires(name):
+            for cap in self.nemesis_requires(name, options):
                 if capabilities.is_environment(cap):
                     reason = environment(cap)
                     if reason is not None:
@@ -318,6 +334,11 @@ class Registry:
                     raise UsageError(f"--nemesis {name} needs {capabilities.describe(cap)}"
                                      f"{hint}, not {db!r}")
                 raise UsageError(f"--nemesis {name}: {reason}")
+            refuse = getattr(self.load("nemeses", name), "refuse", None)
+            if callable(refuse):
+                reason = refuse(db_obj, dict(options or {}), ttl, op_timeout)
+                if reason:
+                    raise UsageError(f"--nemesis {name}: {reason}")
 
 
     def check_resource(self, lock: str, db: str, resource: str, mode: str | None) -> None:

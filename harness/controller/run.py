@@ -2,7 +2,9 @@
 made it, so the order of teardown is the structure of the code.
 
     run directory, test.json, marked active          (store, cleanup)
-    └─ cluster: nodes + companions + resource up     (torn down: servers stopped, rules gone)
+    └─ cluster: link layer (if the run needs it), nodes + companions + resource up
+                                                     (torn down: servers and proxy stopped,
+                                                      rules gone)
        └─ clients: one process each, journaling      (torn down: clients stopped)
           └─ faults: the schedule on its thread      (torn down: every fault healed)
              └─ the load, for the time limit
@@ -30,6 +32,7 @@ from harness.controller.backends import make as make_backend
 from harness.controller.backends.process_nodes import last_lines
 from harness.controller.clients import Clients
 from harness.controller.faults import FaultRunner, generate
+from harness.controller.links import Links
 from harness.controller.live import LiveState
 from harness.controller.procs import ProcessTable
 from harness.controller.progress import Progress
@@ -79,11 +82,15 @@ class Cluster:
     def separate_resource(self) -> list[Node]:
         """The resource's own node, if it has one."""
         return [self.resource] if self.resource is not None and self.resource_db else []
+    links: Links | None = None  # the link layer, when the run has one
 
     def endpoints(self) -> dict[str, Any]:
-        return {"nodes": [n.endpoint for n in self.nodes],
-                "companions": [n.endpoint for _, ns in self.companions for n in ns],
-                "resource": self.resource.endpoint if self.resource else None}
+        out = {"nodes": [n.endpoint for n in self.nodes],
+               "companions": [n.endpoint for _, ns in self.companions for n in ns],
+               "resource": self.resource.endpoint if self.resource else None}
+        if self.links is not None:
+            out["links"] = self.links.record()
+        return out
 
 
 class Run:
@@ -173,7 +180,9 @@ class Run:
             self.registry.check_run(db=spec.db, db_obj=self.db, lock=spec.lock,
                                     workload=spec.workload, nemeses=spec.fault_names,
                                     environment=backend.environment_unmet,
-                                    resource=spec.resource, resource_mode=spec.resource_mode)
+                                    resource=spec.resource, resource_mode=spec.resource_mode,
+                                    options=spec.nemesis_options, ttl=spec.ttl,
+                                    op_timeout=spec.op_timeout)
             unavailable = self.registry.lock_unavailable(spec.lock)
             if unavailable is not None:
                 raise HarnessError(f"lock {spec.lock!r}: {unavailable}")
@@ -188,13 +197,28 @@ class Run:
                              for i in range(spec.nodes)]
             cluster.resource = cluster.nodes[0] if resource_db is None else Node(
                 "resource", backend.resource_host(), resource_db.port)
-            needs_iptables = any(capabilities.Iptables in self.registry.nemesis_requires(n)
-                                 for n in spec.fault_names)
+            links, peers = self._link_plan(backend)
+            needs_iptables = peers or any(
+                capabilities.Iptables in self.registry.nemesis_requires(n, spec.nemesis_options)
+                for n in spec.fault_names)
             backend.preflight(self.db, cluster.nodes, needs_iptables)
             if resource_db is not None:
                 backend.preflight(resource_db, cluster.separate_resource, needs_iptables)
+            if links:
+                cluster.links = Links(run, self.procs, int(spec.seed or 0))
+            if peers:
+                assert cluster.links is not None
+                backend.enable_doors()
+                self.db.route_peers(cluster.links.route_doors(
+                    cluster.nodes, self.db.peer_ports(), backend.door_host))
             if isinstance(self.db, capabilities.HasCompanions):
                 cluster.companions = list(self.db.companions(cluster.nodes))
+            if cluster.links is not None:
+                cluster.links.route_clients(
+                    {p: backend.client_host(p) for p in range(spec.clients)},
+                    [*cluster.nodes, *(n for _, ns in cluster.companions for n in ns)],
+                    lambda n: backend.door_host(n.host) or "127.0.0.1")
+                cluster.links.start()
             for helper_db, helper_nodes in cluster.companions:
                 backend.preflight(helper_db, helper_nodes, False)
             backend.provision(self.db, cluster.nodes)
@@ -222,8 +246,20 @@ class Run:
                                f"({run.path})")
             yield cluster
         finally:
+            if self.cluster is not None and self.cluster.links is not None:
+                self.cluster.links.stop()
             backend.teardown()
             self.procs.kill_all()
+
+    def _link_plan(self, backend: Backend) -> tuple[bool, bool]:
+        """(the run has a link layer, the links between its nodes go through it)."""
+        requires = [c for n in self.spec.fault_names
+                    for c in self.registry.nemesis_requires(n, self.spec.nemesis_options)]
+        proxy = self.spec.links == "proxy"
+        peers = capabilities.PeerLinks in requires or (
+            proxy and isinstance(self.db, capabilities.RoutedPeers)
+            and backend.environment_unmet(capabilities.PeerLinks) is None)
+        return proxy or peers or capabilities.LinkLayer in requires, peers
 
     @contextlib.contextmanager
     def _clients(self, cluster: Cluster, t0: int) -> Iterator[tuple[Clients, LiveState]]:
@@ -247,7 +283,8 @@ class Run:
         journal = JournalWriter(self.run.journal("nemesis"), "nemesis", t0)
         ctx = NemesisContext(cluster.backend, cluster.nodes, clients, live,
                              random.Random(self.rng.random()), spec.ttl, db=self.db,
-                             options=dict(spec.nemesis_options))
+                             options=dict(spec.nemesis_options), links=cluster.links,
+                             op_timeout=float(spec.op_timeout or OP_TIMEOUT))
         nemeses = {name: self.registry.load("nemeses", name)() for name in spec.fault_names}
         targets = {nemesis_name(item): nemesis_target(item) for item in spec.nemesis}
         if spec.schedule is not None:  # a replay, or an example of harness explore
@@ -279,6 +316,8 @@ class Run:
         allowed = {backend.client_host(p) for p in clients.processes}
         allowed |= {n.host for n in cluster.nodes} | {
             n.host for _, ns in cluster.companions for n in ns}
+        if cluster.links is not None:  # a replica's link to its primary, through its door
+            allowed |= set(cluster.links.door_hosts.values())
         seen: dict[str, list[str]] = {}
         for node in cluster.nodes:
             found = self.db.connected_from(node)
@@ -302,10 +341,16 @@ class Run:
     def _client_config(self, cluster: Cluster, process: int, t0: int) -> dict[str, Any]:
         spec, reg, backend = self.spec, self.registry, cluster.backend
         assert cluster.resource is not None
-        options = dict(self.db.client_options()) if isinstance(
+        options: dict[str, Any] = dict(self.db.client_options()) if isinstance(
             self.db, capabilities.HasCompanions) else {}
         lock = reg.entry("locks", spec.lock)
         options.update(lock.options)  # exec:PATH: where the program is
+        nodes = [n.endpoint for n in cluster.nodes]
+        redirects: dict[str, str] = {}
+        if cluster.links is not None:  # the lock reaches its nodes through its own links
+            nodes = [cluster.links.client_endpoint(process, n) for n in nodes]
+            options = cluster.links.client_options(process, options)
+            redirects = cluster.links.redirects(process)
         return {
             "process": process,
             "t0_ns": t0,
@@ -317,8 +362,9 @@ class Run:
             "workload_target": reg.entry("workloads", spec.workload).target,
             "lock_name": lock_name(process, spec.keys),
             "ttl": spec.ttl,
-            "op_timeout": OP_TIMEOUT,
-            "nodes": [n.endpoint for n in cluster.nodes],
+            "op_timeout": float(spec.op_timeout or OP_TIMEOUT),
+            "nodes": nodes,
+            "redirects": redirects,
             "lock_options": {**options, **self._lock_option_defaults(), **spec.lock_options},
             "workload_options": spec.workload_options(),
             "crash_file": str(self.run.crash_file(process)),

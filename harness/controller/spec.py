@@ -26,6 +26,9 @@ from harness.core.options import Option, parse_options
 from harness.core.schedule import Schedule, from_dict
 from harness.core.text import show
 
+LINKS = ("direct", "proxy")  # --links: clients connect straight to the nodes, or via the proxy
+DEFAULT_OP_TIMEOUT = 1.0
+
 
 def parse_nemeses(text: str, registry: Registry | None = None) -> list[str]:
     """``pause,kill`` -> ["pause", "kill"]; ``none`` -> []; ``partition:waiter`` aims that
@@ -108,6 +111,11 @@ class TestSpec:
     # A fault schedule to run instead of drawing one ({"steps": [...]}, as test.json keeps it;
     # [[step]] tables in a TOML spec): harness run --replay, harness explore.
     schedule: dict[str, Any] | None = None
+    # direct: clients connect straight to the nodes (unless a nemesis needs the link layer);
+    # proxy: every client link (and peer link, where it can) goes through the link layer
+    links: str = "direct"
+    op_timeout: float | None = None  # seconds a client waits for one reply (None: 1, or more
+    # if a nemesis needs it: stall-grant's late reply must still be awaited)
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -157,6 +165,9 @@ class TestSpec:
         self._check_hosts()
         positive("--time-limit", self.time_limit)
         positive("--ttl", self.ttl)
+        if self.links not in LINKS:
+            raise UsageError(f"--links {self.links!r}: use {' or '.join(LINKS)}")
+        self.op_timeout = self.resolve_op_timeout(reg)
         if self.quiesce < 0:
             raise UsageError(f"--quiesce must be >= 0 seconds, got {self.quiesce}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
@@ -167,7 +178,8 @@ class TestSpec:
                       workload=self.workload, nemeses=self.fault_names,
                       environment=lambda cap: None if hosts is None
                       else hosts_environment(hosts, cap), resource=self.resource,
-                      resource_mode=self.resource_mode)
+                      resource_mode=self.resource_mode, options=self.nemesis_options,
+                      ttl=self.ttl, op_timeout=self.op_timeout)
         return self
 
     def resolve_resource(self, reg: Registry) -> None:
@@ -190,6 +202,24 @@ class TestSpec:
         elif fenced and self.resource_mode != "fenced":
             raise UsageError(f"--workload {self.workload} writes with fencing tokens: "
                              f"--resource-mode fenced, not {self.resource_mode}")
+
+    def resolve_op_timeout(self, reg: Registry) -> float:
+        """The client's per-request timeout: as given, else 1 s, or what a nemesis needs
+        (``op_timeout(ttl, options)``: a fault that makes a reply late must not be outwaited
+        by the client's own timeout). Too short a given one is a usage error."""
+        needs = {name: float(need) for name in self.fault_names
+                 if callable(hook := getattr(reg.load("nemeses", name), "op_timeout", None))
+                 and (need := hook(self.ttl, self.nemesis_options)) is not None}
+        if self.op_timeout is None:
+            return max([DEFAULT_OP_TIMEOUT, *needs.values()])
+        positive("--op-timeout", self.op_timeout, limit=3600)
+        for name, need in needs.items():
+            if self.op_timeout < need:
+                raise UsageError(f"--op-timeout {self.op_timeout:g}: --nemesis {name} needs "
+                                 f"the client to wait at least {need:g} s for a reply (or it "
+                                 "gives up before the fault shows); leave --op-timeout out or "
+                                 "raise it")
+        return float(self.op_timeout)
 
     @property
     def nemesis_names(self) -> list[str]:

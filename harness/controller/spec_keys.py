@@ -11,8 +11,9 @@ from harness.core.text import show
 
 # What each spec key must be (checked before anything else, so a config's type errors are one
 # line, never a traceback).
-NAME_KEYS = ("db", "lock", "workload", "backend", "store", "persistence")
-NUMBER_KEYS = ("time_limit", "ttl", "quiesce", "acquire_timeout")
+NAME_KEYS = ("db", "lock", "workload", "backend", "store", "persistence", "links")
+NUMBER_KEYS = ("time_limit", "ttl", "quiesce", "acquire_timeout", "op_timeout")
+OPTIONAL_NUMBER_KEYS = ("acquire_timeout", "op_timeout")  # None: the default, resolved later
 INT_KEYS = ("nodes", "clients", "seed", "keys")
 OPTIONAL_NAME_KEYS = ("resource", "resource_mode")  # None until resolved
 
@@ -32,7 +33,7 @@ def check_types(norm: dict[str, Any]) -> None:
             raise bad(key, "a name")
     for key in NUMBER_KEYS:
         v = norm.get(key)
-        if key in norm and (v is not None or key != "acquire_timeout") and (
+        if key in norm and (v is not None or key not in OPTIONAL_NUMBER_KEYS) and (
                 isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
             raise bad(key, "a finite number of seconds")
     for key in INT_KEYS:

@@ -9,6 +9,8 @@
         journals/       c<p>.jsonl, nemesis.jsonl, final.jsonl (merged into history.jsonl)
         clients/        c<p>.json (each client's config), c<p>.crash
         nodes/<name>/   a node's config and data
+        links/          the link layer's proxy: config.json (its routes), state.json (its
+                        listeners and control port, written by the proxy when it is ready)
         pids.json       the processes the run started, for teardown and ``harness clean``
     <store>/latest -> the newest run that started
     <store>/_explore/<test-name>/<YYYYmmddTHHMMSS>/     one harness explore
@@ -109,6 +111,14 @@ class RunDir:
 
     def node_dir(self, name: str) -> Path:
         return self.path / "nodes" / name
+
+    @property
+    def links_config(self) -> Path:
+        return self.path / "links" / "config.json"
+
+    @property
+    def links_state(self) -> Path:
+        return self.path / "links" / "state.json"
 
     def schedule_toml(self) -> Path:
         return self.path / "schedule.toml"

@@ -11,7 +11,7 @@ Environment capabilities (:class:`Iptables`) are asked of the backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from harness.core.cluster import Node
@@ -69,6 +69,19 @@ class Replication(Protocol):
     def replication_links(self, nodes: Sequence[Node]) -> list[tuple[str, str]]: ...
 
 
+@runtime_checkable
+class RoutedPeers(Protocol):
+    """The DB's nodes find each other at addresses the harness gives, so the links between
+    them can run through the link layer: ``peer_ports`` are the ports nodes dial each other on
+    (Redis's own port for replication and Sentinel, ZooKeeper's quorum and election ports),
+    and ``route_peers`` is told, before the config files are written, where each
+    (node, port) is to be reached instead (a "door" of the link layer)."""
+
+    def peer_ports(self) -> list[int]: ...
+
+    def route_peers(self, doors: Mapping[tuple[str, int], tuple[str, int]]) -> None: ...
+
+
 class Iptables:
     """Environment: the backend can cut links with iptables (root, the project's chain)."""
 
@@ -80,6 +93,27 @@ class ClientLinks:
     environment = True
 
 
+class PacketRules:
+    """Environment: besides cutting links, the backend can drop one direction of a link alone
+    and a random share of a link's packets (iptables ``statistic``)."""
+
+    environment = True
+
+
+class LinkLayer:
+    """Environment: the run's client connections go through the link layer, a proxy the
+    harness controls per link and direction (delay, jitter, stalls, resets)."""
+
+    environment = True
+
+
+class PeerLinks:
+    """Environment: the links between DB nodes go through the link layer too (the backend
+    can give the nodes the proxy's addresses and the proxy their source addresses)."""
+
+    environment = True
+
+
 NEEDS: dict[type, str] = {
     HasLeader: "a db with a leader",
     HasCompanions: "a db with companion processes",
@@ -87,8 +121,12 @@ NEEDS: dict[type, str] = {
     ClockFaults: "a db whose clock libfaketime moves and that reports its clock",
     Replication: "a db that replicates between its nodes",
     Connections: "a db that lists its client connections",
+    RoutedPeers: "a db whose nodes dial each other at addresses the harness gives",
     Iptables: "iptables (root)",
     ClientLinks: "clients with addresses of their own",
+    PacketRules: "one-way and lossy links (iptables)",
+    LinkLayer: "the link layer (a proxy on every client link)",
+    PeerLinks: "links between the DB nodes through the link layer",
 }
 
 

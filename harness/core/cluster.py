@@ -65,8 +65,76 @@ class NodeOps(Protocol):
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
         """Drop traffic both ways between each pair of endpoints (node or client names)."""
 
+    def cut_oneway(self, links: Iterable[tuple[str, str]]) -> None:
+        """Drop what the first endpoint of each pair sends the second; the second still
+        reaches the first (a one-way partition). Healed by :meth:`heal`."""
+
     def heal(self) -> None:
-        """Remove every cut this run made."""
+        """Remove every cut this run made (two-way and one-way; not packet loss)."""
+
+    def lose(self, links: Iterable[tuple[str, str]], probability: float, *,
+             both_ways: bool = True) -> None:
+        """Drop each packet between each pair of endpoints with ``probability`` (iptables
+        ``statistic --mode random``); with ``both_ways`` False only what the first sends."""
+
+    def heal_loss(self) -> None:
+        """Remove every packet-loss rule this run made."""
+
+    def lost_packets(self) -> int:
+        """Packets the loss rules of this run have dropped so far (the rules' counters)."""
+
+
+class LinkOps(Protocol):
+    """The link layer: a proxy the run controls, through which every connection of a client to
+    a DB endpoint runs (and, where the DB's peer addresses are the harness's to give, every
+    connection between DB nodes). A link is named ``src>dst`` (``c3>n1``, ``n2>n1``); its
+    direction ``up`` is what ``src`` sends, ``down`` what comes back.
+
+    Shapes are kept per ``owner`` (the nemesis that set them) and add up, so one fault's heal
+    never undoes another's. A stall holds one direction's bytes for some seconds, then
+    delivers them all: from now, or (``trigger="next"``) from the next chunk the other
+    direction carries, so that the reply to the next request is the one held.
+    """
+
+    def links(self, src: str | None = None, dst: str | None = None) -> list[str]:
+        """The links the layer carries (planned or seen), optionally from ``src`` / to
+        ``dst`` (endpoint names)."""
+
+    def peer_links(self) -> list[str]:
+        """The links between DB nodes the layer carries (empty when their peers dial each
+        other directly)."""
+
+    def shape(self, links: Iterable[str], owner: str, *, delay: float = 0.0,
+              jitter: float = 0.0, rate: float = 0.0, close_delay: float = 0.0,
+              direction: str = "both") -> None:
+        """Latency (plus uniform jitter), a bandwidth limit in bytes/s (0: none) and a
+        delayed close, for ``owner``."""
+
+    def unshape(self, owner: str, links: Iterable[str] | None = None) -> None: ...
+
+    def stall(self, links: Iterable[str], seconds: float, *, direction: str = "down",
+              trigger: str = "now", after: Iterable[str] | None = None) -> None:
+        """With ``after`` (and ``trigger="next"``), armed only once one of the ``after`` links
+        carries a chunk up (a holder's release request arms the waiters' stalls)."""
+
+    def unstall(self, links: Iterable[str] | None = None) -> None:
+        """End every stall now: what was held is delivered."""
+
+    def reset(self, links: Iterable[str]) -> int:
+        """Reset (TCP RST) every open connection of the links; how many there were."""
+
+    def stats(self, links: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Per link: connections, and per direction bytes, chunks, time added, bytes a stall
+        held, the current shape (``harness.controller.linkproxy`` has the fields)."""
+
+
+def link_name(src: str, dst: str) -> str:
+    return f"{src}>{dst}"
+
+
+def link_ends(link: str) -> tuple[str, str]:
+    src, _, dst = link.partition(">")
+    return src, dst
 
 
 class ClientOps(Protocol):
@@ -116,6 +184,8 @@ class NemesisContext:
     ttl: float
     db: Any = None
     options: dict[str, Any] = field(default_factory=dict)
+    links: LinkOps | None = None  # the link layer, when the run has one
+    op_timeout: float = 1.0  # how long a client waits for one request's reply
     # Set when the run is over and the schedule heals: long verifications may be cut short.
     finishing: threading.Event = field(default_factory=threading.Event)
 

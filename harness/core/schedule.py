@@ -8,6 +8,9 @@
                           # minority, majority, all, node:n2, client:3 (omitted: the fault's own)
     duration = 4.0        # seconds the fault stays on (omitted: the fault's default)
     params = { clock-offset = 60 }   # the fault's options for this step
+    background = true     # optional: a condition held while the other steps come and go
+                          # (a slow or lossy network, replication lag); it does not wait for
+                          # them, nor they for it
 
 A run records its schedule in ``test.json``, so a run directory (or a TOML file of steps) can be
 replayed step for step: roles are resolved at run time, so "pause the holder" pauses whoever
@@ -38,6 +41,7 @@ class Step:
     target: str | None = None
     duration: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    background: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"at": round(self.at, 3), "fault": self.fault}
@@ -47,13 +51,16 @@ class Step:
             out["duration"] = round(self.duration, 3)
         if self.params:
             out["params"] = dict(self.params)
+        if self.background:
+            out["background"] = True
         return out
 
     def describe(self) -> str:
         target = f" on {self.target}" if self.target else ""
         dur = "" if self.duration is None else f" for {self.duration:g} s"
         params = "".join(f", {k}={v}" for k, v in self.params.items())
-        return f"{self.fault}{target} at {self.at:g} s{dur}{params}"
+        under = " (background)" if self.background else ""
+        return f"{self.fault}{target} at {self.at:g} s{dur}{params}{under}"
 
 
 @dataclass(frozen=True)
@@ -120,10 +127,13 @@ def _number(value: Any, where: str, *, allow_none: bool = False) -> float | None
 def step_from_dict(data: Any, where: str) -> Step:
     if not isinstance(data, Mapping):
         raise UsageError(f"{where}: a step must be a table, got {type(data).__name__}")
-    unknown = sorted(set(data) - {"at", "fault", "target", "duration", "params"})
+    unknown = sorted(set(data) - {"at", "fault", "target", "duration", "params", "background"})
     if unknown:
         raise UsageError(f"{where}: unknown key {unknown[0]!r} (use at, fault, target, duration, "
-                         "params)")
+                         "params, background)")
+    background = data.get("background", False)
+    if not isinstance(background, bool):
+        raise UsageError(f"{where}: background must be true or false, got {background!r}")
     fault = data.get("fault")
     if not isinstance(fault, str) or not fault:
         raise UsageError(f"{where}: fault must be a nemesis name, got {fault!r}")
@@ -138,7 +148,7 @@ def step_from_dict(data: Any, where: str) -> Step:
     at = _number(data.get("at"), f"{where}: at")
     assert at is not None
     return Step(at, fault, target, _number(data.get("duration"), f"{where}: duration",
-                                           allow_none=True), dict(params))
+                                           allow_none=True), dict(params), background)
 
 
 def from_dict(data: Any, where: str = "schedule") -> Schedule:

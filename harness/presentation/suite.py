@@ -48,7 +48,7 @@ from harness.presentation.runs import run_in_child
 
 RUN_KEYS = ("db", "lock", "workload", "nemesis", "backend", "nodes", "clients", "time-limit",
             "seed", "ttl", "persistence", "hold", "think", "acquire-timeout", "keys", "hosts",
-            "resource", "resource-mode")
+            "resource", "resource-mode", "links", "op-timeout")
 NEMESIS_OPT = "nemesis-opt"  # a table {key = value} or a list of "key=value"; repeated flags
 LOCK_OPT = "lock-opt"  # the same, for the lock's declared options
 OPTION_TABLES = {NEMESIS_OPT: "nemesis_options", LOCK_OPT: "lock_options"}

@@ -70,8 +70,26 @@ class Backend(Protocol):
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
         """Drop traffic both ways between each pair of endpoints (node or client names)."""
 
+    def cut_oneway(self, links: Iterable[tuple[str, str]]) -> None:
+        """Drop what the first endpoint of each pair sends the second, nothing else."""
+
     def heal(self) -> None:
         """Remove every cut this run made."""
+
+    def lose(self, links: Iterable[tuple[str, str]], probability: float, *,
+             both_ways: bool = True) -> None:
+        """Drop packets between each pair with ``probability`` (iptables statistic)."""
+
+    def heal_loss(self) -> None: ...
+
+    def lost_packets(self) -> int: ...
+
+    def door_host(self, host: str) -> str | None:
+        """Where the link layer shows the DB endpoint at ``host`` (its listeners for it and
+        the doors its peers dial); None: on the proxy's loopback, and no doors."""
+
+    def enable_doors(self) -> None:
+        """The run's nodes have doors: cuts cover them too."""
 
     def teardown(self) -> None:
         """Stop every node and remove everything this backend created."""

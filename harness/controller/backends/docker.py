@@ -10,7 +10,13 @@ pause / resume / kill are plain signals to that pid, exactly as on the local bac
 - Clients stay on the host. Each gets its own address on the network's bridge (from the top of
   the subnet), which it binds before connecting, so iptables inside a node can match one client.
 - Partitions: iptables rules in a chain ``LOCK-HARNESS`` inside each node's network namespace
-  (containers get ``NET_ADMIN``); healing flushes that chain everywhere.
+  (containers get ``NET_ADMIN``); healing flushes that chain everywhere. A one-way cut drops
+  only what one side sends; packet loss lives in a chain of its own, ``LOCK-HARNESS-LOSS``
+  (``statistic --mode random``), so healing a cut leaves it.
+- The link layer (a proxy, :mod:`harness.controller.links`) runs on the host with the clients:
+  its listeners are on 127.0.0.1 and its legs to the nodes leave from the clients' bridge
+  addresses, so the rules above cut them. Links between nodes do not go through it (the nodes
+  dial each other inside their own network namespaces).
 - Clocks: a server started with libfaketime reads its offset from ``/node/faketime``
   (``FAKETIME_TIMESTAMP_FILE`` + ``FAKETIME_NO_CACHE``), so the offset changes while it runs.
 - Everything carries the labels ``lock-harness=1`` and ``lock-harness.run=<run id>``; teardown,
@@ -30,6 +36,7 @@ import contextlib
 import io
 import ipaddress
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -44,7 +51,13 @@ from harness.controller.backends.process_nodes import ProcessNodes, last_lines, 
 from harness.controller.dbs.faketime import LIBFAKETIME_PATHS
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
-from harness.core.capabilities import ClientLinks, Iptables
+from harness.core.capabilities import (
+    ClientLinks,
+    Iptables,
+    LinkLayer,
+    PacketRules,
+    PeerLinks,
+)
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -52,6 +65,7 @@ LABEL = "lock-harness"
 RUN_LABEL = "lock-harness.run"
 IMAGE = "lock-harness/node:latest"
 CHAIN = "LOCK-HARNESS"
+LOSS_CHAIN = "LOCK-HARNESS-LOSS"
 FAKETIME_LIB = LIBFAKETIME_PATHS[0]  # where Debian's libfaketime is in the (amd64) node image
 REPO = Path(__file__).resolve().parents[3]
 
@@ -114,7 +128,8 @@ class DockerBackend(ProcessNodes):
         self._docker = c = client()
         image = ensure_image(c)
         labels = {LABEL: "1", RUN_LABEL: self.run_id}
-        slug = self.run_id.replace("/", "-").replace("_", "-").replace(":", "-")[-40:]
+        # docker names take [a-zA-Z0-9_.-] only (a test name joins nemeses with "+")
+        slug = re.sub(r"[^A-Za-z0-9.-]", "-", self.run_id)[-40:].lstrip(".-")
         self.network = c.networks.create(f"lh-{slug}", driver="bridge", labels=labels)
         self.network.reload()
         cfg = self.network.attrs["IPAM"]["Config"][0]
@@ -137,8 +152,9 @@ class DockerBackend(ProcessNodes):
             ctr.reload()
             ip = ctr.attrs["NetworkSettings"]["Networks"][self.network.name]["IPAddress"]
             self.hosts[name] = ip
-            self._exec(name, f"iptables -w -N {CHAIN} && iptables -w -I INPUT -j {CHAIN} && "
-                             f"iptables -w -I OUTPUT -j {CHAIN}")
+            self._exec(name, " && ".join(
+                f"iptables -w -N {chain} && iptables -w -I INPUT -j {chain} && "
+                f"iptables -w -I OUTPUT -j {chain}" for chain in (CHAIN, LOSS_CHAIN)))
         for p in range(clients):
             addr = self.client_host(p)
             ip_cmd("addr", "add", f"{addr}/32", "dev", self.bridge)
@@ -170,9 +186,20 @@ class DockerBackend(ProcessNodes):
         return self._client_groups[process]
 
     def environment_unmet(self, capability: type) -> str | None:
-        if capability in (Iptables, ClientLinks):
-            return None  # every container has iptables and NET_ADMIN; clients own addresses
+        if capability in (Iptables, ClientLinks, LinkLayer, PacketRules):
+            return None  # every container has iptables and NET_ADMIN; clients own addresses;
+            # the link layer's proxy runs on the host with the clients
+        if capability is PeerLinks:
+            return ("the docker backend does not route links between nodes through the link "
+                    "layer (each node dials its peers inside its own network namespace): use "
+                    "--backend local")
         return f"the docker backend has no {getattr(capability, '__name__', capability)}"
+
+    def door_host(self, host: str) -> str | None:
+        return None  # the proxy listens on the host's loopback, where the clients are
+
+    def enable_doors(self) -> None:
+        return None
 
     # nodes -----------------------------------------------------------------------------------
     def preflight(self, db: Any, nodes: list[Node], partitions: bool) -> None:
@@ -298,10 +325,60 @@ class DockerBackend(ProcessNodes):
         for name, cmds in rules.items():
             self._exec(name, " && ".join(cmds))
 
+    def cut_oneway(self, links: Iterable[tuple[str, str]]) -> None:
+        """Drop what ``a`` sends ``b``: at ``b`` on the way in, at ``a`` on the way out."""
+        rules: dict[str, list[str]] = {}
+        for a, b in links:
+            if b in self.containers:
+                rules.setdefault(b, []).append(f"iptables -w -A {CHAIN} -s {self.hosts[a]} "
+                                               "-j DROP")
+            if a in self.containers:
+                rules.setdefault(a, []).append(f"iptables -w -A {CHAIN} -d {self.hosts[b]} "
+                                               "-j DROP")
+        for name, cmds in rules.items():
+            self._exec(name, " && ".join(cmds))
+
     def heal(self) -> None:
         for name in self.containers:
             with contextlib.suppress(HarnessError):
                 self._exec(name, f"iptables -w -F {CHAIN}")
+
+    def lose(self, links: Iterable[tuple[str, str]], probability: float, *,
+             both_ways: bool = True) -> None:
+        """Each packet between the pair passes exactly one rule: in the container of the
+        pair's node (the first one that is a node), on the way in or on the way out."""
+        chance = f"-m statistic --mode random --probability {probability:.6f} -j DROP"
+        rules: dict[str, list[str]] = {}
+        for a, b in links:
+            if b in self.containers:  # a -> b on the way into b; b -> a on its way out
+                here, inbound, outbound = b, self.hosts[a], self.hosts[a]
+                rules.setdefault(here, []).append(
+                    f"iptables -w -A {LOSS_CHAIN} -s {inbound} {chance}")
+                if both_ways:
+                    rules[here].append(f"iptables -w -A {LOSS_CHAIN} -d {outbound} {chance}")
+            elif a in self.containers:
+                rules.setdefault(a, []).append(
+                    f"iptables -w -A {LOSS_CHAIN} -d {self.hosts[b]} {chance}")
+                if both_ways:
+                    rules[a].append(f"iptables -w -A {LOSS_CHAIN} -s {self.hosts[b]} {chance}")
+        for name, cmds in rules.items():
+            self._exec(name, " && ".join(cmds))
+
+    def heal_loss(self) -> None:
+        for name in self.containers:
+            with contextlib.suppress(HarnessError):
+                self._exec(name, f"iptables -w -F {LOSS_CHAIN}")
+
+    def lost_packets(self) -> int:
+        total = 0
+        for ctr in self.containers.values():
+            res = ctr.exec_run(["iptables", "-w", "-L", LOSS_CHAIN, "-v", "-x", "-n"],
+                               environment={"LD_PRELOAD": ""})
+            for line in res.output.decode(errors="replace").splitlines()[2:]:
+                fields = line.split()
+                if len(fields) > 2 and fields[2] == "DROP" and fields[0].isdigit():
+                    total += int(fields[0])
+        return total
 
     def teardown(self) -> None:
         for name in self.containers:

@@ -17,6 +17,10 @@ run once, as that user, before the first start.
 Clients whose library opens sockets in C (libpq) cannot bind their own address: in runs with
 partitions each client runs with a group id of its own whose connections iptables rewrites to
 the client's address (the servers' trick, :mod:`harness.controller.netfilter`).
+When the run has a link layer, the proxy shows DB node ``i`` on 127.s.4.(i+2) (its "door"): the
+clients' listeners and the doors its peers dial are there, so a cut between an endpoint and a
+node also cuts what goes through the node's door (:meth:`LocalBackend.addresses`), and bytes the
+proxy holds for a cut link wait, as on a real network, until the heal.
 """
 
 from __future__ import annotations
@@ -44,7 +48,13 @@ from harness.controller.dbs.faketime import libfaketime
 from harness.controller.places import active_dir, scratch_dir
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
-from harness.core.capabilities import ClientLinks, Iptables
+from harness.core.capabilities import (
+    ClientLinks,
+    Iptables,
+    LinkLayer,
+    PacketRules,
+    PeerLinks,
+)
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -61,6 +71,8 @@ class LocalBackend(ProcessNodes):
         self.dbs: dict[str, Any] = {}
         self.hosts: dict[str, str] = {}
         self._cut = False
+        self._lossy = False
+        self._doors = False
         self._used_iptables = False
         self._partitions = False
         self._source_nat: dict[str, int] = {}  # node address -> the group id its server runs as
@@ -108,6 +120,28 @@ class LocalBackend(ProcessNodes):
     def client_networks(self) -> list[str]:
         return ["127.0.0.0/8"]
 
+    def door_host(self, host: str) -> str | None:
+        """Where the link layer shows the DB endpoint at ``host``: 127.s.4.x."""
+        octets = host.split(".")
+        return ".".join([octets[0], octets[1], "4", octets[3]])
+
+    def enable_doors(self) -> None:
+        self._doors = True
+
+    def addresses(self, name: str) -> list[str]:
+        """The addresses an endpoint is reached at: its own, and its door when the run has a
+        link layer (DB nodes only)."""
+        host = self.hosts[name]
+        if self._doors and name in self.dbs:
+            return [host, self.door_host(host) or host]
+        return [host]
+
+    def _pairs(self, a: str, b: str) -> list[tuple[str, str]]:
+        """Address pairs that carry traffic between endpoints ``a`` and ``b`` (never door to
+        door: the proxy's legs leave from the endpoints' own addresses)."""
+        ha, hb = self.addresses(a), self.addresses(b)
+        return [(x, y) for x in ha for y in hb if x == ha[0] or y == hb[0]]
+
     def register_endpoint(self, name: str, host: str) -> None:
         self.hosts[name] = host
 
@@ -130,6 +164,14 @@ class LocalBackend(ProcessNodes):
                 netfilter.check_available()
             except HarnessError as e:
                 return str(e)
+            return None
+        if capability in (LinkLayer, PacketRules):
+            return None
+        if capability is PeerLinks:  # the doors tell peers apart by their source addresses
+            try:
+                netfilter.check_available()
+            except HarnessError as e:
+                return f"links between nodes go through the link layer only with {e}"
             return None
         return f"the local backend has no {getattr(capability, '__name__', capability)}"
 
@@ -214,17 +256,43 @@ class LocalBackend(ProcessNodes):
 
     # network ---------------------------------------------------------------------------------
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
-        for a, b in links:
-            ha, hb = self.hosts[a], self.hosts[b]
-            self.net.drop(ha, hb)
-            self.net.drop(hb, ha)
-            self._cut = True
-            self._used_iptables = True
+        rules = [r for a, b in links for ha, hb in self._pairs(a, b)
+                 for r in self.net.drop_rules(ha, hb) + self.net.drop_rules(hb, ha)]
+        self._used_iptables = True
+        self.net.apply(rules)
+        self._cut = self._cut or bool(rules)
+
+    def cut_oneway(self, links: Iterable[tuple[str, str]]) -> None:
+        rules = [r for a, b in links for ha, hb in self._pairs(a, b)
+                 for r in self.net.oneway_rules(ha, hb)]
+        self._used_iptables = True
+        self.net.apply(rules)
+        self._cut = self._cut or bool(rules)
 
     def heal(self) -> None:
         if self._cut:
             self.net.heal()
             self._cut = False
+
+    def lose(self, links: Iterable[tuple[str, str]], probability: float, *,
+             both_ways: bool = True) -> None:
+        rules = []
+        for a, b in links:
+            for ha, hb in self._pairs(a, b):
+                rules += self.net.oneway_rules(ha, hb, probability)
+                if both_ways:
+                    rules += self.net.oneway_rules(hb, ha, probability)
+        self._used_iptables = True
+        self.net.apply(rules)
+        self._lossy = self._lossy or bool(rules)
+
+    def heal_loss(self) -> None:
+        if self._lossy:
+            self.net.heal_loss()
+            self._lossy = False
+
+    def lost_packets(self) -> int:
+        return self.net.dropped() if self._used_iptables else 0
 
     def teardown(self) -> None:
         for name in list(self.dbs):

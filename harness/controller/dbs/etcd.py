@@ -15,6 +15,12 @@ Pre-vote is on (etcd 3.5's default; 3.4's is off): see :func:`etcd_config`.
 
 Clock faults are refused: etcd is a Go program, which reads the clock through the vDSO and not
 through libc, so libfaketime never reaches it.
+
+With the link layer's doors (``route_peers``) every member advertises its door as its peer URL
+(and ``initial-cluster`` names every member by its door, so all members agree on the member
+IDs, which etcd derives from those URLs); each still listens on its own address. Raft's
+messages between members then run through the proxy, which names the member by its source
+address.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import json
 import shutil
 import urllib.error
 import urllib.request
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -48,6 +55,7 @@ class EtcdDB:
 
     def __init__(self, binary: str | None = None) -> None:
         self.binary = binary or shutil.which("etcd") or "etcd"
+        self.doors: dict[tuple[str, int], tuple[str, int]] = {}
 
     def check_environment(self) -> None:
         if shutil.which(self.binary) is None:
@@ -55,7 +63,18 @@ class EtcdDB:
                                "`bash setup.sh` (Debian package etcd-server)")
 
     def files(self, node: Node, cluster: list[Node], node_dir: Path) -> dict[str, str]:
-        return {"etcd.conf.yml": etcd_config(node, cluster, node_dir)}
+        return {"etcd.conf.yml": etcd_config(node, cluster, node_dir, self.doors)}
+
+    # capabilities: RoutedPeers, Replication ----------------------------------------------------
+    def peer_ports(self) -> list[int]:
+        return [PEER_PORT]
+
+    def route_peers(self, doors: Mapping[tuple[str, int], tuple[str, int]]) -> None:
+        self.doors = dict(doors)
+
+    def replication_links(self, nodes: Sequence[Node]) -> list[tuple[str, str]]:
+        """Raft members stream to each other both ways: every pair, each way."""
+        return [(a.name, b.name) for a in nodes for b in nodes if a.name != b.name]
 
     def argv(self, node: Node, node_dir: Path) -> list[str]:
         return [self.binary, "--config-file", str(node_dir / "etcd.conf.yml")]
@@ -83,16 +102,20 @@ def url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-def etcd_config(node: Node, cluster: list[Node], node_dir: Path) -> str:
+def etcd_config(node: Node, cluster: list[Node], node_dir: Path,
+                doors: Mapping[tuple[str, int], tuple[str, int]] | None = None) -> str:
     """The member's YAML config (etcd --config-file). JSON is YAML, and needs no yaml library."""
+    def peer(n: Node) -> str:
+        return url(*(doors or {}).get((n.name, PEER_PORT), (n.host, PEER_PORT)))
+
     config = {
         "name": node.name,
         "data-dir": str(node_dir / "data"),
         "listen-client-urls": url(node.host, node.port),
         "advertise-client-urls": url(node.host, node.port),
         "listen-peer-urls": url(node.host, PEER_PORT),
-        "initial-advertise-peer-urls": url(node.host, PEER_PORT),
-        "initial-cluster": ",".join(f"{n.name}={url(n.host, PEER_PORT)}" for n in cluster),
+        "initial-advertise-peer-urls": peer(node),
+        "initial-cluster": ",".join(f"{n.name}={peer(n)}" for n in cluster),
         "initial-cluster-state": "new",  # ignored on a restart: the data dir exists then
         "initial-cluster-token": f"lock-harness-{cluster[0].host}",
         "heartbeat-interval": HEARTBEAT_MS,

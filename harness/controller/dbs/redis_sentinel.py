@@ -15,11 +15,19 @@ Sentinels' 10 s INFO period).
 Every process binds its outgoing connections to its own address (``bind-source-addr``) and
 announces it, so that iptables rules between node addresses really cut replication and
 Sentinel gossip on the local backend, where all addresses are on one loopback interface.
+
+With the link layer's doors (``route_peers``: the ``lag-replication`` fault, or ``--links
+proxy`` on the local backend) every Redis is known to the others by its door: replicas follow
+the primary's door, announce their own (so Sentinel, which tells replicas where their new
+primary is after a failover, hands out doors too) and the Sentinels monitor the primary's door.
+Replication and the Sentinels' links to each Redis then run through the proxy, which knows
+who dials by their source address; the Sentinels talk to each other directly.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -55,15 +63,34 @@ class RedisSentinelDB(RedisDB):
         super().__init__(binary, persistence)
         self.sentinels: list[Node] = []
         self.by_address: dict[str, str] = {}
+        self.doors: dict[tuple[str, int], tuple[str, int]] = {}
+
+    # capabilities: RoutedPeers, Replication ----------------------------------------------------
+    def peer_ports(self) -> list[int]:
+        return [self.port]
+
+    def route_peers(self, doors: Mapping[tuple[str, int], tuple[str, int]]) -> None:
+        self.doors = dict(doors)
+
+    def replication_links(self, nodes: Sequence[Node]) -> list[tuple[str, str]]:
+        """Every (replica, primary) pair that can replicate: a failover may promote any node."""
+        return [(a.name, b.name) for a in nodes for b in nodes if a.name != b.name]
+
+    def known_as(self, node: Node) -> Node:
+        """The address the other processes know ``node`` by: its door, if it has one."""
+        host, port = self.doors.get((node.name, node.port), (node.host, node.port))
+        return Node(node.name, host, port)
 
     def files(self, node: Node, cluster: list[Node], node_dir: Path) -> dict[str, str]:
         conf = super().files(node, cluster, node_dir)["redis.conf"]
+        me = self.known_as(node)
         lines = [
-            f"replica-announce-ip {node.host}",
+            f"replica-announce-ip {me.host}",
+            f"replica-announce-port {me.port}",
             f"bind-source-addr {node.host}",
             "repl-diskless-sync-delay 0",  # replicas in sync at start without a 5 s wait
         ]
-        primary = cluster[0]
+        primary = self.known_as(cluster[0])
         if node.name != primary.name:
             lines.append(f"replicaof {primary.host} {primary.port}")
         return {"redis.conf": conf + "\n".join(lines) + "\n"}
@@ -76,9 +103,11 @@ class RedisSentinelDB(RedisDB):
                              f"and replicas, with a Sentinel on each of the first "
                              f"{SENTINELS}), got {len(nodes)}")
         self.by_address = {n.host: n.name for n in nodes}
+        self.by_address.update({self.known_as(n).host: n.name for n in nodes})
         self.sentinels = [Node(f"s{i + 1}", n.host, SENTINEL_PORT)
                           for i, n in enumerate(nodes[:SENTINELS])]
-        return [(SentinelProcess(nodes[0], len(nodes) - 1, list(nodes[1:])), self.sentinels)]
+        return [(SentinelProcess(self.known_as(nodes[0]), len(nodes) - 1,
+                                 [self.known_as(n) for n in nodes[1:]]), self.sentinels)]
 
     def client_options(self) -> dict[str, Any]:
         return {"sentinels": [s.endpoint for s in self.sentinels], "service": SERVICE}

@@ -9,6 +9,12 @@ for (2 s by default). A follower that misses ``syncLimit`` (5 ticks = 1 s) of it
 out, and a leader that loses its quorum for as long steps down. The four-letter words ``srvr``,
 ``ruok`` and ``mntr`` are enabled: readiness (the node serves: it is in a quorum with a leader)
 and leader detection use them, never a client session.
+
+With the link layer's doors (``route_peers``: ``lag-replication``, a delay on the links between
+nodes, or ``--links proxy`` on the local backend) each server's ``zoo.cfg`` names the *other*
+servers by their doors (its own line keeps its own address, which it binds): followers reach
+the leader's quorum port and each other's election ports through the proxy, which names them by
+their source address, so the links between the servers can be delayed and stalled.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -62,6 +69,7 @@ class ZooKeeperDB:
 
     def __init__(self, java: str | None = None) -> None:
         self.java = java or shutil.which("java") or "java"
+        self.doors: dict[tuple[str, int], tuple[str, int]] = {}
 
     def check_environment(self) -> None:
         if shutil.which(self.java) is None:
@@ -72,7 +80,20 @@ class ZooKeeperDB:
                                "set-up command `bash setup.sh`")
 
     def files(self, node: Node, cluster: list[Node], node_dir: Path) -> dict[str, str]:
-        return {"zoo.cfg": zoo_cfg(node, cluster, node_dir), "myid": f"{myid(node, cluster)}\n"}
+        return {"zoo.cfg": zoo_cfg(node, cluster, node_dir, self.doors),
+                "myid": f"{myid(node, cluster)}\n"}
+
+    # capabilities: RoutedPeers, Replication ----------------------------------------------------
+    def peer_ports(self) -> list[int]:
+        return [PEER_PORT, ELECTION_PORT]
+
+    def route_peers(self, doors: Mapping[tuple[str, int], tuple[str, int]]) -> None:
+        self.doors = dict(doors)
+
+    def replication_links(self, nodes: Sequence[Node]) -> list[tuple[str, str]]:
+        """Followers replicate from the leader over the connection they make to it: any node
+        may lead (after an election), so every (follower, leader) pair."""
+        return [(a.name, b.name) for a in nodes for b in nodes if a.name != b.name]
 
     def argv(self, node: Node, node_dir: Path) -> list[str]:
         classpath = f"{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}"
@@ -101,7 +122,8 @@ def myid(node: Node, cluster: list[Node]) -> int:
     return [n.name for n in cluster].index(node.name) + 1
 
 
-def zoo_cfg(node: Node, cluster: list[Node], node_dir: Path) -> str:
+def zoo_cfg(node: Node, cluster: list[Node], node_dir: Path,
+            doors: Mapping[tuple[str, int], tuple[str, int]] | None = None) -> str:
     lines = [
         f"tickTime={TICK_MS}",
         f"initLimit={INIT_LIMIT}",
@@ -121,6 +143,10 @@ def zoo_cfg(node: Node, cluster: list[Node], node_dir: Path) -> str:
     ]
     if len(cluster) > 1:
         lines.append("quorumListenOnAllIPs=false")
-        lines += [f"server.{i + 1}={n.host}:{PEER_PORT}:{ELECTION_PORT}"
-                  for i, n in enumerate(cluster)]
+        for i, n in enumerate(cluster):
+            host, quorum, election = n.host, PEER_PORT, ELECTION_PORT
+            if doors and n.name != node.name:  # the others by their doors; itself as it binds
+                host, quorum = doors.get((n.name, PEER_PORT), (host, quorum))
+                election = doors.get((n.name, ELECTION_PORT), (host, election))[1]
+            lines.append(f"server.{i + 1}={host}:{quorum}:{election}")
     return "\n".join(lines) + "\n"

@@ -304,14 +304,17 @@ def faults(model: dict[str, Any], test: dict[str, Any]) -> str:
         state = ("failed: " + str(f["error"]) if f.get("error") else
                  "never stopped" if f.get("open") else "healed at the end" if f.get("healed")
                  else "")
+        if f.get("background"):
+            state = ", ".join(x for x in ("in the background", state) if x)
         detail = json.dumps(f["detail"]) if f.get("detail") else ""
+        params = ", ".join(f"{k}={v}" for k, v in (f.get("params") or {}).items())
         rows.append(f"<tr><td>{f['start'] / 1e6:.3f} s</td><td>{f['stop'] / 1e6:.3f} s</td>"
                     f"<td>{(f['stop'] - f['start']) / 1e6:.3f} s</td><td>{e(f['f'])}</td>"
-                    f"<td>{e(', '.join(f['targets']))}</td><td>{e(state)}</td>"
-                    f"<td>{e(detail)}</td></tr>")
+                    f"<td>{e(', '.join(f['targets']))}</td><td>{e(params)}</td>"
+                    f"<td>{e(state)}</td><td>{e(detail)}</td></tr>")
     errors = "".join(f"<li>{e(str(x))}</li>" for x in test.get("nemesis-errors") or [])
     body = ("<table><thead><tr><th>start</th><th>stop</th><th>for</th><th>fault</th>"
-            "<th>targets</th><th></th><th>detail</th></tr></thead><tbody>"
+            "<th>targets</th><th>parameters</th><th></th><th>detail</th></tr></thead><tbody>"
             f"{''.join(rows)}</tbody></table>") if rows else "<p>No faults were injected.</p>"
     if errors:
         body += f"<p>Nemesis errors:</p><ul>{errors}</ul>"

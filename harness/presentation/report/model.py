@@ -66,6 +66,7 @@ def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any]
         "sampling": sampling,
         "spans": lock_spans(gs, lane_of),
         "faults": faults,
+        "faultRows": max([1, *(w["row"] + 1 for w in faults)]),
         "violations": violations,
         "series": series(client_pairs, end_ns),
         "total": len(history),
@@ -184,10 +185,33 @@ def lock_spans(gs: list[Grant], lane_of: dict[int, int]) -> dict[str, list[int]]
     return out
 
 
+def fault_label(f: str, targets: list[str], params: Any) -> str:
+    """What a fault lane says of a window: the fault, whom it hit, what it was asked to do."""
+    who = ",".join(targets) if len(targets) <= 4 else f"{targets[0]}…{targets[-1]} ({len(targets)})"
+    text = f"{f} {who}".strip()
+    if isinstance(params, dict) and params:
+        text += " (" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+    return text
+
+
+def fault_rows(windows: list[dict[str, Any]]) -> int:
+    """Give each window a row of the fault lanes so that windows on at once (a background
+    condition under other faults) never share one; the number of rows."""
+    ends: list[int] = []
+    for w in sorted(windows, key=lambda w: (not w.get("background"), w["start"])):
+        row = next((i for i, e in enumerate(ends) if e <= w["start"]), len(ends))
+        if row == len(ends):
+            ends.append(0)
+        ends[row] = max(w["stop"], w["start"] + 1)
+        w["row"] = row
+    return max(1, len(ends))
+
+
 def fault_windows(history: Sequence[Op], end_ns: int) -> list[dict[str, Any]]:
     """Nemesis ops as windows: from a start's invoke to its stop's info (or the heal, or the end).
 
-    A start whose info carries an error is kept, marked failed: the fault was attempted.
+    A start whose info carries an error is kept, marked failed: the fault was attempted. Each
+    window says what the fault was asked to do (its parameters) and gets a lane row.
     """
     out: list[dict[str, Any]] = []
     open_: dict[str, dict[str, Any]] = {}
@@ -201,9 +225,11 @@ def fault_windows(history: Sequence[Op], end_ns: int) -> list[dict[str, Any]]:
                 begun[f] = t
             continue
         if value == "start":
-            w = {"f": f, "targets": [str(x) for x in op.get("targets") or []],
-                 "start": us(begun.pop(f, t)), "stop": None, "error": op.get("error"),
-                 "detail": op.get("detail")}
+            targets = [str(x) for x in op.get("targets") or []]
+            w = {"f": f, "targets": targets, "start": us(begun.pop(f, t)), "stop": None,
+                 "error": op.get("error"), "detail": op.get("detail"),
+                 "params": op.get("params"), "background": bool(op.get("background")),
+                 "label": fault_label(f, targets, op.get("params"))}
             out.append(w)
             if op.get("error"):
                 w["stop"] = w["start"]
@@ -218,6 +244,7 @@ def fault_windows(history: Sequence[Op], end_ns: int) -> list[dict[str, Any]]:
         if w["stop"] is None:
             w["stop"] = us(end_ns)
             w["open"] = True
+    fault_rows(out)
     return out
 
 

@@ -5,7 +5,8 @@ var O = M.ops, N = O.t.length, END = Math.max(M.end, 1), NL = M.lanes.length;
 var COL = ["#2f81f7", "#e85aad", "#f0a020", "#f0a020"];
 var TYPE = ["ok", "fail", "info (unknown outcome)", "never completed"];
 var FCOL = ["#0969da", "#8250df", "#1a7f37", "#bf3989", "#953800", "#57606a"];
-var LABEL = 104, AXIS_H = 22, NEM_H = 22, DENSE = 4, CHART_H = 150;
+var LABEL = 104, AXIS_H = 22, NEM_ROW = 22, DENSE = 4, CHART_H = 150;
+var NEM_H = NEM_ROW * Math.max(1, M.faultRows || 1);  // one row per fault on at once
 var RED = "#cf222e";
 
 // decode the ops: invoke times are delta-encoded microseconds; d < 0: never completed
@@ -81,12 +82,13 @@ function shadeFaults(g, y0, y1, labels) {
     var x0 = clipX(f.start), x1 = Math.max(clipX(f.stop), x0 + 2);
     g.fillStyle = "rgba(110,119,129,.17)"; g.fillRect(x0, y0, x1 - x0, y1 - y0);
     if (!labels) return;
-    g.fillStyle = f.error ? "#bc4c00" : "#57606a";
-    g.fillRect(x0, AXIS_H + 3, x1 - x0, NEM_H - 6);
-    var text = f.f + " " + f.targets.join(",") + (f.error ? " (failed)" : "");
-    g.save(); g.beginPath(); g.rect(x0, AXIS_H, x1 - x0, NEM_H); g.clip();
+    var top = AXIS_H + NEM_ROW * (f.row || 0);
+    g.fillStyle = f.error ? "#bc4c00" : f.background ? "#8c959f" : "#57606a";
+    g.fillRect(x0, top + 3, x1 - x0, NEM_ROW - 6);
+    var text = (f.label || f.f + " " + f.targets.join(",")) + (f.error ? " (failed)" : "");
+    g.save(); g.beginPath(); g.rect(x0, top, x1 - x0, NEM_ROW); g.clip();
     g.fillStyle = "#fff"; g.font = "11px system-ui,sans-serif";
-    g.fillText(text, x0 + 3, AXIS_H + 15);
+    g.fillText(text, x0 + 3, top + 15);
     g.restore();
   });
 }
@@ -391,7 +393,13 @@ cv.addEventListener("mousemove", function (e) {
 });
 function describeFault(f) {
   var s = f.f + " on " + (f.targets.join(", ") || "-") + ": " + s3(f.start) + " – " +
-    s3(f.stop) + " s (" + fmtDur(f.stop - f.start) + ")";
+    s3(f.stop) + " s (" + fmtDur(f.stop - f.start) + ")" +
+    (f.background ? ", in the background" : "");
+  if (f.params) {
+    s += "\n" + Object.keys(f.params).map(function (k) {
+      return k + " = " + f.params[k];
+    }).join(", ");
+  }
   if (f.error) s += "\nfailed: " + f.error;
   if (f.open) s += "\nnever stopped before the history ends";
   return s;
@@ -409,8 +417,11 @@ function hover(x, y) {
   if (x < LABEL) return "";
   var t = T(x), slack = (view.b - view.a) / PW * 3, out = [], j, s;
   if (y >= AXIS_H && y < AXIS_H + NEM_H) {
+    var row = Math.floor((y - AXIS_H) / NEM_ROW);
     M.faults.forEach(function (f) {
-      if (t >= f.start - slack && t <= f.stop + slack) out.push(describeFault(f));
+      if ((f.row || 0) === row && t >= f.start - slack && t <= f.stop + slack) {
+        out.push(describeFault(f));
+      }
     });
     return out.join("\n");
   }

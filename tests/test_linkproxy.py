@@ -1,0 +1,232 @@
+"""The link layer's proxy on loopback, no DB servers: routes, delays, stalls, resets, rates,
+delayed closes, doors that name peers by their address, and a proxy that goes on while a
+client is stopped. Each test starts its own proxy through the controller's :class:`Links`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.controller.links import Links
+from harness.controller.procs import ProcessTable
+from harness.controller.store import RunDir
+from harness.core.cluster import Node
+from harness.core.errors import HarnessError
+
+
+class Echo:
+    """A TCP echo server; remembers the address each connection came from."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, 0))
+        self.sock.listen(16)
+        self.peers: list[str] = []
+        self.close_after_first = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def node(self) -> Node:
+        host, port = self.sock.getsockname()
+        return Node("n1", host, port)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, peer = self.sock.accept()
+            except OSError:
+                return
+            self.peers.append(peer[0])
+            threading.Thread(target=self._echo, args=(conn,), daemon=True).start()
+
+    def _echo(self, conn: socket.socket) -> None:
+        with contextlib.suppress(OSError), conn:
+            while data := conn.recv(65536):
+                conn.sendall(data)
+                if self.close_after_first:
+                    return
+
+
+@pytest.fixture
+def echo() -> Iterator[Echo]:
+    e = Echo()
+    yield e
+    e.sock.close()
+
+
+@pytest.fixture
+def links(tmp_path: Path, echo: Echo) -> Iterator[Links]:
+    run = RunDir(tmp_path)
+    layer = Links(run, ProcessTable(run.pids), seed=1)
+    layer.route_clients({0: "127.0.0.1", 1: "127.0.0.1"}, [echo.node], lambda n: "127.0.0.1")
+    layer.start()
+    yield layer
+    layer.stop()
+    assert not layer.running()
+
+
+def connect(links: Links, process: int = 0) -> socket.socket:
+    found = links.listener(process, "n1")
+    assert found is not None
+    s = socket.create_connection(found, timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def rtt(s: socket.socket, n: int = 16) -> float:
+    began = time.monotonic()
+    s.sendall(b"x" * n)
+    got = b""
+    while len(got) < n:
+        chunk = s.recv(65536)
+        assert chunk, "connection closed"
+        got += chunk
+    return time.monotonic() - began
+
+
+def test_bytes_pass_unchanged_and_are_counted(links: Links) -> None:
+    s = connect(links)
+    payload = os.urandom(200_000)
+    s.sendall(payload)
+    got = b""
+    while len(got) < len(payload):
+        got += s.recv(65536)
+    assert got == payload
+    stats = links.stats(["c0>n1"])["c0>n1"]
+    assert stats["up"]["bytes"] == stats["down"]["bytes"] == len(payload)
+    assert stats["connections"] == 1 and stats["opened"] == 1
+    assert links.links(src="c0") == ["c0>n1"] and links.links(dst="n1") == ["c0>n1", "c1>n1"]
+
+
+def test_delay_with_jitter_stays_within_its_bounds_and_heals(links: Links) -> None:
+    s = connect(links)
+    links.shape(["c0>n1"], "t", delay=0.1, jitter=0.05)
+    times = [rtt(s) for _ in range(12)]
+    assert min(times) >= 2 * 0.05 and max(times) < 2 * 0.15 + 0.1, times
+    links.shape(["c0>n1"], "u", delay=0.05, direction="up")  # owners add up
+    assert rtt(s) >= 2 * 0.05 + 0.05
+    links.unshape("t")
+    one_way = rtt(s)
+    assert 0.05 <= one_way < 0.1 + 0.05
+    links.unshape("u")
+    assert rtt(s) < 0.05
+    other = connect(links, 1)  # another client's link was never slowed
+    assert rtt(other) < 0.05
+
+
+def test_a_stall_holds_one_direction_then_delivers_everything(links: Links) -> None:
+    s = connect(links)
+    links.stall(["c0>n1"], 0.6, direction="down")
+    assert rtt(s) >= 0.55
+    links.stall(["c0>n1"], 30, direction="down")
+    s.sendall(b"held")
+    threading.Timer(0.3, links.unstall).start()  # the heal delivers what was held at once
+    began = time.monotonic()
+    assert s.recv(100) == b"held" and time.monotonic() - began < 5
+    stats = links.stats(["c0>n1"])["c0>n1"]["down"]
+    assert stats["stalled_bytes"] >= 16 + 4 and stats["stalls"] == 2
+
+
+def test_a_triggered_stall_holds_the_reply_to_the_next_request_only(links: Links) -> None:
+    holder, waiter = connect(links, 0), connect(links, 1)
+    waiter.sendall(b"before")  # asked before the trigger: its reply passes
+    # the waiter's next reply is held once the holder sends something up its own link
+    links.stall(["c1>n1"], 0.8, direction="down", trigger="next", after=["c0>n1"])
+    assert waiter.recv(100) == b"before"
+    time.sleep(0.2)
+    assert rtt(waiter) < 0.3  # not armed yet: the holder has said nothing
+    assert rtt(holder) < 0.3  # the holder's request arms the waiter's link; its own passes
+    assert rtt(waiter) >= 0.75  # the waiter's next request: its reply is held
+    assert rtt(waiter) < 0.3  # one stall only
+
+
+def test_reset_ends_every_connection_of_the_link(links: Links) -> None:
+    s = connect(links)
+    assert rtt(s) < 1
+    assert links.reset(["c0>n1"]) == 1
+    with pytest.raises(ConnectionResetError):
+        s.sendall(b"x")
+        s.recv(10)
+
+
+def test_a_bandwidth_limit_slows_a_transfer(links: Links) -> None:
+    s = connect(links)
+    links.shape(["c0>n1"], "bw", rate=200_000, direction="down")
+    began = time.monotonic()
+    assert rtt(s, 100_000) >= 0.4  # 100 kB at 200 kB/s
+    links.unshape("bw")
+    assert time.monotonic() - began < 5
+
+
+def test_a_delayed_close_reaches_the_client_late(links: Links, echo: Echo) -> None:
+    echo.close_after_first = True
+    links.shape(["c0>n1"], "slow-close", close_delay=0.5, direction="down")
+    s = connect(links)
+    s.sendall(b"bye")
+    assert s.recv(10) == b"bye"
+    began = time.monotonic()
+    assert s.recv(10) == b""  # the server's close, held back
+    assert time.monotonic() - began >= 0.4
+
+
+def test_bad_commands_are_refused_in_a_line_and_the_proxy_goes_on(links: Links) -> None:
+    with pytest.raises(HarnessError, match=r"the link layer refused shape: .*>= 0"):
+        links.shape(["c0>n1"], "bad", delay=-1)
+    with pytest.raises(HarnessError, match="unknown op"):
+        links.command(op="teleport")
+    assert rtt(connect(links)) < 1
+
+
+def test_the_proxy_goes_on_while_a_client_is_stopped(links: Links) -> None:
+    """It is the network, not the client: SIGSTOP one client in the middle of a transfer and
+    the proxy keeps serving the others (and holds what the stopped one does not read)."""
+    found = links.listener(0, "n1")
+    assert found is not None
+    code = ("import socket, sys, time\n"
+            f"s = socket.create_connection({found!r})\n"
+            "s.sendall(b'x' * 4_000_000)\n"
+            "print('sent', flush=True)\n"
+            "time.sleep(60)\n")
+    client = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout is not None and client.stdout.readline() == "sent\n"
+        os.kill(client.pid, signal.SIGSTOP)
+        other = connect(links, 1)
+        assert max(rtt(other) for _ in range(20)) < 0.5
+        assert links.stats(["c0>n1"])["c0>n1"]["up"]["bytes"] > 0
+    finally:
+        os.kill(client.pid, signal.SIGCONT)
+        client.kill()
+        client.wait()
+
+
+def test_a_door_names_its_peer_by_address_and_dials_from_it(tmp_path: Path, echo: Echo
+                                                            ) -> None:
+    run = RunDir(tmp_path)
+    layer = Links(run, ProcessTable(run.pids), seed=1)
+    layer.add_endpoint("n2", "127.0.0.5")
+    doors = layer.route_doors([echo.node], [echo.node.port], lambda host: "127.0.0.9")
+    assert doors == {("n1", echo.node.port): ("127.0.0.9", echo.node.port)}
+    layer.start()
+    try:
+        layer.shape(["n2>n1"], "lag", delay=0.2, direction="down")
+        s = socket.socket()
+        s.bind(("127.0.0.5", 0))
+        s.connect(("127.0.0.9", echo.node.port))
+        assert rtt(s) >= 0.2
+        assert echo.peers[-1] == "127.0.0.5"  # the server sees the peer, not the proxy
+        assert layer.stats(["n2>n1"])["n2>n1"]["connections"] == 1
+        assert layer.peer_links() == []  # one node: no link between nodes to plan
+    finally:
+        layer.stop()

@@ -1,0 +1,245 @@
+"""The network faults on real servers (local backend): a late grant, a slow network, a lossy
+one, one-way partitions, replication lag under failovers, and what each leaves behind (nothing:
+no proxy, no rule, no delay; ``harness clean`` after a killed run). Short runs; the slowest
+(ZooKeeper's and etcd's start-up, Sentinel failovers) are marked ``slow``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.controller import netfilter
+from tests.harness_runs import harness, history, run
+
+pytestmark = pytest.mark.servers
+
+needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server missing: run `bash setup.sh`")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="iptables needs root")
+needs_zookeeper = pytest.mark.skipif(not os.path.exists("/usr/share/java/zookeeper.jar"),
+                                     reason="zookeeper missing: run `bash setup.sh`")
+needs_etcd = pytest.mark.skipif(shutil.which("etcd") is None,
+                                reason="etcd missing: run `bash setup.sh`")
+
+
+def own_rules(run_dir: Path) -> list[str]:
+    marker = f"lock-harness:{run_dir.parent.name}:{run_dir.name}"
+    return [r for r in netfilter.rules() if marker in r]
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def nothing_left(run_dir: Path) -> None:
+    """After a run: its proxy is gone, and so is every rule it made."""
+    pids = json.loads((run_dir / "pids.json").read_text())["processes"]
+    assert "links" in pids, "the run had no link layer"
+    assert not alive(pids["links"][0]), "the link layer's proxy outlived its run"
+    assert not own_rules(run_dir)
+
+
+def nemesis_ops(run_dir: Path, f: str, value: str) -> list[dict[str, Any]]:
+    return [op for op in history(run_dir) if op["process"] == "nemesis" and op["f"] == f
+            and op["type"] == "info" and op["value"] == value and not op.get("error")]
+
+
+@needs_redis
+def test_a_grant_stalled_past_its_ttl_is_believed_by_redis_setnx(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--lock", "redis-setnx", "--nemesis",
+                                      "stall-grant", "--time-limit", "15", "--seed", "1")
+    assert code == 1, out
+    assert results["checks"]["mutex"]["lock-overlap-count"] >= 1
+    assert results["checks"]["faults"]["valid"] is True
+    test = json.loads((run_dir / "test.json").read_text())
+    assert test["spec"]["op_timeout"] == 4.0  # the client outwaits the 3 s stall
+    stops = nemesis_ops(run_dir, "stall-grant", "stop")
+    assert stops and all(s["detail"]["held-bytes"] for s in stops)
+    starts = nemesis_ops(run_dir, "stall-grant", "start")
+    assert starts[0]["params"] == {"stall": 3.0}
+    assert starts[0]["expect"]["stalled"]["seconds"] == 3.0
+    # a stalled waiter heard its grant late: an acquire that took longer than the stall
+    stalled = {p for s in starts for p in s["expect"]["stalled"]["processes"]}
+    ops = history(run_dir)
+    invoked = {}
+    late = []
+    for op in ops:
+        if op["f"] == "acquire" and op["process"] in stalled:
+            if op["type"] == "invoke":
+                invoked[op["process"]] = op["time"]
+            elif op["type"] == "ok" and op["time"] - invoked[op["process"]] >= 3e9:
+                late.append(op)
+    assert late, "no stalled waiter heard a grant after the stall"
+    nothing_left(run_dir)
+
+
+@needs_redis
+def test_redlock_never_believes_a_stalled_grant(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--db", "redis-masters", "--lock", "redlock",
+                                      "--nemesis", "stall-grant", "--time-limit", "12",
+                                      "--seed", "1")
+    assert code == 0, out
+    assert results["checks"]["faults"]["fault-count"] >= 1
+    stops = nemesis_ops(run_dir, "stall-grant", "stop")
+    assert stops and stops[0]["detail"]["held-bytes"], "the stall held no reply"
+    nothing_left(run_dir)
+
+
+@needs_redis
+def test_tokens_reject_the_late_holders_writes(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--lock", "redis-fenced", "--workload", "fenced",
+                                      "--nemesis", "stall-grant", "--time-limit", "15",
+                                      "--seed", "1")
+    assert code == 0, out
+    fencing = results["checks"]["fencing"]
+    assert fencing["valid"] is True
+    assert results["checks"]["mutex"]["lock-overlap-count"] >= 1  # the late grant was believed
+    assert fencing["stale-rejected"] >= 1  # ...and its writes were refused
+    nothing_left(run_dir)
+
+
+@needs_redis
+@needs_root
+@pytest.mark.parametrize("oneway", ["in", "out"])
+def test_a_one_way_partition_cuts_the_direction_it_says(store: Path, oneway: str) -> None:
+    """``in``: the cut-off holder's release still reaches Redis (the lock is free at once), it
+    only never hears so; ``out``: the release is lost and the lock waits for its TTL.
+
+    (A release is a script run by its SHA: the very first one of a run gets NOSCRIPT back and
+    must send the script itself, which under ``in`` it never learns to do. So only releases
+    after the first one that succeeded count.)"""
+    code, results, run_dir, out = run(store, "--nemesis", "partition-oneway", "--nemesis-opt",
+                                      f"oneway={oneway}", "--time-limit", "12", "--seed", "1")
+    assert code == 0, out
+    assert results["checks"]["faults"]["valid"] is True
+    ops = history(run_dir)
+    starts = nemesis_ops(run_dir, "partition-oneway", "start")
+    stops = nemesis_ops(run_dir, "partition-oneway", "stop")
+    assert starts and all(s["expect"]["cut-off"] for s in starts)
+    loaded = next(op["time"] for op in ops if op["f"] == "release" and op["type"] == "ok")
+    gaps = []
+    for start, stop in zip(starts, stops, strict=False):
+        victim = start["expect"]["cut-off"][0]
+        release = next((op for op in ops if op["process"] == victim and op["f"] == "release"
+                        and op["type"] == "invoke" and max(start["time"], loaded) < op["time"]
+                        < stop["time"]), None)
+        if release is None:
+            continue
+        regrant = next(op for op in ops if op["f"] == "acquire" and op["type"] == "ok"
+                       and op["time"] > release["time"] and op["process"] != victim)
+        gaps.append((regrant["time"] - release["time"]) / 1e9)
+    assert gaps, "no cut-off holder released while cut"
+    if oneway == "in":
+        assert min(gaps) < 1.0, f"the releases did not reach Redis: next grants after {gaps}"
+    else:
+        assert min(gaps) > 1.0, f"a release reached Redis: next grants after {gaps}"
+    assert not own_rules(run_dir)
+
+
+@needs_redis
+@needs_root
+@pytest.mark.slow
+def test_lag_under_failovers_runs_replication_through_the_link_layer(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--db", "redis-sentinel", "--nemesis",
+                                      "lag-replication,failover", "--time-limit", "20",
+                                      "--seed", "1")
+    assert code == 1, out
+    test = json.loads((run_dir / "test.json").read_text())
+    doors = [r for r in test["links"]["routes"] if r["id"].startswith("door:")]
+    assert {r["dst"] for r in doors} == {"n1", "n2", "n3"}
+    lag = nemesis_ops(run_dir, "lag-replication", "stop")
+    assert lag and lag[0]["background"] and lag[0]["detail"]["delayed-chunks"] > 0
+    assert 450 <= lag[0]["detail"]["mean-added-ms"] <= 700
+    failovers = nemesis_ops(run_dir, "failover", "stop")
+    assert failovers and failovers[0]["detail"]["promoted"] in ("n2", "n3")
+    assert results["checks"]["faults"]["valid"] is True
+    nothing_left(run_dir)
+
+
+@needs_zookeeper
+@pytest.mark.slow
+def test_zookeeper_stays_safe_on_a_slow_network(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--db", "zookeeper", "--nemesis", "delay",
+                                      "--time-limit", "15", "--seed", "1")
+    assert code == 0, out
+    assert results["checks"]["faults"]["valid"] is True
+    starts = nemesis_ops(run_dir, "delay", "start")
+    assert starts[0]["expect"]["slowed"]["at-least"] == 0.2
+    stops = nemesis_ops(run_dir, "delay", "stop")
+    assert stops and 150 <= stops[0]["detail"]["mean-added-ms"] <= 250
+    nothing_left(run_dir)
+
+
+@needs_etcd
+@needs_root
+@pytest.mark.slow
+def test_etcd_stays_safe_and_less_available_on_a_lossy_network(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--db", "etcd", "--nemesis", "loss",
+                                      "--time-limit", "15", "--seed", "1")
+    assert code == 0, out
+    assert results["checks"]["availability"]["outage-count"] >= 1
+    stops = nemesis_ops(run_dir, "loss", "stop")
+    assert stops and all(s["detail"]["dropped-packets"] > 0 for s in stops)
+    assert not own_rules(run_dir)
+
+
+@needs_redis
+@needs_root
+def test_clean_removes_the_proxy_and_the_loss_of_a_killed_run(store: Path) -> None:
+    """A controller killed with -9 while a lossy, slow network is in force: its proxy dies
+    with it (it is tied to the controller), its loss rules stay until ``harness clean``."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
+                             "--quiet", "--nemesis", "loss,delay,pause", "--time-limit", "60",
+                             "--seed", "3"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    run_dir = None
+    while time.monotonic() < deadline:
+        nem = store / "latest" / "journals" / "nemesis.jsonl"
+        text = nem.read_text() if nem.exists() else ""
+        if ('"type":"info","f":"loss","value":"start"' in text
+                and '"type":"info","f":"delay","value":"start"' in text):
+            run_dir = (store / "latest").resolve()
+            break
+        time.sleep(0.2)
+    assert run_dir is not None, "loss and delay did not start within 30 s"
+    assert any("-m statistic" in r for r in own_rules(run_dir))
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    pids = json.loads((run_dir / "pids.json").read_text())["processes"]
+    cleaned = harness("clean")
+    assert cleaned.returncode == 0, cleaned.stderr
+    time.sleep(0.5)
+    left = [f"{name}:{pid}" for name, (pid, _) in pids.items() if alive(pid)]
+    assert not left, f"still running after clean: {left}"
+    assert not own_rules(run_dir)
+
+
+@needs_zookeeper
+@needs_root
+@pytest.mark.slow
+def test_zookeeper_followers_lag_and_partitions_still_cut_through_the_doors(store: Path
+                                                                           ) -> None:
+    code, results, run_dir, out = run(store, "--db", "zookeeper", "--nemesis",
+                                      "lag-replication,partition-leader", "--time-limit", "15",
+                                      "--seed", "1")
+    assert code == 0, out
+    lag = nemesis_ops(run_dir, "lag-replication", "stop")
+    assert lag and lag[0]["detail"]["delayed-chunks"] > 0
+    leaders = [op["targets"][0] for op in nemesis_ops(run_dir, "partition-leader", "start")]
+    assert leaders, "no leader was cut off"
+    assert results["checks"]["faults"]["valid"] is True
+    nothing_left(run_dir)
