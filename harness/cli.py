@@ -334,14 +334,15 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 # check / report / export --------------------------------------------------------------------------
 def cmd_check(args: argparse.Namespace) -> int:
+    limits = check_limits(args)
+    if args.run_dir.is_file():  # a history file: only the checker and the reader are imported
+        return check_file(args.run_dir, args.model, limits)
+
     from harness.controller.checking import check_run, exit_code
     from harness.controller.store import open_run
     from harness.presentation.report import write_report
     from harness.presentation.runs import could_not, print_summary
 
-    limits = check_limits(args)
-    if args.run_dir.is_file():
-        return check_file(args.run_dir, args.model, limits)
     if not args.run_dir.exists():
         raise UsageError(f"{args.run_dir}: no such file or run directory")
     if args.model is not None:
@@ -400,8 +401,7 @@ def check_file(path: Path, model: str | None, limits: dict[str, Any]) -> int:
     from checker.models import MODELS, infer
     from harness.core.budget import file_fits
     from harness.core.interop import load_any
-    from harness.core.text import line, show
-    from harness.presentation.report import verdict_word
+    from harness.core.text import line, show, verdict_word
 
     given = model is not None
     if model is not None and model not in MODELS:
