@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import copy
+import gc
+import math
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from checker import fencing, mutex, stats
+from checker.intervals import overlapping
 from harness.controller.checking import check_history as check_all
 from harness.core.checks import merge_valid
+from harness.core.heap import gc_paused
 from tests.histories import (
     MS,
     Built,
@@ -220,3 +225,48 @@ def test_independent_keys_are_checked_each_on_its_own() -> None:
     together = mutex.check(history("lock-0"))
     assert together["valid"] is False
     assert together["lock-overlap-count"] == 1 and together["resource-interleaving-count"] == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 8) | st.none()), max_size=30),
+       st.integers(0, 6))
+def test_overlapping_sweep_agrees_with_every_pair(raw: list[tuple[int, int | None]],
+                                                  limit: int) -> None:
+    """The heap sweep counts and lists exactly the pairs a quadratic scan finds, in order."""
+    items = sorted(((s, None if d is None else s + d) for s, d in raw), key=lambda i: i[0])
+    end = lambda i: math.inf if i[1] is None else i[1]  # noqa: E731
+    pairs = [(a, b) for j, b in enumerate(items) for a in items[:j] if end(a) > b[0]]
+    count, listed = overlapping(items, lambda i: i[0], end, limit)
+    assert count == len(pairs)
+    assert listed == pairs[:limit]
+
+
+def test_many_holders_that_never_release_are_counted_not_listed() -> None:
+    """2,000 grants never released: ~2M overlapping pairs, counted; 50 listed; no pair list."""
+    h = []
+    for p in range(2000):
+        h.append({"index": 2 * p, "time": 10 * p, "process": p, "type": "invoke",
+                  "f": "acquire"})
+        h.append({"index": 2 * p + 1, "time": 10 * p + 1, "process": p, "type": "ok",
+                  "f": "acquire"})
+    result = mutex.check(h)
+    assert result["lock-overlap-count"] == 2000 * 1999 // 2
+    assert len(result["lock-overlaps"]) == mutex.MAX_LISTED
+    assert result["lock-overlaps"][0]["processes"] == [0, 1]
+
+
+def test_the_collector_is_paused_during_a_check_and_restored_after() -> None:
+    seen = []
+
+    @gc_paused
+    def checker(history: list[Any]) -> dict[str, Any]:
+        seen.append(gc.isenabled())
+        if history:
+            raise ValueError("boom")
+        return {"valid": True}
+
+    assert gc.isenabled()
+    checker([])
+    with pytest.raises(ValueError):
+        checker([1])
+    assert seen == [False, False] and gc.isenabled()

@@ -294,22 +294,21 @@ def pairs(history: Iterable[Op]) -> Iterator[tuple[Op, Op | None]]:
     A process has at most one op outstanding; a second invoke before a completion means the
     first never completed (its process crashed), which is as good as ``info``.
     """
-    open_: dict[Any, Op] = {}
-    order: list[tuple[Op, Op | None]] = []
-    slot: dict[int, int] = {}
+    open_: dict[Any, int] = {}  # each process's open invocation, by its place in invs (a newer
+    invs: list[Op] = []         # one replaces it: the earlier one stays uncompleted)
+    comps: list[Op | None] = []
     for op in history:
         p = op["process"]
         if op["type"] == INVOKE:
-            if p in open_:
-                pass  # the earlier one stays uncompleted
-            open_[p] = op
-            slot[id(op)] = len(order)
-            order.append((op, None))
+            open_[p] = len(invs)
+            invs.append(op)
+            comps.append(None)
         else:
-            inv = open_.pop(p, None)
-            if inv is None:
+            at = open_.pop(p, None)
+            if at is None:
                 # A completion with no invocation (a nemesis info, say): pair it with itself.
-                order.append((op, op))
+                invs.append(op)
+                comps.append(op)
             else:
-                order[slot[id(inv)]] = (inv, op)
-    return iter(order)
+                comps[at] = op
+    return zip(invs, comps, strict=True)
