@@ -45,7 +45,6 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from checker.models import Model, OpView, State, freeze, get_model, secs
@@ -64,25 +63,31 @@ _CHECK_CLOCK_EVERY = 1024
 # Preparing the history
 
 
-@dataclass
 class Call:
     """One operation as the search sees it: invocation, outcome and real-time window (ns)."""
 
-    inv: Op
-    comp: Op | None
-    known: bool  # completed ok; otherwise indeterminate (info, or never completed)
-    f: str
-    value: Any
-    completion: dict[str, Any]
-    start: int
-    end: int | None
-    seq: int  # position of the invocation in the history, to break ties
-    process: Any
-    ckey: tuple[Any, ...] = ()  # what :class:`_Remaining` counts it under
+    __slots__ = ("ckey", "comp", "completion", "end", "f", "inv", "known", "process", "seq",
+                 "start", "value")
 
-    def __post_init__(self) -> None:
-        failed = self.comp is not None and self.known and self.comp.get("type") == FAIL
-        self.ckey = (self.process, self.f, FAIL) if failed else (self.process, self.f)
+    def __init__(self, inv: Op, comp: Op | None, known: bool, f: str, value: Any,
+                 completion: dict[str, Any], start: int, end: int | None, seq: int,
+                 process: Any) -> None:
+        self.inv = inv
+        self.comp = comp
+        self.known = known  # completed ok (or failed as the model understands); else unknown
+        self.f = f
+        self.value = value
+        self.completion = completion
+        self.start = start
+        self.end = end
+        self.seq = seq  # position of the invocation in the history, to break ties
+        self.process = process
+        failed = comp is not None and known and comp.get("type") == FAIL
+        # what :class:`_Remaining` counts it under
+        self.ckey: tuple[Any, ...] = (process, f, FAIL) if failed else (process, f)
+
+    def __repr__(self) -> str:
+        return f"Call({self.process!r} {self.f} {self.value!r} {self.start}..{self.end})"
 
     @property
     def index(self) -> int:
@@ -105,14 +110,14 @@ class Call:
         )
 
 
-@dataclass
 class Prepared:
     """The history split into parts, and what was left out of the check and why."""
 
-    parts: dict[Hashable, list[Call]]
-    failed: int = 0
-    ignored: dict[str, int] = field(default_factory=dict)
-    unmatched: int = 0
+    def __init__(self, parts: dict[Hashable, list[Call]]) -> None:
+        self.parts = parts
+        self.failed = 0
+        self.ignored: dict[str, int] = {}
+        self.unmatched = 0
 
 
 def partition_key(inv: Op, comp: Op | None) -> Hashable:
@@ -210,15 +215,72 @@ class _Remaining:
         return sum(self.counts[k] for k in self._failed_keys)
 
 
-@dataclass
 class PartResult:
     """The verdict on one part (lock), its ops, cache entries used, and the witness if false."""
 
-    valid: bool | str
-    key: Hashable
-    calls: list[Call]
-    states: int
-    witness: dict[str, Any] | None = None
+    def __init__(self, valid: bool | str, key: Hashable, calls: list[Call], states: int,
+                 witness: dict[str, Any] | None = None) -> None:
+        self.valid = valid
+        self.key = key
+        self.calls = calls
+        self.states = states
+        self.witness = witness
+
+
+def _intern(state: State | None, states: list[State], sid_of: dict[State, int]) -> int:
+    """The number of ``state`` in ``states`` (added if new); -1 for None (the op cannot happen)."""
+    if state is None:
+        return -1
+    sid = sid_of.get(state)
+    if sid is None:
+        sid = sid_of[state] = len(states)
+        states.append(state)
+    return sid
+
+
+class _Seen:
+    """The configurations already explored: for each (linearized ops with a known outcome,
+    state), the sets of indeterminate ops linearized with it, kept as an antichain.
+
+    A configuration that linearized a superset of the indeterminate ops of one already
+    explored, with the same known ops and the same state, is pruned too (not only an equal
+    one): the smaller set leaves every op of the larger one still available, and indeterminate
+    ops constrain nothing, so whatever the larger one could reach, the smaller one could too.
+    (Twins are always taken earliest first, so "superset" is also "at least as many of each".)
+    Most keys have one set, stored as the int itself; ``size`` counts the sets, for the budget.
+    """
+
+    __slots__ = ("size", "table")
+
+    def __init__(self) -> None:
+        self.table: dict[tuple[int, int, int], Any] = {}
+        self.size = 0
+
+    def visit(self, key: tuple[int, int, int], bits: int) -> bool:
+        """True (and remembered) if no configuration explored so far prunes this one."""
+        table = self.table
+        had = table.get(key)
+        if had is None:
+            table[key] = bits
+            self.size += 1
+            return True
+        if type(had) is int:
+            if had & ~bits == 0:
+                return False
+            if bits & ~had == 0:  # the new set is smaller: it replaces the old one
+                table[key] = bits
+            else:
+                table[key] = [had, bits]
+                self.size += 1
+            return True
+        for b in had:
+            if b & ~bits == 0:
+                return False
+        kept = [b for b in had if bits & ~b != 0]
+        kept.append(bits)
+        self.size += len(kept) - len(had)
+        table[key] = kept
+        return True
 
 
 class _Part:
@@ -279,12 +341,14 @@ class _Part:
         self.info_pos[self.itail] = len(events) + 1
         self.info_pos[self.ihead] = -1
         # Only the earliest pending op of each signature is in the list (the others wait for
-        # it to be linearized, see ``sig_next``): same-looking pending ops are interchangeable.
+        # it to be linearized, see ``sig_next``): same-looking pending ops are interchangeable
+        # (the process is part of the look unless the model never reads it).
         last: dict[Hashable, int] = {}
         self.sig_next = [-1] * k
         leaders = []
+        blind = self.model.process_blind
         for j, c in enumerate(self.unknown):
-            sig = (c.f, freeze(c.value), c.process)
+            sig = (c.f, freeze(c.value)) if blind else (c.f, freeze(c.value), c.process)
             if sig in last:
                 self.sig_next[last[sig]] = j
             else:
@@ -307,13 +371,22 @@ class _Part:
         inxt, iprv, info_pos, sig_next = self.inxt, self.iprv, self.info_pos, self.sig_next
         rem = _Remaining(self.calls, len(known))
         counts = rem.counts
+        # States are interned (a state is its number in ``states``) and each op's transitions
+        # are memoised: the model is asked once per (op, state), however often the search
+        # comes back to it.
+        states: list[State] = [model.init]
+        sid_of: dict[State, int] = {model.init: 0}
+        ktr: list[dict[int, int]] = [{} for _ in known]
+        utr: list[dict[int, int]] = [{} for _ in unknown]
+        seen = _Seen()
+        visit = seen.visit
 
-        state: State = model.init
+        sid = 0
         lo = w = bits = 0  # known ops below lo all linearized; w: those above; bits: info ops
-        cache: set[tuple[int, int, int, State]] = {(0, 0, 0, state)}
+        visit((0, 0, 0), 0)
         stack: list[tuple[Any, ...]] = []
         path: tuple[Any, ...] | None = None  # cons list of (kind, id, state after, parent)
-        best: tuple[tuple[Any, ...] | None, State, int] = (None, state, 0)
+        best: tuple[tuple[Any, ...] | None, State, int] = (None, model.init, 0)
         depth = 0
         entry = nxt[0]
         main = True  # scanning the main list; False: trying info ops before return entry r
@@ -323,22 +396,28 @@ class _Part:
         while True:
             ticks += 1
             if ticks % _CHECK_CLOCK_EVERY == 0 and budget.out_of_time():
-                return self._unknown(budget, cache)
+                return self._unknown(budget, seen)
             if rem.required == 0:
-                return self._done(budget, cache)
+                return self._done(budget, seen)
             if main:
                 if ent_call[entry]:
                     x = ent_op[entry]
-                    c = known[x]
-                    ns = step(state, c.f, c.value, c.completion)
-                    if ns is not None:
-                        ck = c.ckey
+                    tr = ktr[x]
+                    nsid = tr.get(sid, -2)
+                    if nsid == -2:
+                        c = known[x]
+                        nsid = _intern(step(states[sid], c.f, c.value, c.completion), states,
+                                       sid_of)
+                        tr[sid] = nsid
+                    if nsid >= 0:
+                        ck = known[x].ckey
                         counts[ck] -= 1
                         rem.required -= 1
-                        if stuck is not None and rem.required and stuck(ns, rem):
+                        ok = True
+                        if stuck is not None and rem.required and stuck(states[nsid], rem):
                             if depth >= best[2]:  # the witness may end in a hopeless state
-                                best = ((True, x, ns, path), ns, depth + 1)
-                            ns = None
+                                best = ((True, x, states[nsid], path), states[nsid], depth + 1)
+                            ok = False
                         else:
                             bit = x - lo
                             w2 = w | (1 << bit)
@@ -347,27 +426,25 @@ class _Part:
                                 t = (~w2 & (w2 + 1)).bit_length() - 1
                                 w2 >>= t
                                 lo2 = lo + t
-                            key = (lo2, w2, bits, ns)
-                            if key in cache:
-                                ns = None
+                            if not visit((lo2, w2, nsid), bits):
+                                ok = False
+                            elif budget.out_of_states(seen.size):
+                                return self._unknown(budget, seen)
                             else:
-                                if budget.out_of_states(len(cache)):
-                                    return self._unknown(budget, cache)
-                                cache.add(key)
-                                stack.append((True, x, state, lo, w))
-                                state, lo, w = ns, lo2, w2
+                                stack.append((True, x, sid, lo, w))
+                                sid, lo, w = nsid, lo2, w2
                                 ce, re_ = entry, ret_ent[x]
                                 nxt[prv[ce]] = nxt[ce]
                                 prv[nxt[ce]] = prv[ce]
                                 nxt[prv[re_]] = nxt[re_]
                                 prv[nxt[re_]] = prv[re_]
-                                path = (True, x, ns, path)
+                                path = (True, x, states[nsid], path)
                                 depth += 1
                                 if depth > best[2]:
-                                    best = (path, ns, depth)
+                                    best = (path, states[nsid], depth)
                                 entry = nxt[0]
                                 continue
-                        if ns is None:
+                        if not ok:
                             counts[ck] += 1
                             rem.required += 1
                     entry = nxt[entry]
@@ -380,26 +457,32 @@ class _Part:
             while info_pos[icur] < rpos:
                 j = icur
                 icur = inxt[j]
-                c = unknown[j]
-                ns = step(state, c.f, c.value, c.completion)
-                if ns is None:
+                tr = utr[j]
+                nsid = tr.get(sid, -2)
+                if nsid == -2:
+                    c = unknown[j]
+                    nsid = _intern(step(states[sid], c.f, c.value, c.completion), states,
+                                   sid_of)
+                    tr[sid] = nsid
+                # An op that cannot happen here, or changes nothing (a read whose outcome is
+                # unknown): leaving it out is never worse, it may still happen later.
+                if nsid < 0 or nsid == sid:
                     continue
-                ck = c.ckey
+                ns = states[nsid]
+                ck = unknown[j].ckey
                 counts[ck] -= 1
                 if stuck is not None and stuck(ns, rem):
                     if depth >= best[2]:
                         best = ((False, j, ns, path), ns, depth + 1)
                     counts[ck] += 1
                     continue
-                key = (lo, w, bits | (1 << j), ns)
-                if key in cache:
+                if not visit((lo, w, nsid), bits | (1 << j)):
                     counts[ck] += 1
                     continue
-                if budget.out_of_states(len(cache)):
-                    return self._unknown(budget, cache)
-                cache.add(key)
-                stack.append((False, j, state, r))
-                state, bits = ns, bits | (1 << j)
+                if budget.out_of_states(seen.size):
+                    return self._unknown(budget, seen)
+                stack.append((False, j, sid, r))
+                sid, bits = nsid, bits | (1 << j)
                 nxt_j, prv_j = inxt[j], iprv[j]
                 inxt[prv_j] = nxt_j
                 iprv[nxt_j] = prv_j
@@ -424,12 +507,12 @@ class _Part:
                 continue
             # Nothing can be linearized here: undo the latest choice.
             if not stack:
-                return self._invalid(budget, cache, best)
+                return self._invalid(budget, seen, best)
             frame = stack.pop()
             path = path[3] if path is not None else None
             depth -= 1
             if frame[0]:
-                _, x, state, lo, w = frame
+                _, x, sid, lo, w = frame
                 c = known[x]
                 counts[c.ckey] += 1
                 rem.required += 1
@@ -441,7 +524,7 @@ class _Part:
                 entry = nxt[ce]
                 main = True
             else:
-                _, j, state, r = frame
+                _, j, sid, r = frame
                 c = unknown[j]
                 counts[c.ckey] += 1
                 bits &= ~(1 << j)
@@ -456,19 +539,19 @@ class _Part:
 
     # -- outcomes ----------------------------------------------------------------------------
 
-    def _done(self, budget: Budget, cache: set[Any]) -> PartResult:
-        budget.states += len(cache)
-        return PartResult(VALID, self.key, self.calls, len(cache))
+    def _done(self, budget: Budget, seen: _Seen) -> PartResult:
+        budget.states += seen.size
+        return PartResult(VALID, self.key, self.calls, seen.size)
 
-    def _unknown(self, budget: Budget, cache: set[Any]) -> PartResult:
-        budget.states += len(cache)
-        return PartResult(UNKNOWN, self.key, self.calls, len(cache))
+    def _unknown(self, budget: Budget, seen: _Seen) -> PartResult:
+        budget.states += seen.size
+        return PartResult(UNKNOWN, self.key, self.calls, seen.size)
 
-    def _invalid(self, budget: Budget, cache: set[Any],
+    def _invalid(self, budget: Budget, seen: _Seen,
                  best: tuple[tuple[Any, ...] | None, State, int]) -> PartResult:
-        budget.states += len(cache)
+        budget.states += seen.size
         witness = self._witness(best)
-        return PartResult(INVALID, self.key, self.calls, len(cache), witness)
+        return PartResult(INVALID, self.key, self.calls, seen.size, witness)
 
     # -- the witness -------------------------------------------------------------------------
 

@@ -28,8 +28,7 @@ records ``write`` ops to the protected resource, which the ``mutex`` model does 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from harness.core.text import show, who
 
@@ -37,19 +36,27 @@ State = tuple[Any, ...]
 Step = Callable[[State, str, Any, dict[str, Any]], "State | None"]
 
 
-@dataclass(frozen=True)
 class OpView:
     """One operation as the witness talks about it (times in ns; ``completed`` None: unknown)."""
 
-    index: int
-    process: Any
-    f: str
-    value: Any
-    output: Any
-    type: str
-    invoked: int
-    completed: int | None
-    token: Any = None
+    __slots__ = ("completed", "f", "index", "invoked", "output", "process", "token", "type",
+                 "value")
+
+    def __init__(self, index: int, process: Any, f: str, value: Any, output: Any, type: str,
+                 invoked: int, completed: int | None, token: Any = None) -> None:
+        self.index = index
+        self.process = process
+        self.f = f
+        self.value = value
+        self.output = output
+        self.type = type
+        self.invoked = invoked
+        self.completed = completed
+        self.token = token
+
+    def __repr__(self) -> str:
+        return (f"OpView({self.index}: {self.process!r} {self.type} {self.f} {self.value!r} "
+                f"-> {self.output!r})")
 
     @property
     def indeterminate(self) -> bool:
@@ -78,8 +85,7 @@ Explain = Callable[[State, OpView, Sequence[OpView], Sequence[OpView]], str]
 Stuck = Callable[[State, Remaining], bool]
 
 
-@dataclass(frozen=True)
-class Model:
+class Model(NamedTuple):
     """A sequential specification. See the module docstring for the contract of each part."""
 
     name: str
@@ -94,6 +100,9 @@ class Model:
     # the lock was no longer the caller's); every other fail certainly did not happen and is
     # left out.
     understood_failure: Callable[[dict[str, Any]], bool] | None = None
+    # The model never looks at the process of an op (a register): indeterminate ops that differ
+    # only by process are interchangeable, and the search tries only one of them.
+    process_blind: bool = False
 
 
 def freeze(value: Any) -> Hashable:
@@ -373,6 +382,7 @@ MODELS: dict[str, Model] = {
         step=register_step,
         describe=register_describe,
         explain=register_explain,
+        process_blind=True,
     ),
     "cas-register": Model(
         name="cas-register",
@@ -382,6 +392,7 @@ MODELS: dict[str, Model] = {
         step=cas_register_step,
         describe=register_describe,
         explain=register_explain,
+        process_blind=True,
     ),
 }
 
