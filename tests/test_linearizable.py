@@ -345,25 +345,13 @@ def assert_witness_sound(history: list[Op], result: dict[str, Any], model_name: 
     assert list(state) == list(w["state"]) or freeze(list(state)) == freeze(w["state"])
 
 
+@pytest.mark.parametrize("shape", [random_history, info_heavy_history])
 @pytest.mark.parametrize("model_name", MODEL_NAMES)
 @SETTINGS
 @given(data=st.data())
-def test_agrees_with_brute_force_on_random_histories(model_name: str, data: st.DataObject) -> None:
-    history = data.draw(random_history(model_name))
-    expected = brute_force(history, model_name)
-    result = check(history, model_name)
-    event(f"valid={expected}")
-    assert result["valid"] == expected
-    if expected is False:
-        assert_witness_sound(history, result, model_name)
-
-
-@pytest.mark.parametrize("model_name", MODEL_NAMES)
-@SETTINGS
-@given(data=st.data())
-def test_agrees_with_brute_force_when_many_ops_are_indeterminate(model_name: str,
-                                                                 data: st.DataObject) -> None:
-    history = data.draw(info_heavy_history(model_name))
+def test_agrees_with_brute_force_on_random_histories(model_name: str, shape: Any,
+                                                     data: st.DataObject) -> None:
+    history = data.draw(shape(model_name))
     expected = brute_force(history, model_name)
     result = check(history, model_name)
     event(f"valid={expected}")
