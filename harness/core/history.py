@@ -294,21 +294,36 @@ def pairs(history: Iterable[Op]) -> Iterator[tuple[Op, Op | None]]:
     A process has at most one op outstanding; a second invoke before a completion means the
     first never completed (its process crashed), which is as good as ``info``.
     """
+    _, invs, comps = _pairing(history, False)
+    return zip(invs, comps, strict=True)
+
+
+def indexed_pairs(history: Iterable[Op]) -> Iterator[tuple[int, Op, Op | None]]:
+    """:func:`pairs`, each with the invocation's position in ``history`` (as iterated)."""
+    at, invs, comps = _pairing(history, True)
+    return zip(at, invs, comps, strict=True)
+
+
+def _pairing(history: Iterable[Op], positions: bool
+             ) -> tuple[list[int], list[Op], list[Op | None]]:
     open_: dict[Any, int] = {}  # each process's open invocation, by its place in invs (a newer
-    invs: list[Op] = []         # one replaces it: the earlier one stays uncompleted)
+    at: list[int] = []          # one replaces it: the earlier one stays uncompleted)
+    invs: list[Op] = []
     comps: list[Op | None] = []
-    for op in history:
+    for i, op in enumerate(history):
         p = op["process"]
         if op["type"] == INVOKE:
             open_[p] = len(invs)
             invs.append(op)
             comps.append(None)
         else:
-            at = open_.pop(p, None)
-            if at is None:
-                # A completion with no invocation (a nemesis info, say): pair it with itself.
-                invs.append(op)
-                comps.append(op)
-            else:
-                comps[at] = op
-    return zip(invs, comps, strict=True)
+            where = open_.pop(p, None)
+            if where is not None:
+                comps[where] = op
+                continue
+            # A completion with no invocation (a nemesis info, say): pair it with itself.
+            invs.append(op)
+            comps.append(op)
+        if positions:
+            at.append(i)
+    return at, invs, comps
