@@ -10,29 +10,38 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from checker.models import Model, OpView, freeze
-from harness.core.history import FAIL, INVOKE, NEMESIS, OK, Op, indexed_pairs
+from harness.core.history import FAIL, INVOKE, NEMESIS, OK, Op
+
+_NO_OUTCOME: dict[str, Any] = {"type": "info"}  # replaced before anyone reads it
 
 
 class Call:
-    """One operation as the search sees it: invocation, outcome and real-time window (ns)."""
+    """One operation as the search sees it: invocation, outcome and real-time window (ns).
 
-    __slots__ = ("ckey", "comp", "completion", "end", "f", "inv", "known", "process", "seq",
-                 "start", "value")
+    ``known``: it completed ok, or failed in a way the model counts as an event (``refused``:
+    a release refused, "not the holder"); otherwise its outcome is unknown (``info``, or it
+    never completed), ``end`` is None and ``completion`` a minimal ``{"type": "info",
+    "process": p, "f": f}`` (see checker.models)."""
 
-    def __init__(self, inv: Op, comp: Op | None, known: bool, f: str, value: Any,
-                 completion: dict[str, Any], start: int, end: int | None, seq: int,
-                 process: Any) -> None:
+    __slots__ = ("ckey", "comp", "completion", "end", "f", "inv", "known", "process", "refused",
+                 "seq", "start", "value")
+
+    def __init__(self, inv: Op, f: str, start: int, seq: int, process: Any) -> None:
         self.inv = inv
-        self.comp = comp
-        self.known = known  # completed ok (or failed as the model understands); else unknown
         self.f = f
-        self.value = value
-        self.completion = completion
+        self.value = inv.get("value")
         self.start = start
-        self.end = end
         self.seq = seq  # position of the invocation in the history, to break ties
         self.process = process
+        self.comp: Op | None = None
+        self.known = False
+        self.refused = False
+        self.end: int | None = None
+        self.completion: dict[str, Any] = _NO_OUTCOME
         self.ckey: tuple[Any, ...]  # set by the search (checker.wgl.Part) for its own calls
+
+    def unknown_outcome(self) -> None:
+        self.completion = {"type": "info", "process": self.process, "f": self.f}
 
     def __repr__(self) -> str:
         return f"Call({self.process!r} {self.f} {self.value!r} {self.start}..{self.end})"
@@ -40,7 +49,7 @@ class Call:
     @property
     def index(self) -> int:
         idx = self.inv.get("index")
-        return idx if isinstance(idx, int) and not isinstance(idx, bool) else self.seq
+        return idx if type(idx) is int else self.seq  # (not a bool, nor anything else)
 
     def view(self) -> OpView:
         done = self.comp
@@ -74,44 +83,88 @@ def partition_key(inv: Op, comp: Op | None) -> Hashable:
         if op is None:
             continue
         for name in ("lock", "key"):
-            if op.get(name) is not None:
-                return freeze(op[name])
+            value = op.get(name)
+            if value is not None:
+                return value if type(value) is str else freeze(value)
     return None
 
 
 def prepare(history: Sequence[Op], model: Model) -> Prepared:
-    """Pair invocations with completions and split them by lock; drop fails and nemesis ops."""
+    """Pair invocations with completions and split them by lock; drop fails and nemesis ops.
+
+    One pass: an op is added to its part when it completes (or when its process invokes
+    another, or at the end, if it never does), so each process's ops are in its own order."""
     prepared = Prepared(parts={})
-    for seq, inv, comp in indexed_pairs(op for op in history if op.get("process") != NEMESIS):
-        if inv.get("type") != INVOKE:
+    parts = prepared.parts
+    fs = model.fs
+    understood = model.understood_failure
+    ignored = prepared.ignored
+    opened: dict[Any, Call | str] = {}  # each process's open invocation (f when not modelled)
+
+    def add(c: Call) -> None:
+        if not c.known:
+            c.unknown_outcome()
+        key = c.inv.get("lock")
+        if type(key) is not str:  # the usual case is a lock name on the invocation
+            key = partition_key(c.inv, c.comp)
+        part = parts.get(key)
+        if part is None:
+            parts[key] = [c]
+        else:
+            part.append(c)
+
+    seq = -1
+    for op in history:
+        p = op.get("process")
+        if p == NEMESIS:
+            continue
+        seq += 1
+        ctype = op["type"]
+        if ctype == INVOKE:
+            prior = opened.get(p)
+            if prior is not None:  # it never completed: its process went on
+                if type(prior) is str:
+                    ignored[prior] = ignored.get(prior, 0) + 1
+                else:
+                    add(prior)  # type: ignore[arg-type]
+            f = op["f"]
+            if f in fs:
+                t = op["time"]
+                opened[p] = Call(op, f, t if type(t) is int else int(t), seq, p)
+            else:
+                opened[p] = f
+            continue
+        prior = opened.pop(p, None)
+        if prior is None:
             prepared.unmatched += 1
             continue
-        f = inv["f"]
-        failed = comp is not None and comp.get("type") == FAIL
-        if failed and (model.understood_failure is None
-                       or not model.understood_failure({**comp, "f": f})):
-            prepared.failed += 1  # it certainly did not happen: nothing to place
+        if type(prior) is str:
+            if ctype == FAIL and (understood is None or not understood(
+                    op if op.get("f") == prior else {**op, "f": prior})):
+                prepared.failed += 1
+            else:
+                ignored[prior] = ignored.get(prior, 0) + 1
             continue
-        if f not in model.fs:
-            prepared.ignored[f] = prepared.ignored.get(f, 0) + 1
+        c: Call = prior  # type: ignore[assignment]
+        if ctype == FAIL and (understood is None or not understood(
+                op if op.get("f") == c.f else {**op, "f": c.f})):
+            prepared.failed += 1  # it certainly did not happen: nothing to place
             continue
         # A failure the model understands (a release refused: "not the holder") happened,
         # with that outcome, within its window: it is placed like an ok op.
-        known = comp is not None and comp.get("type") in (OK, FAIL)
-        process = inv["process"]
-        start = int(inv["time"])
-        call = Call(
-            inv=inv,
-            comp=comp,
-            known=known,
-            f=f,
-            value=inv.get("value"),
-            completion=comp if (known and comp is not None)
-            else {"type": "info", "process": process, "f": f},
-            start=start,
-            end=max(int(comp["time"]), start) if (known and comp is not None) else None,
-            seq=seq,
-            process=process,
-        )
-        prepared.parts.setdefault(partition_key(inv, comp), []).append(call)
+        c.comp = op
+        if ctype in (OK, FAIL):
+            c.known = True
+            c.refused = ctype == FAIL
+            c.completion = op
+            t = op["time"]
+            if type(t) is not int:
+                t = int(t)
+            c.end = t if t > c.start else c.start
+        add(c)
+    for prior in opened.values():
+        if type(prior) is str:
+            ignored[prior] = ignored.get(prior, 0) + 1
+        else:
+            add(prior)  # type: ignore[arg-type]
     return prepared

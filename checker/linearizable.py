@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from checker import lockorder
 from checker.calls import Prepared, prepare
 from checker.models import Model, get_model
 from checker.sessions import writes_in_lock_transaction
@@ -71,11 +72,13 @@ def check(history: Sequence[Op], model: str | Model = "mutex", *,
     budget = Budget(time_limit, max_states)
     parts = sorted(prepared.parts.items(), key=lambda kv: (len(kv[1]), repr(kv[0])))
     results: list[PartResult] = []
+    fast = lockorder.applies(m)
     for key, calls in parts:
         if budget.reason is not None:
             results.append(PartResult(UNKNOWN, key, calls, 0))
             continue
-        results.append(Part(key, calls, m).search(budget))
+        result = lockorder.check_part(key, calls, m, budget) if fast else None
+        results.append(result if result is not None else Part(key, calls, m).search(budget))
     return _summarize(m, prepared, results, budget)
 
 
@@ -92,6 +95,10 @@ def _summarize(model: Model, prepared: Prepared, results: list[PartResult],
         "ignored": dict(sorted(prepared.ignored.items())),
         "states": sum(r.states for r in results),
     }
+    methods: dict[str, int] = {}
+    for r in results:
+        methods[r.method] = methods.get(r.method, 0) + 1
+    out["methods"] = methods  # parts decided by each: "sections" (lockorder), "search" (wgl)
     if prepared.unmatched:
         out["unmatched_completions"] = prepared.unmatched
     invalid = [r for r in results if r.valid is INVALID]

@@ -17,7 +17,9 @@ tuple here, so that "no state" can never be confused with a state); the checker 
   an acquire of a held lock). ``fail`` ops never reach a model: they certainly did not happen.
 
 Adding a model: write a ``step``, a ``describe`` (state in words), optionally an ``explain``
-(why the op the checker got stuck on cannot be placed, in words, for the witness) and a
+(why the op the checker got stuck on cannot be placed, in words, for the witness; it is given
+the state, that op, the linearized prefix and every op of the part in invocation order, as
+sequences whose items are made as they are read) and a
 ``stuck`` hint (a sound "nothing can ever follow from this state" test that prunes the
 search; it is asked only while ops with a known outcome remain), then register a
 :class:`Model` in :data:`MODELS`. Ops whose ``f`` is not in the model's ``fs`` are not the
@@ -27,6 +29,7 @@ records ``write`` ops to the protected resource, which the ``mutex`` model does 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NamedTuple, Protocol
 
@@ -215,8 +218,12 @@ def _last(prefix: Sequence[OpView], pred: Callable[[OpView], bool]) -> OpView | 
 
 
 def _next(part: Sequence[OpView], after: int, pred: Callable[[OpView], bool]) -> OpView | None:
-    later = [op for op in part if op.invoked >= after and pred(op)]
-    return min(later, key=lambda op: op.invoked, default=None)
+    """The first op of ``part`` (in invocation order) invoked at ``after`` or later that
+    ``pred`` accepts."""
+    for i in range(bisect.bisect_left(part, after, key=lambda op: op.invoked), len(part)):
+        if pred(part[i]):
+            return part[i]
+    return None
 
 
 def _acquired_phrase(op: OpView) -> str:

@@ -254,8 +254,9 @@ class Part:
             self.inxt[a] = b
             self.iprv[b] = a
 
-    def search(self, budget: Budget) -> PartResult:
-        """Run the search; return valid / invalid (with a witness) / unknown (budget spent)."""
+    def search(self, budget: Budget, witness: bool = True) -> PartResult:
+        """Run the search; return valid / invalid (with a witness, unless ``witness`` is
+        False: then only the prefix and the state it ends in) / unknown (budget spent)."""
         model = self.model
         step, stuck = model.step, model.stuck
         known, unknown = self.known, self.unknown
@@ -401,7 +402,7 @@ class Part:
                 continue
             # Nothing can be linearized here: undo the latest choice.
             if not stack:
-                return self._invalid(budget, seen, best)
+                return self._invalid(budget, seen, best, witness)
             frame = stack.pop()
             path = path[3] if path is not None else None
             depth -= 1
@@ -442,13 +443,14 @@ class Part:
         return PartResult(UNKNOWN, self.key, self.calls, seen.size)
 
     def _invalid(self, budget: Budget, seen: _Seen,
-                 best: tuple[tuple[Any, ...] | None, State, int]) -> PartResult:
+                 best: tuple[tuple[Any, ...] | None, State, int], witness: bool) -> PartResult:
         budget.states += seen.size
         chain = self.chain(best[0])
         result = PartResult(INVALID, self.key, self.calls, seen.size)
         result.chain, result.state = chain, best[1]
-        result.witness = make_witness(self.model, self.key, self.calls, chain, best[1],
-                                      init=self.init)
+        if witness:
+            result.witness = make_witness(self.model, self.key, self.calls, chain, best[1],
+                                          init=self.init)
         return result
 
     def chain(self, node: tuple[Any, ...] | None) -> list[tuple[Call, State]]:

@@ -6,11 +6,12 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from typing import Any
+import operator
+from collections.abc import Hashable, Iterator, Sequence
+from typing import Any, overload
 
 from checker.calls import Call
-from checker.models import Model, State, secs
+from checker.models import Model, OpView, State, secs
 from harness.core.text import show, who
 
 
@@ -21,9 +22,11 @@ def make_witness(model: Model, key: Hashable, calls: Sequence[Call],
     as (op, state after it), from ``init`` (the model's by default), ``state`` the state it
     ends in; ``blocked``, the op that cannot follow it, is by default the op with a known
     outcome that completed first among those not in the prefix."""
-    done = {id(c) for c, _ in chain}
+    done = bytearray(max((c.seq for c in calls), default=0) + 1)  # in the prefix, by seq
+    for c, _ in chain:
+        done[c.seq] = 1
     if blocked is None:
-        blocked = min((c for c in calls if c.known and id(c) not in done),
+        blocked = min((c for c in calls if c.known and not done[c.seq]),
                       key=lambda c: (c.end, c.seq))
     assert blocked.end is not None
     setter = _last_change(model.init if init is None else init, chain)
@@ -31,7 +34,7 @@ def make_witness(model: Model, key: Hashable, calls: Sequence[Call],
     # indeterminate ops invoked since the prefix last changed state (older ones are only
     # counted: they have been pending all along and list badly).
     since = min(blocked.start, setter.start if setter is not None else blocked.start)
-    pending = [c for c in calls if id(c) not in done and c is not blocked
+    pending = [c for c in calls if not done[c.seq] and c is not blocked
                and c.start <= blocked.end]
     concurrent = sorted((c for c in pending if c.known or c.start >= since),
                         key=lambda c: (c.start, c.seq))
@@ -65,15 +68,42 @@ def _last_change(init: State, chain: list[tuple[Call, State]]) -> Call | None:
     return setter
 
 
+class _Views(Sequence[OpView]):
+    """Ops as the model's ``explain`` reads them (:class:`OpView`), each made when it is read:
+    a witness for a million-op part reads a few of them."""
+
+    def __init__(self, calls: Sequence[Call]) -> None:
+        self.calls = calls
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    @overload
+    def __getitem__(self, i: int) -> OpView: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[OpView]: ...
+
+    def __getitem__(self, i: int | slice) -> OpView | list[OpView]:
+        if isinstance(i, slice):
+            return [c.view() for c in self.calls[i]]
+        return self.calls[i].view()
+
+    def __iter__(self) -> Iterator[OpView]:
+        return (c.view() for c in self.calls)
+
+    def __reversed__(self) -> Iterator[OpView]:
+        return (c.view() for c in reversed(self.calls))
+
+
 def explain(model: Model, key: Hashable, calls: Sequence[Call], state: State, blocked: Call,
             prefix: list[Call]) -> str:
     """Why ``blocked`` cannot follow ``prefix`` (the model's words, when it has some)."""
     lock = "" if key is None else f"on lock {show(jsonable(key))} "
     if model.explain is not None:
-        views = [c.view() for c in prefix]
-        part = sorted((c.view() for c in calls), key=lambda v: v.invoked)
+        part = _Views(sorted(calls, key=operator.attrgetter("start")))
         try:
-            core = model.explain(state, blocked.view(), views, part)
+            core = model.explain(state, blocked.view(), _Views(prefix), part)
         except Exception as e:  # words are a courtesy: never lose the verdict over them
             core = (f"{who(blocked.process)}'s {blocked.f} completed at "
                     f"{secs(blocked.end)} but cannot take effect when "
