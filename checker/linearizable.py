@@ -48,7 +48,6 @@ from typing import Any, ClassVar
 from checker import lockorder
 from checker.calls import Prepared, prepare
 from checker.models import Model, get_model
-from checker.sessions import writes_in_lock_transaction
 from checker.wgl import INVALID, UNKNOWN, VALID, Budget, Part, PartResult
 from checker.witness import jsonable
 from harness.core.heap import gc_paused
@@ -132,6 +131,8 @@ def check_lock(history: Sequence[Op], *, model: str = "mutex", informational: bo
     itself (the fenced workload), so, like lock overlaps, the lock's own verdict is reported
     but does not decide the run's. So it is when every write went through the lock's own
     transaction: they commit with the lock or not at all."""
+    from checker.sessions import writes_in_lock_transaction  # not on `harness check FILE`'s way
+
     result = check(history, model, time_limit=time_limit, max_states=max_states)
     informational = informational or writes_in_lock_transaction(history)
     if informational and result["valid"] is not True:
