@@ -408,7 +408,7 @@ def check_part(key: Hashable, calls: list[Call], model: Model, budget: Budget
         order = taken[::-1] + order[m:]
     ats, ops, _ = linearize(order, p.loose)
     if not certified(model, calls, ats, ops):
-        return None  # never expected: the search decides
+        return _unexpected("the order found does not replay")
     return PartResult(VALID, key, calls, 0, method="sections")
 
 
@@ -475,7 +475,7 @@ def _invalid(key: Hashable, calls: list[Call], model: Model, budget: Budget, p: 
     _, ops, free_at = linearize(first, p.loose, upto=_first_deadline(core))
     prefix = replay(model, ops)
     if prefix is None:
-        return None
+        return _unexpected("the prefix of the sections that go first does not replay")
     state = prefix[-1][1] if prefix else model.init
     window = [c for s in core for c in s.calls()]
     last = max((c.end for c in window if c.end is not None), default=free_at)
@@ -487,7 +487,7 @@ def _invalid(key: Hashable, calls: list[Call], model: Model, budget: Budget, p: 
     found = Part(key, window, model, init=state).search(sub, witness=False)
     budget.states += found.states
     if found.valid is VALID:
-        return None  # never expected: the search decides on the whole part
+        return _unexpected("the search finds the sections with no order linearizable")
     if found.valid is INVALID:
         chain = prefix + found.chain
         done = {id(c) for c, _ in found.chain}
@@ -500,6 +500,17 @@ def _invalid(key: Hashable, calls: list[Call], model: Model, budget: Budget, p: 
         end_state = state
     witness = make_witness(model, key, calls, chain, end_state, blocked)
     return PartResult(INVALID, key, calls, found.states, witness, method="sections")
+
+
+STRICT = False  # tests set it: an unexpected disagreement raises instead of falling back
+
+
+def _unexpected(what: str) -> None:
+    """Never expected (the reasoning of this module says it cannot happen): the search then
+    decides on the whole part; the tests make it an error."""
+    if STRICT:
+        raise AssertionError(f"checker.lockorder: {what}")
+    return None
 
 
 def _first_deadline(core: list[Section]) -> float:
