@@ -1,41 +1,28 @@
-"""Linearizability checking: the Wing & Gong search with Lowe's cache, P-compositional.
+"""Linearizability checking, P-compositional: lock histories by the order of their critical
+sections, anything else (and what that cannot decide) by the Wing & Gong search.
 
 ``check(history, model)`` decides whether the ops of a history can be put in one sequential
 order that (1) respects real time: an op that completed before another was invoked comes
 first, and (2) the model accepts (``checker.models``). It returns a dict, with a witness that a
 person can read when the answer is no.
 
-How (the algorithm of Wing & Gong, with Lowe's improvements, as in Knossos and Porcupine):
+How, module by module:
 
-- The history is split by lock (the op's ``lock`` field, else ``key``): a history is
-  linearizable iff every part is (P-compositionality), and small parts are far cheaper.
-- Each op with a known outcome becomes a call entry and a return entry in a doubly linked list
-  ordered by time (calls before returns at equal times: equal times are concurrent). The search
-  walks the list from its head: a call entry met before any return entry may be linearized now
-  (its op is removed from the list, "lifted"); meeting a return entry means that op should
-  already have been linearized, so the search backtracks (undoes its latest choice).
-- A cache of the configurations already explored, (set of linearized ops, model state), prunes
-  every path that reaches one again: that is what makes the search practical.
+- :mod:`checker.calls` pairs each invocation with its outcome (ok, a failure the model counts
+  as an event, or unknown: ``info`` or never completed) and splits the history by lock (the
+  op's ``lock`` field, else ``key``): a history is linearizable iff every part is
+  (P-compositionality), and small parts are far cheaper. ``fail`` ops certainly did not happen
+  and are left out; so are ops the model does not describe (writes, for a lock).
+- :mod:`checker.lockorder` decides a part of a ``mutex`` or ``fenced-mutex`` history in
+  O(n log n): each process's own order says when it held the lock, and the question is whether
+  those critical sections can be put in one order. A valid verdict is certified by replaying
+  the order through the model; where its premise does not hold (see there) the part goes to
+- :mod:`checker.wgl`, the Wing & Gong search with Lowe's cache (as in Knossos and Porcupine),
+  for every model, indeterminate ops never forced;
+- :mod:`checker.witness` says why a part is not linearizable: the longest linearizable prefix
+  found, the op that cannot follow it, the ops concurrent with it, in the model's words.
 
-Indeterminate ops (``info``, or invoked and never completed) may have taken effect at any
-time after their invocation, or never. They have no return entry: nothing ever forces them,
-the search may linearize one whenever it is stuck on a return entry, and the history is
-linearizable as soon as every op with a known outcome is linearized, whatever the
-indeterminate ones did. (Never "forcing" them is what keeps an acquire that timed out, and
-never happened, from holding the lock forever in the model.) Three things keep them cheap:
-
-- they are tried only after the ops with a known outcome (a valid history is usually found
-  without ever touching them);
-- two pending indeterminate ops that look the same to the model (same f, value and process) are
-  interchangeable, so only the earliest of them is ever tried;
-- a model may declare a state hopeless (``Model.stuck``: a lock held by a process that never
-  releases again, while other processes still need it); the search does not enter it.
-
-The set of linearized ops is kept compactly: ops with a known outcome are numbered in call
-order, and the set is (the lowest op not yet linearized, bitmask of the linearized ops above
-it): a window as wide as the ops concurrent with that op, not as the whole history. Indeterminate
-ops have a bitmask of their own. The cache key is that pair with the model state, exact (no
-hashing of states into fingerprints, so no false "already seen").
+``result["methods"]`` counts the parts each way decided (``sections``, ``search``).
 
 Pure: no I/O; the only clock is ``time.monotonic``, read for the time budget.
 """
@@ -144,5 +131,6 @@ class LinearizableChecker:
     budgeted: ClassVar[bool] = True  # takes time_limit (and max_states) from the run
     name: ClassVar[str] = "linearizable"
     summary: ClassVar[str] = ("the lock's history against a sequential model (mutex, "
-                              "fenced-mutex): Wing & Gong search, P-compositional")
+                              "fenced-mutex): its critical sections in one order, else the "
+                              "Wing & Gong search; P-compositional")
     check = staticmethod(check_lock)

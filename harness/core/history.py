@@ -22,8 +22,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from harness.core.atomic import write_lines
 from harness.core.text import show
 
@@ -67,12 +65,20 @@ def _loc(where: Where) -> str:
     return where if isinstance(where, str) else f"{where[0]} line {where[1]}"
 
 
+_orjson: Any = None  # imported on first use: it costs a process that reads no JSON ~15 ms
+
+
 def _loads(line: str | bytes) -> Any:
     """orjson for speed; the json module where orjson is stricter than JSON (a lone surrogate
     escape, NaN), so both accept the same documents and json's errors are the ones reported."""
+    global _orjson
+    if _orjson is None:
+        import orjson
+
+        _orjson = orjson
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
+        return _orjson.loads(line)
+    except _orjson.JSONDecodeError:
         return json.loads(line)
 
 
