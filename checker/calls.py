@@ -99,14 +99,31 @@ def prepare(history: Sequence[Op], model: Model) -> Prepared:
     fs = model.fs
     understood = model.understood_failure
     ignored = prepared.ignored
-    opened: dict[Any, Call | str] = {}  # each process's open invocation (f when not modelled)
+    opened: dict[Any, Op] = {}  # each process's open invocation
+    opened_at: dict[Any, int] = {}  # and its position
 
-    def add(c: Call) -> None:
-        if not c.known:
+    def add(inv: Op, seq: int, comp: Op | None, known: bool) -> None:
+        f = inv["f"]
+        if f not in fs:
+            ignored[f] = ignored.get(f, 0) + 1
+            return
+        t = inv["time"]
+        c = Call(inv, f, t if type(t) is int else int(t), seq, inv["process"])
+        c.comp = comp
+        if known:
+            assert comp is not None
+            c.known = True
+            c.refused = comp["type"] == FAIL
+            c.completion = comp
+            t = comp["time"]
+            if type(t) is not int:
+                t = int(t)
+            c.end = t if t > c.start else c.start
+        else:
             c.unknown_outcome()
-        key = c.inv.get("lock")
+        key = inv.get("lock")
         if type(key) is not str:  # the usual case is a lock name on the invocation
-            key = partition_key(c.inv, c.comp)
+            key = partition_key(inv, comp)
         part = parts.get(key)
         if part is None:
             parts[key] = [c]
@@ -123,48 +140,22 @@ def prepare(history: Sequence[Op], model: Model) -> Prepared:
         if ctype == INVOKE:
             prior = opened.get(p)
             if prior is not None:  # it never completed: its process went on
-                if type(prior) is str:
-                    ignored[prior] = ignored.get(prior, 0) + 1
-                else:
-                    add(prior)  # type: ignore[arg-type]
-            f = op["f"]
-            if f in fs:
-                t = op["time"]
-                opened[p] = Call(op, f, t if type(t) is int else int(t), seq, p)
-            else:
-                opened[p] = f
+                add(prior, opened_at[p], None, False)
+            opened[p] = op
+            opened_at[p] = seq
             continue
-        prior = opened.pop(p, None)
-        if prior is None:
+        inv = opened.pop(p, None)
+        if inv is None:
             prepared.unmatched += 1
             continue
-        if type(prior) is str:
-            if ctype == FAIL and (understood is None or not understood(
-                    op if op.get("f") == prior else {**op, "f": prior})):
-                prepared.failed += 1
-            else:
-                ignored[prior] = ignored.get(prior, 0) + 1
-            continue
-        c: Call = prior  # type: ignore[assignment]
-        if ctype == FAIL and (understood is None or not understood(
-                op if op.get("f") == c.f else {**op, "f": c.f})):
-            prepared.failed += 1  # it certainly did not happen: nothing to place
-            continue
+        if ctype == FAIL:
+            f = inv["f"]
+            if understood is None or not understood(op if op.get("f") == f else {**op, "f": f}):
+                prepared.failed += 1  # it certainly did not happen: nothing to place
+                continue
         # A failure the model understands (a release refused: "not the holder") happened,
         # with that outcome, within its window: it is placed like an ok op.
-        c.comp = op
-        if ctype in (OK, FAIL):
-            c.known = True
-            c.refused = ctype == FAIL
-            c.completion = op
-            t = op["time"]
-            if type(t) is not int:
-                t = int(t)
-            c.end = t if t > c.start else c.start
-        add(c)
-    for prior in opened.values():
-        if type(prior) is str:
-            ignored[prior] = ignored.get(prior, 0) + 1
-        else:
-            add(prior)  # type: ignore[arg-type]
+        add(inv, opened_at[p], op, ctype in (OK, FAIL))
+    for p, inv in opened.items():
+        add(inv, opened_at[p], None, False)
     return prepared

@@ -400,11 +400,15 @@ def check_part(key: Hashable, calls: list[Call], model: Model, budget: Budget
     k = first_misfit(order)
     if k < len(order):
         # Off the end, in deadline order, what can go last; then exactly, by heaps, in what
-        # is left (usually a handful of sections around the violation).
+        # is left, unless nothing there can go last at all (a violation: what precedes it
+        # stays, and is the witness's prefix).
         m = len(order) - fits_last(order)
-        taken, stuck = peel(order[:m])
+        rest = order[:m]
+        if not any_can_go_last(rest):
+            return _invalid(key, calls, model, budget, p, rest)
+        taken, stuck = peel(rest)
         if stuck:
-            return _invalid(key, calls, model, budget, p, stuck)
+            return _invalid(key, calls, model, budget, p, by_deadline(stuck))
         order = taken[::-1] + order[m:]
     ats, ops, _ = linearize(order, p.loose)
     if not certified(model, calls, ats, ops):
@@ -462,12 +466,42 @@ def fits_last(order: list[Section]) -> int:
     return n - m
 
 
+def any_can_go_last(sections: list[Section]) -> bool:
+    """Whether any of ``sections`` could go last: :func:`peel`'s first step, by linear scans
+    (the only candidates are the latest deadline without a token, the latest end and the
+    highest token)."""
+    n = len(sections)
+    if not n:
+        return False
+    ends = heapq.nlargest(2, range(n), key=lambda i: sections[i].e)
+    tokens = heapq.nlargest(2, (i for i in range(n) if sections[i].token is not None),
+                            key=lambda i: sections[i].token)
+    plain = [i for i in range(n) if sections[i].token is None and sections[i].acquire]
+    candidates = {ends[0], *tokens[:1]}
+    if plain:
+        candidates.add(max(plain, key=lambda i: sections[i].d))
+    for c in candidates:
+        s = sections[c]
+        if s.acquire is None:
+            continue
+        if c == ends[0]:
+            others_e = sections[ends[1]].e if len(ends) > 1 else -INF
+        else:
+            others_e = sections[ends[0]].e
+        if s.d < others_e:
+            continue
+        if s.token is not None and (c != tokens[0] or (
+                len(tokens) > 1 and sections[tokens[1]].token >= s.token)):
+            continue
+        return True
+    return False
+
+
 def _invalid(key: Hashable, calls: list[Call], model: Model, budget: Budget, p: Plan,
-             stuck: list[Section]) -> PartResult | None:
-    """No order: the witness is the search's on the sections that admit none, after the
-    linearizable prefix of those among them that can go first (each ending before any other
-    is due, so that what is left admits no order either)."""
-    order = by_deadline(stuck)
+             order: list[Section]) -> PartResult | None:
+    """No order (``order``: sections that admit none, by deadline): the witness is the
+    search's on those left after the linearizable prefix of those that can go first (each
+    ending before any other is due, so that what is left admits no order either)."""
     k = first_misfit(order)
     ends = [s.e for s in order[:k]]
     j = k if k < len(order) and max(ends, default=-INF) <= order[k].d else max(0, k - 1)

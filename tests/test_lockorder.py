@@ -8,6 +8,7 @@ it a model it does not recognise (the same step, wrapped).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import random
 from typing import Any
 
@@ -243,3 +244,28 @@ def test_an_order_that_fails_to_replay_goes_to_the_search(monkeypatch: pytest.Mo
              (2.0, 1, "invoke", "release"), (2.1, 1, "ok", "release"))
     result = check(h, "mutex")
     assert result["valid"] is True and result["methods"] == {"search": 1}
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9) | st.none(),
+                          st.integers(0, 4) | st.none(), st.booleans()), max_size=8))
+def test_the_scan_for_a_last_section_is_the_peels_first_step(
+        raw: list[tuple[int, int | None, int | None, bool]]) -> None:
+    """Whether anything can go last, by scans, is what the heaps find; and an order built from
+    the end really is one (every section after the ends before it, tokens rising)."""
+    acquire = object()
+    sections = []
+    for d, e, token, possible in raw:
+        s = lockorder.Section(0, acquire if possible else None, 0, d)  # type: ignore[arg-type]
+        s.e = float("inf") if e is None else e
+        s.token = token
+        sections.append(s)
+    taken, left = lockorder.peel(sections)
+    assert lockorder.any_can_go_last(sections) == bool(taken)
+    if not left:
+        order = taken[::-1]
+        assert lockorder.first_misfit(order) == len(order)
+    if len(sections) <= 6:  # and the peel is exact: stuck only when no order exists at all
+        feasible = any(lockorder.first_misfit(list(order)) == len(order)
+                       for order in itertools.permutations(sections))
+        assert feasible == (not left)
