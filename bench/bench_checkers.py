@@ -1,19 +1,23 @@
 """Speed of the overlap (mutex) and fencing checkers on large generated histories.
 
-    .venv/bin/python bench/bench_checkers.py [--ops 1000000] [--procs 10]
+    .venv/bin/python bench/bench_checkers.py [--ops 100000 --ops 1000000] [--procs 10] [--reps 5]
 
 The history is what a fenced run records: sessions one after another (acquire with a growing
 token, write enter, write exit, release) while other processes' acquires fail or time out,
 and the resource's log read back at the end; every 50th session, a stale holder's late write
-is rejected by the resource. Prints the time to generate it, and to check it.
+is rejected by the resource. Prints, per size, each checker's median CPU and wall time (CPU
+time is the steadier figure on a shared machine) and the peak memory it allocated (traced),
+then how the time grew from the smallest size to the largest (linear: 10x for 10x).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -71,20 +75,59 @@ def generate(n_ops: int, procs: int, seed: int = 1) -> list[dict[str, Any]]:
     return ops
 
 
+CHECKERS = (("mutex (overlaps)", mutex.check, {}),
+            ("fencing", fencing.check, {}))
+
+
+def cpu_and_wall(fn: Any) -> tuple[float, float]:
+    c0, w0 = time.process_time(), time.perf_counter()
+    fn()
+    return time.process_time() - c0, time.perf_counter() - w0
+
+
+def peak_mb(fn: Any) -> float:
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / 1e6
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--ops", type=int, default=1_000_000)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ops", type=int, action="append",
+                    help="history lines (repeatable; default 100000 and 1000000)")
     ap.add_argument("--procs", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=5, help="timed runs per checker and size")
     a = ap.parse_args()
-    t0 = time.perf_counter()
-    history = generate(a.ops, a.procs)
-    print(f"generated {len(history):,} ops ({a.procs} processes) in "
-          f"{time.perf_counter() - t0:.1f} s")
-    for name, check, spec in (("mutex (overlaps)", mutex.check, {"workload": "mutex"}),
-                              ("fencing", fencing.check, {"workload": "fenced"})):
+    sizes = sorted(a.ops or [100_000, 1_000_000])
+    histories = {}
+    for n in sizes:
         t0 = time.perf_counter()
-        result = check(history, spec)
-        print(f"{name:<17} {time.perf_counter() - t0:6.2f} s  valid={result['valid']}")
+        histories[n] = generate(n, a.procs)
+        print(f"generated {len(histories[n]):,} ops ({a.procs} processes) in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+    # The sizes take turns, rep after rep, so that a busy spell on a shared machine falls on
+    # all of them rather than on one.
+    cpu: dict[tuple[str, int], list[float]] = {}
+    wall: dict[tuple[str, int], list[float]] = {}
+    for _ in range(a.reps):
+        for name, check, params in CHECKERS:
+            for n in sizes:
+                c, w = cpu_and_wall(lambda: check(histories[n], **params))  # noqa: B023
+                cpu.setdefault((name, n), []).append(c)
+                wall.setdefault((name, n), []).append(w)
+    for name, check, params in CHECKERS:
+        for n in sizes:
+            valid = check(histories[n], **params)["valid"]
+            mb = peak_mb(lambda: check(histories[n], **params))  # noqa: B023
+            print(f"{name:<17} {n:>9,} ops: median cpu {statistics.median(cpu[name, n]):6.2f} s, "
+                  f"wall {statistics.median(wall[name, n]):6.2f} s, peak {mb:6.1f} MB  "
+                  f"valid={valid}", flush=True)
+        if len(sizes) > 1:
+            lo, hi = sizes[0], sizes[-1]
+            grow = statistics.median(cpu[name, hi]) / statistics.median(cpu[name, lo])
+            print(f"{name:<17} {lo:,} -> {hi:,} ops ({hi / lo:.0f}x): {grow:.1f}x cpu time")
     return 0
 
 

@@ -3,6 +3,8 @@
     .venv/bin/python bench/bench_linearizable.py                 # 1k, 10k, 100k ops
     .venv/bin/python bench/bench_linearizable.py --ops 10000 --procs 10
     .venv/bin/python bench/bench_linearizable.py --write-jsonl /tmp/h   # also save the histories
+    .venv/bin/python bench/bench_linearizable.py --ops 1000000 --procs 10 --invalid --search
+    .venv/bin/python bench/bench_linearizable.py --synth --ops 1000000
 
 A history is made by simulating a real lock service: processes invoke ``acquire``, wait in a
 queue, are granted the lock one at a time (first come, first served), hold it, release it and
@@ -14,6 +16,10 @@ a new process id. Every history is valid by construction. ``--invalid`` injects 
 finding it and its witness takes.
 
 "ops" counts operations (an invocation and its completion, if any): 10k ops ≈ 20k history lines.
+Each row: the verdict, how it was reached (``sections``: checker.lockorder; ``search``: the
+Wing & Gong search, which ``--search`` also times alone), the median CPU and wall time of
+``--reps`` checks, and the peak memory one check allocated (traced: the history itself, already
+in memory, is not counted).
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ import argparse
 import heapq
 import json
 import random
+import statistics
 import sys
 import time
+import tracemalloc
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -31,6 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from checker.linearizable import check
+from checker.models import Model, get_model
 
 MS = 1_000_000  # ns
 
@@ -164,23 +173,34 @@ def inject_violation(history: list[dict[str, Any]], at: float = 0.9) -> list[dic
     raise ValueError("no place to inject a violation")
 
 
-def bench(ops: int, procs: int, seed: int, invalid: bool, time_limit: float | None,
-          write: Path | None, rates: dict[str, float]) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    history = mutex_history(ops, procs, seed, **rates)
-    if invalid:
-        history = inject_violation(history)
-    gen = time.perf_counter() - t0
-    if write is not None:
-        path = write.with_name(f"{write.name}-{ops}-{procs}{'-bad' if invalid else ''}.jsonl")
-        path.write_text("".join(json.dumps(op) + "\n" for op in history))
-    t0 = time.perf_counter()
-    result = check(history, "mutex", time_limit=time_limit)
-    took = time.perf_counter() - t0
+def search_only(model: str) -> Model:
+    """The same model, unrecognisable to checker.lockorder: the search (WGL) decides."""
+    m = get_model(model)
+    step = m.step
+    return m._replace(step=lambda *args: step(*args))
+
+
+def bench(history: list[dict[str, Any]], model: str | Model, reps: int,
+          time_limit: float | None) -> dict[str, Any]:
+    """Median CPU and wall seconds of ``reps`` checks, and the peak memory of one more, traced
+    (what the check allocates beyond the history itself)."""
+    cpu, wall = [], []
+    result: dict[str, Any] = {}
+    for _ in range(reps):
+        c0, w0 = time.process_time(), time.perf_counter()
+        result = check(history, model, time_limit=time_limit)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    tracemalloc.start()
+    check(history, model, time_limit=time_limit)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
     row = {
-        "ops": result["ops"], "lines": len(history), "procs": procs,
+        "ops": result["ops"], "lines": len(history),
         "indeterminate": result["indeterminate"], "valid": result["valid"],
-        "states": result["states"], "check_s": round(took, 3), "generate_s": round(gen, 3),
+        "states": result["states"], "how": "+".join(sorted(result.get("methods", {}))),
+        "cpu_s": statistics.median(cpu), "wall_s": statistics.median(wall),
+        "peak_mb": peak / 1e6,
     }
     if result["valid"] is False:
         row["explanation"] = result["witness"]["explanation"][:160]
@@ -195,6 +215,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="client processes (repeatable; default 5, 10, 50)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--invalid", action="store_true", help="also time an invalid variant")
+    ap.add_argument("--search", action="store_true",
+                    help="also time the search alone (WGL), without checker.lockorder")
+    ap.add_argument("--synth", action="store_true",
+                    help="histories of tests/synth_history.py (a redis-setnx run under pause: "
+                    "lock ops among writes, overlaps by design) instead of the simulation")
+    ap.add_argument("--reps", type=int, default=3, help="timed checks per history (median)")
     ap.add_argument("--time-limit", type=float, default=None)
     ap.add_argument("--crash-rate", type=float, default=0.005,
                     help="chance that a client dies in an op (default 0.005)")
@@ -207,20 +233,43 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sizes = args.ops or [1000, 10000, 100000]
     procs = args.procs or [5, 10, 50]
-    print(f"{'ops':>7} {'lines':>7} {'procs':>5} {'info':>5} {'valid':>7} {'states':>8} "
-          f"{'check s':>8}")
+    if args.synth:
+        procs = procs[:1]
+    print(f"{'ops':>8} {'lines':>8} {'procs':>5} {'info':>5} {'valid':>7} {'how':>8} "
+          f"{'states':>8} {'cpu s':>7} {'wall s':>7} {'peak MB':>8}")
+    rates = {"crash_rate": args.crash_rate, "timeout_rate": args.timeout_rate,
+             "info_rate": args.info_rate}
     for n in sizes:
         for p in procs:
             for invalid in ([False, True] if args.invalid else [False]):
-                rates = {"crash_rate": args.crash_rate, "timeout_rate": args.timeout_rate,
-                         "info_rate": args.info_rate}
-                row = bench(n, p, args.seed, invalid, args.time_limit, args.write_jsonl, rates)
-                print(f"{row['ops']:>7} {row['lines']:>7} {row['procs']:>5} "
-                      f"{row['indeterminate']:>5} {row['valid']!s:>7} {row['states']:>8} "
-                      f"{row['check_s']:>8.3f}", flush=True)
-                if "explanation" in row:
-                    print(f"        witness: {row['explanation']}...")
+                history = make(n, p, args.seed, args.synth, invalid, rates)
+                if args.write_jsonl is not None:
+                    tag = f"{'synth-' if args.synth else ''}{n}-{p}{'-bad' if invalid else ''}"
+                    path = args.write_jsonl.with_name(f"{args.write_jsonl.name}-{tag}.jsonl")
+                    path.write_text("".join(json.dumps(op) + "\n" for op in history))
+                models: list[str | Model] = ["mutex"]
+                if args.search:
+                    models.append(search_only("mutex"))
+                for model in models:
+                    row = bench(history, model, args.reps, args.time_limit)
+                    print(f"{row['ops']:>8} {row['lines']:>8} {p:>5} {row['indeterminate']:>5} "
+                          f"{row['valid']!s:>7} {row['how']:>8} {row['states']:>8} "
+                          f"{row['cpu_s']:>7.2f} {row['wall_s']:>7.2f} {row['peak_mb']:>8.1f}",
+                          flush=True)
+                    if "explanation" in row:
+                        print(f"        witness: {row['explanation']}...")
+                del history
     return 0
+
+
+def make(n: int, procs: int, seed: int, synth: bool, invalid: bool,
+         rates: dict[str, float]) -> list[dict[str, Any]]:
+    if synth:
+        from tests.synth_history import generate
+
+        return generate(n, clients=procs, seed=seed)
+    history = mutex_history(n, procs, seed, **rates)
+    return inject_violation(history) if invalid else history
 
 
 if __name__ == "__main__":

@@ -16,8 +16,17 @@ import bisect
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from checker.sessions import Grant, by_lock, client_ops, entries_by_lock, grants, resource_log
-from harness.core.history import OK, Op, pairs, seconds
+from checker.sessions import (
+    Grant,
+    Pairs,
+    by_lock,
+    client_pairs,
+    entries_by_lock,
+    grants,
+    resource_log,
+)
+from harness.core.heap import gc_paused
+from harness.core.history import OK, Op, seconds
 from harness.core.text import line
 
 MAX_LISTED = 50
@@ -82,7 +91,8 @@ def token_order(gs: list[Grant]) -> list[dict[str, Any]]:
     return out
 
 
-def late_writes(history: Sequence[Op], gs: list[Grant]) -> dict[str, int]:
+def late_writes(history: Sequence[Op], gs: list[Grant], paired: Pairs | None = None
+                ) -> dict[str, int]:
     """Writes a holder invoked after a grant with a higher token had completed."""
     grant_starts = sorted((g.start, g.token) for g in gs if g.token is not None)
     starts = [s for s, _ in grant_starts]
@@ -90,7 +100,7 @@ def late_writes(history: Sequence[Op], gs: list[Grant]) -> dict[str, int]:
     for _, t in grant_starts:
         best.append(t if not best else max(best[-1], t))
     accepted = rejected = unknown = 0
-    for inv, done in pairs(client_ops(history)):
+    for inv, done in (client_pairs(history) if paired is None else paired):
         tok = inv.get("token")
         if inv["f"] != "write" or tok is None:
             continue
@@ -106,15 +116,17 @@ def late_writes(history: Sequence[Op], gs: list[Grant]) -> dict[str, int]:
     return {"accepted": accepted, "rejected": rejected, "unknown": unknown}
 
 
+@gc_paused
 def check(history: Sequence[Op]) -> dict[str, Any]:
-    entries, unknown = resource_log(history)
+    paired = client_pairs(history)
+    entries, unknown = resource_log(history, paired)
     stale, rejected = [], 0
     for keyed in entries_by_lock(entries):  # each lock's data has its own highest token
         found, refused = stale_acceptances(keyed)
         stale.extend(found)
         rejected += refused
     stale.sort(key=lambda s: s["seq"])
-    all_grants = grants(history)
+    all_grants = grants(history, paired)
     disorder: list[dict[str, Any]] = []
     for gs in by_lock(all_grants).values():
         disorder.extend(token_order(gs))
@@ -133,7 +145,7 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
         "stale-accepted": stale[:MAX_LISTED],
         "token-order-violation-count": len(disorder),
         "token-order-violations": disorder[:MAX_LISTED],
-        "late-writes": late_writes(history, all_grants),
+        "late-writes": late_writes(history, all_grants, paired),
         "indeterminate-writes": unknown,
     }
     if accepted == 0:

@@ -1,10 +1,14 @@
-"""Unions and differences of half-open time intervals ``(start, end)``, in ns. Pure."""
+"""Unions and differences of half-open time intervals ``(start, end)``, in ns, and the pairs
+of intervals that overlap. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 Interval = tuple[int, int]
+T = TypeVar("T")
 
 
 def union(intervals: Iterable[Interval]) -> list[Interval]:
@@ -43,3 +47,25 @@ def subtract(these: Iterable[Interval], those: Iterable[Interval]) -> list[Inter
 
 def total(intervals: Iterable[Interval]) -> int:
     return sum(b - a for a, b in union(intervals))
+
+
+def overlapping(items: Sequence[T], start: Callable[[T], float], end: Callable[[T], float],
+                limit: int) -> tuple[int, list[tuple[T, T]]]:
+    """Pairs (earlier, later) of ``items`` (sorted by ``start``) where the later one starts
+    before the earlier one ends: how many, and the first ``limit`` of them (by the later one,
+    then the earlier one, in ``items`` order). O(n log n + pairs counted), whatever the count:
+    a sweep with a heap of the open intervals by end, never a list of every pair."""
+    count = 0
+    found: list[tuple[T, T]] = []
+    active: list[tuple[float, int, T]] = []  # (end, position, item): open intervals
+    for i, item in enumerate(items):
+        s = start(item)
+        while active and active[0][0] <= s:
+            heapq.heappop(active)
+        if active:
+            count += len(active)
+            if len(found) < limit:  # at most `limit` items ever get here with pairs to list
+                earlier = sorted(active, key=lambda a: a[1])[: limit - len(found)]
+                found.extend((a[2], item) for a in earlier)
+        heapq.heappush(active, (end(item), i, item))
+    return count, found

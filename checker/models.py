@@ -17,7 +17,9 @@ tuple here, so that "no state" can never be confused with a state); the checker 
   an acquire of a held lock). ``fail`` ops never reach a model: they certainly did not happen.
 
 Adding a model: write a ``step``, a ``describe`` (state in words), optionally an ``explain``
-(why the op the checker got stuck on cannot be placed, in words, for the witness) and a
+(why the op the checker got stuck on cannot be placed, in words, for the witness; it is given
+the state, that op, the linearized prefix and every op of the part in invocation order, as
+sequences whose items are made as they are read) and a
 ``stuck`` hint (a sound "nothing can ever follow from this state" test that prunes the
 search; it is asked only while ops with a known outcome remain), then register a
 :class:`Model` in :data:`MODELS`. Ops whose ``f`` is not in the model's ``fs`` are not the
@@ -27,9 +29,9 @@ records ``write`` ops to the protected resource, which the ``mutex`` model does 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from harness.core.text import show, who
 
@@ -37,19 +39,27 @@ State = tuple[Any, ...]
 Step = Callable[[State, str, Any, dict[str, Any]], "State | None"]
 
 
-@dataclass(frozen=True)
 class OpView:
     """One operation as the witness talks about it (times in ns; ``completed`` None: unknown)."""
 
-    index: int
-    process: Any
-    f: str
-    value: Any
-    output: Any
-    type: str
-    invoked: int
-    completed: int | None
-    token: Any = None
+    __slots__ = ("completed", "f", "index", "invoked", "output", "process", "token", "type",
+                 "value")
+
+    def __init__(self, index: int, process: Any, f: str, value: Any, output: Any, type: str,
+                 invoked: int, completed: int | None, token: Any = None) -> None:
+        self.index = index
+        self.process = process
+        self.f = f
+        self.value = value
+        self.output = output
+        self.type = type
+        self.invoked = invoked
+        self.completed = completed
+        self.token = token
+
+    def __repr__(self) -> str:
+        return (f"OpView({self.index}: {self.process!r} {self.type} {self.f} {self.value!r} "
+                f"-> {self.output!r})")
 
     @property
     def indeterminate(self) -> bool:
@@ -78,8 +88,7 @@ Explain = Callable[[State, OpView, Sequence[OpView], Sequence[OpView]], str]
 Stuck = Callable[[State, Remaining], bool]
 
 
-@dataclass(frozen=True)
-class Model:
+class Model(NamedTuple):
     """A sequential specification. See the module docstring for the contract of each part."""
 
     name: str
@@ -94,6 +103,9 @@ class Model:
     # the lock was no longer the caller's); every other fail certainly did not happen and is
     # left out.
     understood_failure: Callable[[dict[str, Any]], bool] | None = None
+    # The model never looks at the process of an op (a register): indeterminate ops that differ
+    # only by process are interchangeable, and the search tries only one of them.
+    process_blind: bool = False
 
 
 def freeze(value: Any) -> Hashable:
@@ -206,8 +218,12 @@ def _last(prefix: Sequence[OpView], pred: Callable[[OpView], bool]) -> OpView | 
 
 
 def _next(part: Sequence[OpView], after: int, pred: Callable[[OpView], bool]) -> OpView | None:
-    later = [op for op in part if op.invoked >= after and pred(op)]
-    return min(later, key=lambda op: op.invoked, default=None)
+    """The first op of ``part`` (in invocation order) invoked at ``after`` or later that
+    ``pred`` accepts."""
+    for i in range(bisect.bisect_left(part, after, key=lambda op: op.invoked), len(part)):
+        if pred(part[i]):
+            return part[i]
+    return None
 
 
 def _acquired_phrase(op: OpView) -> str:
@@ -373,6 +389,7 @@ MODELS: dict[str, Model] = {
         step=register_step,
         describe=register_describe,
         explain=register_explain,
+        process_blind=True,
     ),
     "cas-register": Model(
         name="cas-register",
@@ -382,6 +399,7 @@ MODELS: dict[str, Model] = {
         step=cas_register_step,
         describe=register_describe,
         explain=register_explain,
+        process_blind=True,
     ),
 }
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.core.history import FAIL, INFO, INVOKE, OK, Op, pairs, seconds
 
 
-@dataclass
+@dataclass(slots=True)
 class Grant:
     """One successful acquire and what its process did until it let go.
 
@@ -44,9 +44,8 @@ class Grant:
         return f"process {self.process} (acquired at {seconds(self.start):.2f} s{tok})"
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One write as the resource recorded it."""
+class Entry(NamedTuple):
+    """One write as the resource recorded it (a tuple: cheap to build by the million)."""
 
     seq: int
     process: int
@@ -58,19 +57,30 @@ class Entry:
     lock: str = "lock"  # the key whose data it is (each lock guards its own)
 
 
+Pairs = list[tuple[Op, "Op | None"]]
+
+
 def client_ops(history: Sequence[Op]) -> list[Op]:
     return [op for op in history if isinstance(op.get("process"), int)]
+
+
+def client_pairs(history: Sequence[Op]) -> Pairs:
+    """The client processes' invocations with their completions (:func:`pairs` of
+    :func:`client_ops`, without the list between). A checker that needs them twice passes them
+    on rather than pairing the history again."""
+    return list(pairs(op for op in history if isinstance(op.get("process"), int)))
 
 
 def horizon(history: Sequence[Op]) -> int:
     return max((op["time"] for op in history), default=0)
 
 
-def grants(history: Sequence[Op]) -> list[Grant]:
-    """Every acquire that completed ok, with the end of its process's belief."""
+def grants(history: Sequence[Op], paired: Pairs | None = None) -> list[Grant]:
+    """Every acquire that completed ok, with the end of its process's belief. ``paired``:
+    :func:`client_pairs` of the history, when the caller has it already."""
     out: list[Grant] = []
     open_: dict[int, Grant] = {}
-    for inv, done in pairs(client_ops(history)):
+    for inv, done in (client_pairs(history) if paired is None else paired):
         p = inv["process"]
         if inv["f"] == "acquire" and done is not None and done["type"] == OK:
             value = done.get("value") or {}
@@ -126,7 +136,8 @@ def final_state(history: Sequence[Op]) -> dict[str, Any] | None:
     return None
 
 
-def resource_log(history: Sequence[Op]) -> tuple[list[Entry], int]:
+def resource_log(history: Sequence[Op], paired: Pairs | None = None
+                 ) -> tuple[list[Entry], int]:
     """The resource's writes in its own order, and how many writes remain indeterminate.
 
     With the final read, every write is known, the indeterminate ones included. Without it (a
@@ -140,10 +151,11 @@ def resource_log(history: Sequence[Op]) -> tuple[list[Entry], int]:
                   e.get("token"), bool(e.get("accepted")), lock=str(e.get("lock", "lock")))
             for e in log
         ]
-        return sorted(entries, key=lambda e: e.seq), 0
+        entries.sort(key=lambda e: e.seq)  # the log is in seq order already: linear
+        return entries, 0
     entries = []
     unknown = 0
-    for inv, done in pairs(client_ops(history)):
+    for inv, done in (client_pairs(history) if paired is None else paired):
         if inv["f"] != "write":
             continue
         value = (done or {}).get("value") or inv.get("value") or {}

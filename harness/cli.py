@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.core.errors import (
+    EXIT_INVALID,
     EXIT_SETUP,
+    EXIT_UNKNOWN,
     EXIT_USAGE,
     EXIT_VALID,
     HarnessError,
@@ -26,7 +28,39 @@ if TYPE_CHECKING:
     from harness.presentation.suite import Outcome, Suite
 
 
+class Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, told the terminal's width up front: argparse makes one for
+    every argument it adds, and finding the width itself imports shutil (and its compression
+    modules) into every `harness` process, `harness check` included."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        if width is None:
+            width = terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def terminal_columns() -> int:
+    """As shutil.get_terminal_size: $COLUMNS, else the terminal's, else 80."""
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         print(f"harness: {message} (see `{self.prog} --help`)", file=sys.stderr)
         sys.exit(EXIT_USAGE)
@@ -116,9 +150,11 @@ def build_parser() -> Parser:
                     "at most 8)")
     xp.add_argument("--quiet", action="store_true", help="no progress output")
 
-    c = sub.add_parser("check", help="re-check a stored run, or check a history file")
-    c.add_argument("run_dir", type=Path, metavar="RUN_DIR|FILE",
-                   help="a run directory, or a history file (.jsonl, Jepsen .edn or text log)")
+    c = sub.add_parser("check", help="re-check a stored run, or check history files")
+    c.add_argument("run_dir", type=Path, metavar="RUN_DIR|FILE", nargs="+",
+                   help="a run directory, or a history file (.jsonl, Jepsen .edn or text log); "
+                   "several are checked one by one in this process, and the exit code is the "
+                   "worst of their verdicts (invalid, then could not check, then unknown)")
     c.add_argument("--model", help="for a history file: mutex, fenced-mutex, register or "
                    "cas-register (default: inferred from the history's ops)")
     c.add_argument("--time-limit", type=float, default=60.0,
@@ -338,20 +374,39 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 # check / report / export --------------------------------------------------------------------------
 def cmd_check(args: argparse.Namespace) -> int:
+    limits = check_limits(args)
+    if len(args.run_dir) == 1:
+        return check_one(args.run_dir[0], args.model, limits)
+    worst = EXIT_VALID
+    for path in args.run_dir:
+        try:
+            code = check_one(path, args.model, limits)
+        except (HarnessError, HistoryError) as e:  # said, and the next one is checked
+            for line in str(e).splitlines() or [""]:
+                print(f"harness: {line}", file=sys.stderr)
+            code = e.exit_code if isinstance(e, HarnessError) else EXIT_SETUP
+        worst = min(worst, code, key=SEVERITY.index)
+    return worst
+
+
+SEVERITY = (EXIT_INVALID, EXIT_USAGE, EXIT_SETUP, EXIT_UNKNOWN, EXIT_VALID)  # worst first
+
+
+def check_one(path: Path, model: str | None, limits: dict[str, Any]) -> int:
+    if path.is_file():  # a history file: only the checker and the reader are imported
+        return check_file(path, model, limits)
+
     from harness.controller.checking import check_run, exit_code
     from harness.controller.store import open_run
     from harness.presentation.report import write_report
     from harness.presentation.runs import could_not, print_summary
 
-    limits = check_limits(args)
-    if args.run_dir.is_file():
-        return check_file(args.run_dir, args.model, limits)
-    if not args.run_dir.exists():
-        raise UsageError(f"{args.run_dir}: no such file or run directory")
-    if args.model is not None:
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or run directory")
+    if model is not None:
         raise UsageError("--model is for a history file; a run directory is checked with the "
                          "checkers of its workload")
-    run = open_run(args.run_dir)
+    run = open_run(path)
     test = run.load_test()
     spec, status = test["spec"], str(test.get("status") or "starting")
     history = run.load_history()
@@ -404,8 +459,7 @@ def check_file(path: Path, model: str | None, limits: dict[str, Any]) -> int:
     from checker.models import MODELS, infer
     from harness.core.budget import file_fits
     from harness.core.interop import load_any
-    from harness.core.text import line, show
-    from harness.presentation.report import verdict_word
+    from harness.core.text import line, show, verdict_word
 
     given = model is not None
     if model is not None and model not in MODELS:

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import copy
+import gc
+import math
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from checker import fencing, mutex, stats
+from checker.intervals import overlapping
+from checker.sessions import Grant
 from harness.controller.checking import check_history as check_all
 from harness.core.checks import merge_valid
+from harness.core.heap import gc_paused
 from tests.histories import (
     MS,
     Built,
@@ -254,3 +260,64 @@ def test_a_holder_that_outlived_its_lease_is_no_broken_lease() -> None:
     # asked before the first grant, heard of after it: granted when? (a stalled reply, say)
     late = mutex.check(grant_pair(1500, 2.0, second_invoked_ms=50))
     assert late["lock-overlap-count"] == 1 and late["lease-broken-count"] == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 8) | st.none()), max_size=30),
+       st.integers(0, 6))
+def test_overlapping_sweep_agrees_with_every_pair(raw: list[tuple[int, int | None]],
+                                                  limit: int) -> None:
+    """The heap sweep counts and lists exactly the pairs a quadratic scan finds, in order."""
+    items = sorted(((s, None if d is None else s + d) for s, d in raw), key=lambda i: i[0])
+    end = lambda i: math.inf if i[1] is None else i[1]  # noqa: E731
+    pairs = [(a, b) for j, b in enumerate(items) for a in items[:j] if end(a) > b[0]]
+    count, listed = overlapping(items, lambda i: i[0], end, limit)
+    assert count == len(pairs)
+    assert listed == pairs[:limit]
+
+
+def test_many_holders_that_never_release_are_counted_not_listed() -> None:
+    """2,000 grants never released: ~2M overlapping pairs, counted; 50 listed; no pair list."""
+    h = []
+    for p in range(2000):
+        h.append({"index": 2 * p, "time": 10 * p, "process": p, "type": "invoke",
+                  "f": "acquire"})
+        h.append({"index": 2 * p + 1, "time": 10 * p + 1, "process": p, "type": "ok",
+                  "f": "acquire"})
+    result = mutex.check(h)
+    assert result["lock-overlap-count"] == 2000 * 1999 // 2
+    assert len(result["lock-overlaps"]) == mutex.MAX_LISTED
+    assert result["lock-overlaps"][0]["processes"] == [0, 1]
+
+
+def test_the_collector_is_paused_during_a_check_and_restored_after() -> None:
+    seen = []
+
+    @gc_paused
+    def checker(history: list[Any]) -> dict[str, Any]:
+        seen.append(gc.isenabled())
+        if history:
+            raise ValueError("boom")
+        return {"valid": True}
+
+    assert gc.isenabled()
+    checker([])
+    with pytest.raises(ValueError):
+        checker([1])
+    assert seen == [False, False] and gc.isenabled()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 5), st.integers(0, 20) | st.none(),
+                          st.sampled_from([None, 0.0, 0.005, 0.012, float("nan")])),
+                max_size=25))
+def test_lease_broken_count_is_the_pairs_lease_broken_calls_true(
+        raw: list[tuple[int, int, int | None, float | None]]) -> None:
+    """The Fenwick count agrees with lease_broken over every overlapping pair."""
+    gs = [Grant(p, 1, "lock", t * MS, (t + wait) * MS,
+                None if hold is None else (t + wait + hold) * MS, None, v)
+          for p, (t, wait, hold, v) in enumerate(raw)]
+    ordered = sorted(gs, key=lambda g: (g.start, g.process))
+    pairs = [(a, b) for j, b in enumerate(ordered) for a in ordered[:j]
+             if (math.inf if a.end is None else a.end) > b.start]
+    assert mutex.lease_broken_count(gs) == sum(1 for a, b in pairs if mutex.lease_broken(a, b))

@@ -47,3 +47,21 @@ def test_bad_model_and_truncated_file_are_one_line_errors(tmp_path: Path) -> Non
     assert bad.returncode == 3 and bad.stderr.count("\n") == 1 and "line 1" in bad.stderr
     model = harness("check", str(h), "--model", "queue")
     assert model.returncode == 64 and "unknown model" in model.stderr
+
+
+def test_several_files_in_one_call_exit_with_the_worst_verdict(tmp_path: Path) -> None:
+    ok = tmp_path / "ok.jsonl"
+    ok.write_text('{"time": 1, "process": 0, "type": "invoke", "f": "acquire"}\n'
+                  '{"time": 2, "process": 0, "type": "ok", "f": "acquire"}\n')
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(ok.read_text() + '{"time": 3, "process": 1, "type": "invoke", "f": '
+                   '"acquire"}\n{"time": 4, "process": 1, "type": "ok", "f": "acquire"}\n')
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"time": 1, "process": 0, "type": "invoke", "f": "acq')
+    both = harness("check", str(ok), str(ok))
+    assert both.returncode == 0 and both.stdout.count("VALID") == 2
+    mixed = harness("check", str(broken), str(ok))
+    assert mixed.returncode == 3 and "line 1" in mixed.stderr and "VALID" in mixed.stdout
+    worst = harness("check", str(ok), str(broken), str(bad))
+    assert worst.returncode == 1, worst.stdout + worst.stderr
+    assert "INVALID" in worst.stdout and worst.stdout.count("VALID") == 2

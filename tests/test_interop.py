@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker.linearizable import check
+from harness.core import interop
 from harness.core.history import HistoryError, write_history
 from harness.core.interop import (
     Keyword,
@@ -325,3 +326,25 @@ def test_damaged_histories_raise_only_history_error(source: str,
             continue
         check(ops, "mutex", time_limit=5)
         check(ops, "cas-register", time_limit=5)
+
+
+def test_the_quick_reading_of_plain_log_lines_matches_the_edn_reader(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain op lines skip the EDN reader; what they give must be what the reader gives."""
+    text = "\n".join([
+        "INFO  jepsen.util - 0\t:invoke\t:read\tnil",
+        "INFO  jepsen.util - 0\t:ok\t:read\t3",
+        "INFO  jepsen.util - 12\t:invoke\t:cas\t[-1 4]",
+        "INFO  jepsen.util - 12\t:fail\t:cas\t[-1 4]",
+        "INFO  jepsen.util - 3 :invoke :write 0",
+        "INFO  jepsen.util - 3 :info :write :timed-out",
+        "INFO  jepsen.util - 4\t:invoke\t:write\t1234567890123456789",
+        "INFO  jepsen.util - 4\t:ok\t:write\t007",
+        "INFO  jepsen.util - 5\t:invoke\t:cas\t[1 2 3]",
+        "INFO  jepsen.util - 5\t:fail\t:read\t:timed-out\t:extra",
+    ])
+    quick = parse_jepsen_log(text)
+    monkeypatch.setattr(interop, "_simple_op", lambda payload, position: None)
+    slow = parse_jepsen_log(text)
+    assert quick == slow
+    assert [type(op["value"]) for op in quick] == [type(op["value"]) for op in slow]

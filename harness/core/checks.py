@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.core.heap import collector_paused
 from harness.core.history import Op
 
 CheckFn = Callable[..., dict[str, Any]]
@@ -28,7 +29,8 @@ def check_safe(fn: CheckFn, history: Sequence[Op], params: dict[str, Any]) -> di
     """One checker's result; an exception (or a result that is not a verdict) is ``unknown``
     with the error, never a verdict."""
     try:
-        result = fn(history, **params)
+        with collector_paused():  # see harness.core.heap: linear passes stay linear
+            result = fn(history, **params)
     except RecursionError:
         return {"valid": "unknown", "crashed": True,
                 "error": "RecursionError: the history is nested too deeply to check"}

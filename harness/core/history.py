@@ -22,8 +22,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from harness.core.atomic import write_lines
 from harness.core.text import show
 
@@ -67,12 +65,20 @@ def _loc(where: Where) -> str:
     return where if isinstance(where, str) else f"{where[0]} line {where[1]}"
 
 
+_orjson: Any = None  # imported on first use: it costs a process that reads no JSON ~15 ms
+
+
 def _loads(line: str | bytes) -> Any:
     """orjson for speed; the json module where orjson is stricter than JSON (a lone surrogate
     escape, NaN), so both accept the same documents and json's errors are the ones reported."""
+    global _orjson
+    if _orjson is None:
+        import orjson
+
+        _orjson = orjson
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
+        return _orjson.loads(line)
+    except _orjson.JSONDecodeError:
         return json.loads(line)
 
 
@@ -294,22 +300,36 @@ def pairs(history: Iterable[Op]) -> Iterator[tuple[Op, Op | None]]:
     A process has at most one op outstanding; a second invoke before a completion means the
     first never completed (its process crashed), which is as good as ``info``.
     """
-    open_: dict[Any, Op] = {}
-    order: list[tuple[Op, Op | None]] = []
-    slot: dict[int, int] = {}
-    for op in history:
+    _, invs, comps = _pairing(history, False)
+    return zip(invs, comps, strict=True)
+
+
+def indexed_pairs(history: Iterable[Op]) -> Iterator[tuple[int, Op, Op | None]]:
+    """:func:`pairs`, each with the invocation's position in ``history`` (as iterated)."""
+    at, invs, comps = _pairing(history, True)
+    return zip(at, invs, comps, strict=True)
+
+
+def _pairing(history: Iterable[Op], positions: bool
+             ) -> tuple[list[int], list[Op], list[Op | None]]:
+    open_: dict[Any, int] = {}  # each process's open invocation, by its place in invs (a newer
+    at: list[int] = []          # one replaces it: the earlier one stays uncompleted)
+    invs: list[Op] = []
+    comps: list[Op | None] = []
+    for i, op in enumerate(history):
         p = op["process"]
         if op["type"] == INVOKE:
-            if p in open_:
-                pass  # the earlier one stays uncompleted
-            open_[p] = op
-            slot[id(op)] = len(order)
-            order.append((op, None))
+            open_[p] = len(invs)
+            invs.append(op)
+            comps.append(None)
         else:
-            inv = open_.pop(p, None)
-            if inv is None:
-                # A completion with no invocation (a nemesis info, say): pair it with itself.
-                order.append((op, op))
-            else:
-                order[slot[id(inv)]] = (inv, op)
-    return iter(order)
+            where = open_.pop(p, None)
+            if where is not None:
+                comps[where] = op
+                continue
+            # A completion with no invocation (a nemesis info, say): pair it with itself.
+            invs.append(op)
+            comps.append(op)
+        if positions:
+            at.append(i)
+    return at, invs, comps

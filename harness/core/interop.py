@@ -30,8 +30,6 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +65,25 @@ class Char(str):
     __slots__ = ()
 
 
-@dataclass(frozen=True)
 class Tagged:
-    """A tagged literal whose tag we do not know: ``#tag value``."""
+    """A tagged literal whose tag we do not know: ``#tag value``. (Not a tuple: a tagged
+    literal is one value, never a sequence of two.)"""
 
-    tag: str
-    value: Any
+    __slots__ = ("tag", "value")
+
+    def __init__(self, tag: str, value: Any) -> None:
+        self.tag = tag
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Tagged) and self.tag == other.tag
+                and self.value == other.value)
+
+    def __hash__(self) -> int:
+        return hash((Tagged, self.tag, self.value))
+
+    def __repr__(self) -> str:
+        return f"Tagged({self.tag!r}, {self.value!r})"
 
 
 _TOKEN = re.compile(
@@ -288,6 +299,8 @@ class EdnReader:
             if _FLOAT.fullmatch(text):
                 return float(text.rstrip("M"))
             if _RATIO.fullmatch(text):
+                from fractions import Fraction  # rare: not worth importing up front
+
                 return float(Fraction(text))
         except (ValueError, ZeroDivisionError, OverflowError) as e:
             raise self.error(f"invalid number {text[:40]!r} ({e})", line) from None
@@ -467,7 +480,33 @@ def _op_fields(line: str) -> str | None:
     return None
 
 
+_LOG_INT = r"-?(?:0|[1-9][0-9]{0,17})"  # longer numbers: the reader says what is wrong
+_LOG_NAME = r"[A-Za-z][A-Za-z0-9_-]*"
+# The common shape, read without the EDN reader: process, type, f and a value that is nil, an
+# integer, a pair of integers or a keyword (every other line takes the reader's way).
+_SIMPLE_OP = re.compile(rf"\s*({_LOG_INT})\s+:(invoke|ok|fail|info)\s+:({_LOG_NAME})\s+"
+                        rf"(?:(nil)|({_LOG_INT})|\[({_LOG_INT})\s+({_LOG_INT})\]|:({_LOG_NAME}))\s*")
+
+
+def _simple_op(payload: str, position: int) -> Op | None:
+    m = _SIMPLE_OP.fullmatch(payload)
+    if m is None:
+        return None
+    process, type_, f, _nil, number, a, b, keyword = m.groups()
+    value: Any = None
+    if number is not None:
+        value = int(number)
+    elif a is not None:
+        value = [int(a), int(b)]
+    elif keyword is not None:
+        value = keyword
+    return {"index": position, "process": int(process), "type": type_, "f": f, "value": value}
+
+
 def _log_op(payload: str, where: str, position: int) -> Op:
+    simple = _simple_op(payload, position)
+    if simple is not None:
+        return simple
     forms = loads_edn(payload, where=where)
     if len(forms) < 3:
         raise HistoryError(f"{where}: an op line needs process, type and f, got {payload!r}")

@@ -43,3 +43,11 @@ def line(text: str, limit: int = 400) -> str:
     """One line: newlines and control characters escaped, at most ``limit`` characters."""
     out = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text[: limit + 1])
     return out if len(out) <= limit else out[:limit] + "…"
+
+
+VERDICT_WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
+
+
+def verdict_word(valid: Any) -> str:
+    """VALID, INVALID or UNKNOWN (anything else is unknown)."""
+    return VERDICT_WORDS.get(valid, "UNKNOWN")

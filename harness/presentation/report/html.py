@@ -26,11 +26,11 @@ from typing import Any
 
 from harness.core.errors import UsageError
 from harness.core.schedule import from_dict
+from harness.core.text import verdict_word
 from harness.presentation.report import model as report_model
 from harness.presentation.report import narrative
 from harness.presentation.report.incidents import Incident, incidents
 
-WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
 VERDICT_CLASS = {True: "v-true", False: "v-false"}
 
 e = html.escape
@@ -41,10 +41,6 @@ def asset(name: str) -> str:
     """A file of ``assets/`` (the report's CSS and script), as text."""
     return resources.files("harness.presentation.report").joinpath("assets", name).read_text(
         encoding="utf-8")
-
-
-def verdict_word(valid: Any) -> str:
-    return WORDS.get(valid, "UNKNOWN")
 
 
 def verdict_class(valid: Any) -> str:

@@ -1,0 +1,161 @@
+"""A history as the linearizability checker sees it: each operation paired with its outcome
+(:class:`Call`), the ops a model describes, split by the independent object they work on.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from checker.models import Model, OpView, freeze
+from harness.core.history import FAIL, INVOKE, NEMESIS, OK, Op
+
+_NO_OUTCOME: dict[str, Any] = {"type": "info"}  # replaced before anyone reads it
+
+
+class Call:
+    """One operation as the search sees it: invocation, outcome and real-time window (ns).
+
+    ``known``: it completed ok, or failed in a way the model counts as an event (``refused``:
+    a release refused, "not the holder"); otherwise its outcome is unknown (``info``, or it
+    never completed), ``end`` is None and ``completion`` a minimal ``{"type": "info",
+    "process": p, "f": f}`` (see checker.models)."""
+
+    __slots__ = ("ckey", "comp", "completion", "end", "f", "inv", "known", "process", "refused",
+                 "seq", "start", "value")
+
+    def __init__(self, inv: Op, f: str, start: int, seq: int, process: Any) -> None:
+        self.inv = inv
+        self.f = f
+        self.value = inv.get("value")
+        self.start = start
+        self.seq = seq  # position of the invocation in the history, to break ties
+        self.process = process
+        self.comp: Op | None = None
+        self.known = False
+        self.refused = False
+        self.end: int | None = None
+        self.completion: dict[str, Any] = _NO_OUTCOME
+        self.ckey: tuple[Any, ...]  # set by the search (checker.wgl.Part) for its own calls
+
+    def unknown_outcome(self) -> None:
+        self.completion = {"type": "info", "process": self.process, "f": self.f}
+
+    def __repr__(self) -> str:
+        return f"Call({self.process!r} {self.f} {self.value!r} {self.start}..{self.end})"
+
+    @property
+    def index(self) -> int:
+        idx = self.inv.get("index")
+        return idx if type(idx) is int else self.seq  # (not a bool, nor anything else)
+
+    def view(self) -> OpView:
+        done = self.comp
+        token = (done or {}).get("token", self.inv.get("token"))
+        return OpView(
+            index=self.index,
+            process=self.process,
+            f=self.f,
+            value=self.value,
+            output=done.get("value") if (done is not None and self.known) else None,
+            type=str(done["type"]) if (done is not None and self.known) else "info",
+            invoked=self.start,
+            completed=self.end,
+            token=token,
+        )
+
+
+class Prepared:
+    """The history split into parts, and what was left out of the check and why."""
+
+    def __init__(self, parts: dict[Hashable, list[Call]]) -> None:
+        self.parts = parts
+        self.failed = 0
+        self.ignored: dict[str, int] = {}
+        self.unmatched = 0
+
+
+def partition_key(inv: Op, comp: Op | None) -> Hashable:
+    """The independent object an op works on: its ``lock``, else its ``key`` (None: one part)."""
+    for op in (inv, comp):
+        if op is None:
+            continue
+        for name in ("lock", "key"):
+            value = op.get(name)
+            if value is not None:
+                return value if type(value) is str else freeze(value)
+    return None
+
+
+def prepare(history: Sequence[Op], model: Model) -> Prepared:
+    """Pair invocations with completions and split them by lock; drop fails and nemesis ops.
+
+    One pass: an op is added to its part when it completes (or when its process invokes
+    another, or at the end, if it never does), so each process's ops are in its own order."""
+    prepared = Prepared(parts={})
+    parts = prepared.parts
+    fs = model.fs
+    understood = model.understood_failure
+    ignored = prepared.ignored
+    opened: dict[Any, Op] = {}  # each process's open invocation
+    opened_at: dict[Any, int] = {}  # and its position
+
+    def add(inv: Op, seq: int, comp: Op | None, known: bool) -> None:
+        f = inv["f"]
+        if f not in fs:
+            ignored[f] = ignored.get(f, 0) + 1
+            return
+        t = inv["time"]
+        c = Call(inv, f, t if type(t) is int else int(t), seq, inv["process"])
+        c.comp = comp
+        if known:
+            assert comp is not None
+            c.known = True
+            c.refused = comp["type"] == FAIL
+            c.completion = comp
+            t = comp["time"]
+            if type(t) is not int:
+                t = int(t)
+            c.end = t if t > c.start else c.start
+        else:
+            c.unknown_outcome()
+        key = inv.get("lock")
+        if type(key) is not str:  # the usual case is a lock name on the invocation
+            key = partition_key(inv, comp)
+        part = parts.get(key)
+        if part is None:
+            parts[key] = [c]
+        else:
+            part.append(c)
+
+    seq = -1
+    for op in history:
+        p = op.get("process")
+        if p == NEMESIS:
+            continue
+        seq += 1
+        ctype = op["type"]
+        if ctype == INVOKE:
+            prior = opened.get(p)
+            if prior is not None:  # it never completed: its process went on
+                add(prior, opened_at[p], None, False)
+            opened[p] = op
+            opened_at[p] = seq
+            continue
+        inv = opened.pop(p, None)
+        if inv is None:
+            prepared.unmatched += 1
+            continue
+        if ctype == FAIL:
+            f = inv["f"]
+            if understood is None or not understood(op if op.get("f") == f else {**op, "f": f}):
+                prepared.failed += 1  # it certainly did not happen: nothing to place
+                continue
+        # A failure the model understands (a release refused: "not the holder") happened,
+        # with that outcome, within its window: it is placed like an ok op.
+        add(inv, opened_at[p], op, ctype in (OK, FAIL))
+    for p, inv in opened.items():
+        add(inv, opened_at[p], None, False)
+    return prepared

@@ -1,0 +1,137 @@
+"""The witness of a non-linearizable history, for people: the longest linearizable prefix
+found, the op that cannot follow it, the ops concurrent with it, and why, in words.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Hashable, Iterator, Sequence
+from typing import Any, overload
+
+from checker.calls import Call
+from checker.models import Model, OpView, State, secs
+from harness.core.text import show, who
+
+
+def make_witness(model: Model, key: Hashable, calls: Sequence[Call],
+                 chain: list[tuple[Call, State]], state: State, blocked: Call | None = None,
+                 init: State | None = None) -> dict[str, Any]:
+    """The witness for the part ``key`` (its ``calls``): ``chain`` is the linearizable prefix
+    as (op, state after it), from ``init`` (the model's by default), ``state`` the state it
+    ends in; ``blocked``, the op that cannot follow it, is by default the op with a known
+    outcome that completed first among those not in the prefix."""
+    done = bytearray(max((c.seq for c in calls), default=0) + 1)  # in the prefix, by seq
+    for c, _ in chain:
+        done[c.seq] = 1
+    if blocked is None:
+        blocked = min((c for c in calls if c.known and not done[c.seq]),
+                      key=lambda c: (c.end, c.seq))
+    assert blocked.end is not None
+    setter = _last_change(model.init if init is None else init, chain)
+    # Pending at the blocked op's return: every known op invoked by then, and the
+    # indeterminate ops invoked since the prefix last changed state (older ones are only
+    # counted: they have been pending all along and list badly).
+    since = min(blocked.start, setter.start if setter is not None else blocked.start)
+    pending = [c for c in calls if not done[c.seq] and c is not blocked
+               and c.start <= blocked.end]
+    concurrent = sorted((c for c in pending if c.known or c.start >= since),
+                        key=lambda c: (c.start, c.seq))
+    older = len(pending) - len(concurrent)
+    involved = {blocked.index, *(c.index for c in concurrent)}
+    if setter is not None:
+        involved.add(setter.index)
+    prefix = [c for c, _ in chain]
+    return {
+        "lock": jsonable(key),
+        "part_ops": len(calls),
+        "ops": sorted(involved),
+        "prefix": [i if type(i := c.inv.get("index")) is int else c.seq for c in prefix],
+        "prefix_state": model.describe(state),
+        "state": jsonable(state),
+        "blocked": [blocked.index],
+        "blocked_op": summary(blocked),
+        "concurrent": [c.index for c in concurrent],
+        "older_indeterminate": older,
+        "explanation": explain(model, key, calls, state, blocked, prefix),
+    }
+
+
+def _last_change(init: State, chain: list[tuple[Call, State]]) -> Call | None:
+    prev = init
+    setter = None
+    for c, st in chain:
+        if st != prev:
+            setter = c
+        prev = st
+    return setter
+
+
+class _Views(Sequence[OpView]):
+    """Ops as the model's ``explain`` reads them (:class:`OpView`), each made when it is read:
+    a witness for a million-op part reads a few of them."""
+
+    def __init__(self, calls: Sequence[Call]) -> None:
+        self.calls = calls
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    @overload
+    def __getitem__(self, i: int) -> OpView: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[OpView]: ...
+
+    def __getitem__(self, i: int | slice) -> OpView | list[OpView]:
+        if isinstance(i, slice):
+            return [c.view() for c in self.calls[i]]
+        return self.calls[i].view()
+
+    def __iter__(self) -> Iterator[OpView]:
+        return (c.view() for c in self.calls)
+
+    def __reversed__(self) -> Iterator[OpView]:
+        return (c.view() for c in reversed(self.calls))
+
+
+def explain(model: Model, key: Hashable, calls: Sequence[Call], state: State, blocked: Call,
+            prefix: list[Call]) -> str:
+    """Why ``blocked`` cannot follow ``prefix`` (the model's words, when it has some)."""
+    lock = "" if key is None else f"on lock {show(jsonable(key))} "
+    if model.explain is not None:
+        part = _Views(sorted(calls, key=operator.attrgetter("start")))
+        try:
+            core = model.explain(state, blocked.view(), _Views(prefix), part)
+        except Exception as e:  # words are a courtesy: never lose the verdict over them
+            core = (f"{who(blocked.process)}'s {blocked.f} completed at "
+                    f"{secs(blocked.end)} but cannot take effect when "
+                    f"{model.describe(state)} (explain failed: {type(e).__name__}: {e})")
+    else:
+        core = (f"{who(blocked.process)}'s {blocked.f} completed at {secs(blocked.end)} "
+                f"but cannot take effect when {model.describe(state)}")
+    ops = "op" if len(prefix) == 1 else "ops"
+    return (f"{core}. No order of the {len(calls)} ops {lock}explains it: the longest "
+            f"linearizable prefix the search found has {len(prefix)} {ops}, after which "
+            f"{model.describe(state)}, and no op concurrent with this one can be placed "
+            "first to make room for it.")
+
+
+def summary(c: Call) -> dict[str, Any]:
+    return {
+        "index": c.index,
+        "process": c.process,
+        "f": c.f,
+        "value": c.value,
+        "type": str(c.comp["type"]) if (c.comp is not None and c.known) else "info",
+        "output": c.comp.get("value") if (c.comp is not None and c.known) else None,
+        "invoked_s": round(c.start / 1e9, 6),
+        "completed_s": None if c.end is None else round(c.end / 1e9, 6),
+    }
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [jsonable(v) for v in value]
+    return value

@@ -1,0 +1,52 @@
+"""Checking a large history without the cyclic garbage collector walking it again and again.
+
+A checker allocates objects in proportion to the history (pairs, grants, search entries) while
+the history itself, millions of dicts, stays alive. Every full collection of CPython's cyclic
+collector walks every tracked object, the history included, and the more a checker allocates
+the more collections it triggers: a linear pass over a 1M-op history became 13-18x slower than
+over 100k ops. The checkers build no reference cycles (reference counting frees all they drop),
+so the collector has nothing to find while they run: :func:`gc_paused` switches it off for the
+duration and restores it after, whatever happens. Reentrant: a checker run inside another keeps
+it off until the outermost one ends.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_depth = 0
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block (restored as it was on the way out)."""
+    global _depth
+    outermost = _depth == 0
+    was_enabled = outermost and gc.isenabled()
+    if was_enabled:
+        gc.disable()
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if was_enabled:
+            gc.enable()
+
+
+def gc_paused(fn: Callable[P, R]) -> Callable[P, R]:
+    """Decorate a checker: it runs with the cyclic collector paused (:func:`collector_paused`)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with collector_paused():
+            return fn(*args, **kwargs)
+
+    return wrapper
