@@ -240,6 +240,20 @@ def main(argv: list[str] | None = None) -> int:
     except HistoryError as e:
         print(f"harness: {e}", file=sys.stderr)
         return EXIT_SETUP
+    except Exception as e:  # a bug of ours is never a verdict: one line, exit 3
+        print(f"harness: internal error: {type(e).__name__}: {str(e)[:200]} "
+              f"(traceback: {_save_traceback()})", file=sys.stderr)
+        return EXIT_SETUP
+
+
+def _save_traceback() -> str:
+    import tempfile
+    import traceback
+
+    with tempfile.NamedTemporaryFile("w", prefix="lock-harness-crash-", suffix=".txt",
+                                     delete=False) as f:
+        traceback.print_exc(file=f)
+    return f.name
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -418,3 +418,21 @@ def test_a_run_killed_with_sigkill_is_never_valid_on_recheck(store: Path) -> Non
     checked = harness("check", str(run_dir), timeout=120)
     assert checked.returncode in (1, 2), checked.stdout + checked.stderr
     assert json.loads((run_dir / "results.json").read_text())["valid"] is not True
+
+
+def test_a_bug_of_ours_in_any_command_is_one_line_and_exit_3(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not Python's exit 1 with a traceback (1 is INVALID): seen when a suite's lazily
+    imported module did not match the one already loaded."""
+    from harness import cli
+
+    def broken(args: object) -> int:
+        raise ImportError("cannot import name 'x'")
+
+    monkeypatch.setitem(cli.COMMANDS, "list", broken)
+    assert cli.main(["list"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: ImportError" in err
+    saved = Path(err.rsplit("traceback: ", 1)[1].rstrip(")\n"))
+    assert "raise ImportError" in saved.read_text()
+    saved.unlink()

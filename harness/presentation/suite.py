@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.controller.registry import Registry
 from harness.controller.spec import TestSpec
 from harness.controller.store import RunDir, Store
 from harness.core.errors import EXIT_INVALID, EXIT_SETUP, EXIT_VALID, HarnessError, UsageError
@@ -88,7 +89,7 @@ class Entry:
         seed = f" seed {o['seed']}" if "seed" in o else ""
         resource = "".join(f" {o[k]}" for k in ("resource", "resource-mode", "backend")
                            if k in o)
-        return (f"{o.get('db', 'redis')} {o.get('lock', 'redis-setnx')} "
+        return (f"{o.get('db', 'redis')} {lock_of(o)} "
                 f"{o.get('workload', 'mutex')} {o.get('nemesis', 'pause')}{resource}{seed}")
 
     def command(self) -> str:
@@ -276,6 +277,18 @@ def expand(table: dict[str, Any], where: str) -> list[tuple[dict[str, Any], str]
             validate(options, where)
             out.append((options, expect))
     return out
+
+
+def lock_of(options: dict[str, Any]) -> str:
+    """The lock an entry runs: its own, else its DB's (``--db zookeeper`` alone takes the
+    zookeeper lock), else the default."""
+    if "lock" in options:
+        return str(options["lock"])
+    try:
+        db = Registry().load("dbs", str(options.get("db", "redis")))
+    except (HarnessError, UsageError):
+        return "redis-setnx"
+    return str(getattr(db, "default_lock", None) or "redis-setnx")
 
 
 def run_args(options: dict[str, Any]) -> list[str]:

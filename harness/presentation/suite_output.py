@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.core.atomic import replacing, write_json, write_text
 from harness.presentation.report.html import verdict_class
-from harness.presentation.suite import Outcome, Suite, numbers
+from harness.presentation.suite import Outcome, Suite, lock_of, numbers
 
 e = html.escape
 VALID_OF = {"valid": True, "invalid": False}
@@ -30,7 +30,7 @@ VALID_OF = {"valid": True, "invalid": False}
 
 def testcase_name(o: Outcome) -> tuple[str, str]:
     opts = o.entry.options
-    classname = f"lock-harness.{opts.get('db', 'redis')}.{opts.get('lock', 'redis-setnx')}"
+    classname = f"lock-harness.{opts.get('db', 'redis')}.{lock_of(opts)}"
     seed = f" seed {opts['seed']}" if "seed" in opts else ""
     name = (f"#{o.entry.number} {opts.get('workload', 'mutex')}/{opts.get('nemesis', 'pause')}"
             f"{seed} expect {o.entry.expect}")
@@ -138,7 +138,7 @@ def index_html(out_dir: Path, suite: Suite, outcomes: list[Outcome], started: fl
         rows.append(
             f'<tr class="{"ok" if o.as_expected else "bad"}"><td>{o.entry.number}</td>'
             f"<td>{e(str(opts.get('db', 'redis')))}</td>"
-            f"<td>{e(str(opts.get('lock', 'redis-setnx')))}</td>"
+            f"<td>{e(lock_of(opts))}</td>"
             f"<td>{e(str(opts.get('workload', 'mutex')))}</td>"
             f"<td>{e(str(opts.get('nemesis', 'pause')))}</td>"
             f"<td>{e(str(opts.get('seed', '')))}</td><td>{e(o.entry.expect)}</td>"
