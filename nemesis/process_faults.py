@@ -10,6 +10,15 @@ from harness.core.cluster import NemesisContext, process_of
 from nemesis.base import CLIENT_TARGETS, NODE_TARGETS, BaseNemesis, client_target, node_target
 
 READY_TIMEOUT = 20.0
+RETARGETS = 5  # a pause of the holder that froze a client which had just let go: tries again
+SETTLE = 0.02  # seconds for a stopped client's last journal line to be readable
+
+
+def still_holding(ctx: NemesisContext, targets: list[str]) -> bool:
+    """Do the (just frozen) ``targets`` still believe they hold the lock?"""
+    time.sleep(SETTLE)
+    holders = set(ctx.live.holders())
+    return all(process_of(t) in holders for t in targets)
 
 
 class PauseHolder(BaseNemesis):
@@ -23,12 +32,37 @@ class PauseHolder(BaseNemesis):
     summary = "SIGSTOP the client holding the lock for longer than the TTL, then SIGCONT"
     targets = CLIENT_TARGETS
 
+    role = "holder"
+    missed: list[str] = []
+
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+        self.role = target or "holder"
         return client_target(ctx, target)
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        for t in targets:
-            ctx.clients.pause(process_of(t))
+        """Freeze ``targets``. Aimed at the holder, it makes sure it froze one: a holder picked
+        from the journals can let go in the few milliseconds before the signal lands (seen: a
+        pause meant to outlive the lease froze a client that had just released). Such a miss
+        is woken again and the holder picked anew, up to :data:`RETARGETS` times; ``targets``
+        is updated in place, and the misses are the fault's detail."""
+        self.missed = []
+        for attempt in range(RETARGETS + 1):
+            for t in targets:
+                ctx.clients.pause(process_of(t))
+            if self.role != "holder" or attempt == RETARGETS or still_holding(ctx, targets):
+                return
+            for t in targets:
+                ctx.clients.resume(process_of(t))
+            again = client_target(ctx, "holder")
+            if again is None:  # nobody holds it any more: freeze the first pick after all
+                for t in targets:
+                    ctx.clients.pause(process_of(t))
+                return
+            self.missed += targets
+            targets[:] = again
+
+    def detail(self) -> dict[str, Any] | None:
+        return {"missed": list(self.missed)} if self.missed else None
 
     def expect(self, ctx: NemesisContext, targets: list[str]) -> dict[str, Any] | None:
         return {"frozen": [process_of(t) for t in targets]}
