@@ -32,7 +32,8 @@ def test_sentinel_failover_in_containers(docker_client: Any, store: Path) -> Non
 
 def test_redlock_majority_clock_jump_in_containers(docker_client: Any, store: Path) -> None:
     code, results, run_dir, out = run(store, "--db", "redis-masters", "--lock", "redlock",
-                                      "--nemesis", "clock", "--time-limit", "10", "--seed", "1")
+                                      "--nemesis", "clock", "--hold", "0.5-1.5",
+                                      "--time-limit", "10", "--seed", "1")
     assert code == 1, out
     assert results["checks"]["mutex"]["lock-overlap-count"] >= 1
     jumps = [op for op in ops(run_dir, "clock") if op["value"] == "start"]

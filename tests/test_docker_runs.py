@@ -44,8 +44,8 @@ def test_no_faults_is_valid_on_docker(docker_client: Any, store: Path) -> None:
 
 def test_clock_jump_expires_a_held_lock_with_a_verified_offset(
         docker_client: Any, store: Path) -> None:
-    code, results, run_dir, out = run(store, "--nemesis", "clock", "--time-limit", "8",
-                                      "--seed", "3")
+    code, results, run_dir, out = run(store, "--nemesis", "clock", "--hold", "0.5-1.5",
+                                      "--time-limit", "8", "--seed", "3")
     assert code == 1, out
     ops = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
     jumps = [op for op in ops if op["f"] == "clock" and op["type"] == "info"
