@@ -48,7 +48,9 @@ def nasty_json(rng: random.Random) -> str:
 def mutate_line(line: str, rng: random.Random) -> str:
     try:
         op = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # already garbage, or nested past Python's limit
+        return line
+    if not isinstance(op, dict):
         return line
     kind = rng.randrange(6)
     keys = ["time", "process", "type", "f", "value", "token", "lock", "index", "targets",
