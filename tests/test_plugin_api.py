@@ -184,13 +184,15 @@ def test_a_partition_aimed_at_a_waiter_cuts_a_client_blocked_in_acquire(store: P
                                 "--time-limit", "15", "--seed", "4")
     assert code in (0, 1, 2), out
     ops = history(run_dir)
+    # The nemesis's invoke is journaled as soon as the waiter is picked; the cut lands a few
+    # ms later, by when the pick may have been granted (seen in CI): judge the pick.
     starts = [op for op in ops if op["process"] == "nemesis" and op["f"] == "partition"
-              and op["type"] == "info" and op["value"] == "start" and not op.get("error")]
+              and op["type"] == "invoke" and op["value"] == "start"]
     assert starts and all(op["target"] == "waiter" for op in starts)
     for start in starts:
         p = int(start["targets"][0].removeprefix("c"))
         mine = [op for op in ops if op["process"] == p and op["time"] < start["time"]]
-        last = mine[-1]  # what that client was doing when the cut came
+        last = mine[-1]  # what that client was doing when it was picked
         assert last["f"] == "acquire" and last["type"] == "invoke", (start, last)
 
 
