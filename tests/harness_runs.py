@@ -47,3 +47,20 @@ def history(run_dir: Path) -> list[dict[str, Any]]:
 def run_docker(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
     """`harness run --backend docker` into ``store``."""
     return run(store, "--backend", "docker", *args)
+
+
+def own_rules(run_dir: Path) -> list[str]:
+    """This run's iptables rules (other runs may be live on this machine)."""
+    from harness.controller import netfilter
+
+    marker = f"lock-harness:{run_dir.parent.name}:{run_dir.name}"
+    return [r for r in netfilter.rules() if marker in r]
+
+
+def alive(pid: int) -> bool:
+    """Is ``pid`` a live process (not gone, not a zombie)?"""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"

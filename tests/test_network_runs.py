@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from harness.controller import netfilter
-from tests.harness_runs import harness, history, run
+from tests.harness_runs import alive, harness, history, own_rules, run
 
 pytestmark = pytest.mark.servers
 
@@ -31,17 +30,6 @@ needs_etcd = pytest.mark.skipif(shutil.which("etcd") is None,
                                 reason="etcd missing: run `bash setup.sh`")
 
 
-def own_rules(run_dir: Path) -> list[str]:
-    marker = f"lock-harness:{run_dir.parent.name}:{run_dir.name}"
-    return [r for r in netfilter.rules() if marker in r]
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def nothing_left(run_dir: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness_runs import harness, history, run
+from tests.harness_runs import alive, harness, history, run
 
 pytestmark = [
     pytest.mark.servers,
@@ -191,13 +191,6 @@ def ppid(pid: int) -> int | None:
     except (OSError, IndexError, ValueError):
         return None
 
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 # the docker backend -------------------------------------------------------------------------

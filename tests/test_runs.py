@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.controller import netfilter
-from tests.harness_runs import harness, run
+from tests.harness_runs import alive, harness, own_rules, run
 
 pytestmark = pytest.mark.servers
 
@@ -98,18 +97,6 @@ def test_killing_a_server_is_recorded_and_it_comes_back(store: Path) -> None:
     assert results["checks"]["stats"]["counts"]["acquire"]["ok"] > 0
 
 
-def own_rules(run_dir: Path) -> list[str]:
-    """This run's iptables rules (other runs may be live on this machine)."""
-    marker = f"lock-harness:{run_dir.parent.name}:{run_dir.name}"
-    return [r for r in netfilter.rules() if marker in r]
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 @needs_redis
