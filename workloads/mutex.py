@@ -77,6 +77,7 @@ class MutexWorkload:
     summary: ClassVar[str] = "acquire, write enter/exit to the resource, hold a while, release"
     needs_tokens: ClassVar[bool] = False
     fenced: ClassVar[bool] = False  # the resource checks the writes' tokens
+    resource_modes: ClassVar[tuple[str, ...] | None] = None  # the modes it can use (None: all)
 
     @classmethod
     def checkers(cls, spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -115,7 +116,9 @@ class MutexWorkload:
             if grant is not None:
                 self.critical_section(grant)
                 self.release(grant)
-            self.stop.wait(self.rng.uniform(self.p.think_min, self.p.think_max))
+            think = self.rng.uniform(self.p.think_min, self.p.think_max)
+            if think > 0:
+                self.stop.wait(think)
 
     def acquire(self) -> Grant | None:
         j, name = self.journal, self.p.lock_name

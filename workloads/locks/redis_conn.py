@@ -64,6 +64,19 @@ def client_for(config: LockConfig, timeout: float | None = None) -> redis.Redis:
     return connect(node.host, node.port, t)
 
 
+def recipe_client_for(config: LockConfig) -> Any:
+    """The client of the project's own single-instance recipes (``redis-setnx`` and its
+    broken variants): on ``--db redis-sentinel`` redis-py's ``Sentinel.master_for``, as above
+    (its discovery of the primary is part of what is tested); on one node the lean client of
+    :mod:`workloads.resp`, which sends the same requests for a third of the CPU."""
+    if uses_sentinel(config):
+        return client_for(config)
+    from workloads.resp import LeanRedis
+
+    node = config.nodes[0]
+    return LeanRedis(node.host, node.port, config.op_timeout)
+
+
 def certainly_not_sent(e: redis.exceptions.ConnectionError) -> bool:
     """Errors after which the request certainly did nothing: the connection was refused, no
     Sentinel named a primary, or the old primary refused the write (READONLY: redis-py turns

@@ -13,15 +13,20 @@ All of them are leases: the key expires after ``ttl`` whether or not the holder 
 from __future__ import annotations
 
 import math
+import os
 import random
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 from harness.core.locks import Grant, LockConfig, LockRole
 from workloads import crash
-from workloads.locks.redis_conn import COMPARE_AND_DELETE, SINGLE_REDIS, attempt, client_for
+from workloads.locks.redis_conn import (
+    COMPARE_AND_DELETE,
+    SINGLE_REDIS,
+    attempt,
+    recipe_client_for,
+)
 
 SET_AND_INCR = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -39,10 +44,15 @@ class RedisSingleLock(LockRole):
 
     def __init__(self, config: LockConfig) -> None:
         self.config = config
-        self.client = client_for(config)
+        self.client = recipe_client_for(config)
         self.key = f"lock:{config.name}"
         self.ttl_ms = max(1, int(config.ttl * 1000))
         self.rng = random.Random(config.options.get("seed", 0) * 1000 + config.process)
+        # Owners are random 128-bit values, as uuid4's, drawn without a system call each.
+        self.owners = random.Random(os.urandom(32))
+
+    def new_owner(self) -> str:
+        return f"{self.owners.getrandbits(128):032x}"
 
     def try_acquire(self, owner: str) -> Grant | None:
         """One attempt. Returns None when the lock is certainly held by someone else."""
@@ -51,7 +61,7 @@ class RedisSingleLock(LockRole):
     def acquire(self, timeout: float) -> Grant | None:
         deadline = time.monotonic() + timeout
         while True:
-            owner = uuid.uuid4().hex
+            owner = self.new_owner()
             try:
                 grant = self.try_acquire(owner)
             except ConnectionRefusedError:
