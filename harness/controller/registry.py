@@ -75,6 +75,7 @@ BUILTINS: dict[str, dict[str, str]] = {
     "workloads": {
         "mutex": "workloads.mutex:MutexWorkload",
         "fenced": "workloads.fenced:FencedWorkload",
+        "lock": "workloads.lock_only:LockWorkload",
         "counter": "workloads.counter:CounterWorkload",
         "idempotent": "workloads.idempotent:IdempotentWorkload",
     },
@@ -307,6 +308,12 @@ class Registry:
         if dbs and db not in dbs:
             raise UsageError(f"lock {lock!r} runs on --db {', '.join(dbs)}, not {db!r}")
         wl = self.load("workloads", workload)
+        modes = getattr(wl, "resource_modes", None)
+        mode = resource_mode or ("fenced" if getattr(wl, "fenced", False) else "plain")
+        if modes is not None and mode not in modes:
+            raise UsageError(f"--workload {workload} uses --resource-mode "
+                             f"{' or '.join(modes)}, not {mode!r} (it writes nothing a "
+                             "resource could guard: use --workload mutex or fenced)")
         fenced_mode = resource_mode == "fenced" or (resource_mode is None
                                                    and getattr(wl, "fenced", False))
         if ((getattr(wl, "needs_tokens", False) or fenced_mode)

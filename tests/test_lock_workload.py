@@ -1,0 +1,109 @@
+"""The ``lock`` workload (acquire, hold, release: the lock's own requests and nothing else) and
+the lean Redis client of the project's own recipes, on a real redis-server: a correct lock is
+valid, a broken one is caught by the lock's intervals alone, a resource mode it cannot use is
+refused in one line; the client's outcomes are the history's (refused: nothing done; no reply
+in time: unknown)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.controller.dbs.redis import RedisDB
+from harness.core.locks import Indeterminate
+from tests.harness_runs import history, run
+from tests.one_node import one_node
+from workloads.resp import LeanRedis
+
+needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server missing: run `bash setup.sh`")
+
+
+def clients_ops(ops: list[dict], clients: int) -> list[dict]:
+    """The clients' own ops (the controller's final read of the resource comes after them,
+    as process ``clients``)."""
+    return [op for op in ops if op.get("process") in range(clients)]
+
+
+@pytest.mark.servers
+@needs_redis
+def test_a_correct_lock_is_valid_and_nothing_is_written(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--workload", "lock", "--time-limit", "3",
+                                      "--nemesis", "none", "--hold", "0", "--think", "0",
+                                      "--clients", "3", "--keys", "2")
+    assert code == 0, out
+    ops = history(run_dir)
+    mine = clients_ops(ops, 3)
+    assert {op["f"] for op in mine} == {"acquire", "release"}  # the lock's requests only
+    assert sum(op["f"] == "acquire" and op["type"] == "ok" for op in mine) > 500
+    final_log = next(op for op in ops if op["process"] == 3 and op["type"] == "ok")
+    assert final_log["value"] == []  # the resource was never written
+    assert results["checks"]["mutex"]["lock-overlap-count"] == 0
+    assert results["checks"]["linearizable"]["valid"] is True
+
+
+@pytest.mark.servers
+@needs_redis
+def test_a_bare_del_release_is_caught_without_any_resource(store: Path, tmp_path: Path) -> None:
+    # redis-del deletes whoever's lock is there: with holds longer than the TTL, a client whose
+    # lease expired deletes the next holder's key, and a third client is let in beside it.
+    code, results, _, out = run(store, "--workload", "lock", "--lock", "redis-del",
+                                "--nemesis", "none", "--ttl", "0.2", "--hold", "0.1-0.4",
+                                "--time-limit", "5", "--seed", "1")
+    assert code == 1, out
+    assert results["checks"]["mutex"]["lock-overlap-count"] >= 1
+    assert results["checks"]["linearizable"]["valid"] is False
+
+
+@pytest.mark.servers
+@needs_redis
+def test_a_resource_mode_it_cannot_use_is_refused_in_one_line(store: Path) -> None:
+    code, _, _, out = run(store, "--workload", "lock", "--lock", "redis-fenced",
+                          "--resource-mode", "fenced", "--time-limit", "1")
+    assert code == 64, out
+    lines = [x for x in out.strip().splitlines() if x]
+    assert len(lines) == 1 and "--workload lock" in lines[0] and "fenced" in lines[0], out
+
+
+@pytest.mark.servers
+@needs_redis
+def test_the_lean_client_speaks_redis(tmp_path: Path) -> None:
+    with one_node(RedisDB(), tmp_path) as (node,):
+        r = LeanRedis(node.host, node.port, 1.0)
+        assert r.set("k", "a", nx=True, px=5000) is True
+        assert r.set("k", "b", nx=True, px=5000) is False  # NX: taken
+        assert r.get("k") == "a"
+        cad = r.register_script("if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                                "return redis.call('DEL', KEYS[1]) end return 0")
+        assert cad(keys=["k"], args=["b"]) == 0
+        assert cad(keys=["k"], args=["a"]) == 1
+        assert r.get("k") is None
+        assert r.setnx("k2", "x") is True and r.setnx("k2", "y") is False
+        assert r.expire("k2", 5) is True and r.delete("k2") == 1
+        r.close()
+
+
+def test_the_lean_client_refused_is_certain_and_silence_is_unknown() -> None:
+    with socket.socket() as probe:  # a port nobody listens on: refused, nothing was done
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    with pytest.raises(ConnectionRefusedError):
+        LeanRedis("127.0.0.1", free, 0.5).set("k", "v", nx=True)
+    # A server that accepts and never answers: the request may have been applied.
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: held.append(server.accept()[0]), daemon=True).start()
+    client = LeanRedis("127.0.0.1", server.getsockname()[1], 0.3)
+    started = time.monotonic()
+    with pytest.raises(Indeterminate, match=r"no reply within 0\.3 s"):
+        client.set("k", "v", nx=True)
+    assert 0.25 < time.monotonic() - started < 2.0
+    for s in (server, *held):
+        s.close()
