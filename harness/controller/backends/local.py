@@ -79,6 +79,7 @@ class LocalBackend(ProcessNodes):
         self.slot = 0
         self._slot_fd: int | None = None
         self.env: dict[str, dict[str, str]] = {}
+        self._started: set[str] = set()  # nodes started at least once in this run
         self.scratch = scratch_dir(run_id)
 
     # addresses -------------------------------------------------------------------------------
@@ -250,9 +251,15 @@ class LocalBackend(ProcessNodes):
         group = None
         if self._partitions:  # servers dial from 127.0.0.1: give them their address (netfilter)
             group = self._snat_group(node.host)
-        self.procs.spawn(node.name, db.argv(node, self.node_dir(node)), self.log_file(node),
-                         env=self.env.get(node.name), group=group,
-                         user=getattr(db, "user", None))
+        # A db may start differently on this machine (``local_argv``: a cache of this
+        # machine's, say); ``first`` is the first start of any of its nodes in this run.
+        local_argv = getattr(db, "local_argv", None)
+        first = not any(type(self.dbs[n]) is type(db) for n in self._started)
+        argv = local_argv(node, self.node_dir(node), first) if callable(local_argv) else \
+            db.argv(node, self.node_dir(node))
+        self._started.add(node.name)
+        self.procs.spawn(node.name, argv, self.log_file(node), env=self.env.get(node.name),
+                         group=group, user=getattr(db, "user", None))
 
     # network ---------------------------------------------------------------------------------
     def cut(self, links: Iterable[tuple[str, str]]) -> None:

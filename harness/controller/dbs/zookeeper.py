@@ -28,6 +28,7 @@ from typing import ClassVar
 
 from harness.controller.dbs.faketime import jvm_clock_support
 from harness.controller.dbs.fourletter import four_letter, pick_leader, server_state
+from harness.controller.dbs.jvm_archive import JvmArchive
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -98,6 +99,15 @@ class ZooKeeperDB:
     def argv(self, node: Node, node_dir: Path) -> list[str]:
         classpath = f"{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}"
         return [self.java, *JVM_FLAGS, "-cp", classpath, MAIN_CLASS, str(node_dir / "zoo.cfg")]
+
+    def local_argv(self, node: Node, node_dir: Path, first: bool) -> list[str]:
+        """On this machine: the same, with the class-data-sharing archive of this machine's
+        cache (:mod:`harness.controller.dbs.jvm_archive`), which shortens the ensemble's start
+        by about a fifth."""
+        argv = self.argv(node, node_dir)
+        archive = JvmArchive("zookeeper", self.java, [ZOOKEEPER_JAR, SLF4J_SIMPLE_JAR],
+                             JVM_FLAGS)
+        return [argv[0], *archive.flags_for(first), *argv[1:]]
 
     def ready(self, node: Node) -> bool:
         """Serving: a member of a quorum that has a leader (or standalone)."""
