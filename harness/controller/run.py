@@ -46,6 +46,7 @@ from harness.core.history import INVOKE, OK
 from harness.core.journal import JournalWriter
 
 READY_TIMEOUT = 20.0
+START_GATE = 3.0  # seconds a db that starts its members in turn may hold the next one back
 OP_TIMEOUT = 1.0
 
 
@@ -233,6 +234,8 @@ class Run:
             everything = [*cluster.nodes, *cluster.separate_resource]
             for node in everything:
                 backend.start(node)
+                if node in cluster.nodes:
+                    self._await_started(node)
             for node in everything:
                 backend.wait_ready(node, READY_TIMEOUT)
             helpers = [n for _, ns in cluster.companions for n in ns]  # once their nodes run
@@ -378,6 +381,17 @@ class Run:
         """The defaults of the options the lock declares (``--lock-opt`` overrides them)."""
         declared = getattr(self.registry.load("locks", self.spec.lock), "options", None) or {}
         return {k: o.default for k, o in declared.items() if o.default is not None}
+
+    def _await_started(self, node: Node) -> None:
+        """A db that starts its members one after another (``started(node)``: may the next
+        one start?) is waited for, ``START_GATE`` seconds at most: past that the next member
+        starts anyway and readiness decides."""
+        started = getattr(self.db, "started", None)
+        if not callable(started):
+            return
+        deadline = time.monotonic() + START_GATE
+        while time.monotonic() < deadline and not started(node):
+            time.sleep(0.02)
 
     def _quiesce(self, live: LiveState) -> None:
         """After the heal: wait until no op is in flight (every client has heard back), for

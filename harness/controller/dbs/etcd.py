@@ -79,6 +79,14 @@ class EtcdDB:
     def argv(self, node: Node, node_dir: Path) -> list[str]:
         return [self.binary, "--config-file", str(node_dir / "etcd.conf.yml")]
 
+    def started(self, node: Node) -> bool:
+        """May the next member start? Once this one serves its peers. A new member first asks
+        every other member's peer URL whether it is already part of the cluster, each with a
+        1 s timeout: a member that listens but does not serve yet (started a few ms after it)
+        costs the whole second, two of them 2 s, on every run. Started one after another,
+        each finds the others refusing or answering, and goes on at once."""
+        return http_get(Node(node.name, node.host, PEER_PORT), "/members") is not None
+
     def ready(self, node: Node) -> bool:
         """Healthy: the member has a leader and a quorum answers."""
         body = http_get(node, "/health")
