@@ -100,11 +100,18 @@ def late_writes(history: Sequence[Op], gs: list[Grant], paired: Pairs | None = N
     for _, t in grant_starts:
         best.append(t if not best else max(best[-1], t))
     accepted = rejected = unknown = 0
+    i, last, n = 0, None, len(starts)
     for inv, done in (client_pairs(history) if paired is None else paired):
         tok = inv.get("token")
         if inv["f"] != "write" or tok is None:
             continue
-        i = bisect.bisect_left(starts, inv["time"])  # grants that completed before the write
+        t = inv["time"]  # i: how many grants completed before the write
+        if last is not None and t >= last:  # in time order (a recorded history): walk on
+            while i < n and starts[i] < t:
+                i += 1
+        else:
+            i = bisect.bisect_left(starts, t)
+        last = t
         if i == 0 or best[i - 1] <= tok:
             continue
         if done is None or done["type"] == "info":
