@@ -1,11 +1,13 @@
-"""A lean RESP client for the harness's own component, the protected resource: one socket,
-commands packed and replies parsed by hiredis (C), no pool, no retries.
+"""A lean RESP client: one socket, commands packed and replies parsed by hiredis (C), no pool,
+no retries.
 
-The locks under test use real client libraries (redis-py, as applications do); the resource is
-ours, and every session writes to it twice, so its client is on the hot path of every run:
-this one costs about half of redis-py's per request. Outcomes follow the history contract: a
-refused connection certainly did nothing (``ConnectionRefusedError``), a timeout or a
-connection lost mid-request may have done anything (``Indeterminate``).
+Two users, both on the hot path of every session: the protected resource (ours), and the
+project's own single-instance lock recipes on one node (:class:`LeanRedis`; the recipe is what
+they test, not a client library). The libraries under test (redis-py's lock, Redlock,
+Redisson, the Sentinel client) keep their own clients, as applications use them. A request
+costs about a third of redis-py's CPU. Outcomes follow the history contract: a refused
+connection certainly did nothing (``ConnectionRefusedError``), a timeout or a connection lost
+mid-request may have done anything (``Indeterminate``).
 """
 
 from __future__ import annotations
