@@ -246,6 +246,7 @@ def test_zookeeper_starts(client: Any, image: str) -> None:
         f"-cp {ZK_CLASSPATH} org.apache.zookeeper.server.quorum.QuorumPeerMain /data/zoo.cfg"
     )
     node = run_node(client, image, "zk1", ["sh", "-c", start], network_mode="none")
-    ruok = "echo ruok | nc -q1 127.0.0.1 2181"
+    # Bounded: an nc that connected while the JVM was starting once waited for ever (CI).
+    ruok = "echo ruok | timeout 5 nc -q1 -w2 127.0.0.1 2181"
     wait_for("zookeeper answers ruok", lambda: sh(node, ruok) == (0, "imok"), 60, 0.25)
     assert "QuorumPeerConfig" in node.logs().decode(errors="replace")  # it logs (slf4j-simple)
