@@ -29,6 +29,17 @@ def java(*flags: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60)
 
 
+def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str
+            ) -> JvmArchive:
+    """The archive of a cache in ``tmp_path`` holding one settled class list ``text``."""
+    monkeypatch.setenv("LOCK_HARNESS_CDS", str(tmp_path))
+    assert JAVA is not None
+    archive = JvmArchive("zookeeper", JAVA, CP, JVM_FLAGS)
+    (tmp_path / f"{archive.stem}.{name}.lst").write_text(text)
+    settle(tmp_path)
+    return archive
+
+
 def settle(directory: Path) -> None:
     old = time.time() - SETTLED - 5
     for lst in directory.glob("*.lst"):
@@ -60,11 +71,7 @@ def test_recorded_then_dumped_then_mapped(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_an_unusable_record_is_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                        ) -> None:
-    monkeypatch.setenv("LOCK_HARNESS_CDS", str(tmp_path))
-    assert JAVA is not None
-    archive = JvmArchive("zookeeper", JAVA, CP, JVM_FLAGS)
-    (tmp_path / f"{archive.stem}.2.lst").write_text("not a class list @@@ id: x\n")
-    settle(tmp_path)
+    archive = planted(tmp_path, monkeypatch, "2", "not a class list @@@ id: x\n")
     flags = archive.flags_for(first_node=True)
     assert archive.archive is not None and not archive.archive.exists()
     assert not list(tmp_path.glob("*.2.lst"))  # unusable: dropped, and recorded anew
@@ -76,11 +83,7 @@ def test_a_record_cut_short_still_gives_an_archive_the_jvm_maps(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A node killed while recording leaves a list cut mid-line: the JVM dumps what it can
     # read, and the archive is as valid as any (only smaller).
-    monkeypatch.setenv("LOCK_HARNESS_CDS", str(tmp_path))
-    assert JAVA is not None
-    archive = JvmArchive("zookeeper", JAVA, CP, JVM_FLAGS)
-    (tmp_path / f"{archive.stem}.1.lst").write_text("java/lang/Object id: 0\njava/lang/Str")
-    settle(tmp_path)
+    archive = planted(tmp_path, monkeypatch, "1", "java/lang/Object id: 0\njava/lang/Str")
     flags = archive.flags_for(first_node=False)
     assert flags == [f"-XX:SharedArchiveFile={archive.archive}"]
     done = java("-Xshare:on", *flags)

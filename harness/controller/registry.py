@@ -314,8 +314,7 @@ class Registry:
             raise UsageError(f"--workload {workload} uses --resource-mode "
                              f"{' or '.join(modes)}, not {mode!r} (it writes nothing a "
                              "resource could guard: use --workload mutex or fenced)")
-        fenced_mode = resource_mode == "fenced" or (resource_mode is None
-                                                   and getattr(wl, "fenced", False))
+        fenced_mode = mode == "fenced"
         if ((getattr(wl, "needs_tokens", False) or fenced_mode)
                 and not self.lock_tokens(lock)):
             what = f"--workload {workload}" if getattr(wl, "needs_tokens", False) else \

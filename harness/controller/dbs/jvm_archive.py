@@ -12,8 +12,9 @@ fifth here. It is built from the JVM's own record of what it loaded, without any
 3. every later run maps it (``-XX:SharedArchiveFile``).
 
 Nothing here can break a run: the archive's name hashes the JVM, the class path (each jar's size
-and time) and the flags, so a changed JVM or jar gets a new archive; a list cut short (the node
-was killed) fails the dump and is deleted; a JVM that cannot use an archive runs without it
+and time) and the flags, so a changed JVM or jar gets a new archive; a list the JVM cannot dump
+is deleted and recorded anew (one cut mid-line by a killed node still dumps: the JVM skips what
+it cannot read); a JVM that cannot use an archive runs without it
 (``-Xshare:auto``, the default). The cache is ``$XDG_CACHE_HOME/lock-harness/cds`` (else
 ``~/.cache/...``), or ``$LOCK_HARNESS_CDS`` (``off`` turns the archive off).
 """
