@@ -16,6 +16,12 @@ schedule step's ``target``; any node role: ``any``, ``minority``, ``majority``, 
 of a single Redis), ``minority``, ``one``, ``all``, or names (``n1,n3``). Each change is
 verified by reading the node's own clock back (Redis ``TIME``) and the observed offsets are
 recorded in the history; healing puts the clocks back and verifies that too.
+
+``clock`` and ``clock-back`` aim at a hold: the holder seen when the fault starts must still
+hold once the move is verified, else the move may have landed after it let go and hit nobody's
+lease (seen over SSH, where a move takes ~20 ms). Such a miss moves the clocks once more by the
+same offset, for the hold in progress then, up to :data:`RETARGETS` times: the offsets add up
+(+60, +120, ...), and the misses are in the fault's detail.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from harness.core.options import Option
 from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_holder
 
 TOLERANCE = 1.0  # seconds between the offset asked for and the one observed
+RETARGETS = 5  # further moves when the hold a move was aimed at had ended before it landed
 
 
 def choose_nodes(ctx: NemesisContext, how: Any) -> list[str]:
@@ -67,6 +74,7 @@ class ClockJump(BaseNemesis):
     def __init__(self, offset: float | None = None) -> None:
         self._offset = offset
         self._detail: dict[str, Any] | None = None
+        self._aim: tuple[int, float | None] | None = None  # (holder, since when) at select
 
     def offset(self, ctx: NemesisContext) -> float:
         if self._offset is not None:
@@ -78,14 +86,27 @@ class ClockJump(BaseNemesis):
         choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))  # bad names: say so now
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
-        wait_for_holder(ctx)  # move clocks while a lease is held: that is when it hurts
+        self._aim = aim(ctx)  # move clocks while a lease is held: that is when it hurts
         if target is not None:
             return node_target(ctx, target)
         return choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        offset = self.offset(ctx)
-        self._detail = {"offset": offset, "observed": move(ctx, targets, offset)}
+        step = self.offset(ctx)
+        offset, missed = step, []
+        observed = move(ctx, targets, offset)
+        for _ in range(RETARGETS):
+            if self._aim is None or hit(ctx, self._aim):
+                break
+            missed.append(self._aim[0])
+            self._aim = aim(ctx)
+            if self._aim is None:  # nobody holds now: the next grant is already on the new clock
+                break
+            offset += step
+            observed = move(ctx, targets, offset)
+        self._detail = {"offset": offset, "observed": observed}
+        if missed:
+            self._detail["missed"] = missed
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         self._detail = {"offset": 0, "observed": move(ctx, targets, 0.0)}
@@ -159,6 +180,18 @@ class ClockStrobe(ClockJump):
     def teardown(self, ctx: NemesisContext) -> None:
         self._halt.set()
         super().teardown(ctx)
+
+
+def aim(ctx: NemesisContext) -> tuple[int, float | None] | None:
+    """The hold a clock move is aimed at: (holder, since when), None if nobody holds."""
+    p = wait_for_holder(ctx)
+    return None if p is None else (p, ctx.live.held_since(p))
+
+
+def hit(ctx: NemesisContext, aimed: tuple[int, float | None]) -> bool:
+    """Is the hold a move was aimed at still on, so that the move landed inside it?"""
+    p, since = aimed
+    return since is not None and ctx.live.held_since(p) == since
 
 
 def move(ctx: NemesisContext, targets: list[str], offset: float) -> dict[str, float]:

@@ -64,3 +64,13 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def assert_jumped(jump: dict[str, Any], step: float = 60.0) -> None:
+    """A clock move's history op shows a verified offset of ``step`` or, when the nemesis moved
+    again because the hold it aimed at had ended, of a few steps (nemesis/clock.py)."""
+    from nemesis.clock import RETARGETS, TOLERANCE
+
+    offset = jump["detail"]["offset"]
+    assert offset in [step * k for k in range(1, RETARGETS + 2)], jump
+    assert all(abs(v - offset) < TOLERANCE for v in jump["detail"]["observed"].values()), jump

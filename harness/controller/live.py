@@ -97,6 +97,12 @@ class LiveState:
         with self._mu:
             return sorted(self.holding, key=self.holding.__getitem__)
 
+    def held_since(self, process: int) -> float | None:
+        """When the client's current hold began (s into the run), or None if it holds none."""
+        self.refresh()
+        with self._mu:
+            return self.holding.get(process)
+
     def in_flight(self) -> list[int]:
         """Clients with an op invoked and not yet completed (whatever it is)."""
         self.refresh()

@@ -164,6 +164,10 @@ class LiveView(Protocol):
     def holders(self) -> list[int]:
         """Clients that believe they hold the lock now, longest-holding first."""
 
+    def held_since(self, process: int) -> float | None:
+        """When the client's current hold began (seconds into the run), None if it holds
+        nothing: two answers that differ are two holds, even of one client."""
+
     def waiters(self) -> list[int]:
         """Clients blocked in an acquire now, longest-waiting first."""
 
