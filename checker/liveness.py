@@ -8,6 +8,15 @@ promises and than the outages the nemeses cause and heal (a failover, a restart)
 left is a lock nobody can ever take again, the classic one being ``SETNX`` by a client that
 died before its ``EXPIRE``. A stuck lock makes the verdict invalid: safety is not everything.
 
+Only fault-free time counts toward the threshold. Faults that recur can keep a lock from every
+client for longer than any one of them lasts: a server paused again and again serves, each time
+it resumes, the acquires its clients had given up on (a timeout shorter than the pause), and
+one of them takes a lease for nobody (seen: ``redis-fenced`` under ``pause-node``, free from
+1.5 s to the end of a 15 s run, although each pause ended). So a fault on the lock service,
+from its start to a lease after its stop, does not count: one aimed at a DB node or link, or
+at every client that was trying. A stretch that would be stuck but for such faults is listed
+as ``not-judged``, with its fault-free seconds: it shows an outage, not a lock nobody can take.
+
 Pure function of the history (and of the lock's ``ttl``).
 """
 
@@ -17,6 +26,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from checker.demand import Attempt, attempts, crash_times, grant_end
+from checker.faults import Window, windows
+from checker.intervals import Interval, subtract, total, union
 from checker.sessions import by_lock, grants
 from harness.core.history import Op, seconds
 
@@ -29,15 +40,39 @@ def threshold_s(ttl: float) -> float:
     return max(MIN_STUCK_S, STUCK_TTLS * ttl)
 
 
+def is_client(target: Any) -> bool:
+    name = str(target)
+    return name.startswith("c") and name[1:].isdigit()
+
+
+def service_faults(faults: Sequence[Window], trying: set[int], lease_ns: int) -> list[Interval]:
+    """When a fault was on the lock service for the clients in ``trying``, each followed by a
+    lease: one aimed at anything but clients (a node, a link), at no one in particular, or at
+    all of ``trying``."""
+    out = []
+    for w in faults:
+        clients = {int(str(t)[1:]) for t in w.targets if is_client(t)}
+        if len(clients) < len(w.targets) or not w.targets or trying <= clients:
+            out.append((w.start, w.stop + lease_ns))
+    return union(out)
+
+
 def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], crashes: dict[int, int],
-               threshold_ns: int) -> dict[str, Any] | None:
-    """The stuck stretch of one lock, or None."""
+               threshold_ns: int, faults: Sequence[Window] = (), lease_ns: int = 0
+               ) -> dict[str, Any] | None:
+    """The stuck stretch of one lock, or None; a stretch long enough but for faults on the
+    lock service is returned with ``"judged": False``."""
     if not tries:
         return None
     free_since = max(ends) if ends else min(a.invoke for a in tries)
     later = [a for a in tries if a.invoke >= free_since and a.process not in crashes]
-    if len(later) < 2 or max(a.invoke for a in later) - free_since < threshold_ns:
+    if len(later) < 2:
         return None
+    last = max(a.invoke for a in later)
+    if last - free_since < threshold_ns:
+        return None
+    excused = service_faults(faults, {a.process for a in later}, lease_ns)
+    fault_free = total(subtract([(free_since, last)], excused))
     until = max(a.end if a.end is not None else a.invoke for a in later)
     processes = sorted({a.process for a in later})
     # Who may have left the lock taken: a crashed client whose last acquire never completed.
@@ -49,11 +84,21 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], crashes: dict[i
                  + " crashed in the middle of an acquire at "
                  + ", ".join(f"{seconds(crashes[p]):.2f} s" for p in suspects)
                  + " and may hold it for good")
+    if fault_free < threshold_ns:
+        return {"judged": False, "lock": lock, "free-since": seconds(free_since),
+                "until": seconds(until), "fault-free-s": round(fault_free / NS, 3),
+                "attempts": len(later), "processes": processes,
+                "explanation": (f"nobody acquired lock {lock!r} from {seconds(free_since):.2f} s "
+                                f"to the end ({seconds(until):.2f} s), but only "
+                                f"{fault_free / NS:.2f} s of that was free of faults on the "
+                                f"lock service (and a lease after each): an outage, not "
+                                f"proof of a stuck lock")}
     return {
         "lock": lock,
         "free-since": seconds(free_since),
         "until": seconds(until),
         "stuck-s": round((until - free_since) / NS, 3),
+        "fault-free-s": round(fault_free / NS, 3),
         "attempts": len(later),
         "processes": processes,
         "crashed-in-acquire": suspects,
@@ -70,13 +115,15 @@ def check(history: Sequence[Op], *, ttl: float = 2.0) -> dict[str, Any]:
     all_attempts = attempts(history)
     horizon = max((op["time"] for op in history), default=0)
     gs = by_lock(grants(history))
-    stuck = []
+    faults, _ = windows(history)
+    stuck, unjudged = [], []
     for lock in sorted({a.lock for a in all_attempts}):
         tries = [a for a in all_attempts if a.lock == lock]
         ends = [grant_end(g, crashes, horizon) for g in gs.get(lock, [])]
-        found = stuck_lock(lock, tries, ends, crashes, int(threshold * NS))
+        found = stuck_lock(lock, tries, ends, crashes, int(threshold * NS), faults,
+                           int(ttl * NS))
         if found is not None:
-            stuck.append(found)
+            (stuck if found.pop("judged", True) else unjudged).append(found)
     result: dict[str, Any] = {
         "valid": not stuck,
         "stuck-lock-count": len(stuck),
@@ -84,6 +131,9 @@ def check(history: Sequence[Op], *, ttl: float = 2.0) -> dict[str, Any]:
         "threshold-s": threshold,
         "crashed-processes": {str(p): seconds(t) for p, t in sorted(crashes.items())},
     }
+    if unjudged:
+        result["not-judged-count"] = len(unjudged)
+        result["not-judged"] = unjudged
     if not all_attempts:
         result["note"] = "no acquire was attempted: nothing to be stuck"
     return result

@@ -178,3 +178,81 @@ def test_a_crashed_holder_stops_holding_at_its_crash() -> None:
     assert result["stuck-locks"][0]["free-since"] == 0.005
     avail = availability.check(retime(h), ttl=SPEC["ttl"])["locks"]["lock"]
     assert avail["availability"] < 0.1
+
+
+# faults on the lock service: their time is not evidence of a stuck lock -----------------------
+def fault(h: list[dict[str, Any]], f: str, targets: list[str], start: int, stop: int) -> None:
+    h.append({"time": start, "process": "nemesis", "type": "info", "f": f, "value": "start",
+              "step": start, "targets": targets})
+    h.append({"time": stop, "process": "nemesis", "type": "invoke", "f": f, "value": "stop",
+              "step": start})
+
+
+def stretch_end(history: list[dict[str, Any]], free_since: int, crashed: int) -> int:
+    """The last acquire begun in the stuck stretch (by a client that did not crash)."""
+    return max(op["time"] for op in history if op["f"] == "acquire" and op["type"] == "invoke"
+               and op["time"] >= free_since and op["process"] != crashed)
+
+
+@SETTINGS
+@given(stuck_histories(), st.integers(0, 12_000), st.integers(0, 12_000),
+       st.sampled_from([["n1"], ["n1", "n2"], ["c0-n1"]]))
+def test_only_fault_free_time_makes_a_lock_stuck(
+        case: tuple[list[dict[str, Any]], int, int, int], at: int, length: int,
+        targets: list[str]) -> None:
+    """A fault on a node or a link, somewhere in the stretch, for some time: the lock is stuck
+    if and only if the stretch, less the fault and a lease after it, is still 10 s."""
+    history, crashed, free_since, _ = case
+    last = stretch_end(history, free_since, crashed)
+    start = free_since + at * MS
+    stop = start + length * MS
+    h = copy.deepcopy(history)
+    fault(h, "pause-node", targets, start, stop)
+    lease = int(SPEC["ttl"] * S)
+    covered = max(0, min(last, stop + lease) - max(free_since, start))
+    fault_free = (last - free_since) - covered
+    result = liveness.check(retime(h), ttl=SPEC["ttl"])
+    assert result["valid"] is (fault_free < 10 * S), (fault_free, result)
+    listed = (result["stuck-locks"] or result["not-judged"])[0]
+    assert listed["fault-free-s"] == round(fault_free / 1e9, 3)
+
+
+@SETTINGS
+@given(stuck_histories())
+def test_a_fault_on_one_client_excuses_nothing(
+        case: tuple[list[dict[str, Any]], int, int, int]) -> None:
+    """A partition or a pause of one client, for the whole stretch: the others could still
+    have taken the lock."""
+    history, crashed, free_since, end = case
+    trying = sorted({op["process"] for op in history if op["f"] == "acquire"
+                     and op["time"] >= free_since and op["process"] != crashed})
+    h = copy.deepcopy(history)
+    fault(h, "partition", [f"c{trying[0]}"], free_since, end + 60 * S)
+    result = liveness.check(retime(h), ttl=SPEC["ttl"])
+    if len(trying) > 1:
+        assert result["valid"] is False and "not-judged" not in result
+    else:  # the one client trying was cut off: that is a fault on the service for it
+        assert result["valid"] is True and result["not-judged-count"] == 1
+
+
+def test_a_server_paused_again_and_again_is_an_outage_not_a_stuck_lock() -> None:
+    """The shape of a real run (redis-fenced, pause-node, seed 1): every acquire times out in a
+    pause, the ones given up on are served when it ends and take the lock for nobody, so no
+    client gets it from 1.5 s to the end; only 0.7 s of that is free of faults."""
+    h: list[dict[str, Any]] = []
+    attempt(h, 3, 1_290 * MS, 4 * MS, "ok")
+    h.append({"time": 1_500 * MS, "process": 3, "type": "invoke", "f": "release",
+              "value": None, "lock": "lock"})
+    for start, stop in ((1_900, 5_900), (7_975, 11_975), (14_230, 15_000)):
+        fault(h, "pause-node", ["n1"], start * MS, stop * MS)
+    for p in range(5):
+        for t in range(1_560, 16_000, 1_030):
+            attempt(h, p, (t + 7 * p) * MS, 1_000 * MS, "info" if t < 15_000 else "fail")
+    result = liveness.check(retime(h), ttl=SPEC["ttl"])
+    assert result["valid"] is True and result["stuck-lock-count"] == 0
+    unjudged = result["not-judged"][0]
+    assert unjudged["free-since"] == 1.5 and unjudged["fault-free-s"] < 1.0
+    assert "an outage, not proof of a stuck lock" in unjudged["explanation"]
+    # the same attempts with no fault: stuck
+    calm = [op for op in h if op["process"] != "nemesis"]
+    assert liveness.check(retime(calm), ttl=SPEC["ttl"])["valid"] is False
