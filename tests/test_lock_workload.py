@@ -6,6 +6,7 @@ in time: unknown)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import threading
@@ -16,7 +17,7 @@ import pytest
 
 from harness.controller.dbs.redis import RedisDB
 from harness.core.locks import Indeterminate
-from tests.harness_runs import history, run
+from tests.harness_runs import harness, history, run
 from tests.one_node import one_node
 from workloads.resp import LeanRedis
 
@@ -60,11 +61,12 @@ def test_a_bare_del_release_is_caught_without_any_resource(store: Path, tmp_path
     assert results["checks"]["linearizable"]["valid"] is False
 
 
-@pytest.mark.servers
-@needs_redis
 def test_a_resource_mode_it_cannot_use_is_refused_in_one_line(store: Path) -> None:
-    code, _, _, out = run(store, "--workload", "lock", "--lock", "redis-fenced",
-                          "--resource-mode", "fenced", "--time-limit", "1")
+    """Refused before anything starts: no server is needed (none is on this PATH)."""
+    proc = harness("run", "--store", str(store), "--quiet", "--workload", "lock", "--lock",
+                   "redis-fenced", "--resource-mode", "fenced", "--time-limit", "1",
+                   timeout=60, env={**os.environ, "PATH": "/nonexistent"})
+    code, out = proc.returncode, proc.stdout + proc.stderr
     assert code == 64, out
     lines = [x for x in out.strip().splitlines() if x]
     assert len(lines) == 1 and "--workload lock" in lines[0] and "fenced" in lines[0], out
