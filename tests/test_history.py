@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -83,3 +84,58 @@ def test_pairs_match_invocations_with_completions() -> None:
     ]
     got = [(i["time"], None if c is None else c["time"]) for i, c in pairs(h)]
     assert got == [(1, 3), (2, None), (4, 4)]
+
+
+# the common op's fast path accepts exactly what the full check accepts ------------------------
+_edge_ints = st.sampled_from([0, 1, -1, 2**63 - 1, 2**63, -(2**63), 10**30])
+_scalars = st.one_of(st.none(), st.booleans(), _edge_ints, st.integers(), st.floats(),
+                     st.text(max_size=3))
+_names = st.one_of(st.sampled_from(["acquire", "ok", "lock", ""]), st.text(max_size=3),
+                   st.just("x" * 201), st.just("y" * 200), _edge_ints, st.none(), st.booleans())
+_values = st.one_of(
+    _scalars,
+    st.dictionaries(st.sampled_from(["session", "validity", "seq", "kind", "other", "token"]),
+                    _scalars, max_size=4),
+    st.dictionaries(st.text(max_size=2), _scalars, min_size=17, max_size=18),
+    st.lists(_scalars, max_size=2),
+    st.dictionaries(st.just("nested"), st.dictionaries(st.just("a"), _scalars), max_size=1))
+_fields = {"time": _edge_ints, "process": st.one_of(_edge_ints, _names),
+           "type": st.one_of(st.sampled_from(["invoke", "ok", "fail", "info", "okay"]), _names,
+                             st.lists(st.none(), max_size=1)),
+           "f": _names, "index": st.one_of(_edge_ints, st.booleans(), st.none()),
+           "lock": st.one_of(_names, st.none()), "value": _values,
+           "token": st.one_of(_edge_ints, st.none(), st.text(max_size=1))}
+
+
+_good = {"time": st.integers(0, 10**12), "process": st.integers(0, 9),
+         "type": st.sampled_from(["invoke", "ok", "fail", "info"]),
+         "f": st.sampled_from(["acquire", "release", "write"]), "index": st.integers(0, 99),
+         "lock": st.sampled_from(["lock", "k1"]), "value": st.none()}
+
+
+@st.composite
+def op_like(draw: st.DrawFn) -> dict:
+    """A good op, then a field or two made odd, dropped or added: the edges of the fast path."""
+    obj = {k: draw(v) for k, v in _good.items()}
+    for k in draw(st.lists(st.sampled_from(sorted(_good)), max_size=2)):
+        obj.pop(k, None)
+    for k in draw(st.lists(st.sampled_from([*_fields, "extra"]), max_size=2)):
+        obj[k] = draw(_fields[k]) if k in _fields else draw(_values)
+    return obj
+
+
+@settings(max_examples=2000, deadline=None)
+@given(op_like())
+def test_the_fast_path_accepts_what_the_full_check_accepts(obj: dict) -> None:
+    from harness.core import history
+
+    def verdict(check: Any) -> str | None:
+        try:
+            check(dict(obj), ("h", 1))
+        except HistoryError as e:
+            return str(e)
+        return None
+
+    fast, full = verdict(history.validate_op), verdict(history._validate)
+    assert (fast is None) == (full is None), (fast, full)
+    assert fast == full

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.atomic import write_lines
+from harness.core.heap import collector_paused
 from harness.core.text import show
 
 Op = dict[str, Any]
@@ -107,7 +108,30 @@ def _check_value(value: Any, where: Where, name: str) -> None:
 
 def validate_op(obj: Any, where: Where) -> Op:
     """Check one decoded op against the contract; return it, or raise HistoryError (one line
-    naming the place, the field and what was wrong, the bad value shown short and escaped)."""
+    naming the place, the field and what was wrong, the bad value shown short and escaped).
+
+    The common op (a client's: int process, the usual fields, a value that is null, a scalar or
+    a flat object) passes in a few checks here; any other goes through :func:`_validate`, which
+    accepts exactly what this does and names what is wrong (a property test holds them equal)."""
+    if type(obj) is dict and obj.keys() <= _FAST_KEYS:
+        t, time, p, f = obj.get("type"), obj.get("time"), obj.get("process"), obj.get("f")
+        if (type(t) is str and t in TYPES and type(time) is int and 0 <= time <= MAX_TIME
+                and type(p) is int and -MAX_TIME <= p <= MAX_TIME
+                and type(f) is str and 0 < len(f) <= MAX_NAME):
+            i, lock, v = obj.get("index", 0), obj.get("lock"), obj.get("value")
+            if (type(i) is int and 0 <= i <= MAX_TIME
+                    and (lock is None or (type(lock) is str and len(lock) <= MAX_NAME))):
+                if type(v) in _SCALARS:
+                    return obj
+                if type(v) is dict and len(v) <= 16 and _flat(v.values()):
+                    if v.keys() & _TYPED_KEYS:
+                        _check_fields(v, where, "value")
+                    return obj
+    return _validate(obj, where)
+
+
+def _validate(obj: Any, where: Where) -> Op:
+    """:func:`validate_op`, every case."""
     if not isinstance(obj, dict):
         raise HistoryError(f"{_loc(where)}: expected a JSON object, got {type(obj).__name__}")
     for field in ("time", "process", "type", "f"):
@@ -164,6 +188,7 @@ def _flat(values: Iterable[Any]) -> bool:
 
 
 _CORE = frozenset({"time", "process", "type", "f", "index", "token", "lock"})
+_FAST_KEYS = frozenset({"time", "process", "type", "f", "index", "lock", "value"})
 _SCALARS = frozenset({str, bool, type(None), float})
 _TYPED_KEYS = frozenset({"seq", "session", "from", "to", "counter", "process", "token", "kind",
                          "validity"})
@@ -226,9 +251,10 @@ def _check_lock_fields(op: Op, where: Where) -> None:
                                f"{show(detail)}")
 
 
-def parse_lines(lines: Iterable[str], name: str, *, ordered: bool = True) -> list[Op]:
+def parse_lines(lines: Iterable[str | bytes], name: str, *, ordered: bool = True) -> list[Op]:
     """Parse JSON lines. ``ordered``: times must not go backwards (true of a merged history)."""
     ops: list[Op] = []
+    names: dict[str, str] = {}
     last = -1
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
@@ -244,9 +270,19 @@ def parse_lines(lines: Iterable[str], name: str, *, ordered: bool = True) -> lis
                                ) from None
         except RecursionError:
             raise HistoryError(f"{_loc(where)}: nested too deeply to be an op") from None
+        except UnicodeDecodeError:
+            raise HistoryError(f"{_loc(where)}: not UTF-8 text; is this a history.jsonl?"
+                               ) from None
         except ValueError as e:  # a number of more than 4300 digits, say
             raise HistoryError(f"{_loc(where)}: not a JSON op ({show(str(e), 120)})") from None
         op = validate_op(obj, where)
+        # one str object per distinct type, f and lock name, not one per op: a third less
+        # memory for a history of millions of ops
+        op["type"] = names.setdefault(op["type"], op["type"])
+        op["f"] = names.setdefault(op["f"], op["f"])
+        lock = op.get("lock")
+        if type(lock) is str:
+            op["lock"] = names.setdefault(lock, lock)
         if ordered and op["time"] < last:
             raise HistoryError(
                 f"{_loc(where)}: time {op['time']} goes backwards (previous op at {last}); "
@@ -257,15 +293,15 @@ def parse_lines(lines: Iterable[str], name: str, *, ordered: bool = True) -> lis
     return ops
 
 
-def _bounded_lines(fh: Any) -> Iterator[str]:
-    """The file's lines; a line longer than MAX_LINE is cut there (and then refused), so one
-    huge line never has to fit in memory whole."""
+def _bounded_lines(fh: Any) -> Iterator[bytes]:
+    """The file's lines, as bytes (orjson reads UTF-8 itself); a line longer than MAX_LINE is
+    cut there (and then refused), so one huge line never has to fit in memory whole."""
     while True:
         line = fh.readline(MAX_LINE + 1)
         if not line:
             return
         yield line
-        if len(line) > MAX_LINE and not line.endswith("\n"):
+        if len(line) > MAX_LINE and not line.endswith(b"\n"):
             return
 
 
@@ -273,7 +309,7 @@ def read_history(path: str | os.PathLike[str]) -> list[Op]:
     """Read ``history.jsonl``. Raises HistoryError naming the line that is wrong."""
     p = Path(path)
     try:
-        with p.open(encoding="utf-8") as fh:
+        with p.open("rb") as fh, collector_paused():  # millions of dicts, no cycles among them
             ops = parse_lines(_bounded_lines(fh), str(p))
     except IsADirectoryError:
         raise HistoryError(f"{p}: is a directory, not a history file") from None
