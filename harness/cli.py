@@ -25,6 +25,8 @@ from harness.core.errors import (
 from harness.core.history import HistoryError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from harness.presentation.suite import Outcome, Suite
 
 
@@ -487,6 +489,26 @@ def parse_size(text: str | None) -> int:
     return int(value)
 
 
+PROGRESS_BYTES = 16 << 20  # a history file this large takes seconds: say what is going on
+
+
+def file_progress(path: Path) -> tuple[Any, Callable[[int], None]] | None:
+    """For a large file: a progress reporter on stderr, and the callback its reader calls
+    with the bytes read so far (None for a small file)."""
+    from harness.controller.progress import Progress
+    from harness.core.text import line
+
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    if size < PROGRESS_BYTES:
+        return None
+    progress = Progress()
+    progress.line(f"reading {line(str(path))} ({size / 2**20:.0f} MiB)")
+    return progress, lambda done: progress.fraction(f"reading {path.name}", done, size)
+
+
 def check_file(path: Path, model: str | None, limits: dict[str, Any]) -> int:
     """A foreign (or our own) history file, checked for linearizability against ``model``
     (inferred from its ops when not given)."""
@@ -503,7 +525,9 @@ def check_file(path: Path, model: str | None, limits: dict[str, Any]) -> int:
     if reason is not None:
         print(f"UNKNOWN  {line(str(path))}: {reason}")
         return exit_code_for("unknown")
-    ops = load_any(path)
+    progress = file_progress(path)
+    started = time.monotonic()
+    ops = load_any(path, None if progress is None else progress[1])
     client = [op for op in ops if op.get("process") != "nemesis"]
     fs = {str(op["f"]) for op in client}
     tokens = any(op.get("token") is not None for op in client if op.get("f") == "acquire")
@@ -519,6 +543,9 @@ def check_file(path: Path, model: str | None, limits: dict[str, Any]) -> int:
         raise UsageError(f"{path}: the history has no op of model {model} "
                          f"({', '.join(sorted(MODELS[model].fs))}); its ops are "
                          f"{', '.join(sorted(fs)[:8]) or 'none'}{hint}")
+    if progress is not None:
+        progress[0].line(f"read {len(ops):,} ops in {time.monotonic() - started:.1f} s; "
+                         f"checking them as {model}")
     result = check(ops, model, time_limit=limits["time_limit"],
                    max_states=limits["max_states"])
     how = "" if given else " (inferred from its ops)"

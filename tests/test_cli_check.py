@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 STORED = Path(__file__).parent / "data" / "runs" / "redis-setnx-pause"
 
@@ -65,3 +66,29 @@ def test_several_files_in_one_call_exit_with_the_worst_verdict(tmp_path: Path) -
     worst = harness("check", str(ok), str(broken), str(bad))
     assert worst.returncode == 1, worst.stdout + worst.stderr
     assert "INVALID" in worst.stdout and worst.stdout.count("VALID") == 2
+
+
+def test_a_large_file_says_what_it_is_doing_on_stderr(tmp_path: Path, monkeypatch: Any,
+                                                      capsys: Any) -> None:
+    """A history of millions of ops takes seconds to read: progress on stderr, the verdict
+    alone on stdout; a small file prints nothing but its verdict."""
+    from harness import cli
+    from harness.core import history
+
+    h = tmp_path / "ok.jsonl"
+    h.write_text("\n".join(f'{{"time": {t}, "process": 0, "type": "{typ}", "f": "{f}"}}'
+                           for t, (typ, f) in enumerate([("invoke", "acquire"), ("ok", "acquire"),
+                                                         ("invoke", "release"), ("ok", "release")]
+                                                        * 3, 1)) + "\n")
+    assert cli.main(["check", str(h)]) == 0
+    small = capsys.readouterr()
+    assert small.err == "" and small.out.startswith("VALID")
+    monkeypatch.setattr(cli, "PROGRESS_BYTES", 1)
+    monkeypatch.setattr(history, "PROGRESS_LINES", 2)
+    assert cli.main(["check", str(h)]) == 0
+    large = capsys.readouterr()
+    assert large.out == small.out
+    err = large.err.splitlines()
+    assert err[0] == f"reading {h} (0 MiB)"
+    assert "ok.jsonl:" in err[1] and "% of 0 MiB" in err[1]
+    assert err[-1].startswith("read 12 ops in ") and err[-1].endswith("checking them as mutex")

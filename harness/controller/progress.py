@@ -40,6 +40,18 @@ class Progress:
         else:
             print(text, file=self.stream, flush=True)
 
+    def fraction(self, label: str, done: int, total: int) -> None:
+        """``label: 42% of 241 MiB``, as often as :meth:`tick` prints."""
+        if self.quiet or total <= 0 or time.monotonic() - self._last < self.every:
+            return
+        self._last = time.monotonic()
+        text = f"{label}: {min(100, 100 * done // total):3d}% of {total / 2**20:.0f} MiB"
+        if self.tty:
+            print("\r" + text, end="", file=self.stream, flush=True)
+            self._open = True
+        else:
+            print(text, file=self.stream, flush=True)
+
     def done(self) -> None:
         if self._open:
             print(file=self.stream, flush=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -293,9 +293,15 @@ def parse_lines(lines: Iterable[str | bytes], name: str, *, ordered: bool = True
     return ops
 
 
-def _bounded_lines(fh: Any) -> Iterator[bytes]:
+PROGRESS_LINES = 1 << 16  # lines between two calls of a reader's progress callback
+
+
+def _bounded_lines(fh: Any, progress: Callable[[int], None] | None = None
+                   ) -> Iterator[bytes]:
     """The file's lines, as bytes (orjson reads UTF-8 itself); a line longer than MAX_LINE is
-    cut there (and then refused), so one huge line never has to fit in memory whole."""
+    cut there (and then refused), so one huge line never has to fit in memory whole.
+    ``progress`` is told the bytes read so far every :data:`PROGRESS_LINES` lines."""
+    count = 0
     while True:
         line = fh.readline(MAX_LINE + 1)
         if not line:
@@ -303,14 +309,19 @@ def _bounded_lines(fh: Any) -> Iterator[bytes]:
         yield line
         if len(line) > MAX_LINE and not line.endswith(b"\n"):
             return
+        count += 1
+        if progress is not None and count % PROGRESS_LINES == 0:
+            progress(fh.tell())
 
 
-def read_history(path: str | os.PathLike[str]) -> list[Op]:
-    """Read ``history.jsonl``. Raises HistoryError naming the line that is wrong."""
+def read_history(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
+                 ) -> list[Op]:
+    """Read ``history.jsonl``. Raises HistoryError naming the line that is wrong.
+    ``progress``: told the bytes read so far, now and then (a large file takes seconds)."""
     p = Path(path)
     try:
         with p.open("rb") as fh, collector_paused():  # millions of dicts, no cycles among them
-            ops = parse_lines(_bounded_lines(fh), str(p))
+            ops = parse_lines(_bounded_lines(fh, progress), str(p))
     except IsADirectoryError:
         raise HistoryError(f"{p}: is a directory, not a history file") from None
     except OSError as e:

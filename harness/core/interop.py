@@ -29,7 +29,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -609,12 +609,14 @@ def write_edn_history(path: str | os.PathLike[str], ops: list[Op]) -> None:
 # Any format
 
 
-def load_any(path: str | os.PathLike[str]) -> list[Op]:
-    """Read a history in any supported format: by extension, else by a look at the content."""
+def load_any(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
+             ) -> list[Op]:
+    """Read a history in any supported format: by extension, else by a look at the content.
+    ``progress``: told the bytes read so far, now and then, where the format's reader can."""
     p = Path(path)
     ext = p.suffix.lower()
     if ext == ".jsonl":
-        return read_history(p)
+        return read_history(p, progress)
     if ext == ".edn":
         return read_edn_history(p)
     if ext in (".log", ".txt"):
@@ -622,7 +624,7 @@ def load_any(path: str | os.PathLike[str]) -> list[Op]:
     text = _read_text(p)
     kind = sniff(text)
     if kind == "jsonl":
-        return read_history(p)
+        return read_history(p, progress)
     if kind == "edn":
         return parse_edn_history(text, str(p))
     if kind == "log":
