@@ -29,6 +29,12 @@ class Attempt:
     outcome: str | None  # ok / fail / info / None
 
 
+def client_of(target: object) -> int | None:
+    """The client process a nemesis target names (``c3`` -> 3), None for a node or a link."""
+    name = str(target)
+    return int(name[1:]) if name.startswith("c") and name[1:].isdigit() else None
+
+
 def crash_times(history: Sequence[Op]) -> dict[int, int]:
     """Client processes a nemesis crashed on purpose, and when (ns)."""
     out: dict[int, int] = {}
@@ -39,9 +45,9 @@ def crash_times(history: Sequence[Op]) -> dict[int, int]:
         if not isinstance(detail, dict) or detail.get("crashed") is not True:
             continue
         for target in op.get("targets") or []:
-            name = str(target)
-            if name.startswith("c") and name[1:].isdigit():
-                out.setdefault(int(name[1:]), int(op["time"]))
+            p = client_of(target)
+            if p is not None:
+                out.setdefault(p, int(op["time"]))
     return out
 
 

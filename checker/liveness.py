@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from checker.demand import Attempt, attempts, crash_times, grant_end
+from checker.demand import Attempt, attempts, client_of, crash_times, grant_end
 from checker.faults import Window, windows
 from checker.intervals import Interval, subtract, total, union
 from checker.sessions import by_lock, grants
@@ -40,19 +40,14 @@ def threshold_s(ttl: float) -> float:
     return max(MIN_STUCK_S, STUCK_TTLS * ttl)
 
 
-def is_client(target: Any) -> bool:
-    name = str(target)
-    return name.startswith("c") and name[1:].isdigit()
-
-
 def service_faults(faults: Sequence[Window], trying: set[int], lease_ns: int) -> list[Interval]:
     """When a fault was on the lock service for the clients in ``trying``, each followed by a
     lease: one aimed at anything but clients (a node, a link), at no one in particular, or at
     all of ``trying``."""
     out = []
     for w in faults:
-        clients = {int(str(t)[1:]) for t in w.targets if is_client(t)}
-        if len(clients) < len(w.targets) or not w.targets or trying <= clients:
+        clients = [client_of(t) for t in w.targets]
+        if not w.targets or None in clients or trying <= set(clients):
             out.append((w.start, w.stop + lease_ns))
     return union(out)
 
