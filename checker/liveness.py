@@ -129,6 +129,7 @@ def check(history: Sequence[Op], *, ttl: float = 2.0) -> dict[str, Any]:
     if unjudged:
         result["not-judged-count"] = len(unjudged)
         result["not-judged"] = unjudged
+        result["not-judged-informational"] = True  # outages, not violations
     if not all_attempts:
         result["note"] = "no acquire was attempted: nothing to be stuck"
     return result

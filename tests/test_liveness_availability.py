@@ -253,6 +253,30 @@ def test_a_server_paused_again_and_again_is_an_outage_not_a_stuck_lock() -> None
     unjudged = result["not-judged"][0]
     assert unjudged["free-since"] == 1.5 and unjudged["fault-free-s"] < 1.0
     assert "an outage, not proof of a stuck lock" in unjudged["explanation"]
+    assert result["not-judged-informational"] is True  # the report shows it, not as a violation
     # the same attempts with no fault: stuck
     calm = [op for op in h if op["process"] != "nemesis"]
     assert liveness.check(retime(calm), ttl=SPEC["ttl"])["valid"] is False
+
+
+def test_a_stretch_not_judged_is_informational_next_to_a_stuck_lock() -> None:
+    """Lock a is stuck (its clients meet no fault); lock b's only clients are cut off the whole
+    time: a fails the run, b is an outage the report shows but does not flag."""
+    from harness.presentation.report.model import explained_items
+
+    h: list[dict[str, Any]] = []
+    for lock, procs in (("a", (1, 2)), ("b", (3, 4))):
+        for p in procs:
+            for i in range(20):
+                t = i * S + p * MS
+                h.append({"time": t, "process": p, "type": "invoke", "f": "acquire",
+                          "value": None, "lock": lock})
+                h.append({"time": t + S // 2, "process": p, "type": "fail", "f": "acquire",
+                          "value": None, "lock": lock})
+    fault(h, "partition", ["c3", "c4"], 0, 20 * S)
+    result = liveness.check(retime(h), ttl=SPEC["ttl"])
+    assert result["valid"] is False
+    assert [s["lock"] for s in result["stuck-locks"]] == ["a"]
+    assert [s["lock"] for s in result["not-judged"]] == ["b"]
+    shown = {x.kind: x.info for x in explained_items({"checks": {"liveness": result}})}
+    assert shown == {"stuck-locks": False, "not-judged": True}
