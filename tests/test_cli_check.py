@@ -80,12 +80,13 @@ def test_a_large_file_says_what_it_is_doing_on_stderr(tmp_path: Path, monkeypatc
                            for t, (typ, f) in enumerate([("invoke", "acquire"), ("ok", "acquire"),
                                                          ("invoke", "release"), ("ok", "release")]
                                                         * 3, 1)) + "\n")
-    assert cli.main(["check", str(h)]) == 0
+    limits = {"time_limit": 60.0, "max_states": 10**6, "max_memory": 1 << 30}  # no RLIMIT_AS
+    assert cli.check_file(h, None, limits) == 0
     small = capsys.readouterr()
     assert small.err == "" and small.out.startswith("VALID")
     monkeypatch.setattr(cli, "PROGRESS_BYTES", 1)
     monkeypatch.setattr(history, "PROGRESS_LINES", 2)
-    assert cli.main(["check", str(h)]) == 0
+    assert cli.check_file(h, None, limits) == 0
     large = capsys.readouterr()
     assert large.out == small.out
     err = large.err.splitlines()
