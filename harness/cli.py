@@ -493,11 +493,14 @@ PROGRESS_BYTES = 16 << 20  # a history file this large takes seconds: say what i
 
 
 def file_progress(path: Path) -> tuple[Any, Callable[[int], None]] | None:
-    """For a large file: a progress reporter on stderr, and the callback its reader calls
-    with the bytes read so far (None for a small file)."""
+    """For a large file read at a terminal: a progress reporter on stderr, and the callback
+    its reader calls with the bytes read so far. None for a small file, or when stderr is not
+    a terminal: in a script or a log, stderr keeps the one line of an error, if any."""
     from harness.controller.progress import Progress
     from harness.core.text import line
 
+    if not sys.stderr.isatty():
+        return None
     try:
         size = path.stat().st_size
     except OSError:

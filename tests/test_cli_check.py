@@ -70,8 +70,9 @@ def test_several_files_in_one_call_exit_with_the_worst_verdict(tmp_path: Path) -
 
 def test_a_large_file_says_what_it_is_doing_on_stderr(tmp_path: Path, monkeypatch: Any,
                                                       capsys: Any) -> None:
-    """A history of millions of ops takes seconds to read: progress on stderr, the verdict
-    alone on stdout; a small file prints nothing but its verdict."""
+    """A history of millions of ops takes seconds to read: at a terminal, progress on stderr,
+    the verdict alone on stdout; a small file, or stderr not a terminal (a script, a log):
+    nothing but the verdict."""
     from harness import cli
     from harness.core import history
 
@@ -87,9 +88,13 @@ def test_a_large_file_says_what_it_is_doing_on_stderr(tmp_path: Path, monkeypatc
     monkeypatch.setattr(cli, "PROGRESS_BYTES", 1)
     monkeypatch.setattr(history, "PROGRESS_LINES", 2)
     assert cli.check_file(h, None, limits) == 0
+    assert capsys.readouterr() == small  # not a terminal
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert cli.check_file(h, None, limits) == 0
     large = capsys.readouterr()
     assert large.out == small.out
-    err = large.err.splitlines()
+    err = large.err.rstrip("\n").split("\n")  # not splitlines: "\r" ends a line there
     assert err[0] == f"reading {h} (0 MiB)"
     assert "ok.jsonl:" in err[1] and "% of 0 MiB" in err[1]
+    assert err[1].startswith("\r")  # one line rewritten in place
     assert err[-1].startswith("read 12 ops in ") and err[-1].endswith("checking them as mutex")
