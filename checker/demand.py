@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from checker.intervals import Interval
 from checker.sessions import Grant, client_ops
+from harness.core.cluster import client_of
 from harness.core.history import INFO, NEMESIS, Op, pairs
 
 
@@ -27,12 +28,6 @@ class Attempt:
     invoke: int
     end: int | None  # completion time; None: never completed
     outcome: str | None  # ok / fail / info / None
-
-
-def client_of(target: object) -> int | None:
-    """The client process a nemesis target names (``c3`` -> 3), None for a node or a link."""
-    name = str(target)
-    return int(name[1:]) if name.startswith("c") and name[1:].isdigit() else None
 
 
 def crash_times(history: Sequence[Op]) -> dict[int, int]:

@@ -25,10 +25,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from checker.demand import Attempt, attempts, client_of, crash_times, grant_end
+from checker.demand import Attempt, attempts, crash_times, grant_end
 from checker.faults import Window, windows
 from checker.intervals import Interval, subtract, total, union
 from checker.sessions import by_lock, grants
+from harness.core.cluster import client_of
 from harness.core.history import Op, seconds
 
 MIN_STUCK_S = 10.0

@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from harness.core.capabilities import LinkLayer
-from harness.core.cluster import NemesisContext, process_of
+from harness.core.cluster import NemesisContext, client_of
 from harness.core.options import Option
 from nemesis.base import BaseNemesis, TargetError
 from nemesis.linksets import (
@@ -106,7 +106,7 @@ class Delay(BaseNemesis):
         shape = self.shape(ctx)
         one_way = max(0.0, shape["delay"] - shape["jitter"])
         at_least = one_way * (2 if shape["direction"] == "both" else 1)
-        clients = [process_of(t) for t in targets if t.startswith("c") and t[1:].isdigit()]
+        clients = [p for p in map(client_of, targets) if p is not None]
         if at_least < MIN_CLAIM or not clients:
             return None
         return {"slowed": {"processes": clients, "at-least": round(at_least, 4)}}

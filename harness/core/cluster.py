@@ -40,6 +40,12 @@ def process_of(target: str) -> int:
     return int(target.removeprefix("c"))
 
 
+def client_of(target: object) -> int | None:
+    """The client process a fault target names (``c3`` -> 3), None for a node or a link."""
+    name = str(target)
+    return int(name[1:]) if name.startswith("c") and name[1:].isdigit() else None
+
+
 class NodeOps(Protocol):
     """Node and network operations, whatever the nodes run in."""
 
