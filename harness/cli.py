@@ -1,17 +1,19 @@
-"""``harness``: run, explore, check, report, export, list, clean, serve, suite. Exit codes:
-0 valid, 1 invalid, 2 unknown, 3 the harness could not run (or check) the test, 64 bad usage.
-Errors are one line. The top of the layers: it parses, dispatches and prints."""
+"""The top of the layers: reads the command line (:mod:`harness.check_argv` for a plain
+`harness check FILE...`, else argparse in :mod:`harness.cli_parser`), runs the command, and turns
+what goes wrong into one line and an exit code: 0 valid, 1 invalid, 2 unknown, 3 the harness
+could not run (or check) the test, 64 bad usage.
+
+Its imports are few on purpose: a `harness check` of a small file takes milliseconds, and
+scripts call it once per file, so what every call imports is most of what it costs."""
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
-import threading
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
+from harness.check_argv import quick_check_args
 from harness.core.errors import (
     EXIT_INVALID,
     EXIT_SETUP,
@@ -25,227 +27,36 @@ from harness.core.errors import (
 from harness.core.history import HistoryError
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable
+    from os import PathLike
+    from pathlib import Path
 
     from harness.presentation.suite import Outcome, Suite
 
 
-class Formatter(argparse.HelpFormatter):
-    """argparse's help formatter, told the terminal's width up front: argparse makes one for
-    every argument it adds, and finding the width itself imports shutil (and its compression
-    modules) into every `harness` process, `harness check` included."""
+def parse_args(argv: list[str] | None) -> Any:
+    """The arguments, as argparse would give them: a plain `harness check FILE...` read
+    directly, anything else (help and bad usage included) by argparse."""
+    words = sys.argv[1:] if argv is None else argv
+    quick = quick_check_args(words)
+    if quick is not None:
+        return quick
+    from harness.cli_parser import build_parser
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        if width is None:
-            width = terminal_columns() - 2
-        super().__init__(prog, indent_increment, max_help_position, width)
-
-
-def terminal_columns() -> int:
-    """As shutil.get_terminal_size: $COLUMNS, else the terminal's, else 80."""
-    import os
-
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns or 80
-
-
-class Parser(argparse.ArgumentParser):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", Formatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        print(f"harness: {message} (see `{self.prog} --help`)", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
-
-
-def add_run_options(r: argparse.ArgumentParser, time_limit_default: str = "20") -> None:
-    """The options of a test spec (harness run and harness explore share them)."""
-    r.add_argument("--config", type=Path, help="a TOML test spec; flags override its keys")
-    r.add_argument("--db", help="redis (default)")
-    r.add_argument("--lock", help="a lock name (harness list) or package.module:Class")
-    r.add_argument("--workload", help="mutex (default), fenced, counter or idempotent")
-    r.add_argument("--resource", help="the protected resource: redis (default) or postgres "
-                   "(default for pg-row / pg-advisory-xact, in their own database, and for "
-                   "--workload idempotent)")
-    r.add_argument("--resource-mode", help="how the resource guards itself: plain, fenced "
-                   "(token), version (WHERE version = read), cas (antirez's check-and-set); "
-                   "default: fenced for --workload fenced, else plain")
-    r.add_argument("--backend", help="local (default), docker or ssh")
-    r.add_argument("--hosts", help="the ssh backend's hosts file (HOSTS.toml; see docs/ssh.md)")
-    r.add_argument("--nodes", type=int, help="DB nodes (default: the db's own)")
-    r.add_argument("--clients", type=int, help="client processes (default 5)")
-    r.add_argument("--time-limit", type=float,
-                   help=f"seconds of workload (default {time_limit_default})")
-    r.add_argument("--seed", type=int, help="random seed (default: a random one, recorded)")
-    r.add_argument("--store", help="results directory (default ./results)")
-    r.add_argument("--ttl", type=float, help="lock TTL / lease in seconds (default 2)")
-    r.add_argument("--persistence", help="DB nodes' persistence: none (default) or appendonly "
-                   "(redis: appendfsync always)")
-    r.add_argument("--links", help="direct (default: unless a nemesis needs the link layer) "
-                   "or proxy: every client link through the link layer's proxy")
-    r.add_argument("--op-timeout", type=float, help="seconds a client waits for one reply "
-                   "(default 1, or what the nemesis needs)")
-    r.add_argument("--nemesis-opt", action="append", metavar="KEY=VALUE",
-                   help="a nemesis option, e.g. clock-nodes=all, crash-step=holding, "
-                   "kill-delay=3 (repeatable)")
-    r.add_argument("--lock-opt", action="append", metavar="KEY=VALUE",
-                   help="an option the lock declares (harness list --lock NAME shows them; "
-                   "repeatable)")
-    r.add_argument("--hold", metavar="S|MIN-MAX",
-                   help="seconds a holder works under the lock (default: the lock's own)")
-    r.add_argument("--think", metavar="S|MIN-MAX", help="seconds between sessions")
-    r.add_argument("--acquire-timeout", type=float, metavar="S",
-                   help="seconds an acquire may take before it counts as failed")
-    r.add_argument("--keys", type=int, metavar="N",
-                   help="independent locks (default 1): client p works on lock p mod N, each "
-                   "lock with its own data and its own checks")
-
-
-def build_parser(only: str | None = None) -> Parser:
-    """The command line; ``only``: the one command it is for (else all of them): argparse
-    makes every option of every command it is told of, and `harness check` on a small file is
-    a few milliseconds of work."""
-
-    def want(command: str) -> bool:
-        return only is None or only == command
-
-    p = Parser(prog="harness", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-
-    if want("run"):
-        r = sub.add_parser("run", help="run a test against real servers")
-        add_run_options(r)
-        r.add_argument("--nemesis", help="comma-separated faults, or none (default: pause); "
-                       "FAULT:ROLE aims a fault at a role, e.g. partition:waiter, pause:any, "
-                       "pause-node:leader, kill:node=n2")
-        r.add_argument("--replay", type=Path, metavar="RUN_DIR|SCHEDULE.toml",
-                       help="run a recorded fault schedule step for step: a run directory's (its "
-                       "spec too, each step with the duration it ran with), or a TOML file's "
-                       "[[step]] tables (and any spec keys in it); flags override")
-        r.add_argument("--quiet", action="store_true", help="no progress output")
-
-    if want("explore"):
-        xp = sub.add_parser(
-            "explore", help="search fault schedules for a violation, shrink it, replay it",
-            description="Search fault schedules drawn from --menu (hypothesis) for one that breaks "
-            "the lock, each example a real run; a schedule fails only if it fails in K of K "
-            "replays; the first failing one is shrunk to the smallest that still fails, written "
-            "as minimal.toml (harness run --config minimal.toml), and replayed to measure how "
-            "often it reproduces. Exit 1: a violation was found; 0: none in the budget.")
-        add_run_options(xp, time_limit_default="8")
-        xp.add_argument("--menu", required=True, metavar="FAULT[,FAULT...]",
-                        help="the faults a schedule may use; FAULT:ROLE pins a step's target "
-                        "(e.g. pause:holder); otherwise each step draws one of the roles the "
-                        "fault takes")
-        xp.add_argument("--budget", type=int, required=True, metavar="RUNS",
-                        help="runs the search may take (replays included); a schedule under way "
-                        "still finishes its replays")
-        xp.add_argument("--replays", type=int, default=2, metavar="K",
-                        help="a schedule counts as failing only if it fails in K of K runs "
-                        "(default 2)")
-        xp.add_argument("--reproduce", type=int, default=10, metavar="N",
-                        help="replays of the final schedule that measure how often it fails "
-                        "(default 10; 0: skip)")
-        xp.add_argument("--max-steps", type=int, metavar="N",
-                        help="steps a schedule may have (default: one per 2 s of --time-limit, "
-                        "at most 8)")
-        xp.add_argument("--quiet", action="store_true", help="no progress output")
-
-    if want("check"):
-        c = sub.add_parser("check", help="re-check a stored run, or check history files")
-        c.add_argument("run_dir", type=Path, metavar="RUN_DIR|FILE", nargs="+",
-                       help="a run directory, or a history file (.jsonl, Jepsen .edn or text log); "
-                       "several are checked one by one in this process, and the exit code is the "
-                       "worst of their verdicts (invalid, then could not check, then unknown)")
-        c.add_argument("--model", help="for a history file: mutex, fenced-mutex, register or "
-                       "cas-register (default: inferred from the history's ops)")
-        c.add_argument("--time-limit", type=float, default=60.0,
-                       help="linearizability budget in seconds; past it the verdict is unknown")
-        c.add_argument("--max-memory", metavar="SIZE",
-                       help="memory budget, e.g. 2G (default: a quarter of this machine's memory);"
-                       " past it the verdict is unknown")
-
-    if want("export"):
-        ex = sub.add_parser("export", help="write a run's history as Jepsen EDN (history.edn)")
-        ex.add_argument("run_dir", type=Path)
-
-    if want("report"):
-        rep = sub.add_parser("report", help="rebuild report.html of a stored run")
-        rep.add_argument("run_dir", type=Path)
-
-    if want("list"):
-        ls = sub.add_parser("list", help="dbs, locks, workloads, nemeses and checkers, with "
-                            "their origin; --lock NAME or --nemesis NAME: one in detail, with "
-                            "its options")
-        ls.add_argument("--lock", metavar="NAME",
-                        help="one lock in detail (a name or module:Class)")
-        ls.add_argument("--nemesis", metavar="NAME", help="one nemesis in detail")
-
-    if want("clean"):
-        cl = sub.add_parser("clean", help="remove anything runs left behind")
-        cl.add_argument("--force", action="store_true", help="also stop runs still in progress")
-        cl.add_argument("--hosts", type=Path, metavar="HOSTS.toml",
-                        help="also clean the ssh backend's hosts in this file")
-
-    if want("hosts"):
-        ho = sub.add_parser("hosts", help="SSH hosts in containers, to try --backend ssh on")
-        hsub = ho.add_subparsers(dest="hosts_command", required=True, parser_class=Parser)
-        hu = hsub.add_parser("up", help="start N SSH hosts and write HOSTS.toml")
-        hu.add_argument("count", type=int, metavar="N")
-        hu.add_argument("--file", type=Path, default=Path("HOSTS.toml"),
-                        help="the hosts file to write (default ./HOSTS.toml; keys in HOSTS.keys/)")
-        hd = hsub.add_parser("down", help="remove the hosts of HOSTS.toml, and the file")
-        hd.add_argument("--file", type=Path, default=Path("HOSTS.toml"),
-                        help="the hosts file (default ./HOSTS.toml)")
-        hd.add_argument("--all", action="store_true", help="every set of hosts on this engine")
-
-    if want("serve"):
-        sv = sub.add_parser("serve", help="browse the results store in a web browser")
-        sv.add_argument("--store", type=Path, default=Path("results"),
-                        help="results directory (default ./results)")
-        sv.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default 127.0.0.1: this machine only)")
-        sv.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
-        sv.add_argument("--quiet", action="store_true", help="no line per request")
-
-    if want("suite"):
-        su = sub.add_parser("suite", help="run a TOML matrix of tests with expected verdicts (CI)",
-                            usage="harness suite [options] FILE\n       harness suite merge "
-                            "[--store DIR] [--junit PATH] DIR...",
-                            description="Run a suite file (or one shard of it), or merge the "
-                            "shards' results into one (see docs/ci.md).")
-        su.add_argument("paths", nargs="+", metavar="FILE | merge DIR...",
-                        help="a suite file: [[run]] tables; or `merge` and the directories the "
-                        "shards wrote (or directories holding them, e.g. downloaded artifacts)")
-        su.add_argument("--shard", metavar="I/N", help="run only the I-th of N parts of the suite "
-                        "(deterministic, balanced by estimated time; for CI machines in parallel)")
-        su.add_argument("--junit", type=Path, help="JUnit XML path (default: in the suite's "
-                        "directory under the store)")
-        su.add_argument("--store", type=Path, default=Path("results"),
-                        help="results directory (default ./results)")
-        su.add_argument("--dry-run", action="store_true", help="validate and list the runs only")
-    return p
+    command = words[0] if words and words[0] in COMMANDS else None
+    return build_parser(command).parse_args(words)
 
 
 def main(argv: list[str] | None = None) -> int:
-    words = sys.argv[1:] if argv is None else argv
-    command = words[0] if words and words[0] in COMMANDS else None
-    args = build_parser(command).parse_args(argv)
+    args = parse_args(argv)
     # SIGTERM as SIGINT, whatever the parent left them as (a background job ignores SIGINT):
     # either one, before a run has set its own handlers, ends the command in one line, exit 3.
-    if threading.current_thread() is threading.main_thread():
+    try:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (main() called from a test's thread): leave them
+        pass
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
@@ -429,15 +240,21 @@ def cmd_check(args: argparse.Namespace) -> int:
 SEVERITY = (EXIT_INVALID, EXIT_USAGE, EXIT_SETUP, EXIT_UNKNOWN, EXIT_VALID)  # worst first
 
 
-def check_one(path: Path, model: str | None, limits: dict[str, Any]) -> int:
-    if path.is_file():  # a history file: only the checker and the reader are imported
+def check_one(path: str | PathLike[str], model: str | None, limits: dict[str, Any]) -> int:
+    """``path``: a str from :mod:`harness.check_argv`, a Path from argparse."""
+    import os
+
+    if os.path.isfile(path):  # a history file: only the checker and the reader are imported
         return check_file(path, model, limits)
+
+    from pathlib import Path
 
     from harness.controller.checking import check_run, exit_code
     from harness.controller.store import open_run
     from harness.presentation.report import write_report
     from harness.presentation.runs import could_not, print_summary
 
+    path = Path(path)
     if not path.exists():
         raise UsageError(f"{path}: no such file or run directory")
     if model is not None:
@@ -492,27 +309,30 @@ def parse_size(text: str | None) -> int:
 PROGRESS_BYTES = 16 << 20  # a history file this large takes seconds: say what is going on
 
 
-def file_progress(path: Path) -> tuple[Any, Callable[[int], None]] | None:
+def file_progress(path: str | PathLike[str]) -> tuple[Any, Callable[[int], None]] | None:
     """For a large file read at a terminal: a progress reporter on stderr, and the callback
     its reader calls with the bytes read so far. None for a small file, or when stderr is not
     a terminal: in a script or a log, stderr keeps the one line of an error, if any."""
-    from harness.controller.progress import Progress
-    from harness.core.text import line
+    import os
 
     if not sys.stderr.isatty():
         return None
     try:
-        size = path.stat().st_size
+        size = os.stat(path).st_size
     except OSError:
         return None
     if size < PROGRESS_BYTES:
         return None
+    from harness.controller.progress import Progress
+    from harness.core.text import line
+
+    name = os.path.basename(path)
     progress = Progress()
     progress.line(f"reading {line(str(path))} ({size / 2**20:.0f} MiB)")
-    return progress, lambda done: progress.fraction(f"reading {path.name}", done, size)
+    return progress, lambda done: progress.fraction(f"reading {name}", done, size)
 
 
-def check_file(path: Path, model: str | None, limits: dict[str, Any]) -> int:
+def check_file(path: str | PathLike[str], model: str | None, limits: dict[str, Any]) -> int:
     """A foreign (or our own) history file, checked for linearizability against ``model``
     (inferred from its ops when not given)."""
     from checker.linearizable import check
@@ -682,6 +502,8 @@ def list_one(reg: Any, kind: str, name: str) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from harness.controller.cleanup import clean
     from harness.controller.hosts import load
 
@@ -732,6 +554,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_suite(args: argparse.Namespace) -> int:
     """Validate every entry, run them (or a shard's) in order, write JUnit, the index page and
     a summary; or merge shards' results."""
+    from pathlib import Path
+
     from harness.presentation.suite import load, numbers, parse_shard
 
     if args.paths[0] == "merge":

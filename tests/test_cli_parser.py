@@ -1,4 +1,4 @@
-"""The command line is built for the one command asked for (harness/cli.py `build_parser`):
+"""The command line is built for the one command asked for (harness/cli_parser.py `build_parser`):
 the same answers as the whole parser, every command still listed, bad usage still exit 64."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from harness.cli import COMMANDS, build_parser
+from harness.cli import COMMANDS
+from harness.cli_parser import build_parser
 
 SAMPLES = [
     ["run", "--db", "redis", "--nemesis", "pause", "--time-limit", "3", "--quiet"],

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @contextlib.contextmanager
 def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path beside ``path``: write it in the block; when the block ends without an
     error it is renamed over ``path``, otherwise removed."""
+    from pathlib import Path  # not imported by a process that only reads
+
     p = Path(path)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     try:
@@ -38,4 +41,6 @@ def write_lines(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
 
 def write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = 2) -> None:
     """``data`` as JSON (keys sorted, anything else as its ``str``), atomically."""
+    import json
+
     write_text(path, json.dumps(data, indent=indent, sort_keys=True, default=str) + "\n")

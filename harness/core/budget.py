@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import resource
-from pathlib import Path
 
 STATE_BYTES = 320  # a cache entry of the search, with its share of the set (measured)
 FILE_FACTOR = 10  # a parsed history takes about this many times its size on disk
@@ -46,10 +45,10 @@ def limit_memory(max_memory: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (want, hard))
 
 
-def file_fits(path: Path, max_memory: int) -> str | None:
+def file_fits(path: str | os.PathLike[str], max_memory: int) -> str | None:
     """None when a history file of this size can be checked within ``max_memory``."""
     try:
-        size = path.stat().st_size
+        size = os.stat(path).st_size
     except OSError:
         return None  # reading it will say what is wrong
     if size * FILE_FACTOR > max_memory:

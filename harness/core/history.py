@@ -16,10 +16,8 @@ time.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from harness.core.atomic import write_lines
@@ -80,6 +78,8 @@ def _loads(line: str | bytes) -> Any:
     try:
         return _orjson.loads(line)
     except _orjson.JSONDecodeError:
+        import json  # orjson imported it already
+
         return json.loads(line)
 
 
@@ -253,6 +253,8 @@ def _check_lock_fields(op: Op, where: Where) -> None:
 
 def parse_lines(lines: Iterable[str | bytes], name: str, *, ordered: bool = True) -> list[Op]:
     """Parse JSON lines. ``ordered``: times must not go backwards (true of a merged history)."""
+    import json  # JSON lines only: a process reading a Jepsen log or EDN never imports it
+
     ops: list[Op] = []
     names: dict[str, str] = {}
     last = -1
@@ -318,9 +320,9 @@ def read_history(path: str | os.PathLike[str], progress: Callable[[int], None] |
                  ) -> list[Op]:
     """Read ``history.jsonl``. Raises HistoryError naming the line that is wrong.
     ``progress``: told the bytes read so far, now and then (a large file takes seconds)."""
-    p = Path(path)
+    p = os.fspath(path)
     try:
-        with p.open("rb") as fh, collector_paused():  # millions of dicts, no cycles among them
+        with open(p, "rb") as fh, collector_paused():  # millions of dicts, no cycles among them
             ops = parse_lines(_bounded_lines(fh, progress), str(p))
     except IsADirectoryError:
         raise HistoryError(f"{p}: is a directory, not a history file") from None
@@ -334,6 +336,8 @@ def read_history(path: str | os.PathLike[str], progress: Callable[[int], None] |
 
 
 def dumps(op: Op) -> str:
+    import json
+
     return json.dumps(op, separators=(",", ":"), sort_keys=False, default=str)
 
 

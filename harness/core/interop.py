@@ -25,12 +25,11 @@ comments (``;``) and discards (``#_``); commas are whitespace.
 
 from __future__ import annotations
 
-import json
+import functools
 import math
 import os
 import re
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 from harness.core.atomic import write_lines
@@ -86,7 +85,7 @@ class Tagged:
         return f"Tagged({self.tag!r}, {self.value!r})"
 
 
-_TOKEN = re.compile(
+_TOKEN_PATTERN = (
     r"""
     (?P<ws>[\s,]+)
   | (?P<comment>;[^\n]*)
@@ -97,12 +96,17 @@ _TOKEN = re.compile(
   | (?P<tag>\#[A-Za-z][^\s,\[\](){}";\\]*)
   | (?P<char>\\(?:newline|space|tab|return|backspace|formfeed|u[0-9A-Fa-f]{4}|.))
   | (?P<atom>[^\s,\[\](){}";\\\#][^\s,\[\](){}";\\]*)
-    """,
-    re.VERBOSE | re.DOTALL,
+    """
 )
-_INT = re.compile(r"[+-]?\d+N?")
-_FLOAT = re.compile(r"[+-]?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?M?")
-_RATIO = re.compile(r"[+-]?\d+/\d+")
+
+
+@functools.cache
+def _syntax() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """EDN's token and number patterns (token, integer, float, ratio), compiled on first use:
+    a Jepsen log of plain ops never needs them, and compiling them is a millisecond of every
+    `harness check` that would otherwise."""
+    return (re.compile(_TOKEN_PATTERN, re.VERBOSE | re.DOTALL), re.compile(r"[+-]?\d+N?"),
+            re.compile(r"[+-]?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?M?"), re.compile(r"[+-]?\d+/\d+"))
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\",
             "/": "/"}
 _CHARS = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r", "backspace": "\b",
@@ -120,6 +124,7 @@ class EdnReader:
         self.where = where  # when set, errors name this place instead of a line of the text
         self.pos = 0
         self.line = 1
+        self._token_re, self._int_re, self._float_re, self._ratio_re = _syntax()
 
     def error(self, msg: str, line: int | None = None) -> HistoryError:
         if self.where is not None:
@@ -132,7 +137,7 @@ class EdnReader:
         while self.pos < len(text):
             if text[self.pos] == '"':
                 return self._string_token()
-            m = _TOKEN.match(text, self.pos)
+            m = self._token_re.match(text, self.pos)
             if m is None:
                 ch = text[self.pos]
                 what = "an unterminated string" if ch == '"' else f"unexpected {ch!r}"
@@ -294,11 +299,11 @@ class EdnReader:
 
     def _number(self, text: str, line: int) -> Any:
         try:
-            if _INT.fullmatch(text):
+            if self._int_re.fullmatch(text):
                 return int(text.rstrip("N"))
-            if _FLOAT.fullmatch(text):
+            if self._float_re.fullmatch(text):
                 return float(text.rstrip("M"))
-            if _RATIO.fullmatch(text):
+            if self._ratio_re.fullmatch(text):
                 from fractions import Fraction  # rare: not worth importing up front
 
                 return float(Fraction(text))
@@ -395,13 +400,15 @@ def finish_ops(located: list[tuple[str, Op]]) -> list[Op]:
 
 
 def _read_text(path: str | os.PathLike[str]) -> str:
-    p = Path(path)
+    p = os.fspath(path)
     try:
-        return p.read_bytes().decode("utf-8")
+        with open(p, "rb") as fh:
+            data = fh.read()
+        return data.decode("utf-8")
     except OSError as e:
         raise HistoryError(f"{p}: cannot read ({e.strerror})") from None
     except UnicodeDecodeError as e:
-        line = p.read_bytes()[: e.start].count(b"\n") + 1
+        line = data[: e.start].count(b"\n") + 1
         raise HistoryError(f"{p} line {line}: not UTF-8 text") from None
 
 
@@ -613,8 +620,8 @@ def load_any(path: str | os.PathLike[str], progress: Callable[[int], None] | Non
              ) -> list[Op]:
     """Read a history in any supported format: by extension, else by a look at the content.
     ``progress``: told the bytes read so far, now and then, where the format's reader can."""
-    p = Path(path)
-    ext = p.suffix.lower()
+    p = os.fspath(path)
+    ext = os.path.splitext(p)[1].lower()
     if ext == ".jsonl":
         return read_history(p, progress)
     if ext == ".edn":
@@ -640,6 +647,8 @@ def sniff(text: str) -> str | None:
         return "jsonl"
     first_line = stripped.split("\n", 1)[0]
     if first_line.startswith("{"):
+        import json
+
         try:
             if isinstance(json.loads(first_line), dict):
                 return "jsonl"
