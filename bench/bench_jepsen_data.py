@@ -8,7 +8,7 @@ in this repository: give its place).
 
 Checks every history in one process (reading included) and prints how many verdicts agree, the
 median total over ``--reps``, and the slowest files. ``--cli`` also times one ``harness check``
-process per file (``python -m harness.cli check FILE``), as a user scripting it would.
+process per file (the venv's ``harness check FILE``), as a user scripting it would.
 """
 
 from __future__ import annotations
@@ -62,11 +62,18 @@ def one_pass(cases: list[tuple[Path, bool]]) -> tuple[float, int, list[tuple[flo
     return time.perf_counter() - t0, agree, per
 
 
+def harness_command() -> list[str]:
+    """The `harness` command a user runs (the venv's console script), else ``python -m``."""
+    script = Path(sys.executable).parent / "harness"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "harness.cli"]
+
+
 def cli_pass(cases: list[tuple[Path, bool]]) -> tuple[float, int]:
+    command = harness_command()
     t0 = time.perf_counter()
     agree = 0
     for path, want in cases:
-        code = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(path)],
+        code = subprocess.run([*command, "check", str(path)],
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               check=False).returncode
         agree += code == (0 if want else 1)
