@@ -177,7 +177,7 @@ def search_only(model: str) -> Model:
     """The same model, unrecognisable to checker.lockorder: the search (WGL) decides."""
     m = get_model(model)
     step = m.step
-    return m._replace(step=lambda *args: step(*args))
+    return m.replace(step=lambda *args: step(*args))
 
 
 def bench(history: list[dict[str, Any]], model: str | Model, reps: int,

@@ -7,10 +7,13 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
 
 from checker.models import Model, OpView, freeze
 from harness.core.history import FAIL, INVOKE, NEMESIS, OK, Op
+
+TYPE_CHECKING = False  # see harness/core/history.py
+if TYPE_CHECKING:
+    from typing import Any
 
 _NO_OUTCOME: dict[str, Any] = {"type": "info"}  # replaced before anyone reads it
 

@@ -30,7 +30,6 @@ Pure: no I/O; the only clock is ``time.monotonic``, read for the time budget.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
 
 from checker import lockorder
 from checker.calls import Prepared, prepare
@@ -39,6 +38,10 @@ from checker.wgl import INVALID, UNKNOWN, VALID, Budget, Part, PartResult
 from checker.witness import jsonable
 from harness.core.heap import gc_paused
 from harness.core.history import Op
+
+TYPE_CHECKING = False  # see harness/core/history.py
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 
 @gc_paused

@@ -50,13 +50,16 @@ import operator
 import time
 from collections import deque
 from collections.abc import Hashable, Iterable
-from typing import Any
 
 from checker.calls import Call
 from checker.models import Model, State, fenced_step, mutex_step
 from checker.wgl import INVALID, VALID, Budget, Part, PartResult
 from checker.witness import make_witness
 from harness.core.history import FAIL
+
+TYPE_CHECKING = False  # see harness/core/history.py
+if TYPE_CHECKING:
+    from typing import Any
 
 INF = math.inf
 WINDOW_TIME_S = 10.0  # the search for the witness, on the sections that admit no order

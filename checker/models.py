@@ -31,12 +31,17 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, NamedTuple, Protocol
 
 from harness.core.text import show, who
 
-State = tuple[Any, ...]
-Step = Callable[[State, str, Any, dict[str, Any]], "State | None"]
+TYPE_CHECKING = False  # see harness/core/history.py
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    State = tuple[Any, ...]
+    Step = Callable[[State, str, Any, dict[str, Any]], State | None]
+else:
+    State = tuple
 
 
 class OpView:
@@ -66,46 +71,63 @@ class OpView:
         return self.type != "ok"
 
 
-class Remaining(Protocol):
-    """What is still to be linearized, for :attr:`Model.stuck`."""
+if TYPE_CHECKING:
+    class Remaining(Protocol):
+        """What is still to be linearized, for :attr:`Model.stuck`."""
 
-    @property
-    def required(self) -> int:
-        """How many ops with a known outcome (``ok``) are not linearized yet."""
-        ...
+        @property
+        def required(self) -> int:
+            """How many ops with a known outcome (``ok``) are not linearized yet."""
+            ...
 
-    def count(self, process: Any, f: str) -> int:
-        """How many ops of ``process`` with function ``f`` (whatever their outcome) remain."""
-        ...
+        def count(self, process: Any, f: str) -> int:
+            """How many ops of ``process`` with function ``f`` (whatever their outcome)
+            remain."""
+            ...
 
-    def failed(self) -> int:
-        """How many ops with a failure the model understands (``failed_fs``) remain: they can
-        be placed in any state."""
-        ...
+        def failed(self) -> int:
+            """How many ops with a failure the model understands (``failed_fs``) remain:
+            they can be placed in any state."""
+            ...
+
+    Explain = Callable[[State, OpView, Sequence[OpView], Sequence[OpView]], str]
+    Stuck = Callable[[State, Remaining], bool]
 
 
-Explain = Callable[[State, OpView, Sequence[OpView], Sequence[OpView]], str]
-Stuck = Callable[[State, Remaining], bool]
+class Model:
+    """A sequential specification. See the module docstring for the contract of each part.
+    Made once per model and never changed."""
 
+    __slots__ = ("describe", "doc", "explain", "fs", "init", "name", "process_blind", "step",
+                 "stuck", "understood_failure")
 
-class Model(NamedTuple):
-    """A sequential specification. See the module docstring for the contract of each part."""
+    def __init__(self, name: str, doc: str, init: State, fs: frozenset[str], step: Step,
+                 describe: Callable[[State], str], explain: Explain | None = None,
+                 stuck: Stuck | None = None,
+                 understood_failure: Callable[[dict[str, Any]], bool] | None = None,
+                 process_blind: bool = False) -> None:
+        self.name = name
+        self.doc = doc
+        self.init = init
+        self.fs = fs
+        self.step = step
+        self.describe = describe
+        self.explain = explain
+        self.stuck = stuck
+        # Failures that are events of the model, placed like an ok op (a release refused
+        # because the lock was no longer the caller's); every other fail certainly did not
+        # happen and is left out.
+        self.understood_failure = understood_failure
+        # The model never looks at the process of an op (a register): indeterminate ops that
+        # differ only by process are interchangeable, and the search tries only one of them.
+        self.process_blind = process_blind
 
-    name: str
-    doc: str
-    init: State
-    fs: frozenset[str]
-    step: Step
-    describe: Callable[[State], str]
-    explain: Explain | None = None
-    stuck: Stuck | None = None
-    # Failures that are events of the model, placed like an ok op (a release refused because
-    # the lock was no longer the caller's); every other fail certainly did not happen and is
-    # left out.
-    understood_failure: Callable[[dict[str, Any]], bool] | None = None
-    # The model never looks at the process of an op (a register): indeterminate ops that differ
-    # only by process are interchangeable, and the search tries only one of them.
-    process_blind: bool = False
+    def replace(self, **changes: Any) -> Model:
+        """A copy with ``changes`` (keyword arguments of the constructor)."""
+        return Model(**{**{k: getattr(self, k) for k in self.__slots__}, **changes})
+
+    def __repr__(self) -> str:
+        return f"Model({self.name!r})"
 
 
 def freeze(value: Any) -> Hashable:

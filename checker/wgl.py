@@ -43,12 +43,15 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Hashable, Sequence
-from typing import Any
 
 from checker.calls import Call
 from checker.models import Model, State, freeze
 from checker.witness import make_witness
 from harness.core.history import FAIL
+
+TYPE_CHECKING = False  # see harness/core/history.py
+if TYPE_CHECKING:
+    from typing import Any
 
 VALID = True
 INVALID = False

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Hashable, Iterator, Sequence
-from typing import Any, overload
 
 from checker.calls import Call
 from checker.models import Model, OpView, State, secs
 from harness.core.text import show, who
+
+TYPE_CHECKING = False  # see harness/core/history.py
+if TYPE_CHECKING:
+    from typing import Any, overload
 
 
 def make_witness(model: Model, key: Hashable, calls: Sequence[Call],
@@ -78,11 +81,12 @@ class _Views(Sequence[OpView]):
     def __len__(self) -> int:
         return len(self.calls)
 
-    @overload
-    def __getitem__(self, i: int) -> OpView: ...
+    if TYPE_CHECKING:
+        @overload
+        def __getitem__(self, i: int) -> OpView: ...
 
-    @overload
-    def __getitem__(self, i: slice) -> list[OpView]: ...
+        @overload
+        def __getitem__(self, i: slice) -> list[OpView]: ...
 
     def __getitem__(self, i: int | slice) -> OpView | list[OpView]:
         if isinstance(i, slice):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING, Any
 
 from harness.check_argv import quick_check_args
 from harness.core.errors import (
@@ -26,11 +25,13 @@ from harness.core.errors import (
 )
 from harness.core.history import HistoryError
 
+TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
     from os import PathLike
     from pathlib import Path
+    from typing import Any
 
     from harness.presentation.suite import Outcome, Suite
 

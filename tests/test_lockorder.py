@@ -49,7 +49,7 @@ def search_only(name: str) -> Model:
     """The same model, which checker.lockorder does not recognise: the search decides."""
     m = MODELS[name]
     step = m.step
-    return m._replace(step=lambda *args: step(*args))
+    return m.replace(step=lambda *args: step(*args))
 
 
 def spread(history: list[Op]) -> list[Op]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 
 @contextlib.contextmanager

@@ -30,10 +30,13 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from harness.core.atomic import write_lines
 from harness.core.history import HistoryError, Op, read_history, validate_op
+
+TYPE_CHECKING = False  # see harness/core/history.py
+if TYPE_CHECKING:
+    from typing import Any
 
 MS = 1_000_000  # ns: the step of synthetic times
 MAX_DEPTH = 200  # deeper nesting than any history needs; bounds the recursion

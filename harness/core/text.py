@@ -8,7 +8,9 @@ quotes escaped; the string ``"1"`` is ``'1'`` while the number 1 is ``1``) and a
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # see harness/core/history.py
+if TYPE_CHECKING:
+    from typing import Any
 
 LIMIT = 200
 
