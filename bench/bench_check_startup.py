@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = ("nemesis", "workloads", "networkx", "redis", "grpc", "etcd3", "kazoo", "docker",
              "psycopg", "asyncio", "importlib.metadata", "harness.controller",
-             "harness.presentation")
+             "harness.presentation", "argparse", "pathlib", "typing")
 
 
 def timed(cmd: list[str], reps: int) -> tuple[float, float, int]:
