@@ -91,7 +91,7 @@ def test_a_plain_path_is_one_pathlib_spells_the_same(word: str) -> None:
 
 
 def test_a_plain_check_imports_neither_argparse_nor_pathlib_nor_typing(tmp_path: Path) -> None:
-    """(Nor json for a Jepsen log, nor typing.) What the interpreter imported before is not counted: an
+    """Nor json, for a Jepsen log. What the interpreter imported before is not counted: an
     editable install's import finder brings pathlib into every process."""
     log = tmp_path / "h.log"
     log.write_text("INFO  jepsen.util - 0\t:invoke\t:write\t1\n"
@@ -100,7 +100,8 @@ def test_a_plain_check_imports_neither_argparse_nor_pathlib_nor_typing(tmp_path:
                    "INFO  jepsen.util - 1\t:ok\t:read\t1\n")
     probe = ("import sys; before = set(sys.modules); from harness.cli import main; "
              "code = main(['check', sys.argv[1]]); new = set(sys.modules) - before; "
-             "print(sorted({'argparse', 'pathlib', 'json', 'orjson', 'typing'} & new)); sys.exit(code)")
+             "print(sorted({'argparse', 'pathlib', 'json', 'orjson', 'typing'} & new)); "
+             "sys.exit(code)")
     proc = subprocess.run([sys.executable, "-c", probe, str(log)], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
