@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.core.capabilities import ClientLinks, Iptables, PacketRules
-from harness.core.cluster import NemesisContext, process_of
+from harness.core.cluster import NemesisContext, client_of
 from harness.core.options import Option
 from nemesis.base import CLIENT_TARGETS, BaseNemesis, client_target, node_target
 
@@ -57,7 +57,7 @@ class PartitionOneway(BaseNemesis):
         ctx.cluster.cut_oneway(self._cuts)
 
     def expect(self, ctx: NemesisContext, targets: list[str]) -> dict[str, Any] | None:
-        clients = [process_of(t) for t in targets if t.startswith("c")]
+        clients = [p for p in map(client_of, targets) if p is not None]
         return {"cut-off": clients} if clients else None
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
