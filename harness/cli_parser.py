@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from harness.check_argv import DEFAULTS as CHECK_DEFAULTS
 from harness.core.errors import EXIT_USAGE
 
 DESCRIPTION = ("Run, explore and check distributed-lock tests on real servers. Exit codes: 0 "
@@ -157,7 +158,7 @@ def build_parser(only: str | None = None) -> Parser:
                        "worst of their verdicts (invalid, then could not check, then unknown)")
         c.add_argument("--model", help="for a history file: mutex, fenced-mutex, register or "
                        "cas-register (default: inferred from the history's ops)")
-        c.add_argument("--time-limit", type=float, default=60.0,
+        c.add_argument("--time-limit", type=float, default=CHECK_DEFAULTS["time_limit"],
                        help="linearizability budget in seconds; past it the verdict is unknown")
         c.add_argument("--max-memory", metavar="SIZE",
                        help="memory budget, e.g. 2G (default: a quarter of this machine's memory);"
