@@ -8,6 +8,7 @@ scripts call it once per file, so what every call imports is most of what it cos
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -64,8 +65,6 @@ def main(argv: list[str] | None = None) -> int:
         print("harness: interrupted", file=sys.stderr)
         return EXIT_SETUP
     except BrokenPipeError:  # `harness ... | head`: the reader left; nothing to say
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_SETUP
     except HarnessError as e:
@@ -243,8 +242,6 @@ SEVERITY = (EXIT_INVALID, EXIT_USAGE, EXIT_SETUP, EXIT_UNKNOWN, EXIT_VALID)  # w
 
 def check_one(path: str | PathLike[str], model: str | None, limits: dict[str, Any]) -> int:
     """``path``: a str from :mod:`harness.check_argv`, a Path from argparse."""
-    import os
-
     if os.path.isfile(path):  # a history file: only the checker and the reader are imported
         return check_file(path, model, limits)
 
@@ -314,8 +311,6 @@ def file_progress(path: str | PathLike[str]) -> tuple[Any, Callable[[int], None]
     """For a large file read at a terminal: a progress reporter on stderr, and the callback
     its reader calls with the bytes read so far. None for a small file, or when stderr is not
     a terminal: in a script or a log, stderr keeps the one line of an error, if any."""
-    import os
-
     if not sys.stderr.isatty():
         return None
     try:
