@@ -24,9 +24,16 @@ def complete(names: list[str]) -> nx.Graph:
 
 
 def halves(nodes: list[str], rng: random.Random) -> nx.Graph:
-    """Two sides, the larger one a majority."""
-    shuffled = rng.sample(nodes, len(nodes))
-    cut = len(nodes) // 2
+    """Two sides of a shuffle, the first a strict majority: Jepsen's random halves for odd n
+    ((n+1)//2 against n//2). For even n equal halves would leave no side a quorum (a cluster
+    with no majority anywhere, another fault), so the first side is n//2 + 1 and the second
+    n//2 - 1: for 4 nodes 3|1, for 6 4|2. Two nodes have no split with a majority that cuts
+    anything: 1|1, neither side a quorum. One node cannot be split (ValueError)."""
+    n = len(nodes)
+    if n < 2:
+        raise ValueError(f"halves needs at least 2 nodes to split, got {n}")
+    shuffled = rng.sample(nodes, n)
+    cut = 1 if n == 2 else n // 2 + 1
     g = nx.Graph()
     g.add_nodes_from(nodes)
     for side in (shuffled[:cut], shuffled[cut:]):

@@ -14,12 +14,32 @@ from nemesis import topology
 NODES = [f"n{i}" for i in range(1, 6)]
 
 
-@given(st.integers(3, 9), st.integers(0, 2**32 - 1))
-def test_halves_leave_exactly_one_majority(n: int, seed: int) -> None:
-    nodes = [f"n{i}" for i in range(n)]
+# (n, size of the first side, size of the second, sides with a quorum): a strict majority is
+# more than half the nodes; for even n the first side takes one node from the second
+HALVES = [(2, 1, 1, 0), (3, 2, 1, 1), (4, 3, 1, 1), (5, 3, 2, 1), (6, 4, 2, 1), (7, 4, 3, 1),
+          (8, 5, 3, 1), (9, 5, 4, 1)]
+
+
+@pytest.mark.parametrize(("n", "big", "small", "quorums"), HALVES)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_halves_have_the_exact_sides(n: int, big: int, small: int, quorums: int,
+                                     seed: int) -> None:
+    nodes = [f"n{i}" for i in range(1, n + 1)]
     reach = topology.halves(nodes, random.Random(seed))
-    assert len(topology.quorum_sides(reach, nodes)) == (1 if n % 2 else 0) or n % 2 == 0
-    assert nx.number_connected_components(reach) == 2
+    sides = sorted(nx.connected_components(reach), key=len, reverse=True)
+    assert [len(s) for s in sides] == [big, small]
+    assert set().union(*sides) == set(nodes)
+    for side in sides:  # every link inside a side works, every link across is cut
+        assert reach.subgraph(side).number_of_edges() == len(side) * (len(side) - 1) // 2
+    assert len(topology.cuts(reach)) == big * small
+    assert len(topology.quorum_sides(reach, nodes)) == quorums
+    if quorums:
+        assert topology.quorum_sides(reach, nodes) == [sides[0]]
+
+
+def test_one_node_cannot_be_halved() -> None:
+    with pytest.raises(ValueError, match="at least 2 nodes"):
+        topology.halves(["n1"], random.Random(0))
 
 
 def test_isolating_one_node_keeps_the_majority_together() -> None:
