@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness_runs import alive, harness, own_rules, run
+from tests.harness_runs import alive, harness, history, own_rules, run
 
 pytestmark = pytest.mark.servers
 
@@ -89,14 +89,34 @@ def test_isolating_the_holder_times_out_its_release_and_heals(store: Path) -> No
 
 @needs_redis
 def test_killing_a_server_is_recorded_and_it_comes_back(store: Path) -> None:
+    """SIGKILL of the one Redis loses every key (persistence none), but a holder's critical
+    section (~0.25 s, against the resource's own server) ends long before the node is back
+    (1-3 s later): no second holder can overlap it, so the verdict is VALID. Each kill bit (no
+    grant while the node was down) and each restart brought it back (a new redis-server that
+    logged it was ready, and grants again before the next kill)."""
     code, results, run_dir, out = run(store, "--nemesis", "kill", "--time-limit", "8",
                                       "--seed", "5")
-    assert code in (0, 1), out
+    assert code == 0, out
+    assert results["valid"] is True and results["checks"]["mutex"]["lock-overlap-count"] == 0
     faults = json.loads((run_dir / "test.json").read_text())["faults"]
-    assert faults and faults[0]["f"] == "kill" and faults[0]["targets"] == ["n1"]
-    assert results["checks"]["stats"]["counts"]["acquire"]["ok"] > 0
-
-
+    assert len(faults) >= 1, faults
+    assert all(f["f"] == "kill" and f["targets"] == ["n1"] and f["error"] is None
+               for f in faults), faults
+    grants = [op["time"] / 1e9 for op in history(run_dir)
+              if op["process"] != "nemesis" and op["f"] == "acquire" and op["type"] == "ok"]
+    stop_invokes = [op["time"] / 1e9 for op in history(run_dir) if op["process"] == "nemesis"
+                    and op["f"] == "kill" and op["value"] == "stop" and op["type"] == "invoke"]
+    assert len(stop_invokes) == len(faults)
+    next_starts = [f["began"] for f in faults[1:]] + [float("inf")]
+    for fault, down_until, next_start in zip(faults, stop_invokes, next_starts, strict=True):
+        assert not [t for t in grants if fault["start"] < t < down_until], fault  # it bit
+        assert [t for t in grants if down_until < t < next_start], fault  # it came back
+    # one redis-server process per start: the first, then one per restart, each ready
+    ready = [line.split(":", 1)[0] for line in (run_dir / "logs" / "n1.log").read_text()
+             .splitlines() if "Ready to accept connections" in line]
+    assert len(ready) == len(set(ready)) == 1 + len(faults), ready
+    pids = json.loads((run_dir / "pids.json").read_text())["processes"]
+    assert str(pids["n1"][0]) == ready[-1]
 
 
 @needs_redis
@@ -123,7 +143,8 @@ def test_kill_9_of_the_controller_keeps_the_history_and_clean_removes_everything
     assert own_rules(run_dir), "the cut should still be there"
 
     checked = harness("check", str(run_dir))
-    assert checked.returncode in (0, 1, 2), checked.stderr
+    assert checked.returncode == 2, checked.stdout + checked.stderr  # never VALID: cut short
+    assert json.loads((run_dir / "results.json").read_text())["valid"] == "unknown"
     assert (run_dir / "history.jsonl").exists() and (run_dir / "results.json").exists()
     assert "acquire" in (run_dir / "history.jsonl").read_text()
 
