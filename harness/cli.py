@@ -167,14 +167,9 @@ def load_toml(path: Path) -> dict[str, Any]:
     """A spec file: ``harness run``'s long options as keys, ``[nemesis-options]`` and a
     ``[lock]`` table (``name`` plus the lock's options) or ``lock`` + ``[lock-options]``, and
     ``[[step]]`` tables (a fault schedule, run as given)."""
-    import tomllib
+    from harness.core.tomlfile import read_toml
 
-    try:
-        data = {k.replace("-", "_"): v for k, v in tomllib.loads(path.read_text()).items()}
-    except OSError as e:
-        raise UsageError(f"cannot read spec {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"spec {path} is not valid TOML: {e}") from None
+    data = {k.replace("-", "_"): v for k, v in read_toml(path, "spec").items()}
     for key in ("nemesis_opt", "lock_opt"):
         if key in data:
             data[key.replace("opt", "options")] = data.pop(key)
@@ -351,7 +346,7 @@ def check_file(path: str | PathLike[str], model: str | None, limits: dict[str, A
     fs = {str(op["f"]) for op in client}
     tokens = any(op.get("token") is not None for op in client if op.get("f") == "acquire")
     inferred = infer(fs, tokens)
-    if model is None:
+    if model is None or not client:  # no client op: nothing to test, whatever the model
         if inferred is None:
             print(f"UNKNOWN  {line(str(path))}: {len(client)} client ops, none of them an op a "
                   f"model checks (f: {', '.join(sorted(fs)) or 'none'}); nothing was tested")

@@ -43,7 +43,7 @@ def test_toml_and_test_json_round_trip(schedule: Schedule) -> None:
     """TOML -> spec -> test.json (JSON) -> TOML gives the same schedule and the same text."""
     text = schedule.to_toml()
     assert from_toml(text, "t") == schedule
-    spec = TestSpec.from_dict({"db": "redis", "lock": "redis-setnx",
+    spec = TestSpec.from_dict({"db": "redis", "lock": "redis-setnx", "time-limit": 21.0,
                                "schedule": from_toml(text, "t").to_dict()}).validate()
     stored = json.loads(json.dumps({"spec": spec.to_dict()}))  # what test.json holds
     back = from_dict(stored["spec"]["schedule"])
@@ -79,7 +79,13 @@ def test_a_schedule_alone_names_the_run_after_its_faults(tmp_path: Path) -> None
     ({"at": 1, "fault": "partition-halves", "target": "holder"}, "cannot target 'holder'"),
     ({"at": 1, "fault": "clock", "params": {"clock-ofset": 5}}, "'clock-ofset': not an option"),
     ({"at": 1, "fault": "clock", "params": {"clock-offset": "soon"}}, "expected a number"),
-    ({"at": -1, "fault": "pause"}, "at must be >= 0"),
+    ({"at": -1, "fault": "pause"}, "at must be 0 to 86400 seconds"),
+    ({"at": 1e12, "fault": "pause"}, "at must be 0 to 86400 seconds"),
+    ({"at": 20, "fault": "pause"}, "at = 20 s is not inside the run's time limit (20 s)"),
+    ({"at": 1, "fault": "pause", "duration": 1e9}, "duration must be 0 to 86400 seconds"),
+    ({"at": 1, "fault": "pause", "duration": 7200}, "duration must be at most 3600 seconds"),
+    ({"at": 1, "fault": "pause", "target": "client:99"}, "no client '99' in this run"),
+    ({"at": 1, "fault": "kill", "target": "node:n9"}, "no DB node 'n9' in this run"),
     ({"at": 1, "fault": "pause", "duration": "long"}, "duration must be a finite number"),
     ({"at": 1, "fault": "pause", "when": 3}, "unknown key 'when'"),
 ])

@@ -62,6 +62,11 @@ def generate(names: Sequence[str], nemeses: Mapping[str, Nemesis], ctx: NemesisC
     return Schedule(tuple(steps))
 
 
+class HealFailed(Exception):
+    """A fault's stop raised: the fault may still be on, so the run's faults are no longer
+    those its schedule says (the nemesis thread stops, and the run is exit 3)."""
+
+
 @dataclass
 class Fault:
     """One step as it ran."""
@@ -92,6 +97,7 @@ class FaultRunner:
     active: Fault | None = None
     background: list[Fault] = field(default_factory=list)  # background faults on now
     errors: list[str] = field(default_factory=list)
+    crashed: str | None = None  # why a nemesis thread stopped before its steps were done
     _threads: list[threading.Thread] = field(default_factory=list)
 
     def start(self) -> None:
@@ -113,6 +119,17 @@ class FaultRunner:
         return time.monotonic() - self.t0
 
     def _run(self, lane: list[tuple[int, Step]]) -> None:
+        """A lane of steps; anything that escapes it (a bug, a wait that cannot be waited)
+        is ``crashed``, which ends the run with exit 3: faults that stopped mid-run tested
+        less than the run claims, so no verdict is given."""
+        try:
+            self._lane(lane)
+        except BaseException as e:
+            self.crashed = (str(e) if isinstance(e, HealFailed) else
+                            f"{type(e).__name__}: {e}")[:300]
+            self.done.set()
+
+    def _lane(self, lane: list[tuple[int, Step]]) -> None:
         for k, (i, step) in enumerate(lane):
             if self.done.wait(max(0.0, step.at - self.elapsed())):
                 for j, left in lane[k:]:
@@ -123,6 +140,8 @@ class FaultRunner:
                    if step.params else self.ctx)
             try:
                 self._one(i, step, nem, ctx)
+            except HealFailed:
+                raise
             except Exception as e:  # a fault that cannot be applied is recorded, not fatal
                 self.errors.append(f"{step.fault}: {type(e).__name__}: {e}")
                 self.journal.record(INFO, step.fault, "start", step=i, target=step.target,
@@ -175,7 +194,11 @@ class FaultRunner:
         self.done.wait(duration)
         self.journal.record(INVOKE, nem.name, "stop", step=i, targets=fault.targets,
                             params=params, **under)
-        nem.stop(ctx, fault.targets)
+        try:
+            nem.stop(ctx, fault.targets)
+        except Exception as e:  # the fault may still be on: what follows is not what ran
+            raise HealFailed(f"{nem.name} could not be healed (step {i + 1}): "
+                             f"{type(e).__name__}: {e}") from e
         op = self.journal.record(INFO, nem.name, "stop", step=i, targets=fault.targets,
                                  params=params, **under, **_detail(nem))
         fault.stop = op["time"] / 1e9

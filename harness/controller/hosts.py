@@ -31,7 +31,6 @@ from __future__ import annotations
 import getpass
 import ipaddress
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from harness.core.capabilities import (
     describe,
 )
 from harness.core.errors import UsageError
+from harness.core.tomlfile import read_toml
 
 HOST_KEYS = ("name", "address", "ssh", "port", "user", "key", "known-hosts", "jump", "dir")
 DEFAULT_KEYS = tuple(k for k in HOST_KEYS if k not in ("name", "address", "ssh"))
@@ -121,15 +121,10 @@ def load(path: Path | str) -> HostsFile:
     """Read and check ``path``; UsageError with one line per problem."""
     path = Path(path)
     problems = _Problems(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
+    if not path.exists():
         raise UsageError(f"{path}: no such file (write one, see docs/ssh.md, or make test "
-                         "hosts with `harness hosts up 3`)") from None
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read it: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: not valid TOML: {e}") from None
+                         "hosts with `harness hosts up 3`)")
+    data = read_toml(path, "hosts file")
     base = path.resolve().parent
     for key in data:
         if key not in TOP_KEYS:

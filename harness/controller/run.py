@@ -67,6 +67,13 @@ class Interrupted(Exception):
     pass
 
 
+def nemesis_crashed(faults: FaultRunner) -> None:
+    """A nemesis thread that stopped on an exception ends the run: exit 3, one line."""
+    if faults.crashed is not None:
+        raise HarnessError(f"the nemesis thread stopped: {faults.crashed} (the faults did "
+                           "not run as scheduled: no verdict)")
+
+
 @dataclass
 class Cluster:
     """The DB nodes, their companions (Sentinels) and the protected resource (a node of its
@@ -161,6 +168,7 @@ class Run:
                 self._check_sources(cluster, clients, live)
                 with self._faults(cluster, clients, live, t0) as faults:
                     self._load(clients, live, faults, t0)
+                nemesis_crashed(faults)
                 if faults.faults:  # nothing to recover from when no fault was injected
                     self._quiesce(live)
                 self.clock = time.monotonic()
@@ -287,7 +295,7 @@ class Run:
         ctx = NemesisContext(cluster.backend, cluster.nodes, clients, live,
                              random.Random(self.rng.random()), spec.ttl, db=self.db,
                              options=dict(spec.nemesis_options), links=cluster.links,
-                             op_timeout=float(spec.op_timeout or OP_TIMEOUT))
+                                              or OP_TIMEOUT))  # the lock's wait for a reply
         nemeses = {name: self.registry.load("nemeses", name)() for name in spec.fault_names}
         targets = {nemesis_name(item): nemesis_target(item) for item in spec.nemesis}
         if spec.schedule is not None:  # a replay, or an example of harness explore
@@ -412,6 +420,7 @@ class Run:
             live.refresh()
             self.progress.tick(time.monotonic() - (deadline - limit), limit, live,
                                faults.describe_active())
+            nemesis_crashed(faults)
             dead = clients.dead()
             if dead:
                 log = self.run.client_log(dead[0])

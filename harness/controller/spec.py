@@ -23,9 +23,14 @@ from harness.controller.spec_keys import check_types
 from harness.controller.store import safe_name
 from harness.core.errors import UsageError
 from harness.core.options import Option, parse_options
-from harness.core.schedule import Schedule, from_dict
+from harness.core.schedule import MAX_SECONDS, Schedule, from_dict
 from harness.core.text import show
 
+# The largest number of seconds each kind of time may be (a time past these is a typo, and
+# 1e308 s overflows the waits that use it): a run's load at most a day, anything a client or
+# a fault waits for at most an hour.
+MAX_TIME_LIMIT = MAX_SECONDS
+MAX_WAIT = 3600.0
 LINKS = ("direct", "proxy")  # --links: clients connect straight to the nodes, or via the proxy
 DEFAULT_OP_TIMEOUT = 1.0
 
@@ -40,8 +45,44 @@ def parse_nemeses(text: str, registry: Registry | None = None) -> list[str]:
                          + ", ".join(reg.names("nemeses")))
     out = [p for p in parts if p != "none"]
     for item in out:
+        check_role_word(item, reg)
         reg.entry("nemeses", nemesis_name(item))
     return out
+
+
+def check_role_word(item: str, reg: Registry) -> None:
+    """``pause:nobody``: a registered nemesis with a word that is no role is that word's
+    error (not an attempt to import a module ``pause``)."""
+    name, sep, target = item.rpartition(":")
+    if not sep or not name or nemesis_name(item) != item:
+        return
+    if name in reg.names("nemeses"):
+        raise UsageError(f"--nemesis {item}: unknown target {target!r} (use one of "
+                         f"{', '.join(ROLE_WORDS)}, node=NAME or client=N)")
+    if "." not in name:  # not a module:Class path either
+        raise UsageError(f"--nemesis {item}: unknown nemesis {name!r} (use one of "
+                         f"{', '.join(reg.names('nemeses'))}; a fault aimed at a target is "
+                         "FAULT:TARGET, e.g. pause:holder, kill:node=n2, crash-client:client=3)")
+
+
+def check_target_exists(where: str, target: str | None, nodes: int, clients: int) -> None:
+    """A target that names a node or a client names one this run has: ``client:99`` with 5
+    clients or ``node:n9`` with 3 nodes is a usage error now, not a fault that finds nothing
+    after the servers started."""
+    if target is None:
+        return
+    kind, _, rest = target.partition(":")
+    if kind == "client":
+        if not (rest.isascii() and rest.isdigit() and int(rest) < clients):
+            raise UsageError(f"{where}: no client {rest!r} in this run (clients 0 to "
+                             f"{clients - 1}, --clients {clients})")
+    elif kind == "node":
+        names = [f"n{i + 1}" for i in range(nodes)]
+        wanted = rest.split(",")
+        unknown = [w for w in wanted if w not in names]
+        if unknown:
+            raise UsageError(f"{where}: no DB node {unknown[0]!r} in this run (nodes: "
+                             f"{', '.join(names)})")
 
 
 def nemesis_name(item: str) -> str:
@@ -79,6 +120,8 @@ def parse_range(option: str, value: Any) -> tuple[float, float]:
     if not all(math.isfinite(v) and v >= 0 for v in out) or out[0] > out[1]:
         raise UsageError(f"{option} must be seconds >= 0 (MIN-MAX with MIN <= MAX), got "
                          f"{show(value)}")
+    if out[1] > MAX_WAIT:
+        raise UsageError(f"{option} must be at most {MAX_WAIT:g} seconds, got {show(value)}")
     return out
 
 
@@ -128,6 +171,7 @@ class TestSpec:
         reg.load("workloads", self.workload)
         check_backend(self.backend)
         for item in self.nemesis:
+            check_role_word(item, reg)
             cls = reg.load("nemeses", nemesis_name(item))
             try:
                 cls.check_target(nemesis_target(item))  # type: ignore[attr-defined]
@@ -148,6 +192,11 @@ class TestSpec:
             raise UsageError(f"--persistence {self.persistence!r}: --db {self.db} has "
                              f"{', '.join(modes)}")
         check_types(asdict(self))
+        positive("--clients", self.clients, integer=True, limit=200)
+        positive("--time-limit", self.time_limit, limit=MAX_TIME_LIMIT)
+        for item in self.nemesis:
+            check_target_exists(f"--nemesis {item}", nemesis_target(item), self.nodes,
+                                self.clients)
         self._check_schedule(reg)
         self.nemesis_options = parse_options(
             self.nemesis_options, self.nemesis_option_table(reg), "--nemesis-opt",
@@ -159,19 +208,19 @@ class TestSpec:
             if value is not None:
                 parse_range(option, value)
         if self.acquire_timeout is not None:
-            positive("--acquire-timeout", self.acquire_timeout)
-        positive("--clients", self.clients, integer=True, limit=200)
+            positive("--acquire-timeout", self.acquire_timeout, limit=MAX_WAIT)
         positive("--keys", self.keys, integer=True, limit=self.clients)
         self._check_hosts()
-        positive("--time-limit", self.time_limit)
-        positive("--ttl", self.ttl)
+        positive("--ttl", self.ttl, limit=MAX_WAIT)
         if self.links not in LINKS:
             raise UsageError(f"--links {self.links!r}: use {' or '.join(LINKS)}")
         self.op_timeout = self.resolve_op_timeout(reg)
-        if self.quiesce < 0:
-            raise UsageError(f"--quiesce must be >= 0 seconds, got {self.quiesce}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise UsageError(f"--seed must be a non-negative integer, got {self.seed!r}")
+        if not 0 <= self.quiesce <= MAX_WAIT:
+            raise UsageError(f"--quiesce must be 0 to {MAX_WAIT:g} seconds, got "
+                             f"{self.quiesce!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not (
+                0 <= self.seed < 2**63):
+            raise UsageError(f"--seed must be an integer from 0 to 2**63-1, got {self.seed!r}")
         self.resolve_resource(reg)
         hosts = load_hosts(self.hosts) if self.hosts is not None else None
         reg.check_run(db=self.db, db_obj=make_db(db_cls, self.persistence), lock=self.lock,
@@ -212,7 +261,7 @@ class TestSpec:
                  and (need := hook(self.ttl, self.nemesis_options)) is not None}
         if self.op_timeout is None:
             return max([DEFAULT_OP_TIMEOUT, *needs.values()])
-        positive("--op-timeout", self.op_timeout, limit=3600)
+        positive("--op-timeout", self.op_timeout, limit=MAX_WAIT)
         for name, need in needs.items():
             if self.op_timeout < need:
                 raise UsageError(f"--op-timeout {self.op_timeout:g}: --nemesis {name} needs "
@@ -241,8 +290,16 @@ class TestSpec:
         if self.schedule is None:
             return
         steps = []
+        assert self.nodes is not None
         for i, step in enumerate(from_dict(self.schedule, "schedule").steps):
             where = f"schedule step {i + 1} ({step.fault})"
+            if step.at >= self.time_limit:
+                raise UsageError(f"{where}: at = {step.at:g} s is not inside the run's time "
+                                 f"limit ({self.time_limit:g} s): it would never start")
+            if step.duration is not None and step.duration > MAX_WAIT:
+                raise UsageError(f"{where}: duration must be at most {MAX_WAIT:g} seconds, "
+                                 f"got {step.duration:g}")
+            check_target_exists(where, step.target, self.nodes, self.clients)
             cls = reg.load("nemeses", step.fault)
             try:
                 cls.check_target(step.target)  # type: ignore[attr-defined]
@@ -343,4 +400,4 @@ def positive(option: str, value: Any, *, integer: bool = False, limit: float | N
         kind = "a positive integer" if integer else "a positive number of seconds"
         raise UsageError(f"{option} must be {kind}, got {value!r}")
     if limit is not None and value > limit:
-        raise UsageError(f"{option} must be at most {limit}, got {value!r}")
+        raise UsageError(f"{option} must be at most {limit:g}, got {value!r}")

@@ -31,6 +31,7 @@ import tomli_w
 from harness.core.errors import UsageError
 
 MAX_STEPS = 10_000
+MAX_SECONDS = 86_400.0  # a day: the longest run, and so the latest a step can be due
 SCALARS = (str, int, float, bool)
 
 
@@ -119,8 +120,8 @@ def _number(value: Any, where: str, *, allow_none: bool = False) -> float | None
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise UsageError(f"{where} must be a finite number of seconds, got {value!r}")
-    if value < 0:
-        raise UsageError(f"{where} must be >= 0 seconds, got {value!r}")
+    if not 0 <= value <= MAX_SECONDS:
+        raise UsageError(f"{where} must be 0 to {MAX_SECONDS:g} seconds (a day), got {value!r}")
     return float(value)
 
 

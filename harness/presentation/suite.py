@@ -36,7 +36,6 @@ import json
 import re
 import shlex
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from harness.controller.registry import Registry
 from harness.controller.spec import TestSpec
 from harness.controller.store import RunDir, Store
 from harness.core.errors import EXIT_INVALID, EXIT_SETUP, EXIT_VALID, HarnessError, UsageError
+from harness.core.tomlfile import read_toml
 from harness.presentation.runs import run_in_child
 
 RUN_KEYS = ("db", "lock", "workload", "nemesis", "backend", "nodes", "clients", "time-limit",
@@ -219,13 +219,7 @@ def numbers(entries: list[Entry]) -> str:
 
 # parsing ----------------------------------------------------------------------------------------
 def load(path: Path) -> Suite:
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as err:
-        raise UsageError(f"cannot read suite {path}: {err.strerror}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise UsageError(f"suite {path} is not valid TOML: {err}") from None
-    return parse(data, path)
+    return parse(read_toml(path, "suite"), path)
 
 
 def parse(data: dict[str, Any], path: Path) -> Suite:
