@@ -12,6 +12,17 @@ A fault whose start failed (``error``) could not be injected at all. Either make
 the other checkers say. It is never ``False``: a fault that did not bite is the harness's (or
 the plugin's) problem, not the lock's.
 
+Evidence is only what waited for a reply: an acquire (extend, reacquire), and a release only
+when the lock's release waits for one (``release_waits``, the lock's declaration, given by the
+workload from the spec). A release that sends and closes its connection "completes" as fast as
+it likes under any fault: it shows nothing about the network.
+
+Beside "did it bite", a fault that means the lock to go on working under it (``completes``:
+the clients whose lock ops are to complete, slowly, while it is on: a delay, a lossy link)
+must show one such op of those clients completing inside its window. A window without one
+"tested unavailability only": the lock was not tested under the fault, only without the
+service. Each is reported; a run whose faults *all* tested unavailability only is ``unknown``.
+
 Pure function of the history.
 """
 
@@ -25,6 +36,7 @@ from harness.core.history import INFO, INVOKE, NEMESIS, OK, Op, seconds
 from harness.core.text import show
 
 LOCK_FS = frozenset({"acquire", "release", "extend", "reacquire", "rerelease"})
+RELEASES = frozenset({"release", "rerelease"})
 GRACE_NS = 5_000_000  # a signal lands within microseconds; 5 ms covers the journal's clock
 NS = 1_000_000_000
 MAX_LISTED = 20
@@ -83,7 +95,15 @@ def _processes(claim: Any) -> list[int]:
     return [p for p in claim if isinstance(p, int) and not isinstance(p, bool)]
 
 
-def check(history: Sequence[Op]) -> dict[str, Any]:
+def waiting_fs(release_waits: bool) -> frozenset[str]:
+    """The lock ops that wait for a reply: every one, or all but releases."""
+    if not isinstance(release_waits, bool):
+        raise ValueError(f"release_waits must be true or false, got {show(release_waits)}")
+    return LOCK_FS if release_waits else LOCK_FS - RELEASES
+
+
+def check(history: Sequence[Op], release_waits: bool = True) -> dict[str, Any]:
+    fs = waiting_fs(release_waits)
     faults, failed = windows(history)
     by_process: dict[int, list[Op]] = {}
     for op in history:
@@ -104,7 +124,7 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
                                     f"{seconds(w.stop):.2f} s, while it should have been "
                                     f"stopped (first at {seconds(ran[0]['time']):.2f} s)")})
         for p in _processes(w.expect.get("cut-off")):
-            done = completed_lock_ops(by_process.get(p, []), lo, hi)
+            done = completed_lock_ops(by_process.get(p, []), lo, hi, fs=fs)
             if done:
                 ineffective.append({
                     "fault": w.f, "process": p, "from": seconds(w.start),
@@ -118,8 +138,8 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
         slowed = _claim(w, "slowed", "at-least")
         if slowed is not None:
             for p in slowed[0]:
-                fast = [(f, d) for f, d in completed_lock_ops_timed(by_process.get(p, []), lo, hi)
-                        if d < slowed[1] * NS - GRACE_NS]
+                timed = completed_lock_ops_timed(by_process.get(p, []), lo, hi, fs=fs)
+                fast = [(f, d) for f, d in timed if d < slowed[1] * NS - GRACE_NS]
                 if fast:
                     f, d = min(fast, key=lambda x: x[1])
                     ineffective.append({
@@ -136,7 +156,7 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
             until = min(hi, w.start + int(stalled[1] * NS) - GRACE_NS)
             for p in stalled[0]:
                 done = completed_lock_ops(by_process.get(p, []), w.start - 1, until,
-                                          invoked_before=True)
+                                          invoked_before=True, fs=fs)
                 if done:
                     ineffective.append({
                         "fault": w.f, "process": p, "from": seconds(w.start),
@@ -146,7 +166,9 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
                                         f"({', '.join(sorted(set(done)))}) within the "
                                         f"{stalled[1]:g} s its replies were to be held, from "
                                         f"{seconds(w.start):.2f} s")})
-    valid: bool | str = "unknown" if ineffective or failed else True
+    idle = [u for w in faults if (u := unavailable_only(w, by_process, fs, release_waits))]
+    only_idle = bool(faults) and len(idle) == len(faults)
+    valid: bool | str = "unknown" if ineffective or failed or only_idle else True
     result: dict[str, Any] = {
         "valid": valid,
         "fault-count": len(faults),
@@ -155,43 +177,83 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
         "not-injected-count": len(failed),
         "not-injected": [{**f, "explanation": f"{f['fault']} could not be injected at "
                           f"{f['at']:.2f} s: {f['error']}"} for f in failed[:MAX_LISTED]],
+        "unavailable-only-count": len(idle),
+        "unavailable-only": idle[:MAX_LISTED],
+        "release-waits": release_waits,
     }
-    if valid != True:  # noqa: E712 (valid is True or a string)
+    if only_idle:
+        result["note"] = (f"every fault of this run ({len(faults)}) tested unavailability "
+                          "only: no lock op completed under any of them, so the run says "
+                          "nothing of the lock under those faults; the verdict can only be "
+                          "unknown or invalid")
+    elif valid != True:  # noqa: E712 (valid is True or a string)
         result["note"] = ("a fault that did not bite (or was never injected) proves nothing: "
                           "the run's verdict can only be unknown or invalid")
     return result
 
 
-def completed_lock_ops(ops: list[Op], lo: int, hi: int, *, invoked_before: bool = False
-                       ) -> list[str]:
-    """The lock ops invoked after ``lo`` that completed ok before ``hi`` (their fs); with
-    ``invoked_before``, those that completed ok between ``lo`` and ``hi`` whenever invoked."""
-    out: list[str] = []
+def unavailable_only(w: Window, by_process: dict[int, list[Op]], fs: frozenset[str],
+                     release_waits: bool) -> dict[str, Any] | None:
+    """The window of a fault that means lock ops to complete under it (``completes``), if
+    none of those clients' ops that wait for a reply completed inside it."""
+    procs = _processes(w.expect.get("completes"))
+    if not procs:
+        return None
+    lo, hi = w.start + GRACE_NS, w.stop
+    ends: dict[str, int] = {}
+    for p in procs:
+        if completed_lock_ops(by_process.get(p, []), lo, hi, fs=fs):
+            return None
+        for _, done in lock_calls(by_process.get(p, []), lo, hi, fs):
+            ends[str(done["type"])] = ends.get(str(done["type"]), 0) + 1
+    tried = sum(ends.values())
+    how = ", ".join(f"{n} {t}" for t, n in sorted(ends.items()))
+    which = "lock op" if release_waits else ("lock op (releases aside: this lock's wait for "
+                                             "no reply)")
+    return {
+        "fault": w.f, "processes": procs, "from": seconds(w.start), "until": seconds(w.stop),
+        "ops": tried,
+        "explanation": (f"{w.f} tested unavailability only: no {which} of process(es) "
+                        f"{', '.join(map(str, procs))} completed between "
+                        f"{seconds(w.start):.2f} s and {seconds(w.stop):.2f} s "
+                        + (f"({tried} ended inside it: {how})" if tried else
+                           "(none even ended inside it)")
+                        + ", so it tested the lock without its service, not under the fault")}
+
+
+def lock_calls(ops: list[Op], lo: int, hi: int, fs: frozenset[str], *,
+               invoked_before: bool = False) -> list[tuple[Op, Op]]:
+    """(invoke, completion) of one process's lock ops in ``fs`` invoked after ``lo`` and
+    ended before ``hi``; with ``invoked_before``, those that ended between ``lo`` and ``hi``
+    whenever invoked."""
+    out: list[tuple[Op, Op]] = []
     pending: Op | None = None
     for op in ops:
         if op["type"] == INVOKE:
             pending = op
         elif pending is not None:
             began = pending["time"] > lo or (invoked_before and op["time"] > lo)
-            if pending["f"] in LOCK_FS and op["type"] == OK and began and op["time"] < hi:
-                out.append(pending["f"])
+            if pending["f"] in fs and began and op["time"] < hi:
+                out.append((pending, op))
             pending = None
     return out
 
 
-def completed_lock_ops_timed(ops: list[Op], lo: int, hi: int) -> list[tuple[str, int]]:
-    """(f, duration ns) of the lock ops invoked after ``lo`` that completed ok before ``hi``."""
-    out: list[tuple[str, int]] = []
-    pending: Op | None = None
-    for op in ops:
-        if op["type"] == INVOKE:
-            pending = op
-        elif pending is not None:
-            if (pending["f"] in LOCK_FS and op["type"] == OK and pending["time"] > lo
-                    and op["time"] < hi):
-                out.append((pending["f"], op["time"] - pending["time"]))
-            pending = None
-    return out
+def completed_lock_ops(ops: list[Op], lo: int, hi: int, *, invoked_before: bool = False,
+                       fs: frozenset[str] = LOCK_FS) -> list[str]:
+    """The fs of the lock ops (of ``fs``) invoked after ``lo`` that completed ok before
+    ``hi``; with ``invoked_before``, those that completed ok between ``lo`` and ``hi``
+    whenever invoked."""
+    calls = lock_calls(ops, lo, hi, fs, invoked_before=invoked_before)
+    return [call["f"] for call, done in calls if done["type"] == OK]
+
+
+def completed_lock_ops_timed(ops: list[Op], lo: int, hi: int, *,
+                             fs: frozenset[str] = LOCK_FS) -> list[tuple[str, int]]:
+    """(f, duration ns) of the lock ops (of ``fs``) invoked after ``lo`` that completed ok
+    before ``hi``."""
+    return [(call["f"], done["time"] - call["time"])
+            for call, done in lock_calls(ops, lo, hi, fs) if done["type"] == OK]
 
 
 class FaultsChecker:
@@ -199,5 +261,5 @@ class FaultsChecker:
     summary: ClassVar[str] = ("every fault bit: a paused client recorded nothing, a cut-off "
                               "client completed no lock op, a delayed one none faster than "
                               "the delay, a stalled one none while held; every start was "
-                              "injected")
+                              "injected; not every fault tested unavailability only")
     check = staticmethod(check)

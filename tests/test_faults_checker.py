@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from checker import faults
 
 S = 1_000_000_000
@@ -146,3 +148,106 @@ def test_malformed_claims_are_ignored_not_crashed_on() -> None:
                  *window("stall-grant", 6.0, 9.0, ["c1"], {"stalled": [1]}),
                  op(1.5, 1, "invoke", "acquire"), op(1.501, 1, "ok", "acquire")])
     assert faults.check(h)["valid"] is True
+
+
+# evidence is what waited for a reply; a fault must test the lock, not only its absence -------
+DELAYED = {"slowed": {"processes": [1], "at-least": 0.2}, "completes": [1]}
+
+
+def test_a_release_that_does_not_wait_is_no_evidence_the_delay_did_not_bite() -> None:
+    h = ordered([*window("delay", 1.0, 5.0, ["c1"], DELAYED),
+                 op(1.5, 1, "invoke", "acquire"), op(1.75, 1, "ok", "acquire"),
+                 op(2.0, 1, "invoke", "release"), op(2.003, 1, "ok", "release")])
+    waits = faults.check(h)
+    assert waits["valid"] == "unknown" and waits["ineffective-count"] == 1  # it waited: fast
+    r = faults.check(h, release_waits=False)
+    assert r["valid"] is True and r["ineffective-count"] == 0
+    assert r["unavailable-only-count"] == 0  # the slow acquire is the evidence
+    assert r["release-waits"] is False
+
+
+def test_a_partition_is_not_disproved_by_a_release_that_does_not_wait() -> None:
+    h = ordered([*partition(1.0, 5.0, 2),
+                 op(1.5, 2, "invoke", "release"), op(1.501, 2, "ok", "release")])
+    assert faults.check(h)["valid"] == "unknown"
+    assert faults.check(h, release_waits=False)["valid"] is True
+
+
+def test_a_stall_is_not_disproved_by_a_release_that_does_not_wait() -> None:
+    h = ordered([*window("stall-grant", 1.0, 6.0, ["c2"], {"stalled": {"processes": [2],
+                                                                       "seconds": 3.0}}),
+                 op(1.5, 2, "invoke", "rerelease"), op(1.6, 2, "ok", "rerelease")])
+    assert faults.check(h)["valid"] == "unknown"
+    assert faults.check(h, release_waits=False)["valid"] is True
+
+
+def test_a_delay_under_which_no_lock_op_completed_tested_unavailability_only() -> None:
+    h = ordered([*window("delay", 1.0, 5.0, ["c1", "c2"],
+                         {**DELAYED, "completes": [1, 2]}),
+                 op(1.5, 1, "invoke", "acquire"), op(3.5, 1, "fail", "acquire"),
+                 op(1.6, 2, "invoke", "acquire"), op(2.6, 2, "info", "acquire"),
+                 op(2.7, 2, "invoke", "acquire"), op(3.7, 2, "info", "acquire"),
+                 op(3.6, 1, "invoke", "write", {"kind": "enter"}),  # not a lock op
+                 op(3.61, 1, "ok", "write", {"kind": "enter", "seq": 1}),
+                 op(5.5, 1, "invoke", "acquire"), op(5.6, 1, "ok", "acquire")])  # after it
+    r = faults.check(h)
+    assert r["valid"] == "unknown" and r["ineffective-count"] == 0
+    assert r["unavailable-only-count"] == 1
+    text = r["unavailable-only"][0]["explanation"]
+    assert text.startswith("delay tested unavailability only: no lock op of process(es) 1, 2 "
+                           "completed between 1.00 s and 5.00 s (3 ended inside it: 1 fail, "
+                           "2 info)"), text
+    assert "every fault of this run (1) tested unavailability only" in r["note"]
+
+
+def test_one_window_without_completed_ops_is_reported_but_another_that_tested_counts() -> None:
+    h = ordered([*window("delay", 1.0, 5.0, ["c1"], DELAYED),
+                 op(1.5, 1, "invoke", "acquire"), op(2.5, 1, "info", "acquire"),
+                 *[{**o, "step": 1} for o in window("delay", 6.0, 9.0, ["c1"], DELAYED)],
+                 op(6.5, 1, "invoke", "acquire"), op(6.8, 1, "ok", "acquire")])
+    r = faults.check(h)
+    assert r["valid"] is True and r["fault-count"] == 2
+    assert r["unavailable-only-count"] == 1 and r["unavailable-only"][0]["from"] == 1.001
+
+
+def test_a_release_that_does_not_wait_does_not_show_a_lock_op_completed() -> None:
+    h = ordered([*window("delay", 1.0, 5.0, ["c1"], DELAYED),
+                 op(0.5, 1, "invoke", "acquire"), op(0.6, 1, "ok", "acquire"),
+                 op(2.0, 1, "invoke", "release"), op(2.3, 1, "ok", "release"),
+                 op(2.4, 1, "invoke", "acquire"), op(4.4, 1, "fail", "acquire")])
+    assert faults.check(h)["valid"] is True  # its release waited, slowly: evidence
+    r = faults.check(h, release_waits=False)
+    assert r["valid"] == "unknown" and r["unavailable-only-count"] == 1
+    assert "no lock op (releases aside: this lock's wait for no reply) of process(es) 1" in \
+        r["unavailable-only"][0]["explanation"]
+
+
+def test_faults_that_claim_nothing_of_completion_are_not_judged_unavailable() -> None:
+    """A pause or a partition is meant to stop its clients: a window without completed ops is
+    what it should show."""
+    h = ordered([*pause(1.0, 4.0, 1), op(0.5, 1, "invoke", "acquire"),
+                 op(4.5, 1, "ok", "acquire")])
+    r = faults.check(h)
+    assert r["valid"] is True and r["unavailable-only-count"] == 0
+
+
+def test_a_window_in_which_nothing_ended_at_all_says_so() -> None:
+    h = ordered([*window("loss", 1.0, 5.0, ["c3"], {"completes": [3]}),
+                 op(0.5, 3, "invoke", "acquire"), op(5.5, 3, "info", "acquire")])
+    r = faults.check(h)
+    assert r["valid"] == "unknown"
+    assert "(none even ended inside it)" in r["unavailable-only"][0]["explanation"]
+
+
+@pytest.mark.parametrize("bad", [None, "false", 0, 1, [True]])
+def test_release_waits_must_be_a_bool(bad: Any) -> None:
+    with pytest.raises(ValueError, match="release_waits must be true or false"):
+        faults.check(ordered([op(0.1, 0, "invoke", "acquire")]), release_waits=bad)
+
+
+@pytest.mark.parametrize("claim", [3, "c1", {"processes": [1]}, [True, "1", None], []])
+def test_malformed_completion_claims_are_ignored_not_crashed_on(claim: Any) -> None:
+    h = ordered([*window("delay", 1.0, 5.0, ["c1"], {"completes": claim}),
+                 op(1.5, 1, "invoke", "acquire"), op(2.5, 1, "info", "acquire")])
+    r = faults.check(h)
+    assert r["valid"] is True and r["unavailable-only-count"] == 0

@@ -69,7 +69,8 @@ def lock_checks(spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """What every lock workload gets besides its own checks: liveness (a stuck lock is
     invalid), availability (figures) and faults (every fault bit)."""
     ttl = float(spec.get("ttl") or 2.0)
-    return [("liveness", {"ttl": ttl}), ("availability", {"ttl": ttl}), ("faults", {})]
+    return [("liveness", {"ttl": ttl}), ("availability", {"ttl": ttl}),
+            ("faults", {"release_waits": spec.get("release_waits", True)})]
 
 
 class MutexWorkload:

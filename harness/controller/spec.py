@@ -159,6 +159,10 @@ class TestSpec:
     links: str = "direct"
     op_timeout: float | None = None  # seconds a client waits for one reply (None: 1, or more
     # if a nemesis needs it: stall-grant's late reply must still be awaited)
+    # The lock's own declarations, resolved by validate: does its release wait for a reply,
+    # and how long does it wait for one request's (what the faults and their checker read)
+    release_waits: bool = True
+    request_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -215,6 +219,11 @@ class TestSpec:
         if self.links not in LINKS:
             raise UsageError(f"--links {self.links!r}: use {' or '.join(LINKS)}")
         self.op_timeout = self.resolve_op_timeout(reg)
+        lock_cls = reg.load("locks", self.lock)
+        self.release_waits = bool(getattr(lock_cls, "release_waits", True))
+        per_request = getattr(lock_cls, "request_timeout", None)  # (ttl, op_timeout, options)
+        self.request_timeout = float(per_request(self.ttl, self.op_timeout, self.lock_options)
+                                     if callable(per_request) else self.op_timeout)
         if not 0 <= self.quiesce <= MAX_WAIT:
             raise UsageError(f"--quiesce must be 0 to {MAX_WAIT:g} seconds, got "
                              f"{self.quiesce!r}")

@@ -15,7 +15,8 @@ lock): ``name``, ``summary``, ``dbs`` (the ``--db`` names it runs on; empty: any
 acquire-timeout seconds), ``reentrant``, ``crash_steps``, ``options`` (name ->
 :class:`harness.core.options.Option`: what ``--lock-opt`` may set; the values arrive in
 ``config.options``) and ``timeout_errors`` (exceptions its ``acquire`` raises when it certainly
-did not acquire: recorded as ``fail``; anything else it raises is ``info``). Optional methods:
+did not acquire: recorded as ``fail``; anything else it raises is ``info``), ``release_waits``
+(False: its release sends and does not wait for a reply). Optional methods:
 ``held(grant)`` (a lock that can tell it was lost), ``session(grant)`` and ``close()``.
 
 A lock whose ``acquire`` and ``release`` (and ``held``, ``close``) are coroutines is run on an
@@ -102,6 +103,9 @@ class LockRole:
     crash_steps: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[dict[str, Any]] = {}
     timeout_errors: ClassVar[tuple[type[BaseException], ...]] = ()
+    # Does release wait for the server's reply? False for one that sends and closes: its
+    # releases then prove nothing about the network (the faults checker does not count them).
+    release_waits: ClassVar[bool] = True
 
     def close(self) -> None:
         return None

@@ -141,7 +141,7 @@ def _print_checks(results: dict[str, Any], out: TextIO) -> None:
                         else "")
                 print(f"                first of {key}{note}: {items[0]['explanation']}",
                       file=out)
-        for key in ("ineffective", "not-injected", "not-judged"):
+        for key in ("ineffective", "not-injected", "unavailable-only", "not-judged"):
             for item in (check.get(key) or [])[:3]:
                 print(f"                {item['explanation']}", file=out)
         witness = check.get("witness")
