@@ -64,7 +64,9 @@ class BaseNemesis:
     def expect(self, ctx: NemesisContext, targets: list[str]) -> dict[str, Any] | None:
         """What the history must show while this fault is on, if it bit (recorded with the
         start; the ``faults`` checker holds the history to it): ``{"frozen": [3]}`` (client 3
-        records nothing), ``{"cut-off": [3]}`` (client 3 completes no lock op)."""
+        records nothing), ``{"cut-off": [3]}`` (client 3 completes no lock op),
+        ``{"completes": [3]}`` (client 3's lock ops are meant to complete under it: a window
+        in which none did tested unavailability only)."""
         return None
 
     @classmethod

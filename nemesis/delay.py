@@ -9,13 +9,22 @@ schedule step's target): ``clients`` (default: every client link), ``holder`` (t
 links), ``waiter``, ``any``, ``client:N``, ``peers`` (the links between DB nodes, where they go
 through the link layer) or ``all``.
 
+The default delay is the lock's own: a fifth of how long it waits for one request's reply
+(the lock's ``request_timeout``, else the op timeout; resolved into the spec and given as
+``ctx.op_timeout``), at most 0.2 s, with a jitter of half the delay: a round trip then takes at
+most 0.6 of that wait, so lock ops complete, slowly, under the delay. (Redlock waits TTL/20 =
+0.1 s per master: 0.2 ± 0.1 s would let no quorum form, and test only unavailability.) An
+explicit ``delay`` or ``delay-jitter`` wins.
+
 A slow network is a *condition*: run with other faults (``--nemesis delay,pause``) it is held in
 the background for the whole load while they come and go.
 
 Proof that it bit: at the stop the proxy must have delayed chunks on those links (else the fault
 raises), and the start records a claim the ``faults`` checker holds the history to: every lock
 op of a delayed client, invoked after the start and done before the stop, took at least the
-round trip the delay cannot go under (``2 (delay - jitter)`` both ways).
+round trip the delay cannot go under (``2 (delay - jitter)`` both ways); and the delayed
+clients' lock ops are meant to complete under it (``completes``): a delay under which none did
+tested unavailability only.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ from nemesis.linksets import (
 
 LINK_SETS = ("clients", "holder", "waiter", "any", "peers", "all")
 MIN_CLAIM = 0.005  # seconds: below this, the history cannot tell a delay from none
+MAX_DEFAULT = 0.2  # seconds: the default delay's ceiling (a lock that waits a second or more)
+SHARE = 0.2  # of the lock's wait for one reply: the default delay (jitter: half of it)
 PROVE_AFTER = 1.0  # seconds on: a delay that carried nothing by then proves nothing
 
 
@@ -50,9 +61,11 @@ class Delay(BaseNemesis):
     condition = True
     owner = "delay"
     options = {
-        "delay": Option(float, 0.2, "seconds each chunk waits, per direction", minimum=0,
+        "delay": Option(float, None, "seconds each chunk waits, per direction (default: a "
+                        "fifth of the lock's wait for one reply, at most 0.2)", minimum=0,
                         maximum=600),
-        "delay-jitter": Option(float, 0.1, "± seconds, uniform", minimum=0, maximum=600),
+        "delay-jitter": Option(float, None, "± seconds, uniform (default: half the delay)",
+                               minimum=0, maximum=600),
         "delay-direction": Option(str, "both", "both, up (what clients send) or down",
                                   choices=DIRECTIONS),
         "delay-rate": Option(float, 0.0, "bandwidth limit in bytes/s (0: none)", minimum=0),
@@ -90,7 +103,12 @@ class Delay(BaseNemesis):
 
     def shape(self, ctx: NemesisContext) -> dict[str, Any]:
         o = ctx.options
-        return {"delay": float(o.get("delay", 0.2)), "jitter": float(o.get("delay-jitter", 0.1)),
+        delay = o.get("delay")
+        if delay is None:
+            delay = default_delay(ctx.op_timeout)
+        jitter = o.get("delay-jitter")
+        return {"delay": float(delay),
+                "jitter": float(round(delay / 2, 4) if jitter is None else jitter),
                 "rate": float(o.get("delay-rate", 0.0)),
                 "close_delay": float(o.get("delay-close", 0.0)),
                 "direction": str(o.get("delay-direction", "both"))}
@@ -107,9 +125,17 @@ class Delay(BaseNemesis):
         one_way = max(0.0, shape["delay"] - shape["jitter"])
         at_least = one_way * (2 if shape["direction"] == "both" else 1)
         clients = [p for p in map(client_of, targets) if p is not None]
-        if at_least < MIN_CLAIM or not clients:
+        if not clients:
             return None
-        return {"slowed": {"processes": clients, "at-least": round(at_least, 4)}}
+        if at_least < MIN_CLAIM:
+            return {"completes": clients}
+        return {"slowed": {"processes": clients, "at-least": round(at_least, 4)},
+                "completes": clients}
+
+    def parameters(self, ctx: NemesisContext) -> dict[str, Any]:
+        """The delay and jitter in force (a default is the lock's, resolved now)."""
+        shape = self.shape(ctx)
+        return {"delay": shape["delay"], "delay-jitter": shape["jitter"]}
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         layer = link_layer(ctx)
@@ -135,3 +161,9 @@ class Delay(BaseNemesis):
     def teardown(self, ctx: NemesisContext) -> None:
         if ctx.links is not None:
             ctx.links.unshape(self.owner)
+
+
+def default_delay(wait: float) -> float:
+    """The default delay for a lock that waits ``wait`` seconds for one reply: ops complete,
+    slowly, under it (round trips of at most ``0.6 wait``, jitter included)."""
+    return round(min(MAX_DEFAULT, SHARE * wait), 4)

@@ -11,6 +11,8 @@ A lossy network is a *condition*: run with other faults it is held in the backgr
 
 Proof that it bit: the rules' own counters; at the stop, a loss that dropped no packet raises
 (the run then says the fault was never injected, and proves nothing). The count is recorded.
+Proof that it tested the lock, not its absence: the lossy clients' lock ops are meant to complete
+under it (``completes``); a loss under which none did tested unavailability only.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from typing import Any
 
 from harness.core.capabilities import ClientLinks, Iptables, PacketRules
-from harness.core.cluster import NemesisContext
+from harness.core.cluster import NemesisContext, client_of
 from harness.core.options import Option
 from nemesis.base import BaseNemesis, TargetError
 from nemesis.linksets import DIRECTIONS, pairs_of, refuse_set
@@ -77,6 +79,10 @@ class Loss(BaseNemesis):
         ctx.cluster.lose(pairs, p, both_ways=direction == "both")
         self._detail = {"links": [f"{a}{'<>' if direction == 'both' else '>'}{b}"
                                   for a, b in pairs]}
+
+    def expect(self, ctx: NemesisContext, targets: list[str]) -> dict[str, Any] | None:
+        clients = [p for p in map(client_of, targets) if p is not None]
+        return {"completes": clients} if clients else None
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         dropped = ctx.cluster.lost_packets() - self._before

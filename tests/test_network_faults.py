@@ -4,6 +4,7 @@ the report's fault lanes."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import threading
 import time
@@ -20,6 +21,7 @@ from harness.core.journal import JournalWriter, read_journal
 from harness.core.options import Option
 from harness.core.schedule import Schedule, Step, from_dict
 from harness.presentation.report.model import fault_windows
+from nemesis.delay import Delay
 from nemesis.stall_grant import StallGrant
 from tests.harness_runs import harness
 
@@ -64,6 +66,44 @@ def test_the_op_timeout_follows_what_the_stall_needs() -> None:
     assert TestSpec(nemesis=["pause"]).validate().op_timeout == 1.0
     assert TestSpec(nemesis=["pause"], op_timeout=2.5).validate().op_timeout == 2.5
     assert StallGrant.refuse(None, {"stall": 2.5}, 2.0, None) is None
+
+
+def test_the_spec_carries_the_locks_own_wait_for_a_reply_and_whether_release_waits() -> None:
+    redlock = TestSpec(db="redis-masters", lock="redlock", nemesis=["delay"]).validate()
+    assert redlock.request_timeout == 0.1 and redlock.release_waits is True  # TTL / 20
+    assert TestSpec(db="redis-masters", lock="redlock", ttl=10.0, nemesis=["delay"]
+                    ).validate().request_timeout == 0.5
+    assert TestSpec(nemesis=["delay"]).validate().request_timeout == 1.0  # its op timeout
+    stalled = TestSpec(nemesis=["stall-grant"]).validate()
+    assert stalled.request_timeout == stalled.op_timeout == 4.0
+
+
+def delay_with(wait: float, **options: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    ctx = dataclasses.replace(context(), op_timeout=wait, options=options)
+    nem = Delay()
+    return nem.shape(ctx), nem.expect(ctx, ["c0", "c3", "n1"])
+
+
+def test_the_default_delay_is_the_locks_own_so_that_ops_complete_under_it() -> None:
+    shape, expect = delay_with(0.1)  # Redlock: 0.1 s a master
+    assert (shape["delay"], shape["jitter"]) == (0.02, 0.01)  # round trips of 20-60 ms
+    assert expect == {"slowed": {"processes": [0, 3], "at-least": 0.02}, "completes": [0, 3]}
+    shape, _ = delay_with(1.0)  # the others: as before
+    assert (shape["delay"], shape["jitter"]) == (0.2, 0.1)
+    shape, _ = delay_with(4.0)  # a long wait does not make the delay longer
+    assert (shape["delay"], shape["jitter"]) == (0.2, 0.1)
+
+
+def test_an_explicit_delay_wins_over_the_locks_own() -> None:
+    shape, expect = delay_with(0.1, delay=0.2)
+    assert (shape["delay"], shape["jitter"]) == (0.2, 0.1)
+    assert expect == {"slowed": {"processes": [0, 3], "at-least": 0.2}, "completes": [0, 3]}
+    shape, _ = delay_with(0.1, **{"delay-jitter": 0.0})
+    assert (shape["delay"], shape["jitter"]) == (0.02, 0.0)
+    _, expect = delay_with(0.1, delay=0.001)  # too small to prove slowness; still to complete
+    assert expect == {"completes": [0, 3]}
+    assert Delay().parameters(dataclasses.replace(context(), op_timeout=0.1)) == {
+        "delay": 0.02, "delay-jitter": 0.01}
 
 
 # schedules -------------------------------------------------------------------------------------

@@ -295,6 +295,7 @@ class Run:
         ctx = NemesisContext(cluster.backend, cluster.nodes, clients, live,
                              random.Random(self.rng.random()), spec.ttl, db=self.db,
                              options=dict(spec.nemesis_options), links=cluster.links,
+                             op_timeout=float(spec.request_timeout or spec.op_timeout
                                               or OP_TIMEOUT))  # the lock's wait for a reply
         nemeses = {name: self.registry.load("nemeses", name)() for name in spec.fault_names}
         targets = {nemesis_name(item): nemesis_target(item) for item in spec.nemesis}

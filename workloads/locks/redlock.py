@@ -27,6 +27,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import redis
@@ -58,12 +59,18 @@ class RedlockLock(LockRole):
         self.key = f"lock:{config.name}"
         self.ttl = config.ttl
         self.ttl_ms = max(1, int(config.ttl * 1000))
-        self.node_timeout = float(config.options.get(
-            "node_timeout", max(0.01, min(config.op_timeout, config.ttl / 20))))
+        self.node_timeout = self.request_timeout(config.ttl, config.op_timeout, config.options)
         self.clients = [connect(n.host, n.port, self.node_timeout) for n in config.nodes]
         self.quorum = len(self.clients) // 2 + 1
         self.rng = random.Random(config.options.get("seed", 0) * 1000 + config.process)
         self._unlock = [c.register_script(COMPARE_AND_DELETE) for c in self.clients]
+
+    @classmethod
+    def request_timeout(cls, ttl: float, op_timeout: float, options: Mapping[str, Any]
+                        ) -> float:
+        """Seconds it waits for one master's reply (what a delay must stay under for a
+        quorum to form): ``ttl / 20``, at most the op timeout, at least 10 ms."""
+        return float(options.get("node_timeout", max(0.01, min(op_timeout, ttl / 20))))
 
     # one node ----------------------------------------------------------------------------------
     def lock_instance(self, i: int, value: str) -> Any:
