@@ -184,6 +184,74 @@ def test_a_crashed_checker_is_exit_3_unless_a_violation_stands(tmp_path: Path) -
     assert proc.returncode == 3, proc.stdout + proc.stderr
 
 
+# could-not-test wins -------------------------------------------------------------------------
+def calls(*spans: tuple[int, str, float, float, str, str | None]) -> list[dict[str, object]]:
+    """(process, f, invoked, ended, type, error) -> a well-formed history, in time order."""
+    ops: list[dict[str, object]] = []
+    for p, f, t0, t1, ty, error in spans:
+        ops.append({"time": int(t0 * 1e9), "process": p, "type": "invoke", "f": f,
+                    "value": None, "lock": "lock"})
+        end = {"time": int(t1 * 1e9), "process": p, "type": ty, "f": f, "value": None,
+               "lock": "lock"}
+        if ty == "ok" and f == "acquire":
+            end["value"] = {"session": int(t0 * 10), "validity": 2.0}
+        ops.append({**end, "error": error} if error else end)
+    ops.sort(key=lambda o: o["time"])  # type: ignore[arg-type, return-value]
+    return [{"index": i, **o} for i, o in enumerate(ops)]
+
+
+def checked(history: list[dict[str, object]]) -> tuple[dict[str, object], int]:
+    from harness.controller.checking import check_history, exit_code
+
+    results = check_history(history, {"workload": "lock", "ttl": 2.0})  # type: ignore[arg-type]
+    return results, exit_code(results)
+
+
+BROKEN = "RuntimeError: the plugin is broken"
+
+
+def test_no_acquire_succeeded_names_the_most_frequent_error_and_its_count() -> None:
+    results, code = checked(calls(
+        (0, "acquire", 0.1, 0.2, "info", BROKEN), (1, "acquire", 0.15, 0.3, "info", BROKEN),
+        (0, "acquire", 0.3, 0.4, "info", "ConnectionError: refused"),
+        (0, "acquire", 0.5, 0.6, "info", BROKEN), (1, "acquire", 0.5, 3.0, "fail",
+                                                   "timeout: lock busy")))
+    assert code == 3 and results["valid"] == "unknown"
+    assert results["could-not-test"] == (
+        "no acquire succeeded: the run tested nothing; the most frequent client error, 3 of 5 "
+        f"(first: process 0, acquire): {BROKEN}")
+
+
+def test_a_client_whose_every_request_failed_could_not_test_whatever_the_checkers_say() -> None:
+    """Processes 0 and 1 overlap (mutex: invalid); process 2 never had an answer: the run
+    tested the lock through it no more than issue 24 case 4's plugin did."""
+    overlap = ((0, "acquire", 0.1, 0.2, "ok", None), (1, "acquire", 0.3, 0.4, "ok", None),
+               (0, "release", 1.0, 1.1, "ok", None), (1, "release", 1.2, 1.3, "ok", None))
+    results, code = checked(calls(*overlap, (2, "acquire", 0.1, 1.1, "info", BROKEN),
+                                  (2, "acquire", 1.2, 2.2, "info", BROKEN)))
+    assert code == 3 and results["valid"] == "unknown"
+    assert results["checks"]["mutex"]["valid"] is False  # type: ignore[index]
+    assert results["could-not-test"] == (
+        "client(s) 2 never had an answer: all 2 of their requests failed (none ok), so the run "
+        "did not test the lock through them; the most frequent client error, 2 of 2 (first: "
+        f"process 2, acquire): {BROKEN}; the checkers' verdict (invalid) rests on those failed "
+        "requests and is no finding about the lock")
+    results, code = checked(calls(*overlap))  # without process 2: the overlap stands
+    assert code == 1 and results["valid"] is False and "could-not-test" not in results
+
+
+def test_a_starved_client_or_one_still_waiting_is_no_could_not_test() -> None:
+    """An acquire the lock answered "busy" (fail) is an answer; one still pending has none
+    yet: neither is a client whose every request failed."""
+    history = calls((0, "acquire", 0.1, 0.2, "ok", None), (0, "release", 0.5, 0.6, "ok", None),
+                    (1, "acquire", 0.1, 2.1, "fail", "timeout: lock busy"),
+                    (1, "acquire", 2.2, 2.25, "info", "ConnectionError: reset"))
+    history.append({"index": len(history), "time": int(2.3e9), "process": 2,
+                    "type": "invoke", "f": "acquire", "value": None, "lock": "lock"})
+    results, code = checked(history)
+    assert "could-not-test" not in results and code == 0, results
+
+
 # real runs -----------------------------------------------------------------------------------
 PLUGINS = '''
 import socket

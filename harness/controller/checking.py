@@ -4,13 +4,16 @@ which no single checker can see:
 
 - a run that did not finish (killed, interrupted, errored) is checked on what it recorded, but
   its verdict can only be invalid (a violation found is real) or unknown, never valid;
-- a run in which no acquire succeeded tested nothing: it "could not test" (exit 3), with the
-  clients' last error;
+- a run in which no acquire succeeded, or a client's every request failed (each one ended
+  ``info``: it never had an answer), tested nothing: it "could not test" (exit 3), naming the
+  most frequent error and its count, whatever a checker built from those errors (a "stuck
+  lock" made of failed requests is no finding about the lock);
 - a checker that crashed is "could not check" (exit 3), unless another found a violation.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +21,7 @@ from harness.controller.registry import Entry, Registry, default_registry
 from harness.controller.store import RunDir
 from harness.core.checks import compose
 from harness.core.errors import EXIT_INVALID, EXIT_SETUP, exit_code_for
-from harness.core.history import OK, Op
+from harness.core.history import INFO, INVOKE, OK, Op
 from harness.core.text import line
 
 BUDGETED = ("time_limit", "max_states")  # limits a checker may take (``budgeted = True``)
@@ -51,25 +54,48 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
     if status != "complete":
         results["status"] = status
     reason = untested(history)
-    if reason is not None and results["valid"] is not False:
+    if reason is not None:
+        if results["valid"] is False:
+            reason += ("; the checkers' verdict (invalid) rests on those failed requests and "
+                       "is no finding about the lock")
         results["valid"] = "unknown"
         results["could-not-test"] = reason
     return results
 
 
 def untested(history: Sequence[Op]) -> str | None:
-    """Why the history tested nothing (no acquire succeeded), with the last client error."""
-    last_error = None
+    """Why the history tested nothing: no acquire succeeded, or some client's every request
+    failed (completed, none ok, each ``info``); with the most frequent error and its count."""
+    acquired = False
+    ended: dict[int, list[Op]] = {}
     for op in history:
-        if op.get("f") == "acquire" and op.get("type") == OK:
-            return None
-        if isinstance(op.get("process"), int) and op.get("error"):
-            last_error = op
-    why = "no acquire succeeded: the run tested nothing"
-    if last_error is not None:
-        why += (f"; the last client error (process {last_error['process']}, "
-                f"{last_error['f']}): {line(str(last_error['error']), 300)}")
-    return why
+        p = op.get("process")
+        if not isinstance(p, int) or isinstance(p, bool) or op.get("type") == INVOKE:
+            continue
+        ended.setdefault(p, []).append(op)
+        acquired = acquired or (op.get("f") == "acquire" and op.get("type") == OK)
+    if not acquired:
+        errors = [op for ops in ended.values() for op in ops if op.get("error")]
+        return "no acquire succeeded: the run tested nothing" + most_frequent(errors)
+    broken = sorted(p for p, ops in ended.items() if all(op["type"] == INFO for op in ops))
+    if not broken:
+        return None
+    ops = [op for p in broken for op in ended[p]]
+    who = ", ".join(map(str, broken))
+    return (f"client(s) {who} never had an answer: all {len(ops)} of their requests failed "
+            "(none ok), so the run did not test the lock through them"
+            + most_frequent([op for op in ops if op.get("error")]))
+
+
+def most_frequent(errors: Sequence[Op]) -> str:
+    """``; the most frequent client error, N of M: ...`` (with where it was first seen)."""
+    if not errors:
+        return "; the clients recorded no error"
+    counts = Counter(line(str(op["error"]), 300) for op in errors)
+    text, n = counts.most_common(1)[0]
+    first = next(op for op in errors if line(str(op["error"]), 300) == text)
+    return (f"; the most frequent client error, {n} of {len(errors)} (first: process "
+            f"{first['process']}, {first['f']}): {text}")
 
 
 def check_run(run: RunDir, spec: Mapping[str, Any], history: Sequence[Op],
