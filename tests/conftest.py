@@ -1,7 +1,9 @@
-"""Fixtures shared by the test files that run servers."""
+"""Fixtures shared by the test files that run servers, and the rule that turns a skip for a
+missing server or client into a failure where they must be present (CI)."""
 
 from __future__ import annotations
 
+import re
 import resource
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,3 +37,34 @@ def address_space_restored() -> Iterator[None]:
     yield
     if resource.getrlimit(resource.RLIMIT_AS) != before:
         resource.setrlimit(resource.RLIMIT_AS, before)
+
+
+# A test skipped because this machine lacks what setup.sh installs or builds: a server (or
+# docker, chromium, the linter) or an external lock client. Where they must be there (CI passes
+# both options), such a skip is a failure, not a quiet pass. A skip for another reason (not
+# root) stays a skip.
+MISSING_SERVER = re.compile(r"missing|not installed|unavailable|not reachable|needs a JVM|"
+                            r"no libc-malloc Redis")
+MISSING_CLIENT = re.compile(r"^client \S+ is not built")
+
+
+def required_by(reason: str) -> str | None:
+    """The option that makes a skip with this reason a failure, if any."""
+    if MISSING_CLIENT.search(reason):
+        return "--harness-require-clients"
+    if MISSING_SERVER.search(reason):
+        return "--harness-require-servers"
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if not report.skipped or call.excinfo is None:
+        return
+    reason = str(getattr(call.excinfo.value, "msg", "") or "")
+    option = required_by(reason)
+    if option is not None and item.config.getoption(option, default=False):
+        report.outcome = "failed"
+        report.longrepr = f"{reason} (a failure here: {option})"

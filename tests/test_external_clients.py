@@ -286,3 +286,40 @@ def test_the_consensus_clients_break_the_same_way_on_docker(store: Path, db: str
             "--time-limit", "15", "--seed", "1")
     assert r.code == 1, r.output
     assert r.check("mutex")["lock-overlap-count"] >= 1
+
+
+# no quiet skips where the clients must be built -----------------------------------------------
+SKIPPING = '''
+import pytest
+
+def test_client():
+    pytest.skip("client curator is not built: run python -m workloads.external.builds curator")
+
+@pytest.mark.skipif(True, reason="etcd missing: run `bash setup.sh`")
+def test_server():
+    pass
+
+@pytest.mark.skipif(True, reason="iptables needs root")
+def test_root():
+    pass
+'''
+
+
+def test_a_client_or_server_that_is_missing_fails_where_it_is_required(tmp_path: Path) -> None:
+    """tests/conftest.py: a skip for an unbuilt client fails under --harness-require-clients,
+    one for a missing server under --harness-require-servers (CI passes both); a skip for
+    another reason stays a skip."""
+    (tmp_path / "test_skipping.py").write_text(SKIPPING)
+
+    def pytest_(*options: str) -> tuple[int, str]:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               "-p", "tests.conftest", "--rootdir", str(tmp_path),
+                               str(tmp_path / "test_skipping.py"), *options],
+                              cwd=REPO, capture_output=True, text=True, timeout=120)
+        summary = re.sub(r" in [\d.]+s.*", "", proc.stdout.splitlines()[-1])
+        return proc.returncode, summary
+
+    assert pytest_() == (0, "3 skipped")
+    # the client's skip fails in the test, the server's in its setup (an error), root's stays
+    assert pytest_("--harness-require-clients", "--harness-require-servers") == (
+        1, "1 failed, 1 skipped, 1 error")

@@ -66,6 +66,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the seed of every run that does not give one (replay a failure)")
     group.addoption("--harness-require-servers", action="store_true", default=False,
                     help="fail, instead of skipping, a test whose servers are not installed")
+    group.addoption("--harness-require-clients", action="store_true", default=False,
+                    help="fail, instead of skipping, a test whose external lock client is not "
+                    "built (read by the harness's own test suite)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
