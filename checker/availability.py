@@ -1,7 +1,9 @@
 """Availability: the share of the time a lock was wanted that it could be had.
 
-Per lock, in the clients' own real time: the lock was *wanted* while some client was in an
-acquire (from invocation to completion), and *held* while some grant was believed held. The
+Per lock, in the clients' own real time (:mod:`checker.lives`): the lock was *wanted* while
+some client was in an acquire (from invocation to completion; one that never completed, to its
+process's crash or the end: a client blocked in acquire past its timeout still wants it), and
+*held* while some grant was believed held (to its release, its holder's crash or the end). The
 time it was wanted but nobody held it is time it could not be had: hand-over gaps between
 holders (milliseconds), outages (a dead primary, no quorum) and locks left behind by crashed
 holders until their TTL runs out, which is where the cost of a long TTL shows. So:
@@ -20,9 +22,8 @@ import bisect
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from checker.demand import attempt_interval, attempts, crash_times, grant_end
-from checker.intervals import Interval, subtract, total, union
-from checker.sessions import by_lock, grants
+from checker.intervals import Interval, subtract, total
+from checker.lives import Lives
 from harness.core.history import Op, seconds
 
 NS = 1_000_000_000
@@ -67,15 +68,15 @@ def lock_availability(wanted: list[Interval], held: list[Interval], outage_ns: i
 
 def check(history: Sequence[Op], *, ttl: float = 2.0) -> dict[str, Any]:
     outage_ns = int(max(1.0, ttl / 2) * NS)
-    crashes = crash_times(history)
-    horizon = max((op["time"] for op in history), default=0)
-    all_attempts = attempts(history)
-    gs = by_lock(grants(history))
+    lives = Lives(history)
+    gs = lives.by_lock()
     per_lock = {}
-    for lock in sorted({a.lock for a in all_attempts} | set(gs)):
-        wanted = [attempt_interval(a, crashes, horizon) for a in all_attempts if a.lock == lock]
-        held = union((g.start, grant_end(g, crashes, horizon)) for g in gs.get(lock, []))
-        per_lock[lock] = lock_availability(wanted, held, outage_ns)
+    for lock in lives.locks():
+        per_lock[lock] = lock_availability(lives.wanted(lock), lives.held(gs.get(lock, [])),
+                                           outage_ns)
+        blocked = sum(1 for a in lives.attempts if a.lock == lock and lives.overdue(a))
+        if blocked:
+            per_lock[lock]["blocked-in-acquire"] = blocked  # pending past their own timeouts
     result: dict[str, Any] = {"valid": True, "locks": per_lock}
     if per_lock:
         result["availability"] = min(v["availability"] for v in per_lock.values())

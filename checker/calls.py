@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+from checker.lives import crash_of, refuse_after_crash
 from checker.models import Model, OpView, freeze
 from harness.core.history import FAIL, INVOKE, NEMESIS, OK, Op
 
@@ -96,7 +97,11 @@ def prepare(history: Sequence[Op], model: Model) -> Prepared:
     """Pair invocations with completions and split them by lock; drop fails and nemesis ops.
 
     One pass: an op is added to its part when it completes (or when its process invokes
-    another, or at the end, if it never does), so each process's ops are in its own order."""
+    another, or at the end, if it never does), so each process's ops are in its own order.
+
+    A process that crashed (:func:`checker.lives.crash_of`) ends its life holding nothing: in
+    every part it took part in, a release of unknown outcome is invoked at its crash, after
+    its last op, so the model may free a lock it held, but no earlier than the crash."""
     prepared = Prepared(parts={})
     parts = prepared.parts
     fs = model.fs
@@ -133,10 +138,13 @@ def prepare(history: Sequence[Op], model: Model) -> Prepared:
         else:
             part.append(c)
 
+    crashes: dict[Any, int] = {}
     seq = -1
     for op in history:
         p = op.get("process")
         if p == NEMESIS:
+            for q in crash_of(op):
+                crashes.setdefault(q, op["time"])
             continue
         seq += 1
         ctype = op["type"]
@@ -161,4 +169,30 @@ def prepare(history: Sequence[Op], model: Model) -> Prepared:
         add(inv, opened_at[p], op, ctype in (OK, FAIL))
     for p, inv in opened.items():
         add(inv, opened_at[p], None, False)
+    if crashes and "release" in fs:
+        _release_at_crashes(parts, crashes, seq)
     return prepared
+
+
+def _release_at_crashes(parts: dict[Hashable, list[Call]], crashes: dict[Any, int], seq: int
+                        ) -> None:
+    """Each crashed process's last word in each of its parts: a release of unknown outcome,
+    invoked at its crash (checker.lives: a process has one life; its locks end with it)."""
+    for key, calls in list(parts.items()):
+        last: dict[Any, Call] = {}
+        for c in calls:
+            if c.process in crashes:
+                last[c.process] = c
+        for p, c in sorted(last.items(), key=lambda pc: pc[1].seq):
+            crash = crashes[p]
+            refuse_after_crash(c.inv, c.start, crash)
+            if c.comp is not None:
+                refuse_after_crash(c.comp, c.comp["time"], crash)
+            seq += 1
+            inv = {"process": p, "type": INVOKE, "f": "release", "time": crash, "value": None,
+                   "crashed": True}
+            if isinstance(key, str):
+                inv["lock"] = key
+            release = Call(inv, "release", int(crash), seq, p)
+            release.unknown_outcome()
+            calls.append(release)

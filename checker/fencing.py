@@ -16,15 +16,8 @@ import bisect
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from checker.sessions import (
-    Grant,
-    Pairs,
-    by_lock,
-    client_pairs,
-    entries_by_lock,
-    grants,
-    resource_log,
-)
+from checker.lives import Lives
+from checker.sessions import Grant, Pairs, by_lock, client_pairs, entries_by_lock, resource_log
 from harness.core.heap import gc_paused
 from harness.core.history import OK, Op, seconds
 from harness.core.text import line
@@ -125,7 +118,8 @@ def late_writes(history: Sequence[Op], gs: list[Grant], paired: Pairs | None = N
 
 @gc_paused
 def check(history: Sequence[Op]) -> dict[str, Any]:
-    paired = client_pairs(history)
+    lives = Lives(history)
+    paired = lives.paired
     entries, unknown = resource_log(history, paired)
     stale, rejected = [], 0
     for keyed in entries_by_lock(entries):  # each lock's data has its own highest token
@@ -133,7 +127,7 @@ def check(history: Sequence[Op]) -> dict[str, Any]:
         stale.extend(found)
         rejected += refused
     stale.sort(key=lambda s: s["seq"])
-    all_grants = grants(history, paired)
+    all_grants = lives.grants
     disorder: list[dict[str, Any]] = []
     for gs in by_lock(all_grants).values():
         disorder.extend(token_order(gs))

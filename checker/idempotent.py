@@ -25,8 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from checker.sessions import client_ops, final_read, final_state
-from harness.core.history import INFO, OK, Op, pairs
+from checker.lives import Lives
+from checker.sessions import Pairs, final_read, final_state
+from harness.core.history import INFO, OK, Op
 
 MAX_LISTED = 50
 
@@ -36,8 +37,9 @@ def sent_operations(history: Sequence[Op]) -> tuple[dict[str, int], list[str], i
     amounts: dict[str, int] = {}
     acked: list[str] = []
     retries = unknown = 0
-    committed = committed_sessions(history)
-    for inv, done in pairs(client_ops(history)):
+    paired = Lives(history).paired
+    committed = committed_sessions(paired)
+    for inv, done in paired:
         value = inv.get("value") or {}
         if inv["f"] != "write" or not isinstance(value, dict) or "key" not in value:
             continue
@@ -53,10 +55,10 @@ def sent_operations(history: Sequence[Op]) -> tuple[dict[str, int], list[str], i
     return amounts, acked, retries, unknown
 
 
-def committed_sessions(history: Sequence[Op]) -> set[tuple[int, Any]]:
+def committed_sessions(paired: Pairs) -> set[tuple[int, Any]]:
     """(process, session) of every release that completed ok (its transaction committed)."""
     out = set()
-    for inv, done in pairs(client_ops(history)):
+    for inv, done in paired:
         if inv["f"] == "release" and done is not None and done["type"] == OK:
             out.add((inv["process"], (inv.get("value") or {}).get("session")))
     return out

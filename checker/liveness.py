@@ -1,12 +1,15 @@
 """The liveness checker: did a lock get stuck?
 
 A lock is **stuck** when, from some moment to the end of the run, nobody held it (no client
-believed it did, a crashed client's belief ending at its crash), nothing acquired it, and
-clients kept trying: at least two attempts began after that moment, the last of them at least
-``threshold`` later. The threshold is 5 TTLs and at least 10 s: longer than any lease a lock
-promises and than the outages the nemeses cause and heal (a failover, a restart), so what is
-left is a lock nobody can ever take again, the classic one being ``SETNX`` by a client that
-died before its ``EXPIRE``. A stuck lock makes the verdict invalid: safety is not everything.
+believed it did, a crashed client's belief ending at its crash: :mod:`checker.lives`), nothing
+acquired it, and clients kept wanting it for at least ``threshold`` after that moment: at least
+two attempts began after it, the last of them ``threshold`` later, or an acquire is still
+pending at the end past its own timeout (a client blocked in acquire starts no new attempt,
+but it is unmet demand all the same, to the end of the run). The threshold is 5 TTLs and at
+least 10 s: longer than any lease a lock promises and than the outages the nemeses cause and
+heal (a failover, a restart), so what is left is a lock nobody can ever take again, the classic
+one being ``SETNX`` by a client that died before its ``EXPIRE``. A stuck lock makes the
+verdict invalid: safety is not everything.
 
 Only fault-free time counts toward the threshold. Faults that recur can keep a lock from every
 client for longer than any one of them lasts: a server paused again and again serves, each time
@@ -25,10 +28,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from checker.demand import Attempt, attempts, crash_times, grant_end
 from checker.faults import Window, windows
 from checker.intervals import Interval, subtract, total, union
-from checker.sessions import by_lock, grants
+from checker.lives import Attempt, Lives
 from harness.core.cluster import client_of
 from harness.core.history import Op, seconds
 
@@ -53,28 +55,35 @@ def service_faults(faults: Sequence[Window], trying: set[int], lease_ns: int) ->
     return union(out)
 
 
-def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], crashes: dict[int, int],
+def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
                threshold_ns: int, faults: Sequence[Window] = (), lease_ns: int = 0
                ) -> dict[str, Any] | None:
     """The stuck stretch of one lock, or None; a stretch long enough but for faults on the
     lock service is returned with ``"judged": False``."""
     if not tries:
         return None
+    crashes = lives.crashes
     free_since = max(ends) if ends else min(a.invoke for a in tries)
     later = [a for a in tries if a.invoke >= free_since and a.process not in crashes]
-    if len(later) < 2:
+    blocked = [a for a in tries if lives.overdue(a)]
+    if len(later) < 2 and not blocked:
         return None
-    last = max(a.invoke for a in later)
+    last = lives.horizon if blocked else max(a.invoke for a in later)
     if last - free_since < threshold_ns:
         return None
-    excused = service_faults(faults, {a.process for a in later}, lease_ns)
+    wanting = later + [a for a in blocked if a.invoke < free_since]
+    excused = service_faults(faults, {a.process for a in wanting}, lease_ns)
     fault_free = total(subtract([(free_since, last)], excused))
-    until = max(a.end if a.end is not None else a.invoke for a in later)
-    processes = sorted({a.process for a in later})
+    until = last if blocked else max(a.end if a.end is not None else a.invoke for a in later)
+    processes = sorted({a.process for a in wanting})
     # Who may have left the lock taken: a crashed client whose last acquire never completed.
     suspects = sorted({a.process for a in tries if a.end is None and a.process in crashes
                        and a.invoke <= crashes[a.process]})
     cause = ""
+    if blocked:
+        cause = ("; " + ", ".join(f"process {a.process} has been in an acquire since "
+                                  f"{seconds(a.invoke):.2f} s (its timeout {a.timeout:g} s)"
+                                  for a in blocked[:5]) + ", never answered")
     if suspects:
         cause = ("; " + ", ".join(f"process {p}" for p in suspects)
                  + " crashed in the middle of an acquire at "
@@ -96,27 +105,30 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], crashes: dict[i
         "stuck-s": round((until - free_since) / NS, 3),
         "fault-free-s": round(fault_free / NS, 3),
         "attempts": len(later),
+        "blocked-in-acquire": [a.process for a in blocked],
         "processes": processes,
         "crashed-in-acquire": suspects,
         "explanation": (f"nobody held lock {lock!r} and nothing acquired it from "
                         f"{seconds(free_since):.2f} s to the end ({seconds(until):.2f} s), "
-                        f"although processes {', '.join(map(str, processes))} tried "
-                        f"{len(later)} times{cause}"),
+                        f"although processes {', '.join(map(str, processes))} wanted it "
+                        f"({len(later)} attempts begun in that time){cause}"),
     }
 
 
-def check(history: Sequence[Op], *, ttl: float = 2.0) -> dict[str, Any]:
+def check(history: Sequence[Op], *, ttl: float = 2.0,
+          acquire_timeout: float | None = None) -> dict[str, Any]:
+    """``acquire_timeout``: the run's, for acquires that do not record their own."""
     threshold = threshold_s(ttl)
-    crashes = crash_times(history)
-    all_attempts = attempts(history)
-    horizon = max((op["time"] for op in history), default=0)
-    gs = by_lock(grants(history))
+    lives = Lives(history, acquire_timeout=acquire_timeout)
+    crashes = lives.crashes
+    all_attempts = lives.attempts
+    gs = lives.by_lock()
     faults, _ = windows(history)
     stuck, unjudged = [], []
     for lock in sorted({a.lock for a in all_attempts}):
         tries = [a for a in all_attempts if a.lock == lock]
-        ends = [grant_end(g, crashes, horizon) for g in gs.get(lock, [])]
-        found = stuck_lock(lock, tries, ends, crashes, int(threshold * NS), faults,
+        ends = [lives.grant_end(g) for g in gs.get(lock, [])]
+        found = stuck_lock(lock, tries, ends, lives, int(threshold * NS), faults,
                            int(ttl * NS))
         if found is not None:
             (stuck if found.pop("judged", True) else unjudged).append(found)

@@ -14,15 +14,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from checker.sessions import client_ops, final_read
-from harness.core.history import INFO, OK, Op, pairs
+from checker.lives import Lives
+from checker.sessions import final_read
+from harness.core.history import INFO, OK, Op
 
 MAX_LISTED = 50
 
 
 def check(history: Sequence[Op]) -> dict[str, Any]:
     acked = unknown = 0
-    for inv, done in pairs(client_ops(history)):
+    for inv, done in Lives(history).paired:
         if inv["f"] != "write" or (inv.get("value") or {}).get("kind") != "increment":
             continue
         if done is not None and done["type"] == OK:

@@ -3,8 +3,9 @@
 Two views, both from the history alone:
 
 - **lock overlaps** (the clients' view, in real time): client A got the lock (its acquire
-  returned ok) and had not yet started to release it when client B's acquire returned ok. All
-  client processes share one monotonic clock, so "at once" is a fact, not an inference.
+  returned ok) and had not yet started to release it (nor crashed: a dead process holds
+  nothing, see :mod:`checker.lives`) when client B's acquire returned ok. All client processes
+  share one monotonic clock, so "at once" is a fact, not an inference.
 - **resource interleavings** (ground truth, in the resource's own order): the resource accepted
   a write of session B between two accepted writes of session A. That is damage done.
 
@@ -32,14 +33,11 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from checker.intervals import overlapping
+from checker.lives import Lives
 from checker.sessions import (
     Entry,
     Grant,
-    by_lock,
-    client_pairs,
     entries_by_lock,
-    grants,
-    horizon,
     resource_log,
     writes_in_lock_transaction,
 )
@@ -62,6 +60,8 @@ def lock_overlaps(gs: list[Grant], limit: int = MAX_LISTED
 def describe_overlap(a: Grant, b: Grant, end: int) -> str:
     if a.end is None:
         until = "and never released"
+    elif a.crashed:
+        until = f"and crashed at {seconds(a.end):.2f} s"
     else:
         until = f"and only began to release at {seconds(a.end):.2f} s"
     return (f"process {b.process} acquired at {seconds(b.start):.2f} s while process "
@@ -125,8 +125,12 @@ def overlap_record(a: Grant, b: Grant, end: int) -> dict[str, Any]:
 
 
 def grant_record(g: Grant) -> dict[str, Any]:
-    return {"process": g.process, "session": g.session, "acquired": seconds(g.start),
-            "released": None if g.end is None else seconds(g.end), "token": g.token}
+    out = {"process": g.process, "session": g.session, "acquired": seconds(g.start),
+           "released": None if g.end is None or g.crashed else seconds(g.end),
+           "token": g.token}
+    if g.crashed:
+        out["crashed"] = seconds(g.end) if g.end is not None else None
+    return out
 
 
 def interleavings(entries: list[Entry], limit: int = MAX_LISTED
@@ -177,17 +181,18 @@ def check(history: Sequence[Op], *, overlaps_informational: bool = False) -> dic
     overlaps are reported but only interleavings on the data decide the verdict."""
     transactional = writes_in_lock_transaction(history)
     informational = overlaps_informational or transactional
-    paired = client_pairs(history)
+    lives = Lives(history)
+    paired = lives.paired
     n_overlaps = n_broken = 0
     overlaps: list[tuple[Grant, Grant]] = []
-    for gs in by_lock(grants(history, paired)).values():
+    for gs in lives.by_lock().values():
         n, listed = lock_overlaps(gs)
         n_overlaps += n
         overlaps.extend(listed)
         if n:
             n_broken += lease_broken_count(gs)
     overlaps.sort(key=lambda ab: ab[1].start)
-    end = horizon(history) if overlaps else 0
+    end = lives.horizon
     entries, unknown_writes = resource_log(history, paired)
     n_inter = 0
     inter: list[tuple[tuple[Entry, Entry], Entry]] = []

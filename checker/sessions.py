@@ -19,7 +19,9 @@ class Grant:
 
     ``start``: when the process learnt it held the lock (the acquire's ok).
     ``end``: when it stopped believing so (it invoked release), or None: it never did, so it
-    believed it held the lock to the end of the history (or until its process died).
+    believed it held the lock to the end of the history. ``crashed``: its process died
+    holding it, and ``end`` is the crash (set by :class:`checker.lives.Lives`, which every
+    checker reads).
     """
 
     process: int
@@ -32,6 +34,7 @@ class Grant:
     validity: float | None
     release: str | None = None  # ok / fail / info / None (never released)
     ops: list[int] = field(default_factory=list)
+    crashed: bool = False
 
     def end_or(self, horizon: int) -> int:
         return horizon if self.end is None else self.end

@@ -123,10 +123,11 @@ class MutexWorkload:
 
     def acquire(self) -> Grant | None:
         j, name = self.journal, self.p.lock_name
-        j.record(INVOKE, "acquire", None, lock=name)
         timeout = self.p.acquire_timeout
         if self.p.end_ns is not None:
             timeout = max(0.1, min(timeout, (self.p.end_ns - time.monotonic_ns()) / 1e9))
+        # Its own timeout in the history: an acquire pending past it is unmet demand.
+        j.record(INVOKE, "acquire", {"timeout": round(timeout, 3)}, lock=name)
         try:
             grant = self.lock.acquire(timeout)
         except Indeterminate as e:

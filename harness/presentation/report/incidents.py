@@ -90,6 +90,8 @@ class Incident:
             h = self.holder
             released = ("never released" if h.get("released") is None
                         else f"released at {h['released']:.2f} s")
+            if isinstance(h.get("crashed"), int | float):
+                released = f"crashed at {h['crashed']:.2f} s"
             lock = "the lock" if h.get("lock", "lock") == "lock" else f"lock {h['lock']!r}"
             what = (f"process {h['process']} held {lock} from {h['acquired']:.2f} s "
                     f"({released}) while others acquired it, from {self.start:.2f} s")
@@ -146,7 +148,8 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
             if key not in holders:
                 holders[key] = Incident("stale-holder", holder={
                     "process": first["process"], "acquired": float(first["acquired"]),
-                    "released": first.get("released"), "lock": lock})
+                    "released": first.get("released"), "crashed": first.get("crashed"),
+                    "lock": lock})
                 out.append(holders[key])
             holders[key].violations.append(v)
         else:
@@ -214,8 +217,8 @@ def holder_of(v: Violation, holders: Sequence[Incident]) -> Incident | None:
             if h.get("process") not in v.procs:
                 continue
             lo = float(h["acquired"])
-            hi = max(inc.end, float(h["released"]) if h.get("released") is not None
-                     else inc.end)
+            until = h.get("released") if h.get("crashed") is None else h["crashed"]
+            hi = max(inc.end, float(until) if until is not None else inc.end)
             overlap = min(hi, b) - max(lo, a)
             if overlap >= 0 and overlap > best_overlap:
                 best, best_overlap = inc, overlap

@@ -1,0 +1,206 @@
+"""One life per client process, derived once from a history: what every checker reads of who
+held which lock when, and who wanted it.
+
+A client process's life, from the history alone:
+
+- it *crashed* when a nemesis op says so (``detail.crashed`` with the client among its
+  targets, as ``crash-client`` records it). That op is written after the nemesis saw the
+  process dead, so the time is never earlier than the death; from then on the process holds
+  nothing and wants nothing. A process with an op after its crash has two ends to its life:
+  such a history is refused (ValueError), never judged.
+- it is *inside a call* from an invocation to its completion; a call that never completed is
+  *pending* from its invocation to its process's crash, else to the end of the history.
+- each *attempt* is one ``acquire``, with its own timeout: the ``timeout`` (seconds) the
+  workload records in the invocation's value, else the run's acquire timeout when the caller
+  gives one, else unknown (histories written before the timeout was recorded). An acquire
+  still pending past its own timeout is **overdue**: the client is blocked waiting for a lock
+  that nobody gets, which is unmet demand, not silence.
+- each *grant* (an acquire that completed ok) is believed held from its completion until its
+  process began to release it (or began another acquire), crashed, or the history ended.
+
+Every checker reads this one model: mutex's overlaps, the linearizability check (a crashed
+process's locks get a release of unknown outcome from its crash on, see :func:`crash_of` and
+:mod:`checker.calls`), fencing's token order, liveness and availability.
+
+Sound for a lease: a crashed holder's lease still stands on the server until its TTL runs out;
+the model frees the lock no earlier than the crash (the release of unknown outcome may take
+effect at any time from then on, the lease's expiry included). A grant to another client before
+that lease ran out harms nothing a dead process could do; what the service did with the data
+is the resource log's to say.
+
+Pure. Imports nothing typing needs at run time: :mod:`checker.calls` reads :func:`crash_of`
+on ``harness check FILE``'s way.
+"""
+
+from __future__ import annotations
+
+import math
+
+from harness.core.history import INFO, NEMESIS
+
+TYPE_CHECKING = False  # see harness/core/history.py
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from checker.intervals import Interval
+    from checker.sessions import Grant, Pairs
+    from harness.core.history import Op
+
+NS = 1_000_000_000
+
+
+def crash_of(op: Op) -> list[int]:
+    """The client processes a nemesis op says crashed (``[]`` for any other op)."""
+    if op.get("process") != NEMESIS or op.get("type") != INFO:
+        return []
+    detail = op.get("detail")
+    if not isinstance(detail, dict) or detail.get("crashed") is not True:
+        return []
+    from harness.core.cluster import client_of  # only for a crash: `harness check` pays nothing
+
+    out = []
+    for target in op.get("targets") or []:
+        p = client_of(target)
+        if p is not None:
+            out.append(p)
+    return out
+
+
+def crash_times(history: Sequence[Op]) -> dict[int, int]:
+    """Client processes a nemesis crashed on purpose, and when (ns): the first such record."""
+    out: dict[int, int] = {}
+    for op in history:
+        if op.get("process") == NEMESIS:
+            for p in crash_of(op):
+                out.setdefault(p, int(op["time"]))
+    return out
+
+
+def timeout_of(inv: Op, default: float | None) -> float | None:
+    """An acquire's own timeout (s): its invocation's ``value.timeout``, else ``default``."""
+    value = inv.get("value")
+    if not isinstance(value, dict) or value.get("timeout") is None:
+        return default
+    t = value["timeout"]
+    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
+        raise ValueError(f"process {inv.get('process')}'s acquire at index {inv.get('index')} "
+                         f"has timeout {t!r}: not a positive number of seconds")
+    return float(t)
+
+
+def refuse_after_crash(op: Op, t: int, crash: int) -> None:
+    """Raise ValueError when ``op`` (of a crashed process, at ``t``) comes after the crash."""
+    if t > crash:
+        raise ValueError(
+            f"process {op.get('process')}'s {op.get('f')} {op.get('type')} at {t / NS:.3f} s "
+            f"(index {op.get('index')}) comes after its crash at {crash / NS:.3f} s: a process "
+            "has one life")
+
+
+class Attempt:
+    """One acquire: from its invocation to its completion (None: never completed)."""
+
+    __slots__ = ("end", "invoke", "lock", "outcome", "process", "timeout")
+
+    def __init__(self, process: int, lock: str, invoke: int, end: int | None,
+                 outcome: str | None, timeout: float | None) -> None:
+        self.process = process
+        self.lock = lock
+        self.invoke = invoke
+        self.end = end  # completion time; None: never completed
+        self.outcome = outcome  # ok / fail / info / None
+        self.timeout = timeout  # its own timeout (s); None: unknown
+
+    def __repr__(self) -> str:
+        return f"Attempt(p{self.process} {self.lock!r} {self.invoke}..{self.end} {self.outcome})"
+
+
+class Lives:
+    """Every client process's life in one history (see the module's docstring).
+
+    ``grants``: every grant, its ``end`` the release's (or next acquire's) invocation, else
+    its process's crash (``crashed`` true), else None (held to ``horizon``). ``attempts``:
+    every acquire. ``crashes``: process -> time of its crash (ns). ``pending``: process -> its
+    invocation that never completed (the last op of its life). ``paired``: the client ops'
+    invocations with their completions, for checkers that read more than locks.
+    """
+
+    __slots__ = ("attempts", "crashes", "grants", "horizon", "paired", "pending")
+
+    def __init__(self, history: Sequence[Op], paired: Pairs | None = None,
+                 acquire_timeout: float | None = None) -> None:
+        from checker.sessions import client_pairs, grants
+
+        self.paired = client_pairs(history) if paired is None else paired
+        self.horizon = max((op["time"] for op in history), default=0)
+        self.crashes = crash_times(history)
+        self.grants = grants(history, self.paired)
+        self.pending: dict[int, Op] = {}
+        self.attempts: list[Attempt] = []
+        for inv, done in self.paired:
+            if done is None:
+                self.pending[inv["process"]] = inv
+            if inv["f"] != "acquire":
+                continue
+            lock = str((done or {}).get("lock", inv.get("lock", "lock")))
+            self.attempts.append(Attempt(
+                inv["process"], lock, int(inv["time"]),
+                None if done is None else int(done["time"]),
+                None if done is None else str(done["type"]), timeout_of(inv, acquire_timeout)))
+        if self.crashes:
+            self._end_at_crashes()
+
+    def _end_at_crashes(self) -> None:
+        last: dict[int, tuple[int, Op]] = {}
+        for inv, done in self.paired:
+            for op in (inv, done):
+                if op is not None and op["process"] in self.crashes:
+                    t = int(op["time"])
+                    if t > last.get(op["process"], (-1, op))[0]:
+                        last[op["process"]] = (t, op)
+        for p, (t, op) in sorted(last.items()):
+            refuse_after_crash(op, t, self.crashes[p])
+        for g in self.grants:
+            if g.end is None and g.process in self.crashes:
+                g.end = self.crashes[g.process]
+                g.crashed = True
+
+    def grant_end(self, g: Grant) -> int:
+        """When ``g`` stopped being believed held (ns)."""
+        return self.horizon if g.end is None else g.end
+
+    def attempt_end(self, a: Attempt) -> int:
+        """When ``a`` stopped wanting the lock: its completion, its crash, or the end."""
+        if a.end is not None:
+            return a.end
+        return min(self.crashes.get(a.process, self.horizon), self.horizon)
+
+    def overdue(self, a: Attempt) -> bool:
+        """Is ``a`` an acquire still pending at the end, alive, past its own timeout?"""
+        return (a.end is None and a.process not in self.crashes and a.timeout is not None
+                and a.invoke + a.timeout * NS < self.horizon)
+
+    def locks(self) -> list[str]:
+        """Every lock anybody acquired or tried to."""
+        return sorted({a.lock for a in self.attempts} | {g.lock for g in self.grants})
+
+    def by_lock(self) -> dict[str, list[Grant]]:
+        out: dict[str, list[Grant]] = {}
+        for g in self.grants:
+            out.setdefault(g.lock, []).append(g)
+        return out
+
+    def held(self, gs: Sequence[Grant]) -> list[Interval]:
+        """When one of ``gs`` (grants of one lock) was believed held: sorted, disjoint."""
+        from checker.intervals import union
+
+        return union((g.start, self.grant_end(g)) for g in gs)
+
+    def wanted(self, lock: str) -> list[Interval]:
+        """When some live client was inside an acquire of ``lock``."""
+        return [(a.invoke, self.attempt_end(a)) for a in self.attempts if a.lock == lock]
+
+    def holders(self) -> list[tuple[str, int, int, int]]:
+        """(lock, process, from, until) of every grant, in the order of the grants' starts:
+        who held which lock when, as every checker sees it."""
+        return sorted((g.lock, g.process, g.start, self.grant_end(g)) for g in self.grants)
