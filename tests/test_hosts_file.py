@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import getpass
+import json
 import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +19,8 @@ from harness.controller.spec import TestSpec
 from harness.core.capabilities import ClientLinks, Iptables
 from harness.core.errors import UsageError
 from tests.harness_runs import harness
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -156,8 +165,43 @@ def test_client_addresses_from_a_list_a_block_or_a_range() -> None:
             parse_addresses(bad)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
-def test_an_unreadable_key_is_named(tmp_path: Path, key: Path) -> None:
-    key.chmod(0o000)
-    with pytest.raises(UsageError, match="not readable"):
-        load(write(tmp_path, "[[hosts]]\naddress = '10.0.0.1'\nkey = 'id_test'\n"))
+UNREADABLE = """
+import json, sys
+from harness.controller.hosts import load
+from harness.core.errors import UsageError
+try:
+    load(sys.argv[1])
+    print(json.dumps(None))
+except UsageError as e:
+    print(json.dumps(str(e)))
+"""
+
+
+def load_as(user: str | None, path: Path) -> str | None:
+    """load(path) in a child process run as ``user`` (None: as this one): its error or None."""
+    proc = subprocess.run([sys.executable, "-c", UNREADABLE, str(path)], user=user,
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_an_unreadable_key_is_named() -> None:
+    """A key the harness's user cannot read is named up front. Root reads every file, so as
+    root the harness is run as nobody, on a key nobody may not read, then on one it may."""
+    user = "nobody" if os.geteuid() == 0 else None
+    folder = Path(tempfile.mkdtemp(prefix="hosts-key-"))  # not under pytest's root-only tmp
+    try:
+        folder.chmod(0o755)
+        path = write(folder, "[[hosts]]\naddress = '10.0.0.1'\nkey = 'id_test'\n")
+        path.chmod(0o644)
+        key = folder / "id_test"
+        key.write_text("not really a key\n")
+        key.chmod(0o000)
+        who = user or getpass.getuser()
+        assert load_as(user, path) == f"{path}: [[hosts]] 1: key {key}: not readable by {who}"
+        key.chmod(0o600)
+        if user is not None:
+            os.chown(key, pwd.getpwnam(user).pw_uid, -1)
+        assert load_as(user, path) is None  # the same file, readable: no problem
+    finally:
+        shutil.rmtree(folder)
