@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness_runs import harness, run
+from checker import faults
+from tests.harness_runs import harness, history, run
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "runs" / "redis-setnx-pause"
@@ -382,6 +383,36 @@ class RaisingLock:
 class BoolLock(LoopbackLock):
     def acquire(self, timeout):
         return super().acquire(timeout) is not None
+
+
+class SendAndCloseReleaseLock:
+    """Its release sends the compare-and-delete on a connection of its own and closes it
+    without reading the reply: it waits for nothing, and says so."""
+
+    dbs = ("redis",)
+    release_waits = False
+
+    def __init__(self, config: LockConfig) -> None:
+        n = config.nodes[0]
+        self.node, self.wait, self.ttl = (n.host, n.port), config.op_timeout, config.ttl
+        self.r = redis.Redis(n.host, n.port, socket_timeout=config.op_timeout,
+                             socket_connect_timeout=config.op_timeout)
+
+    def acquire(self, timeout):
+        me = uuid.uuid4().hex
+        try:
+            ok = self.r.set("lock", me, nx=True, px=int(self.ttl * 1000))
+        except redis.RedisError as e:
+            raise Indeterminate(str(e)) from e
+        return Grant(validity=self.ttl, handle=me) if ok else None
+
+    def release(self, grant):
+        words = [b"EVAL", UNLOCK.encode(), b"1", b"lock", grant.handle.encode()]
+        command = b"*%d\\r\\n" % len(words) + b"".join(b"$%d\\r\\n%s\\r\\n" % (len(w), w)
+                                                       for w in words)
+        with socket.create_connection(self.node, self.wait) as s:
+            s.sendall(command)
+        return True
 '''
 
 
@@ -415,12 +446,108 @@ def test_a_refused_release_after_the_lease_expired_is_no_violation(store: Path) 
 @needs_redis
 def test_a_plugin_whose_acquire_always_raises_could_not_test(tmp_path: Path,
                                                               store: Path) -> None:
-    code, results, _, out = plugin_run(tmp_path, store, "--lock",
-                                       "honest_plugins:RaisingLock", "--nemesis", "none",
-                                       "--time-limit", "4")
+    code, results, run_dir, out = plugin_run(tmp_path, store, "--lock",
+                                             "honest_plugins:RaisingLock", "--nemesis", "none",
+                                             "--time-limit", "4")
     assert code == 3, out
-    assert "RuntimeError: the plugin is broken" in out
-    assert results["could-not-test"]
+    failed = [op for op in history(run_dir) if op["f"] == "acquire" and op["type"] == "info"]
+    said = (f"could not test: no acquire succeeded: the run tested nothing; the most frequent "
+            f"client error, {len(failed)} of {len(failed)} (first: process ")
+    assert failed and said in out and "RuntimeError: the plugin is broken" in out, out
+    assert said[len("could not test: "):] in results["could-not-test"]  # type: ignore[operator]
+    assert results["valid"] == "unknown"
+
+
+def in_windows(run_dir: Path, fault: str) -> tuple[dict[str, object], list[tuple[str, str, int]]]:
+    """The fault's claim and (f, type, ns taken) of each lock op of a client invoked and
+    ended inside one of its windows, from the history."""
+    ops = history(run_dir)
+    starts = [op for op in ops if op["process"] == "nemesis" and op["f"] == fault
+              and op["value"] == "start" and op["type"] == "info"]
+    stops = [op["time"] for op in ops if op["process"] == "nemesis" and op["f"] == fault
+             and op["value"] == "stop" and op["type"] == "invoke"]
+    assert starts and len(stops) == len(starts)
+    windows = [(a["time"], b) for a, b in zip(starts, stops, strict=True)]
+    pending: dict[object, dict[str, object]] = {}
+    out = []
+    for op in ops:
+        if op["process"] == "nemesis" or op["f"] not in ("acquire", "release"):
+            continue
+        if op["type"] == "invoke":
+            pending[op["process"]] = op
+            continue
+        began = pending.pop(op["process"])["time"]
+        if any(a < began and op["time"] < b for a, b in windows):
+            out.append((op["f"], op["type"], op["time"] - began))
+    return starts[0]["expect"], out
+
+
+@pytest.mark.servers
+@needs_redis
+def test_a_release_that_waits_for_no_reply_is_no_proof_a_delay_did_not_bite(
+        tmp_path: Path, store: Path) -> None:
+    """Issue 24 case 3: the lock says its release does not wait (``release_waits = False``);
+    its releases take a millisecond under a 0.2 s delay, its acquires the delay's round trip.
+    The faults check counts the acquires, not the releases: the delay bit, and the run is
+    VALID (a SET NX PX lock with nothing but latency is safe)."""
+    code, results, run_dir, out = plugin_run(tmp_path, store, "--lock",
+                                             "honest_plugins:SendAndCloseReleaseLock",
+                                             "--nemesis", "delay", "--time-limit", "8",
+                                             "--seed", "1")
+    assert code == 0, out
+    check = results["checks"]["faults"]  # type: ignore[index]
+    assert check["valid"] is True and check["ineffective-count"] == 0, check
+    assert check["release-waits"] is False and check["unavailable-only-count"] == 0
+    expect, done = in_windows(run_dir, "delay")
+    least = expect["slowed"]["at-least"] * 1e9  # type: ignore[index]
+    assert least == 0.2e9  # the lock waits its op timeout (1 s) for a reply: the old default
+    assert [t for f, ty, t in done if f == "release" and ty == "ok" and t < least]  # fast
+    slow = [t for f, ty, t in done if f == "acquire" and ty == "ok"]
+    assert slow and min(slow) >= least - 5e6  # the evidence: acquires as slow as the delay
+    counted = faults.check(history(run_dir))  # had the release been taken at its word
+    assert counted["valid"] == "unknown" and "a release, took" in \
+        counted["ineffective"][0]["explanation"]
+
+
+@pytest.mark.servers
+@needs_redis
+def test_redlock_under_the_default_delay_completes_lock_ops_inside_the_windows(
+        store: Path) -> None:
+    """Issue 24 case 5: Redlock waits TTL/20 = 0.1 s for each master; the default delay is
+    its own (20 +- 10 ms each way), so quorums form, slowly, under it. Latency alone breaks
+    no Redlock property (the acquisition time is taken off the validity; no pause, no clock
+    jump): VALID, with the delay shown to bite."""
+    code, results, run_dir, out = run(store, "--db", "redis-masters", "--lock", "redlock",
+                                      "--nemesis", "delay", "--time-limit", "10", "--seed", "1")
+    assert code == 0, out
+    check = results["checks"]["faults"]  # type: ignore[index]
+    assert check["valid"] is True and check["unavailable-only-count"] == 0, check
+    expect, done = in_windows(run_dir, "delay")
+    assert expect["slowed"]["at-least"] == 0.02  # type: ignore[index]
+    acquired = [t for f, ty, t in done if f == "acquire" and ty == "ok"]
+    released = [t for f, ty, t in done if f == "release" and ty == "ok"]
+    assert acquired and released, done
+    assert min(released) >= 5 * 0.02e9  # five masters in turn, each a delayed round trip
+
+
+@pytest.mark.servers
+@pytest.mark.slow
+@needs_redis
+def test_redlock_under_a_delay_past_its_per_node_timeout_tested_unavailability_only(
+        store: Path) -> None:
+    """The old default, 0.2 +- 0.1 s each way, given explicitly: every master's reply comes
+    after Redlock's 0.1 s, no quorum forms, no lock op completes in any window: the run
+    tested Redlock without its masters, not under delay. Unknown, never valid."""
+    code, results, run_dir, out = run(store, "--db", "redis-masters", "--lock", "redlock",
+                                      "--nemesis", "delay", "--nemesis-opt", "delay=0.2",
+                                      "--time-limit", "10", "--seed", "1")
+    assert code == 2, out
+    check = results["checks"]["faults"]  # type: ignore[index]
+    assert check["valid"] == "unknown" and check["ineffective-count"] == 0
+    assert check["unavailable-only-count"] == check["fault-count"] >= 1
+    assert "delay tested unavailability only: no lock op of process(es) 0, 1, 2, 3, 4" in out
+    _, done = in_windows(run_dir, "delay")
+    assert not [x for x in done if x[1] == "ok"], done
 
 
 @pytest.mark.servers
