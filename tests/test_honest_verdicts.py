@@ -385,26 +385,16 @@ class BoolLock(LoopbackLock):
         return super().acquire(timeout) is not None
 
 
-class SendAndCloseReleaseLock:
+class SendAndCloseReleaseLock(LoopbackLock):
     """Its release sends the compare-and-delete on a connection of its own and closes it
     without reading the reply: it waits for nothing, and says so."""
 
-    dbs = ("redis",)
     release_waits = False
 
     def __init__(self, config: LockConfig) -> None:
+        super().__init__(config)
         n = config.nodes[0]
-        self.node, self.wait, self.ttl = (n.host, n.port), config.op_timeout, config.ttl
-        self.r = redis.Redis(n.host, n.port, socket_timeout=config.op_timeout,
-                             socket_connect_timeout=config.op_timeout)
-
-    def acquire(self, timeout):
-        me = uuid.uuid4().hex
-        try:
-            ok = self.r.set("lock", me, nx=True, px=int(self.ttl * 1000))
-        except redis.RedisError as e:
-            raise Indeterminate(str(e)) from e
-        return Grant(validity=self.ttl, handle=me) if ok else None
+        self.node, self.wait = (n.host, n.port), config.op_timeout
 
     def release(self, grant):
         words = [b"EVAL", UNLOCK.encode(), b"1", b"lock", grant.handle.encode()]
