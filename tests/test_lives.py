@@ -5,7 +5,11 @@ issue 24 (a crashed holder, an acquire blocked past its timeout) and the refusal
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +19,9 @@ from hypothesis import strategies as st
 from checker import availability, fencing, linearizable, liveness, mutex, stats
 from checker.lives import Lives
 from harness.core.history import Op
+from tests.harness_runs import harness, history, run
+
+REPO = Path(__file__).resolve().parents[1]
 
 MS = 1_000_000
 S = 1000 * MS
@@ -290,3 +297,48 @@ def test_a_crash_of_a_process_that_never_ran_changes_nothing() -> None:
                  "targets": ["c9"], "detail": {"crashed": True}})
     assert Lives(h).crashes == {9: 1}
     assert mutex.check(h)["lock-overlap-count"] == 1
+
+
+# real runs -------------------------------------------------------------------------------------
+needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server missing")
+
+
+@pytest.mark.servers
+@needs_redis
+def test_crash_client_holding_on_a_lease_lock_is_valid(tmp_path: Path) -> None:
+    """Issue 24 case 1 rebuilt: each crashed holder's lease runs out and the next client gets
+    the lock. VALID, and the crashes are what made it so: the same history without the
+    nemesis's records is INVALID (the dead holders would overlap every later grant)."""
+    code, results, run_dir, out = run(
+        tmp_path, "--lock", "redis-setnx", "--nemesis", "crash-client", "--nemesis-opt",
+        "crash-step=holding", "--time-limit", "10", "--seed", "1")
+    assert code == 0, out
+    assert results["checks"]["mutex"]["lock-overlap-count"] == 0
+    h = history(run_dir)
+    lives = Lives(h)
+    crashed = [g for g in lives.grants if g.crashed]
+    assert crashed, "no holder crashed: the run tested nothing of case 1"
+    assert any(g.start > lives.grant_end(c) for c in crashed for g in lives.grants)
+    calm = [o for o in h if o["process"] != "nemesis"]
+    assert mutex.check(calm)["valid"] is False
+    assert linearizable.check(calm, "mutex")["valid"] is False
+
+
+@pytest.mark.servers
+@pytest.mark.slow  # ~30 s: the blocked clients are killed at the end, then the final read
+@needs_redis
+def test_a_lock_whose_acquire_hangs_is_a_stuck_lock(tmp_path: Path) -> None:
+    """Issue 24 case 2 rebuilt: a plugin grants once, then every acquire hangs; no fault.
+    INVALID, by liveness: the clients were blocked in acquire far past their own timeouts."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
+        "PYTHONPATH", "")])}
+    proc = harness("run", "--store", str(tmp_path), "--quiet", "--lock",
+                   "tests.blocking_lock:BlockingLock", "--nemesis", "none", "--time-limit",
+                   "10", "--seed", "1", env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    results = json.loads(((tmp_path / "latest").resolve() / "results.json").read_text())
+    live = results["checks"]["liveness"]
+    assert live["valid"] is False and live["stuck-lock-count"] == 1
+    assert sorted(live["stuck-locks"][0]["blocked-in-acquire"]) == list(range(5))
+    assert results["checks"]["stats"]["counts"]["acquire"]["ok"] == 1
