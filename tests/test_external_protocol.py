@@ -80,9 +80,9 @@ def test_requests_are_one_compact_line_without_empty_fields() -> None:
 
 # a real program behind the lock ---------------------------------------------------------------
 def lock_for(program: Path, *, needs_tokens: bool = False, ttl: float = 2.0) -> ExecLock:
-    return ExecLock(LockConfig(nodes=NODES, ttl=ttl, process=3, options={
-        "seed": 1, "program": str(program), "workload_needs_tokens": needs_tokens,
-        "source": "127.0.0.1", "flavour": "plain"}))
+    return ExecLock(LockConfig(nodes=NODES, ttl=ttl, process=3, options={"flavour": "plain"},
+                               harness={"seed": 1, "program": str(program), "source": "127.0.0.1",
+                                        "workload_needs_tokens": needs_tokens}))
 
 
 @pytest.fixture
@@ -232,7 +232,7 @@ from harness.core.cluster import Node
 from harness.core.locks import LockConfig
 from workloads.locks import external
 external.REPLY_MIN, external.REPLY_TTLS = 1.0, 0
-lock = external.ExecLock(LockConfig(nodes=(Node("n1", "127.0.0.1", 1),), options={
+lock = external.ExecLock(LockConfig(nodes=(Node("n1", "127.0.0.1", 1),), harness={
     "program": sys.argv[1]}))
 print("ready", flush=True)
 grant = lock.acquire(0.2)
@@ -267,7 +267,7 @@ import sys, time
 from harness.core.cluster import Node
 from harness.core.locks import LockConfig
 from workloads.locks.external import ExecLock
-lock = ExecLock(LockConfig(nodes=(Node("n1", "127.0.0.1", 1),), options={"program": sys.argv[1]}))
+lock = ExecLock(LockConfig(nodes=(Node("n1", "127.0.0.1", 1),), harness={"program": sys.argv[1]}))
 print(lock.program.pid, flush=True)
 time.sleep(60)
 """

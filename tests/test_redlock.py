@@ -68,7 +68,7 @@ class FakeMaster:
 
 def config(n: int = 5, ttl: float = 2.0) -> LockConfig:
     nodes = tuple(Endpoint(f"n{i + 1}", "127.0.0.1", 1) for i in range(n))  # never connected
-    return LockConfig(nodes=nodes, ttl=ttl, options={"seed": 1})
+    return LockConfig(nodes=nodes, ttl=ttl, harness={"seed": 1})
 
 
 def wired(cls: type[RedlockLock], masters: list[FakeMaster], ttl: float = 2.0) -> RedlockLock:

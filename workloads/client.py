@@ -31,9 +31,11 @@ DEFAULT_RESOURCE = "workloads.resources.redis:RedisResource"
 
 
 def build_lock(cfg: dict[str, Any], lock_cls: Any, *, needs_tokens: bool = False) -> Any:
-    """The run's lock. Its options: the run's (``lock_options``), the seed, the client's own
-    source address, and whether the workload needs fencing tokens (a lock that only learns at
-    start-up whether it has them, an external program, can refuse then)."""
+    """The run's lock. Its options: the ones it declares (``lock_options``: every one, the
+    run's value or its default); apart from them, in ``config.harness``: the seed, the
+    client's own source address, whether the workload needs fencing tokens (a lock that only
+    learns at start-up whether it has them, an external program, can refuse then), and what
+    the DB or the lock's entry adds (``harness_options``: Sentinels, a program's path)."""
     nodes = tuple(Node(n["name"], n["host"], n["port"]) for n in cfg["nodes"])
     config = LockConfig(
         nodes=nodes,
@@ -41,8 +43,9 @@ def build_lock(cfg: dict[str, Any], lock_cls: Any, *, needs_tokens: bool = False
         ttl=cfg["ttl"],
         op_timeout=cfg["op_timeout"],
         process=cfg["process"],
-        options={"seed": cfg["seed"], "source": cfg.get("source"),
-                 "workload_needs_tokens": needs_tokens, **cfg.get("lock_options", {})},
+        options=dict(cfg.get("lock_options", {})),
+        harness={**cfg.get("harness_options", {}), "seed": cfg["seed"],
+                 "source": cfg.get("source"), "workload_needs_tokens": needs_tokens},
     )
     lock = lock_cls(config)
     return AsyncLockRunner(lock) if is_async(lock) else lock

@@ -19,7 +19,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -30,7 +30,8 @@ from harness.core.resource import READ_MODES, Observed, Resource, Write, Written
 from harness.core.text import show
 from workloads import crash
 
-HOLD_POLL = 0.02  # seconds between two held() checks while working under a lock
+HOLD_POLL = 0.02  # seconds between two held() checks while working under a lock (default)
+RELEASE_TIMEOUT = 10.0  # seconds a release may take before it is info and the client goes on
 REJECTED = {"fenced": "rejected: stale token",
             "version": "rejected: the version moved since it was read",
             "cas": "rejected: another holder's value since it was read"}
@@ -47,6 +48,32 @@ class MutexParams:
     think_max: float = 0.05
     seed: int = 0
     end_ns: int | None = None  # monotonic time the run's load ends: stop waiting for locks then
+    release_timeout: float = RELEASE_TIMEOUT  # then the release is info, the client goes on
+    held_poll: float = HOLD_POLL  # seconds between two held(grant) questions while holding
+
+
+class LimitedCall:
+    """``fn()`` on a thread of its own, to be waited for a limited time; its result or the
+    exception it raised once it returns."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.result: Any = None
+        self.error: Exception | None = None
+        self.done = threading.Event()
+        threading.Thread(target=self._run, daemon=True, name="release").start()
+
+    def _run(self) -> None:
+        try:
+            self.result = self.fn()
+        except Exception as e:
+            self.error = e
+        finally:
+            self.done.set()
+
+    def wait(self, seconds: float) -> bool:
+        """True when the call returned within ``seconds``."""
+        return self.done.wait(seconds)
 
 
 @dataclass
@@ -231,7 +258,7 @@ class MutexWorkload:
             return True
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            if self.stop.wait(min(HOLD_POLL, left)):
+            if self.stop.wait(min(self.p.held_poll, left)):
                 return True
             if not held(grant):
                 return False
@@ -282,15 +309,25 @@ class MutexWorkload:
         return None
 
     def release(self, grant: Grant) -> None:
+        """Release ``grant``, waiting ``release_timeout`` seconds at most: a release that
+        takes longer is recorded ``info`` (its outcome unknown) and left to finish on its
+        thread while this client goes on to its next session, rather than stalling it."""
         j, name = self.journal, self.p.lock_name
         value = {"session": self.session}
         j.record(INVOKE, "release", value, lock=name, token=grant.token)
-        try:
-            released = self.lock.release(grant)
-        except Exception as e:
+        call = LimitedCall(lambda: self.lock.release(grant))
+        if not call.wait(self.p.release_timeout):
             j.record(INFO, "release", value, lock=name, token=grant.token,
-                     error=f"{type(e).__name__}: {e}"[:200])
+                     error=f"release_timeout: no answer within {self.p.release_timeout:g} s; "
+                           "the client went on")
             return
+        if call.error is not None:
+            e = call.error
+            timeout = isinstance(e, self.timeout_errors)  # the lock says: certainly not
+            j.record(FAIL if timeout else INFO, "release", value, lock=name, token=grant.token,
+                     error=f"{'timeout: ' if timeout else ''}{type(e).__name__}: {e}"[:200])
+            return
+        released = call.result
         if released:
             j.record(OK, "release", value, lock=name, token=grant.token)
         else:

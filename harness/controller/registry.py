@@ -27,7 +27,11 @@ from typing import Any
 
 from harness.core import capabilities
 from harness.core.errors import UsageError
+from harness.core.locks import WORKLOAD_KEYS
+from harness.core.options import declaration_problem as options_problem
 from harness.core.roles import RoleError, load_object
+from harness.core.schedule import MAX_WAIT
+from harness.core.text import show
 
 DISTRIBUTION = "lock-harness"
 GROUPS = {
@@ -235,6 +239,9 @@ class Registry:
         declared = getattr(cls, "name", None)
         if entry.distribution is not None and declared and declared != name:
             raise UsageError(f"{what}: the class {entry.target} calls itself {declared!r}")
+        problem = declaration_problem(kind, cls)
+        if problem is not None:
+            raise UsageError(f"{what}: {entry.target}.{problem}")
         self._loaded[key] = cls
         return cls
 
@@ -359,6 +366,63 @@ class Registry:
                 raise UsageError(f"lock {lock!r} writes in its own transaction: it needs "
                                  f"--resource {db} (the resource in the lock's database), "
                                  f"not {resource!r}")
+
+
+def declaration_problem(kind: str, cls: type) -> str | None:
+    """What is wrong with what a role class declares, as ``field: reason`` (None: nothing).
+    Every kind: ``options``; a lock also ``workload_defaults``, ``timeout_errors``, ``dbs``,
+    ``crash_steps``."""
+    options = getattr(cls, "options", None)
+    if options is not None:
+        problem = options_problem(options)
+        if problem is not None:
+            return f"options: {problem}"
+    if kind != "locks":
+        return None
+    checks = (("workload_defaults", _workload_defaults_problem),
+              ("timeout_errors", _timeout_errors_problem),
+              ("dbs", _names_problem), ("crash_steps", _names_problem))
+    for field, check in checks:
+        value = getattr(cls, field, None)
+        if value is not None:
+            problem = check(value)
+            if problem is not None:
+                return f"{field}: {problem}"
+    return None
+
+
+def _workload_defaults_problem(value: Any) -> str | None:
+    if not isinstance(value, Mapping):
+        return f"must be a dict of seconds, got {type(value).__name__}"
+    for key, seconds in value.items():
+        if key not in WORKLOAD_KEYS:
+            return f"unknown key {show(key)} (use {', '.join(WORKLOAD_KEYS)})"
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not (
+                0 <= seconds <= MAX_WAIT):
+            return f"{key} must be 0 to {MAX_WAIT:g} seconds, got {show(seconds)}"
+    for lo, hi in (("hold_min", "hold_max"), ("think_min", "think_max")):
+        if lo in value and hi in value and value[lo] > value[hi]:
+            return f"{lo} {value[lo]:g} is more than {hi} {value[hi]:g}"
+    for key in ("release_timeout", "held_poll", "acquire_timeout"):
+        if key in value and not value[key] > 0:
+            return f"{key} must be more than 0 seconds, got {show(value[key])}"
+    return None
+
+
+def _timeout_errors_problem(value: Any) -> str | None:
+    if not isinstance(value, tuple | list):
+        return f"must be a tuple of exception classes, got {type(value).__name__}"
+    for item in value:
+        if not (isinstance(item, type) and issubclass(item, Exception)):
+            return f"{show(item, 60)} is not an exception class"
+    return None
+
+
+def _names_problem(value: Any) -> str | None:
+    if isinstance(value, str) or not isinstance(value, tuple | list) or not all(
+            isinstance(v, str) and v for v in value):
+        return f"must be a tuple of names, got {show(value, 60)}"
+    return None
 
 
 def exec_entry(name: str) -> Entry:

@@ -377,7 +377,8 @@ class Run:
             "op_timeout": float(spec.op_timeout or OP_TIMEOUT),
             "nodes": nodes,
             "redirects": redirects,
-            "lock_options": {**options, **self._lock_option_defaults(), **spec.lock_options},
+            "harness_options": options,  # the lock's config.harness, beside seed and source
+            "lock_options": {**self._lock_option_defaults(), **spec.lock_options},
             "workload_options": spec.workload_options(),
             "crash_file": str(self.run.crash_file(process)),
             "resource": cluster.resource.endpoint,
@@ -387,9 +388,10 @@ class Run:
         }
 
     def _lock_option_defaults(self) -> dict[str, Any]:
-        """The defaults of the options the lock declares (``--lock-opt`` overrides them)."""
+        """The defaults of the options the lock declares, None included (``--lock-opt``
+        overrides them): every declared option is in ``config.options``."""
         declared = getattr(self.registry.load("locks", self.spec.lock), "options", None) or {}
-        return {k: o.default for k, o in declared.items() if o.default is not None}
+        return {k: o.default for k, o in declared.items()}
 
     def _await_started(self, node: Node) -> None:
         """A db that starts its members one after another (``started(node)``: may the next

@@ -23,14 +23,13 @@ from harness.controller.spec_keys import check_types
 from harness.controller.store import safe_name
 from harness.core.errors import UsageError
 from harness.core.options import Option, parse_options
-from harness.core.schedule import MAX_SECONDS, Schedule, from_dict
+from harness.core.schedule import MAX_SECONDS, MAX_WAIT, Schedule, from_dict
 from harness.core.text import show
 
 # The largest number of seconds each kind of time may be (a time past these is a typo, and
 # 1e308 s overflows the waits that use it): a run's load at most a day, anything a client or
 # a fault waits for at most an hour.
 MAX_TIME_LIMIT = MAX_SECONDS
-MAX_WAIT = 3600.0
 LINKS = ("direct", "proxy")  # --links: clients connect straight to the nodes, or via the proxy
 DEFAULT_OP_TIMEOUT = 1.0
 
@@ -59,7 +58,8 @@ def check_role_word(item: str, reg: Registry) -> None:
     if name in reg.names("nemeses"):
         raise UsageError(f"--nemesis {item}: unknown target {target!r} (use one of "
                          f"{', '.join(ROLE_WORDS)}, node=NAME or client=N)")
-    if "." not in name:  # not a module:Class path either
+    if not all(part.isidentifier() for part in (*name.split("."), *target.split("."))):
+        # not a module:Class path either (client:99, kill=n2:holder)
         raise UsageError(f"--nemesis {item}: unknown nemesis {name!r} (use one of "
                          f"{', '.join(reg.names('nemeses'))}; a fault aimed at a target is "
                          "FAULT:TARGET, e.g. pause:holder, kill:node=n2, crash-client:client=3)")

@@ -19,6 +19,15 @@ did not acquire: recorded as ``fail``; anything else it raises is ``info``), ``r
 (False: its release sends and does not wait for a reply). Optional methods:
 ``held(grant)`` (a lock that can tell it was lost), ``session(grant)`` and ``close()``.
 
+The registry checks these declarations when it loads the class, before any server starts:
+``options`` values are :class:`~harness.core.options.Option` with a default of the declared
+type (or None), ``workload_defaults`` keys are among :data:`WORKLOAD_KEYS`, ``timeout_errors``
+are exception classes; anything else is one line naming the class and the field, exit 64.
+``timeout_errors`` apply to ``release`` too (it certainly did not release: ``fail``), and a
+release that takes longer than ``release_timeout`` seconds is recorded ``info`` while the
+client goes on to its next session. The harness's own settings (the seed, the client's source
+address, ...) arrive apart from the options, in ``config.harness``.
+
 A lock whose ``acquire`` and ``release`` (and ``held``, ``close``) are coroutines is run on an
 event loop of its client process's own, on a thread that keeps running between calls, so its
 background tasks (a renewal loop) live as they would in an application; an optional
@@ -59,7 +68,14 @@ class Grant:
 
 @dataclass(frozen=True)
 class LockConfig:
-    """What a lock implementation is told: where the DB nodes are and how to behave."""
+    """What a lock implementation is told: where the DB nodes are and how to behave.
+
+    ``options``: the lock's own declared options (``--lock-opt``), every one of them present,
+    its default (None included) where the run gave none. ``harness``: what the harness tells
+    every lock, in a namespace of its own so that no option of a lock can hide it: ``seed``
+    (the run's), ``source`` (the client's own address, to bind its connections to),
+    ``workload_needs_tokens``, and what the DB or the lock's entry adds (a Sentinel DB's
+    ``sentinels`` and ``service``, an ``exec:PATH`` lock's ``program``)."""
 
     nodes: tuple[Node, ...]
     name: str = "lock"
@@ -67,7 +83,15 @@ class LockConfig:
     op_timeout: float = 1.0
     process: int = 0
     options: dict[str, Any] = field(default_factory=dict)
+    harness: dict[str, Any] = field(default_factory=dict)
 
+
+# What a lock's ``workload_defaults`` may set (seconds, each at most an hour): how long a
+# holder works, a client thinks between sessions and waits for an acquire; how long a release
+# may take before it is recorded ``info`` and the client goes on (``release_timeout``); and
+# how often ``held(grant)`` is asked while the holder works (``held_poll``).
+WORKLOAD_KEYS = ("hold_min", "hold_max", "think_min", "think_max", "acquire_timeout",
+                 "release_timeout", "held_poll")
 
 # Consensus locks guard long critical sections (a leader's term, a batch job): holds that span
 # a session timeout or lease TTL, so that "it expired while its holder worked on" can happen.

@@ -72,10 +72,61 @@ class Option:
                              f"{show(value)}")
         return out
 
+    def problem(self) -> str | None:
+        """What is wrong with this declaration (a type we do not parse, a default or a choice
+        not of that type, a default the option itself refuses), or None."""
+        if self.type not in TYPES:
+            return (f"type {getattr(self.type, '__name__', self.type)!r} is not one of "
+                    "bool, int, float, str")
+        if not isinstance(self.help, str):
+            return f"help must be a string, got {show(self.help)}"
+        values = [("default", self.default)] if self.default is not None else []
+        for what, value in values + [("choice", c) for c in self.choices]:
+            if not of_type(value, self.type):
+                return f"{what} {show(value)} is not a {self.type.__name__}"
+            try:
+                self.parse(value)
+            except ValueError as e:
+                if what == "default":
+                    return f"default {show(value)}: {e}"
+        for bound in (self.minimum, self.maximum):
+            if bound is not None and not of_type(bound, float):
+                return f"minimum and maximum must be numbers, got {show(bound)}"
+        return None
+
     def describe(self) -> str:
         kind = "/".join(map(str, self.choices)) if self.choices else self.type.__name__
         default = "" if self.default is None else f", default {self.default}"
         return f"{kind}{default}: {self.help}" if self.help else f"{kind}{default}"
+
+
+TYPES = (bool, int, float, str)
+
+
+def of_type(value: Any, t: type) -> bool:
+    """Is ``value`` a value of option type ``t`` as written in code (an int is a float)?"""
+    if t is bool or isinstance(value, bool):
+        return t is bool and isinstance(value, bool)
+    if t is float:
+        return isinstance(value, int | float) and math.isfinite(value)
+    return isinstance(value, t)
+
+
+def declaration_problem(options: Any) -> str | None:
+    """What is wrong with a role's ``options`` declaration (a table of names to
+    :class:`Option`), naming the option; None when nothing is."""
+    if not isinstance(options, Mapping):
+        return f"must be a dict of names to Option, got {type(options).__name__}"
+    for key, option in options.items():
+        if not isinstance(key, str) or not key or len(key) > 100:
+            return f"{show(key)} is not an option name"
+        if not isinstance(option, Option):
+            return (f"{key!r} must be an Option(type, default, help), got "
+                    f"{show(option, 60)} ({type(option).__name__})")
+        problem = option.problem()
+        if problem is not None:
+            return f"{key!r}: {problem}"
+    return None
 
 
 def parse_options(given: Mapping[str, Any], declared: Mapping[str, Option], flag: str,

@@ -32,6 +32,7 @@ from harness.core.errors import UsageError
 
 MAX_STEPS = 10_000
 MAX_SECONDS = 86_400.0  # a day: the longest run, and so the latest a step can be due
+MAX_WAIT = 3_600.0  # an hour: the longest anything in a run waits, holds or stays on
 SCALARS = (str, int, float, bool)
 
 

@@ -76,7 +76,7 @@ class ExternalLock(LockRole):
         except ProgramError as e:
             self.close()
             raise StartError(str(e)) from None
-        needs = bool(config.options.get("workload_needs_tokens")) or (
+        needs = bool(config.harness.get("workload_needs_tokens")) or (
             self.tokens and self.build is not None)
         if needs and not hello.tokens:
             self.close()
@@ -110,8 +110,9 @@ class ExternalLock(LockRole):
             process=c.process, lock=c.name, ttl=c.ttl, op_timeout=c.op_timeout,
             nodes=[{"name": n.name, "host": r.address[0], "port": r.address[1]}
                    for n, r in zip(c.nodes, self.relays, strict=True)],
-            source=c.options.get("source"), seed=int(c.options.get("seed", 0)),
-            options={k: v for k, v in c.options.items() if k not in INTERNAL_OPTIONS})
+            source=c.harness.get("source"), seed=int(c.harness.get("seed", 0)),
+            options={**{k: v for k, v in c.harness.items() if k not in INTERNAL_OPTIONS},
+                     **c.options})
 
     # the program's life ----------------------------------------------------------------------
     def _start(self) -> protocol.Hello:
@@ -245,7 +246,7 @@ class ExecLock(ExternalLock):
 
     @classmethod
     def command(cls, config: LockConfig) -> list[str]:
-        path = str(config.options.get("program") or "")
+        path = str(config.harness.get("program") or "")
         if not path or not os.access(path, os.X_OK) or not Path(path).is_file():
             raise StartError(f"--lock exec:{path}: not an executable file")
         return [path]

@@ -61,7 +61,7 @@ class PostgresLock(LockRole):
         self.node = config.nodes[0]
         self.ttl_ms = max(1, int(config.ttl * 1000))
         self.timeout = config.op_timeout
-        self.rng = random.Random(config.options.get("seed", 0) * 1000 + config.process)
+        self.rng = random.Random(config.harness.get("seed", 0) * 1000 + config.process)
         self.key = f"lock:{config.name}"
         self.owner = f"p{config.process}"
         self._conn: psycopg.Connection[Any] | None = None

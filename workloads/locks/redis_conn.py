@@ -47,18 +47,18 @@ def connect(host: str, port: int, timeout: float) -> redis.Redis:
 
 
 def uses_sentinel(config: LockConfig) -> bool:
-    return bool(config.options.get("sentinels"))
+    return bool(config.harness.get("sentinels"))
 
 
 def client_for(config: LockConfig, timeout: float | None = None) -> redis.Redis:
     """A redis-py client of the lock's Redis: the primary through Sentinel, else node 1."""
     t = config.op_timeout if timeout is None else timeout
     if uses_sentinel(config):
-        sentinels = [(e["host"], int(e["port"])) for e in config.options["sentinels"]]
+        sentinels = [(e["host"], int(e["port"])) for e in config.harness["sentinels"]]
         manager = Sentinel(sentinels, sentinel_kwargs={
             "socket_timeout": SENTINEL_TIMEOUT, "socket_connect_timeout": SENTINEL_TIMEOUT,
             "decode_responses": True})
-        return manager.master_for(str(config.options.get("service", "mymaster")),
+        return manager.master_for(str(config.harness.get("service", "mymaster")),
                                   socket_timeout=t, socket_connect_timeout=t, **CLIENT_KWARGS)
     node = config.nodes[0]
     return connect(node.host, node.port, t)

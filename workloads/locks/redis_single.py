@@ -47,7 +47,7 @@ class RedisSingleLock(LockRole):
         self.client = recipe_client_for(config)
         self.key = f"lock:{config.name}"
         self.ttl_ms = max(1, int(config.ttl * 1000))
-        self.rng = random.Random(config.options.get("seed", 0) * 1000 + config.process)
+        self.rng = random.Random(config.harness.get("seed", 0) * 1000 + config.process)
         # Owners are random 128-bit values, as uuid4's, drawn without a system call each.
         self.owners = random.Random(os.urandom(32))
 

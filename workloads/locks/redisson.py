@@ -75,7 +75,7 @@ class RedissonLock(LockRole):
         self.key = f"lock:{config.name}"
         self.lease_ms = max(1, int(config.ttl * 1000))
         self.holder = f"{uuid.uuid4()}:{threading.get_ident()}"
-        self.rng = random.Random(config.options.get("seed", 0) * 1000 + config.process)
+        self.rng = random.Random(config.harness.get("seed", 0) * 1000 + config.process)
         self._acquire = self.client.register_script(ACQUIRE)
         self._release = self.client.register_script(RELEASE)
         self._renew = self.client.register_script(RENEW)

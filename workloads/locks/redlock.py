@@ -62,7 +62,7 @@ class RedlockLock(LockRole):
         self.node_timeout = self.request_timeout(config.ttl, config.op_timeout, config.options)
         self.clients = [connect(n.host, n.port, self.node_timeout) for n in config.nodes]
         self.quorum = len(self.clients) // 2 + 1
-        self.rng = random.Random(config.options.get("seed", 0) * 1000 + config.process)
+        self.rng = random.Random(config.harness.get("seed", 0) * 1000 + config.process)
         self._unlock = [c.register_script(COMPARE_AND_DELETE) for c in self.clients]
 
     @classmethod
