@@ -6,6 +6,7 @@ in time: unknown)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import socket
@@ -41,7 +42,12 @@ def test_a_correct_lock_is_valid_and_nothing_is_written(store: Path) -> None:
     ops = history(run_dir)
     mine = clients_ops(ops, 3)
     assert {op["f"] for op in mine} == {"acquire", "release"}  # the lock's requests only
-    assert sum(op["f"] == "acquire" and op["type"] == "ok" for op in mine) > 500
+    # every client got the lock, and each of its grants was followed by its release (the rate,
+    # with no hold or think time, is bench/bench_test_timings.py lock's)
+    for p in range(3):
+        oks = [op["f"] for op in mine if op["process"] == p and op["type"] == "ok"]
+        assert oks and oks[0] == "acquire", oks[:4]
+        assert all(a != b for a, b in itertools.pairwise(oks)), oks
     final_log = next(op for op in ops if op["process"] == 3 and op["type"] == "ok")
     assert final_log["value"] == []  # the resource was never written
     assert results["checks"]["mutex"]["lock-overlap-count"] == 0

@@ -94,7 +94,8 @@ def test_stop_escalates_to_sigkill_and_kill_waits_until_gone(tmp_path: Path) -> 
     out("start", str(pidfile), str(log), "sh", "-c", "trap '' TERM; sleep 60")
     t0 = time.monotonic()
     assert out("stop", str(pidfile), "5") == "killed"
-    assert 0.4 < time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 > 0.4  # it gave SIGTERM its 0.5 s first (how long in all:
+    assert out("running", str(pidfile)) == "no"  # bench/bench_test_timings.py stop)
     out("start", str(pidfile), str(log), "sleep", "60")
     assert out("kill", str(pidfile)) == "killed"
     assert out("running", str(pidfile)) == "no"
