@@ -77,19 +77,31 @@ ln -sf "$PWD/.venv/bin/harness" /usr/local/bin/harness
 
 # The lock clients in other languages, each built by its clients/<name>/build.sh into
 # /var/cache/lock-harness/clients/<name>-<hash of its sources>/ (nothing is rebuilt when the
-# sources did not change). A client that fails to build is said and skipped: `harness list`
-# shows which are built. SETUP_CLIENTS=0 skips them.
+# sources did not change). A build that fails fails the set-up, naming it (the tests of that
+# client would otherwise be skipped quietly); SETUP_CLIENTS=0 skips them all on purpose.
 if [ "${SETUP_CLIENTS:-1}" != "0" ]; then
-  .venv/bin/python -m workloads.external.builds \
-    || say "some lock clients are not built (see above); the others work"
+  failed=()
+  for client in $(.venv/bin/python -c \
+      'from workloads.external.builds import names; print(*names())'); do
+    .venv/bin/python -m workloads.external.builds "$client" || failed+=("$client")
+  done
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "setup: lock client build failed: ${failed[*]} (see above; retry with .venv/bin/python" \
+      "-m workloads.external.builds ${failed[*]}, or SETUP_CLIENTS=0 to go without them)" >&2
+    exit 3
+  fi
 fi
 
 # The docker backend: an engine (Debian's docker.io, dockerd started if none answers) and the
 # node image, built offline and cached (docker/README.md). SETUP_DOCKER=0 skips both.
 if [ "${SETUP_DOCKER:-1}" != "0" ]; then
-  bash docker/engine.sh
-  .venv/bin/python docker/build_image.py >/dev/null
+  build() {  # build NAME COMMAND...: run it, or fail the set-up in one line naming the build
+    local name=$1; shift
+    "$@" || { echo "setup: $name failed (exit $?); SETUP_DOCKER=0 goes without it" >&2; exit 3; }
+  }
+  build "the docker engine (docker/engine.sh)" bash docker/engine.sh
+  build "the node image (docker/build_image.py)" .venv/bin/python docker/build_image.py >/dev/null
   # The local backend's clock faults need a Redis that libfaketime can hook (cached).
-  bash docker/build_redis_libc.sh >/dev/null
+  build "the libc Redis (docker/build_redis_libc.sh)" bash docker/build_redis_libc.sh >/dev/null
 fi
 say "ready: $(command -v harness) ($(redis-server --version | cut -d' ' -f1-3))"
