@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import threading
 import time
 from pathlib import Path
@@ -76,6 +77,29 @@ def test_the_spec_carries_the_locks_own_wait_for_a_reply_and_whether_release_wai
     assert TestSpec(nemesis=["delay"]).validate().request_timeout == 1.0  # its op timeout
     stalled = TestSpec(nemesis=["stall-grant"]).validate()
     assert stalled.request_timeout == stalled.op_timeout == 4.0
+
+
+class NoWaitLock:
+    """A lock that says it waits no time at all for a reply (a plugin's mistake)."""
+
+    dbs = ("redis",)
+
+    def acquire(self, timeout: float) -> None:
+        return None
+
+    def release(self, grant: Any) -> bool:
+        return True
+
+    @classmethod
+    def request_timeout(cls, ttl: float, op_timeout: float, options: Any) -> float:
+        return 0.0
+
+
+def test_a_lock_whose_wait_for_a_reply_is_no_time_is_one_line() -> None:
+    with pytest.raises(UsageError, match=re.escape(
+            "lock tests.test_network_faults:NoWaitLock: request_timeout must be a positive "
+            "number of seconds, got 0.0")):
+        TestSpec(lock="tests.test_network_faults:NoWaitLock", nemesis=["delay"]).validate()
 
 
 def delay_with(wait: float, **options: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:

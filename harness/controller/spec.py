@@ -222,8 +222,10 @@ class TestSpec:
         lock_cls = reg.load("locks", self.lock)
         self.release_waits = bool(getattr(lock_cls, "release_waits", True))
         per_request = getattr(lock_cls, "request_timeout", None)  # (ttl, op_timeout, options)
-        self.request_timeout = float(per_request(self.ttl, self.op_timeout, self.lock_options)
-                                     if callable(per_request) else self.op_timeout)
+        wait = (per_request(self.ttl, self.op_timeout, self.lock_options)
+                if callable(per_request) else self.op_timeout)
+        positive(f"lock {self.lock}: request_timeout", wait, limit=MAX_WAIT)
+        self.request_timeout = float(wait)
         if not 0 <= self.quiesce <= MAX_WAIT:
             raise UsageError(f"--quiesce must be 0 to {MAX_WAIT:g} seconds, got "
                              f"{self.quiesce!r}")
