@@ -83,8 +83,6 @@ OTHERS_TO_FIX = {
     ("test_fuzz_check.py", "assert_honest", "code in (3, 64)"),  # H2
     ("test_history.py", "test_fuzzed_input_raises_only_history_errors", "no assertion"),  # H2
     ("test_interop.py", "test_random_bytes_raise_only_history_error", "no assertion"),  # H2
-    ("test_plugin_api.py", "test_a_partition_aimed_at_a_waiter_cuts_a_client_blocked_in_acquire",
-     "code in (0, 1, 2)"),  # H3
     ("test_honest_verdicts.py", "test_a_run_that_did_not_finish_is_never_valid",
      "proc.returncode in (1, 2)"),  # H4
     ("test_honest_verdicts.py",
