@@ -1,11 +1,13 @@
 """The pure parts of the PostgreSQL work: the idempotent checker (hypothesis: histories made by
 a correct idempotent resource are valid, and every way of breaking one is caught), the mutex
 checker's reads (antirez's check-and-set hole), fencing with logged reads, lock overlaps
-inside the lock's own transaction, the resource's SQL, and how a spec picks the resource."""
+inside the lock's own transaction, and how a spec picks the resource; and the resource's SQL,
+run on one real PostgreSQL node (marked servers) and held to each mode's rule."""
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,11 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checker import fencing, idempotent, mutex
+from harness.controller.dbs.postgres import PostgresDB
 from harness.controller.spec import TestSpec
 from harness.core.errors import UsageError
 from harness.core.resource import Write
+from tests.one_node import one_node
 from workloads.idempotent import amount
-from workloads.resources.postgres import update_sql
+from workloads.resources.postgres import PostgresResource
 
 MS = 1_000_000
 
@@ -240,18 +244,69 @@ def test_overlaps_of_a_lock_whose_writes_are_in_its_transaction_are_informationa
 
 
 # the resource's SQL -------------------------------------------------------------------------
-def test_fenced_sql_is_the_seeds_for_a_grants_first_write() -> None:
-    first = update_sql(Write(0, 1, "enter", token=5, first=True), "fenced")
-    assert "WHERE id = %(lock)s AND last_fencing_token < %(token)s" in first
-    assert "last_fencing_token = %(token)s" in first.split("WHERE")[0]
-    later = update_sql(Write(0, 1, "exit", token=5, first=False), "fenced")
-    assert later.endswith("AND last_fencing_token = %(token)s RETURNING version, owner")
-    assert "WHERE id = %(lock)s" in later
-    assert "version = %(expect)s" in update_sql(Write(0, 1, "enter"), "version")
-    cas = update_sql(Write(0, 1, "enter", claim="v"), "cas")
-    assert "owner = %(claim)s" in cas and "owner IS NOT DISTINCT FROM %(expect)s" in cas
-    keyed = update_sql(Write(0, 1, "apply", key="job-1", amount=2, job=1), "plain")
-    assert "balance = balance + %(amount)s" in keyed
+# each mode's writes, in order, with what an application's condition says of each: the model
+# (the expected verdicts) is the module docstring's rule, not the SQL it is checked against
+FENCED = [  # (token, first write of its grant)
+    (5, True), (5, False), (3, True), (3, False), (7, True), (5, False), (7, False), (7, True)]
+VERSIONS = [0, 0, 1, 5, 2]  # the version each writer read
+CLAIMS = [(None, "a"), (None, "b"), ("a", "b"), ("a", "c"), ("b", None)]  # (read owner, claim)
+
+
+def fenced_model(writes: list[tuple[int, bool]]) -> list[bool]:
+    """A grant's first write needs a token above the row's last; later ones the same token."""
+    last, out = 0, []
+    for token, first in writes:
+        ok = token > last if first else token == last
+        last = token if ok else last
+        out.append(ok)
+    return out
+
+
+@pytest.mark.servers
+@pytest.mark.skipif(not Path("/usr/lib/postgresql/15/bin/initdb").exists(),
+                    reason="PostgreSQL 15 missing: run `bash setup.sh`")
+def test_each_modes_sql_accepts_exactly_what_its_condition_says(tmp_path: Path) -> None:
+    """The resource's UPDATEs run on a real PostgreSQL, their verdicts held to the rule each
+    mode states (fencing tokens, versions, check-and-set, idempotency keys)."""
+    with one_node(PostgresDB(), tmp_path) as (node,):
+        def resource(mode: str) -> PostgresResource:
+            r = PostgresResource(node.host, node.port, mode=mode)
+            r.setup()
+            return r
+
+        fenced = resource("fenced")
+        got = [fenced.write(Write(0, i, "enter", lock="f", token=t, first=first)).accepted
+               for i, (t, first) in enumerate(FENCED)]
+        assert got == fenced_model(FENCED) == [True, True, False, False, True, False, True,
+                                               False]
+        version, current, expected = resource("version"), 0, []
+        got = []
+        for i, read in enumerate(VERSIONS):
+            w = version.write(Write(0, i, "enter", lock="v", expect=read))
+            got.append((w.accepted, w.expect))
+            expected.append((read == current, read + 1 if read == current else None))
+            current += read == current
+        assert got == expected
+        cas, owner, expected, got = resource("cas"), None, [], []
+        for i, (read, claim) in enumerate(CLAIMS):
+            w = cas.write(Write(0, i, "enter", lock="c", expect=read, claim=claim))
+            got.append(w.accepted)
+            expected.append(read == owner)
+            owner = claim if read == owner else owner
+        assert got == expected
+        plain = resource("plain")
+        jobs = [("job-1", 2, 1), ("job-2", 3, 2), ("job-1", 2, 1)]  # the last one a retry
+        done = [plain.write(Write(0, i, "apply", lock="p", key=k, amount=a, job=j))
+                for i, (k, a, j) in enumerate(jobs)]
+        assert [(w.accepted, w.duplicate) for w in done] == [(True, False), (True, False),
+                                                              (False, True)]
+        state = plain.read_state()
+        assert state["locks"]["p"]["balance"] == 2 + 3 and state["locks"]["p"]["next_job"] == 3
+        assert state["locks"]["f"]["last_fencing_token"] == 7
+        assert state["locks"]["v"]["version"] == current
+        assert state["locks"]["c"]["owner"] == owner
+        for r in (fenced, version, cas, plain):
+            r.close()
 
 
 # how a spec picks the resource ------------------------------------------------------------
