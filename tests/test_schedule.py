@@ -140,3 +140,72 @@ def test_explore_usage_errors_exit_64_before_any_server(tmp_path: Path) -> None:
         assert proc.returncode == 64, proc.stderr
         assert message in proc.stderr
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").glob("*/*/test.json"))
+
+
+class ScriptedFault:
+    """A nemesis whose one method named ``fails`` raises (no servers: it does nothing)."""
+
+    name = "scripted"
+
+    def __init__(self, fails: str) -> None:
+        self.fails = fails
+        self.stopped = 0
+
+    def _maybe(self, method: str) -> None:
+        if self.fails == method:
+            raise RuntimeError(f"{method} broke")
+
+    def setup(self, ctx: Any) -> None:
+        pass
+
+    def select(self, ctx: Any, target: str | None = None) -> list[str]:
+        return ["n1"]
+
+    def duration(self, ctx: Any) -> float:
+        self._maybe("duration")
+        return 0.05
+
+    def start(self, ctx: Any, targets: list[str]) -> None:
+        self._maybe("start")
+
+    def stop(self, ctx: Any, targets: list[str]) -> None:
+        self.stopped += 1
+        self._maybe("stop")
+
+    def teardown(self, ctx: Any) -> None:
+        pass
+
+    def detail(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(("fails", "crashed"), [
+    ("stop", "scripted could not be healed (step 1): RuntimeError: stop broke"),
+    ("duration", "scripted failed while on (step 1): RuntimeError: duration broke"),
+    ("start", None),  # never on: recorded as not injected, the faults checker's to judge
+    ("nothing", None),
+])
+def test_a_fault_that_breaks_once_on_stops_the_nemesis_thread(
+        tmp_path: Path, fails: str, crashed: str | None) -> None:
+    import random
+    import time
+
+    from harness.controller.faults import FaultRunner
+    from harness.core.cluster import NemesisContext
+    from harness.core.journal import JournalWriter
+
+    nem = ScriptedFault(fails)
+    ctx = NemesisContext(None, [], None, None, random.Random(1), 2.0)  # type: ignore[arg-type]
+    journal = JournalWriter(tmp_path / "nemesis.jsonl", "nemesis", time.monotonic_ns())
+    steps = (Step(0.0, "scripted"), Step(0.1, "scripted"))
+    runner = FaultRunner({"scripted": nem}, Schedule(steps), ctx, journal)  # type: ignore[dict-item]
+    runner.start()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and runner.crashed is None and len(
+            runner.faults) + len(runner.errors) < 2:
+        time.sleep(0.01)
+    runner.finish()
+    assert runner.crashed == crashed
+    assert len(runner.errors) == (2 if fails == "start" else 0)
+    if crashed is not None:  # the first step broke the thread: the second never ran
+        assert nem.stopped >= 1 and len(runner.faults) <= 1

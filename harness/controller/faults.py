@@ -62,9 +62,10 @@ def generate(names: Sequence[str], nemeses: Mapping[str, Nemesis], ctx: NemesisC
     return Schedule(tuple(steps))
 
 
-class HealFailed(Exception):
-    """A fault's stop raised: the fault may still be on, so the run's faults are no longer
-    those its schedule says (the nemesis thread stops, and the run is exit 3)."""
+class FaultBroke(Exception):
+    """A fault that started failed afterwards (its stop, or what it says about itself,
+    raised): it may still be on, so the run's faults are no longer those its schedule says
+    (the nemesis thread stops, and the run is exit 3)."""
 
 
 @dataclass
@@ -125,7 +126,7 @@ class FaultRunner:
         try:
             self._lane(lane)
         except BaseException as e:
-            self.crashed = (str(e) if isinstance(e, HealFailed) else
+            self.crashed = (str(e) if isinstance(e, FaultBroke) else
                             f"{type(e).__name__}: {e}")[:300]
             self.done.set()
 
@@ -140,7 +141,7 @@ class FaultRunner:
                    if step.params else self.ctx)
             try:
                 self._one(i, step, nem, ctx)
-            except HealFailed:
+            except FaultBroke:
                 raise
             except Exception as e:  # a fault that cannot be applied is recorded, not fatal
                 self.errors.append(f"{step.fault}: {type(e).__name__}: {e}")
@@ -181,6 +182,20 @@ class FaultRunner:
             with contextlib.suppress(Exception):  # undo what did happen before reporting it
                 nem.stop(ctx, targets)
             raise
+        try:
+            self._on(i, step, nem, ctx, targets, params, began)
+        except FaultBroke:
+            raise
+        except Exception as e:  # the fault is on and what it is cannot be told: heal, stop
+            with contextlib.suppress(Exception):
+                nem.stop(ctx, targets)
+            raise FaultBroke(f"{nem.name} failed while on (step {i + 1}): "
+                             f"{type(e).__name__}: {e}") from e
+
+    def _on(self, i: int, step: Step, nem: Nemesis, ctx: NemesisContext, targets: list[str],
+            params: dict[str, Any] | None, began: dict[str, Any]) -> None:
+        """A fault that started: recorded, held for its duration, healed."""
+        under = {"background": True} if step.background else {}
         expect = nem.expect(ctx, targets) if hasattr(nem, "expect") else None
         op = self.journal.record(INFO, nem.name, "start", step=i, target=step.target,
                                  targets=targets, expect=expect, params=params, **under,
@@ -197,7 +212,7 @@ class FaultRunner:
         try:
             nem.stop(ctx, fault.targets)
         except Exception as e:  # the fault may still be on: what follows is not what ran
-            raise HealFailed(f"{nem.name} could not be healed (step {i + 1}): "
+            raise FaultBroke(f"{nem.name} could not be healed (step {i + 1}): "
                              f"{type(e).__name__}: {e}") from e
         op = self.journal.record(INFO, nem.name, "stop", step=i, targets=fault.targets,
                                  params=params, **under, **_detail(nem))
