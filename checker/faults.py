@@ -21,7 +21,8 @@ Beside "did it bite", a fault that means the lock to go on working under it (``c
 the clients whose lock ops are to complete, slowly, while it is on: a delay, a lossy link)
 must show one such op of those clients completing inside its window. A window without one
 "tested unavailability only": the lock was not tested under the fault, only without the
-service. Each is reported; a run whose faults *all* tested unavailability only is ``unknown``.
+service. (A window some client held the lock through is not judged: the others waited for the
+holder.) Each is reported; a run whose faults *all* tested unavailability only is ``unknown``.
 
 Pure function of the history.
 """
@@ -32,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from checker.lives import Lives
 from harness.core.history import INFO, INVOKE, NEMESIS, OK, Op, seconds
 from harness.core.text import show
 
@@ -166,7 +168,10 @@ def check(history: Sequence[Op], release_waits: bool = True) -> dict[str, Any]:
                                         f"({', '.join(sorted(set(done)))}) within the "
                                         f"{stalled[1]:g} s its replies were to be held, from "
                                         f"{seconds(w.start):.2f} s")})
-    idle = [u for w in faults if (u := unavailable_only(w, by_process, fs, release_waits))]
+    held = ([(start, until) for _, _, start, until in Lives(history).holders()]
+            if any(w.expect.get("completes") for w in faults) else [])
+    idle = [u for w in faults
+            if (u := unavailable_only(w, by_process, fs, release_waits, held))]
     only_idle = bool(faults) and len(idle) == len(faults)
     valid: bool | str = "unknown" if ineffective or failed or only_idle else True
     result: dict[str, Any] = {
@@ -193,13 +198,19 @@ def check(history: Sequence[Op], release_waits: bool = True) -> dict[str, Any]:
 
 
 def unavailable_only(w: Window, by_process: dict[int, list[Op]], fs: frozenset[str],
-                     release_waits: bool) -> dict[str, Any] | None:
+                     release_waits: bool, held: list[tuple[int, int]]
+                     ) -> dict[str, Any] | None:
     """The window of a fault that means lock ops to complete under it (``completes``), if
-    none of those clients' ops that wait for a reply completed inside it."""
+    none of those clients' ops that wait for a reply completed inside it. A window some client
+    held the lock through (``held``: every grant's span, from the one model of the processes'
+    lives) is not judged: the others waited for the holder, not for the service (a long
+    critical section, a short window)."""
     procs = _processes(w.expect.get("completes"))
     if not procs:
         return None
     lo, hi = w.start + GRACE_NS, w.stop
+    if any(start <= lo and hi <= until for start, until in held):
+        return None
     ends: dict[str, int] = {}
     for p in procs:
         if completed_lock_ops(by_process.get(p, []), lo, hi, fs=fs):

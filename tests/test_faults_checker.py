@@ -251,3 +251,19 @@ def test_malformed_completion_claims_are_ignored_not_crashed_on(claim: Any) -> N
                  op(1.5, 1, "invoke", "acquire"), op(2.5, 1, "info", "acquire")])
     r = faults.check(h)
     assert r["valid"] is True and r["unavailable-only-count"] == 0
+
+
+def test_a_window_a_client_held_the_lock_through_is_not_judged() -> None:
+    """ZooKeeper's long critical sections under a 2 s delay window at the end of a run: the
+    holder held through it and the others waited for the holder, not for the service."""
+    holder = [op(0.5, 0, "invoke", "acquire"), op(0.9, 0, "ok", "acquire", {"session": 1}),
+              op(6.0, 0, "invoke", "release"), op(6.4, 0, "ok", "release")]
+    waiter = [op(0.6, 1, "invoke", "acquire"), op(6.5, 1, "ok", "acquire", {"session": 1})]
+    r = faults.check(ordered([*window("delay", 1.0, 5.0, ["c0", "c1"],
+                                      {"completes": [0, 1]}), *holder, *waiter]))
+    assert r["valid"] is True and r["unavailable-only-count"] == 0
+    early = [{**o, "time": o["time"] - 4 * S} if o["f"] == "release" else o for o in holder]
+    r = faults.check(ordered([*window("delay", 1.0, 5.0, ["c0", "c1"],
+                                      {"completes": [0, 1]}), *early, *waiter]),
+                     release_waits=False)
+    assert r["valid"] == "unknown" and r["unavailable-only-count"] == 1  # released at 2.0 s
