@@ -144,6 +144,8 @@ def _print_checks(results: dict[str, Any], out: TextIO) -> None:
         for key in ("ineffective", "not-injected", "unavailable-only", "not-judged"):
             for item in (check.get(key) or [])[:3]:
                 print(f"                {item['explanation']}", file=out)
+        if check.get("valid") == "unknown" and check.get("note"):
+            print(f"                {check['note']}", file=out)  # why it proves nothing
         witness = check.get("witness")
         if isinstance(witness, dict) and witness.get("explanation"):
             label = "witness (informational)" if check.get("informational") else "witness"
