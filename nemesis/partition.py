@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.core.capabilities import ClientLinks, Iptables
+from harness.core.capabilities import ClientLinks, Iptables, Replication
 from harness.core.cluster import NemesisContext, process_of
 from nemesis import topology
 from nemesis.base import CLIENT_TARGETS, BaseNemesis, client_target
@@ -59,8 +59,12 @@ class IsolateHolder(CutLinks):
 
 
 class NodePartition(CutLinks):
-    """A partition among the DB nodes; targets name the resulting components."""
+    """A partition among the DB nodes; targets name the resulting components. It needs a DB
+    whose nodes talk to each other (``Replication``): among independent Redis masters or
+    PostgreSQL clusters it would cut links nothing uses, and the run would pass having tested
+    nothing (the fault matrix found such runs VALID with their faults check valid)."""
 
+    requires = (Iptables, Replication)
     kind = "halves"
     min_nodes = 2
 

@@ -106,7 +106,7 @@ def test_a_real_search_finds_shrinks_writes_and_reproduces(store: Path) -> None:
 @pytest.mark.slow
 def test_a_fenced_lock_exhausts_the_budget_and_says_so(store: Path) -> None:
     proc = harness("explore", "--store", str(store), "--quiet", "--lock", "redis-fenced",
-                   "--workload", "fenced", "--menu", "pause,pause-node,partition-halves",
+                   "--workload", "fenced", "--menu", "pause,pause-node,partition-minority",
                    "--budget", "3", "--time-limit", "6", "--seed", "1", timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no violation found in 3 runs" in proc.stdout

@@ -27,10 +27,10 @@ tenths = st.integers(0, 200).map(lambda n: n / 10)
 def schedules(draw: st.DrawFn) -> Schedule:
     steps = []
     for _ in range(draw(st.integers(0, 6))):
-        fault = draw(st.sampled_from(["pause", "clock", "kill", "partition-halves"]))
+        fault = draw(st.sampled_from(["pause", "clock", "kill", "partition-minority"]))
         target = {"pause": draw(st.sampled_from(ROLES)), "clock": "majority",
                   "kill": draw(st.sampled_from(["any", "node:n1", None])),
-                  "partition-halves": None}[fault]
+                  "partition-minority": None}[fault]
         params = {"clock-offset": draw(st.sampled_from([60.0, -30.0]))} if fault == "clock" else {}
         steps.append(Step(draw(tenths), fault, target, draw(st.one_of(st.none(), tenths)),
                           params))

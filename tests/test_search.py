@@ -22,7 +22,7 @@ TTL = 2.0
 
 def setnx_space() -> Space:
     spec = TestSpec.from_dict({"lock": "redis-setnx", "time_limit": 8.0,
-                               "nemesis": "pause,pause-node,partition-halves"}).validate()
+                               "nemesis": "pause,pause-node,partition-minority"}).validate()
     return space_for(spec, spec.nemesis)
 
 
@@ -159,9 +159,9 @@ def test_a_pinned_role_is_the_only_one_drawn() -> None:
 
 
 def test_a_fault_that_cannot_run_on_this_cluster_is_left_out_saying_why() -> None:
-    space = setnx_space()  # one Redis node: a partition among the nodes never finds a target
+    space = setnx_space()  # one Redis node: no minority of it to cut off
     assert [c.fault for c in space.choices] == ["pause", "pause-node"]
-    assert "partition-halves (needs 2 DB nodes, --db redis has 1" in space.describe()
-    spec = TestSpec.from_dict({"nemesis": "partition-halves"}).validate()
+    assert "partition-minority (needs 3 DB nodes, --db redis has 1" in space.describe()
+    spec = TestSpec.from_dict({"nemesis": "partition-minority"}).validate()
     with pytest.raises(UsageError, match="nothing in --menu can run here"):
         space_for(spec, spec.nemesis)
