@@ -23,6 +23,7 @@ from harness.core.options import Option
 from harness.core.schedule import Schedule, Step, from_dict
 from harness.presentation.report.model import fault_windows
 from nemesis.delay import Delay
+from nemesis.loss import Loss
 from nemesis.stall_grant import StallGrant
 from tests.harness_runs import harness
 
@@ -128,6 +129,11 @@ def test_an_explicit_delay_wins_over_the_locks_own() -> None:
     assert expect == {"completes": [0, 3]}
     assert Delay().parameters(dataclasses.replace(context(), op_timeout=0.1)) == {
         "delay": 0.02, "delay-jitter": 0.01}
+
+
+def test_a_lossy_link_claims_its_clients_ops_complete_under_it() -> None:
+    assert Loss().expect(context(), ["c0", "c3", "n1"]) == {"completes": [0, 3]}
+    assert Loss().expect(context(), ["n1", "n2"]) is None  # the peers: no client to judge
 
 
 # schedules -------------------------------------------------------------------------------------
