@@ -103,8 +103,6 @@ UNOWNED_TO_FIX = {
      "again.returncode in (0, 1)"),
     ("test_plugin_package.py", "test_an_installed_plugin_is_listed_run_and_recorded",
      "code in (0, 1)"),
-    ("test_suite_shards.py", "test_six_runs_split_in_two_merge_into_the_unsharded_cases",
-     "p.returncode in (0, 1)"),
 }
 
 

@@ -316,9 +316,10 @@ def test_six_runs_split_in_two_merge_into_the_unsharded_cases(tmp_path: Path) ->
     for i in (1, 2):
         p = harness("suite", str(f), "--shard", f"{i}/2", "--store",
                     str(tmp_path / f"machine-{i}"), timeout=600)
-        assert p.returncode in (0, 1), p.stdout + p.stderr
         assert "3 skipped here" in p.stdout, p.stdout
-        ran += _entry_numbers(p.stdout)
+        mine = _entry_numbers(p.stdout)
+        assert p.returncode == (1 if 6 in mine else 0), p.stdout + p.stderr  # #6 differs
+        ran += mine
     assert sorted(ran) == [1, 2, 3, 4, 5, 6], ran  # each case once
     merged = harness("suite", "merge", str(tmp_path / "machine-1"), str(tmp_path / "machine-2"),
                      "--store", str(tmp_path / "merged"))
