@@ -371,6 +371,16 @@ FLAG_CASES = [
     Case("check-max-memory-word", ("check", "x.jsonl", "--max-memory", "lots"),
          "--max-memory 'lots'", (("x.jsonl", b"{}\n"),)),
     Case("serve-port", ("serve", "--port", "70000"), "--port 70000"),
+    *(Case(f"explore-{id}", ("explore", "--lock", "redis-setnx", "--menu", menu, *flags), says)
+      for id, menu, flags, says in (
+          ("budget-zero", "pause", ("--budget", "0"), "--budget must be at least 1 run"),
+          ("replays-zero", "pause", ("--budget", "1", "--replays", "0"), "--replays must be"),
+          ("max-steps-zero", "pause", ("--budget", "1", "--max-steps", "0"),
+           "--max-steps must be 1 to 50"),
+          ("menu-none", "none", ("--budget", "1"), "--menu none: name the faults"),
+          ("menu-role-nobody", "pause:nobody", ("--budget", "1"), "unknown target 'nobody'"),
+          ("time-limit-1e308", "pause", ("--budget", "1", "--time-limit", "1e308"),
+           "--time-limit must be at most 86400"))),
 ]
 
 

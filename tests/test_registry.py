@@ -15,6 +15,7 @@ from harness.controller.spec import TestSpec
 from harness.core import capabilities
 from harness.core.checks import compose
 from harness.core.errors import UsageError
+from harness.core.options import Option
 from tests.histories import Built, valid_histories
 
 REG = Registry(entry_points=False)
@@ -131,3 +132,33 @@ def test_the_extension_guide_example_is_a_working_nemesis(tmp_path: Any, monkeyp
     ctx = NemesisContext(None, nodes, None, None, random.Random(1), 2.0,  # type: ignore[arg-type]
                          finishing=threading.Event())
     assert len(cls().select(ctx, None) or []) == 3
+
+
+def test_the_workload_keys_a_lock_may_set_are_the_workloads_own() -> None:
+    """registry checks workload_defaults against WORKLOAD_KEYS; the client hands them to
+    MutexParams: the two lists must not drift apart."""
+    from dataclasses import fields
+
+    from harness.core.locks import WORKLOAD_KEYS
+    from workloads.mutex import MutexParams
+
+    run_given = {"process", "lock_name", "seed", "end_ns"}
+    assert set(WORKLOAD_KEYS) == {f.name for f in fields(MutexParams)} - run_given
+
+
+@pytest.mark.parametrize(("option", "problem"), [
+    (Option(int, 3), None),
+    (Option(float, 2), None),  # an int is a float, as in code
+    (Option(str, None, "no default"), None),
+    (Option(bool, False), None),
+    (Option(str, "a", choices=("a", "b")), None),
+    (Option(int, "3"), "default '3' is not a int"),
+    (Option(float, True), "default True is not a float"),
+    (Option(float, float("inf")), "default inf is not a float"),
+    (Option(dict, {}), "type 'dict' is not one of bool, int, float, str"),
+    (Option(int, 0, minimum=1), "default 0: must be at least 1, got 0"),
+    (Option(str, "a", choices="ab"), "choices must be a tuple, got 'ab'"),
+    (Option(float, 1.0, maximum="2"), "minimum and maximum must be numbers, got '2'"),
+])
+def test_an_option_declaration_is_checked(option: Option, problem: str | None) -> None:
+    assert option.problem() == problem

@@ -80,6 +80,11 @@ class Option:
                     "bool, int, float, str")
         if not isinstance(self.help, str):
             return f"help must be a string, got {show(self.help)}"
+        for bound in (self.minimum, self.maximum):
+            if bound is not None and not of_type(bound, float):
+                return f"minimum and maximum must be numbers, got {show(bound)}"
+        if not isinstance(self.choices, tuple | list):
+            return f"choices must be a tuple, got {show(self.choices)}"
         values = [("default", self.default)] if self.default is not None else []
         for what, value in values + [("choice", c) for c in self.choices]:
             if not of_type(value, self.type):
@@ -89,9 +94,6 @@ class Option:
             except ValueError as e:
                 if what == "default":
                     return f"default {show(value)}: {e}"
-        for bound in (self.minimum, self.maximum):
-            if bound is not None and not of_type(bound, float):
-                return f"minimum and maximum must be numbers, got {show(bound)}"
         return None
 
     def describe(self) -> str:
