@@ -40,7 +40,11 @@ def test_loss_and_a_one_way_cut_on_docker(docker_client: Any, store: Path) -> No
     code, results, run_dir, out = run(store, "--nemesis", "loss,partition-oneway",
                                       "--nemesis-opt", "loss=0.5", "--time-limit", "12",
                                       "--seed", "2")
-    assert code in (0, 1), out
+    # redis-setnx stays safe: a reply delayed by lost packets is either in time (the grant keeps
+    # most of its TTL) or past the client's 1-s timeout (indeterminate); a one-way cut of a
+    # short critical section only delays the next grant to the TTL
+    assert code == 0, out
+    assert results["checks"]["mutex"]["lock-overlap-count"] == 0
     assert results["checks"]["faults"]["valid"] is True
     ops = [op for op in history(run_dir) if op["process"] == "nemesis" and op["type"] == "info"]
     losses = [op for op in ops if op["f"] == "loss" and op["value"] == "stop"]
