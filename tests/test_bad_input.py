@@ -522,6 +522,11 @@ def hosts_case(id: str, data: bytes, says: str) -> Case:
 HOSTS_CASES = [
     *(hosts_case(id, data, says) for id, data, says in READ_ERRORS),
     hosts_case("no-hosts", b"[defaults]\nuser = \"root\"\n", "no [[hosts]]"),
+    hosts_case("port-huge", b"[[hosts]]\naddress = \"127.0.0.1\"\nport = 99999999999\n",
+               "port 99999999999: give a TCP port number"),
+    hosts_case("port-1e308", b"[[hosts]]\naddress = \"127.0.0.1\"\nport = 1e308\n",
+               "give a TCP port number"),
+    hosts_case("address-list", b"[[hosts]]\naddress = [\"a\"]\n", "is not an IPv4 address"),
     hosts_case("unknown-key", b"color = 1\n[[hosts]]\naddress = \"10.0.0.1\"\n",
                "unknown key 'color'"),
     Case("hosts-missing", ("run", "--backend", "ssh", "--hosts", "nowhere.toml"),
@@ -544,6 +549,16 @@ SUITE_CASES = [
     suite_case("defaults-not-a-table", b"defaults = 3\n[[run]]\nlock = \"redis-setnx\"\n",
                "[defaults] must be a table"),
     Case("suite-missing", ("suite", "nowhere.toml", "--dry-run"), "no such file"),
+    suite_case("matrix-3000", toml("[[run]]\nexpect = \"valid\"\nnemesis = [\"pause\", "
+                                   "\"kill\", \"none\"]\nseeds = [" + ", ".join(
+                                       map(str, range(1, 1001))) + "]\n"),
+               "its matrix is 3,000 runs; a suite holds at most 2,000"),
+    suite_case("time-limit-1e308", b"[[run]]\nexpect = \"valid\"\ntime-limit = 1e308\n",
+               "--time-limit must be at most 86400"),
+    suite_case("role-nobody", b"[[run]]\nexpect = \"valid\"\nnemesis = \"pause:nobody\"\n",
+               "unknown target 'nobody'"),
+    suite_case("client-99", b"[[run]]\nexpect = \"valid\"\nnemesis = "
+               b"\"crash-client:client=99\"\n", "no client '99' in this run"),
 ]
 
 PLUGIN_CASES = [

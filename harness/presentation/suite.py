@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 import shlex
 import time
@@ -237,7 +238,13 @@ def parse(data: dict[str, Any], path: Path) -> Suite:
     for i, table in enumerate(runs, 1):
         for options, expect in expand({**defaults, **table}, f"{path} [[run]] #{i}"):
             suite.entries.append(Entry(len(suite.entries) + 1, options, expect, i))
+        if len(suite.entries) > MAX_RUNS:
+            raise UsageError(f"suite {path}: more than {MAX_RUNS:,} runs; a suite holds at "
+                             f"most {MAX_RUNS:,} (split it, or shard it with --shard)")
     return suite
+
+
+MAX_RUNS = 2_000  # runs in one suite: the nightly is about 60; 2,000 runs take days
 
 
 def expand(table: dict[str, Any], where: str) -> list[tuple[dict[str, Any], str]]:
@@ -260,6 +267,10 @@ def expand(table: dict[str, Any], where: str) -> list[tuple[dict[str, Any], str]
     for k, values in axes.items():
         if not values or not all(isinstance(v, str) for v in values):
             raise UsageError(f"{where}: {k} must be a name or a list of names")
+    count = math.prod(len(v) for v in axes.values()) * len(seeds or [None])
+    if count > MAX_RUNS:
+        raise UsageError(f"{where}: its matrix is {count:,} runs; a suite holds at most "
+                         f"{MAX_RUNS:,}")
     out = []
     keys = list(axes)
     for combo in itertools.product(*(axes[k] for k in keys)):
