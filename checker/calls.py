@@ -178,6 +178,7 @@ def _release_at_crashes(parts: dict[Hashable, list[Call]], crashes: dict[Any, in
                         ) -> None:
     """Each crashed process's last word in each of its parts: a release of unknown outcome,
     invoked at its crash (checker.lives: a process has one life; its locks end with it)."""
+    n = 0
     for key, calls in list(parts.items()):
         last: dict[Any, Call] = {}
         for c in calls:
@@ -189,8 +190,9 @@ def _release_at_crashes(parts: dict[Hashable, list[Call]], crashes: dict[Any, in
             if c.comp is not None:
                 refuse_after_crash(c.comp, c.comp["time"], crash)
             seq += 1
-            inv = {"process": p, "type": INVOKE, "f": "release", "time": crash, "value": None,
-                   "crashed": True}
+            n += 1  # a negative index: no op of the history has it
+            inv = {"index": -n, "process": p, "type": INVOKE, "f": "release", "time": crash,
+                   "value": None, "crashed": True}
             if isinstance(key, str):
                 inv["lock"] = key
             release = Call(inv, "release", int(crash), seq, p)

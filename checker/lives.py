@@ -76,6 +76,20 @@ def crash_times(history: Sequence[Op]) -> dict[int, int]:
     return out
 
 
+def _horizon_and_crashes(history: Sequence[Op]) -> tuple[int, dict[int, int]]:
+    """The history's last time and :func:`crash_times`, in one pass."""
+    end = 0
+    crashes: dict[int, int] = {}
+    for op in history:
+        t = op["time"]
+        if t > end:
+            end = t
+        if op["process"] == NEMESIS:
+            for p in crash_of(op):
+                crashes.setdefault(p, int(t))
+    return end, crashes
+
+
 def timeout_of(inv: Op, default: float | None) -> float | None:
     """An acquire's own timeout (s): its invocation's ``value.timeout``, else ``default``."""
     value = inv.get("value")
@@ -122,33 +136,49 @@ class Lives:
     its process's crash (``crashed`` true), else None (held to ``horizon``). ``attempts``:
     every acquire. ``crashes``: process -> time of its crash (ns). ``pending``: process -> its
     invocation that never completed (the last op of its life). ``paired``: the client ops'
-    invocations with their completions, for checkers that read more than locks.
+    invocations with their completions, for checkers that read more than locks. An acquire's
+    timeout that is not a duration is refused (ValueError) when the attempts are first read.
     """
 
-    __slots__ = ("attempts", "crashes", "grants", "horizon", "paired", "pending")
+    __slots__ = ("_attempts", "_pending", "acquire_timeout", "crashes", "grants", "horizon",
+                 "paired")
 
     def __init__(self, history: Sequence[Op], paired: Pairs | None = None,
                  acquire_timeout: float | None = None) -> None:
         from checker.sessions import client_pairs, grants
 
         self.paired = client_pairs(history) if paired is None else paired
-        self.horizon = max((op["time"] for op in history), default=0)
-        self.crashes = crash_times(history)
+        self.horizon, self.crashes = _horizon_and_crashes(history)
         self.grants = grants(history, self.paired)
-        self.pending: dict[int, Op] = {}
-        self.attempts: list[Attempt] = []
-        for inv, done in self.paired:
-            if done is None:
-                self.pending[inv["process"]] = inv
-            if inv["f"] != "acquire":
-                continue
-            lock = str((done or {}).get("lock", inv.get("lock", "lock")))
-            self.attempts.append(Attempt(
-                inv["process"], lock, int(inv["time"]),
-                None if done is None else int(done["time"]),
-                None if done is None else str(done["type"]), timeout_of(inv, acquire_timeout)))
+        self.acquire_timeout = acquire_timeout
+        self._attempts: list[Attempt] | None = None  # built when first asked for (a mutex
+        self._pending: dict[int, Op] = {}            # check of a million ops never asks)
         if self.crashes:
             self._end_at_crashes()
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        """Every acquire, in the order of their invocations."""
+        if self._attempts is None:
+            self._attempts = []
+            for inv, done in self.paired:
+                if done is None:
+                    self._pending[inv["process"]] = inv
+                if inv["f"] != "acquire":
+                    continue
+                lock = str((done or {}).get("lock", inv.get("lock", "lock")))
+                self._attempts.append(Attempt(
+                    inv["process"], lock, int(inv["time"]),
+                    None if done is None else int(done["time"]),
+                    None if done is None else str(done["type"]),
+                    timeout_of(inv, self.acquire_timeout)))
+        return self._attempts
+
+    @property
+    def pending(self) -> dict[int, Op]:
+        """Each process's invocation that never completed (the last op of its life)."""
+        self.attempts  # noqa: B018 (built with the attempts, in one pass)
+        return self._pending
 
     def _end_at_crashes(self) -> None:
         last: dict[int, tuple[int, Op]] = {}
