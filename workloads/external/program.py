@@ -39,7 +39,9 @@ class ProgramError(Exception):
 
 
 class Program:
-    """A running lock program. Not thread-safe: one request at a time, as the workload asks."""
+    """A running lock program: one request at a time. A call waits for one in flight (a
+    release the workload stopped waiting for, past its release_timeout, still owns the pipe
+    until it has its answer or its budget runs out)."""
 
     def __init__(self, argv: list[str], label: str, env: dict[str, str] | None = None) -> None:
         self.argv = argv
@@ -50,6 +52,7 @@ class Program:
         self._next_id = 0
         self._said: collections.deque[str] = collections.deque(maxlen=LAST_WORDS)
         self._stderr_done = threading.Event()
+        self._calls = threading.Lock()
         self.hello: Hello | None = None
 
     # life ------------------------------------------------------------------------------------
@@ -157,10 +160,11 @@ class Program:
     def call(self, op: str, budget: float, **fields: Any) -> Reply:
         """Send one request, wait up to ``budget`` seconds of running time for its answer.
         ProgramError when it cannot be had; the caller decides what to do with the program."""
-        self._next_id += 1
-        rid = self._next_id
-        self._send(protocol.request(rid, op, **fields))
-        line = self._read_line(budget, op)
+        with self._calls:
+            self._next_id += 1
+            rid = self._next_id
+            self._send(protocol.request(rid, op, **fields))
+            line = self._read_line(budget, op)
         try:
             return protocol.parse_reply(line, rid, op)
         except ProtocolError as e:
