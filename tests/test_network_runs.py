@@ -141,8 +141,8 @@ def test_a_one_way_partition_cuts_the_direction_it_says(store: Path, oneway: str
                        and op["time"] > release["time"] and op["process"] != victim)
         early.append(regrant["time"] < expires)
     assert early, "no cut-off holder released while cut"
-    if oneway == "in":
-        assert all(early), "a release did not reach Redis: the lock waited for its TTL"
+    if oneway == "in":  # one is proof (a release made late in its lease leaves no room)
+        assert any(early), "no release reached Redis: the lock waited for its TTL each time"
     else:
         assert not any(early), "a release reached Redis: the lock was free before its TTL"
     assert not own_rules(run_dir)
