@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.cli import main
-from harness.core.errors import EXIT_UNKNOWN, EXIT_USAGE
+from harness.core.errors import EXIT_UNKNOWN, EXIT_USAGE, UsageError
 
 PLUGIN_MODULE = "bad_input_plugins"
 PLUGINS = '''
@@ -684,3 +686,27 @@ def test_a_history_of_nemesis_ops_only_is_unknown_with_or_without_a_model(
     assert capsys.readouterr().out == plain
     assert plain.startswith("UNKNOWN ")
     assert main(["check", str(path), str(path), "--model", "mutex"]) == EXIT_UNKNOWN
+
+
+TOML_WORDS = ("a", "=", "[", "]", "{", "}", ",", "\n", "1", "1e308", "nan", "\"x\"", "[[step]]",
+              "99999999999999999999", "true", ".", "\xff", "\x00", "'''", "#")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.binary(max_size=200),
+                 st.lists(st.sampled_from(TOML_WORDS), max_size=60).map(
+                     lambda ws: " ".join(ws).encode("utf-8", "surrogateescape"))))
+def test_any_bytes_read_as_toml_are_a_table_or_one_usage_line(data: bytes) -> None:
+    import tempfile
+
+    from harness.core.tomlfile import read_toml
+
+    with tempfile.NamedTemporaryFile(suffix=".toml") as f:
+        f.write(data)
+        f.flush()
+        try:
+            table = read_toml(f.name, "spec")
+        except UsageError as e:
+            assert "\n" not in str(e) and str(e).startswith(f"spec {f.name}")
+        else:
+            assert isinstance(table, dict)
