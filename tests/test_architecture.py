@@ -83,13 +83,6 @@ OTHERS_TO_FIX = {
     ("test_fuzz_check.py", "assert_honest", "code in (3, 64)"),  # H2
     ("test_history.py", "test_fuzzed_input_raises_only_history_errors", "no assertion"),  # H2
     ("test_interop.py", "test_random_bytes_raise_only_history_error", "no assertion"),  # H2
-    ("test_honest_verdicts.py", "test_a_run_that_did_not_finish_is_never_valid",
-     "proc.returncode in (1, 2)"),  # H4
-    ("test_honest_verdicts.py",
-     "test_connections_that_ignore_the_source_address_are_routed_or_noted",
-     "code in (0, 1)"),  # H4
-    ("test_honest_verdicts.py", "test_a_run_killed_with_sigkill_is_never_valid_on_recheck",
-     "checked.returncode in (1, 2)"),  # H4
 }
 # TEMPORARY (issue 31): offenders in a file nobody owns that another engineer is editing now
 # (its replay runs' one verdict to be established from a real run)
