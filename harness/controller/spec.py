@@ -311,6 +311,11 @@ class TestSpec:
                 raise UsageError(f"{where}: duration must be at most {MAX_WAIT:g} seconds, "
                                  f"got {step.duration:g}")
             check_target_exists(where, step.target, self.nodes, self.clients)
+            name = nemesis_name(step.fault)
+            if name != step.fault:
+                raise UsageError(f"{where}: fault names a target: write fault = {name!r} and "
+                                 f"target = {nemesis_target(step.fault)!r}")
+            check_role_word(step.fault, reg)
             cls = reg.load("nemeses", step.fault)
             try:
                 cls.check_target(step.target)  # type: ignore[attr-defined]
