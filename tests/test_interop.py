@@ -36,8 +36,9 @@ JEPSEN_EDN = """\
 {:type :ok, :f :acquire, :value nil, :process 0, :time 3000, :index 2}
 {:type :info, :f :start, :value nil, :process :nemesis, :time 3500, :index 3}
 {:type :ok, :f :acquire, :value nil, :process 1, :time 4000, :index 4}
+{:type :invoke, :f :release, :value nil, :process 2, :time 4400, :index 5}
 {:type :fail, :f :release, :process 2, :time 4500, :error [:not-found "lease \\"x\\" gone"],
- :index 5}
+ :index 6}
 """
 
 
@@ -102,11 +103,11 @@ def test_edn_errors_name_the_line(text: str, line: int, fragment: str) -> None:
 
 def test_read_jepsen_edn_history(tmp_path: Path) -> None:
     ops = read_edn_history(write(tmp_path, "history.edn", JEPSEN_EDN))
-    assert len(ops) == 6
+    assert len(ops) == 7
     assert ops[0] == {"index": 0, "time": 1000, "type": "invoke", "f": "acquire",
                       "value": None, "process": 0}
     assert ops[3]["process"] == "nemesis" and ops[3]["f"] == "start"
-    assert ops[5]["error"] == ["not-found", 'lease "x" gone']
+    assert ops[6]["error"] == ["not-found", 'lease "x" gone']
     r = check(ops, "mutex")
     assert r["valid"] is False
     assert "process 1" in r["witness"]["explanation"]
@@ -258,8 +259,8 @@ def test_load_any_dispatches_on_extension_and_content(tmp_path: Path) -> None:
     assert len(load_any(log)) == 11
     # No telling extension: the content decides.
     assert load_any(write(tmp_path, "a", jsonl.read_text())) == OURS
-    assert len(load_any(write(tmp_path, "b", JEPSEN_EDN))) == 6
-    assert len(load_any(write(tmp_path, "c", "[" + JEPSEN_EDN.split("\n", 1)[1] + "]"))) == 6
+    assert len(load_any(write(tmp_path, "b", JEPSEN_EDN))) == 7
+    assert len(load_any(write(tmp_path, "c", "[" + JEPSEN_EDN.split("\n", 1)[1] + "]"))) == 7
     assert len(load_any(write(tmp_path, "d", JEPSEN_LOG))) == 11
     with pytest.raises(HistoryError, match="not a history"):
         load_any(write(tmp_path, "e", "hello world\n"))
@@ -341,7 +342,7 @@ def test_the_quick_reading_of_plain_log_lines_matches_the_edn_reader(
         "INFO  jepsen.util - 4\t:invoke\t:write\t1234567890123456789",
         "INFO  jepsen.util - 4\t:ok\t:write\t007",
         "INFO  jepsen.util - 5\t:invoke\t:cas\t[1 2 3]",
-        "INFO  jepsen.util - 5\t:fail\t:read\t:timed-out\t:extra",
+        "INFO  jepsen.util - 5\t:fail\t:cas\t:timed-out\t:extra",
     ])
     quick = parse_jepsen_log(text)
     monkeypatch.setattr(interop, "_simple_op", lambda payload, position: None)

@@ -23,6 +23,7 @@ from harness.core.checks import compose
 from harness.core.errors import EXIT_INVALID, EXIT_SETUP, exit_code_for
 from harness.core.history import INFO, INVOKE, OK, Op
 from harness.core.text import line
+from harness.core.wellformed import require_checked
 
 BUDGETED = ("time_limit", "max_states")  # limits a checker may take (``budgeted = True``)
 
@@ -45,6 +46,7 @@ def plan(spec: Mapping[str, Any], registry: Registry | None = None,
 def check_history(history: Sequence[Op], spec: Mapping[str, Any],
                   registry: Registry | None = None, *, status: str = "complete",
                   limits: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    require_checked(history)  # malformed: HistoryError (exit 3), and no checker runs
     results = compose(history, [(e.name, fn, params)
                                 for e, fn, params in plan(spec, registry, limits)])
     if status != "complete" and results["valid"] is True:

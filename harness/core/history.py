@@ -88,7 +88,50 @@ def _loads(line: str | bytes) -> Any:
     except _orjson.JSONDecodeError:
         import json  # orjson imported it already
 
-        return json.loads(line)
+        obj = json.loads(line)
+        try:  # orjson refuses a lone surrogate escape; json keeps it: refuse it here
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise _Malformed("a lone surrogate (an escape such as \\ud800 that is half of "
+                             "a character) in a string") from None
+        return obj
+
+
+class _Malformed(ValueError):
+    """A line that is JSON but not an op's JSON: duplicate keys, a lone surrogate."""
+
+
+def _no_duplicate_keys(line: str | bytes, obj: Any) -> None:
+    """orjson and json keep the last of two equal keys silently; refuse such a line. The
+    line's colons bound its keys from above (every key has one; a string may hold more), so
+    colons == keys found means no key was merged (:func:`parse_lines` counts the usual op's
+    keys itself and calls this only when they differ); otherwise (a colon inside a string,
+    or a duplicate) the line is read again with a hook that sees every pair."""
+    if line.count(":" if type(line) is str else b":") == _keys(obj):
+        return
+    import json
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        if len(set(keys)) != len(keys):
+            twice = next(k for k in keys if keys.count(k) > 1)
+            raise _Malformed(f"duplicate key {show(twice)} in an object")
+        return dict(items)
+
+    json.loads(line, object_pairs_hook=pairs)
+
+
+def _keys(value: Any) -> int:
+    """How many keys the objects in ``value`` have, nested ones included."""
+    n, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is dict:
+            n += len(v)
+            stack.extend(x for x in v.values() if type(x) in (dict, list))
+        elif type(v) is list:
+            stack.extend(x for x in v if type(x) in (dict, list))
+    return n
 
 
 def _check_value(value: Any, where: Where, name: str) -> None:
@@ -275,9 +318,18 @@ def parse_lines(lines: Iterable[str | bytes], name: str, *, ordered: bool = True
                                "history line")
         try:
             obj = _loads(line)
+            if type(obj) is dict:  # colons bound keys: see _no_duplicate_keys
+                n = len(obj)
+                v = obj.get("value")
+                if type(v) is dict:
+                    n += len(v)
+                if line.count(b":" if type(line) is bytes else ":") != n:
+                    _no_duplicate_keys(line, obj)
         except json.JSONDecodeError as e:
             raise HistoryError(f"{_loc(where)}: not valid JSON ({e.msg}); truncated line?"
                                ) from None
+        except _Malformed as e:
+            raise HistoryError(f"{_loc(where)}: malformed history: {e}") from None
         except RecursionError:
             raise HistoryError(f"{_loc(where)}: nested too deeply to be an op") from None
         except UnicodeDecodeError:
@@ -303,6 +355,7 @@ def parse_lines(lines: Iterable[str | bytes], name: str, *, ordered: bool = True
     return ops
 
 
+_BOM = b"\xef\xbb\xbf"
 PROGRESS_LINES = 1 << 16  # lines between two calls of a reader's progress callback
 
 
@@ -316,6 +369,8 @@ def _bounded_lines(fh: Any, progress: Callable[[int], None] | None = None
         line = fh.readline(MAX_LINE + 1)
         if not line:
             return
+        if count == 0 and line.startswith(_BOM):
+            line = line[len(_BOM):]  # a byte order mark some editors write: not part of a line
         yield line
         if len(line) > MAX_LINE and not line.endswith(b"\n"):
             return
@@ -340,7 +395,23 @@ def read_history(path: str | os.PathLike[str], progress: Callable[[int], None] |
         raise HistoryError(f"{p}: not UTF-8 text; is this a history.jsonl?") from None
     for i, op in enumerate(ops):
         op.setdefault("index", i)
+    from harness.core.wellformed import require  # it reads this module's names
+
+    require(ops, lambda i: f"{p} line {_line_of(p, i)}", ordered=True)  # parse_lines saw times
     return ops
+
+
+def _line_of(path: str, position: int) -> int:
+    """The line of a JSONL file that holds its ``position``-th op (blank lines hold none);
+    read again only to name the line of an error."""
+    with open(path, "rb") as fh:
+        seen = -1
+        for lineno, line in enumerate(fh, 1):
+            if (line[len(_BOM):] if lineno == 1 and line.startswith(_BOM) else line).strip():
+                seen += 1
+                if seen == position:
+                    return lineno
+    return position + 1
 
 
 def dumps(op: Op) -> str:

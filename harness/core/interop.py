@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator
 
 from harness.core.atomic import write_lines
 from harness.core.history import HistoryError, Op, read_history, validate_op
+from harness.core.text import show
+from harness.core.wellformed import require
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
@@ -114,6 +116,7 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\
             "/": "/"}
 _CHARS = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r", "backspace": "\b",
           "formfeed": "\f"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _CLOSERS = {"[": "]", "(": ")", "{": "}", "#{": "}"}
 _SPECIAL = {"##Inf": math.inf, "##-Inf": -math.inf, "##NaN": math.nan}
 
@@ -249,9 +252,19 @@ class EdnReader:
             if len(elems) % 2:
                 raise self.error(f"a map (opened on line {line}) needs an even number of forms",
                                  line)
-            return {_hashable(k): v for k, v in zip(elems[::2], elems[1::2], strict=True)}
+            out = {_hashable(k): v for k, v in zip(elems[::2], elems[1::2], strict=True)}
+            if len(out) * 2 != len(elems):  # EDN forbids it; a dict would keep the last quietly
+                keys = [_hashable(k) for k in elems[::2]]
+                twice = next(k for k in keys if keys.count(k) > 1)
+                raise self.error(f"malformed history: duplicate key {dumps_edn(twice)[:60]} in a "
+                                 f"map (opened on line {line})", line)
+            return out
         if opener == "#{":
-            return frozenset(_hashable(e) for e in elems)
+            members = frozenset(_hashable(e) for e in elems)
+            if len(members) != len(elems):
+                raise self.error(f"invalid EDN: a set (opened on line {line}) holds an element "
+                                 "twice", line)
+            return members
         return elems
 
     def _string(self, text: str, line: int) -> str:
@@ -275,13 +288,24 @@ class EdnReader:
                 i += 2
             else:
                 raise self.error(f"unknown escape \\{esc} in a string", line)
-        return "".join(out)
+        text = "".join(out)
+        if _SURROGATE.search(text):  # a pair written as two escapes is one character
+            try:
+                text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+            except UnicodeDecodeError:
+                raise self.error("malformed history: a lone surrogate (an escape such as "
+                                 "\\ud800 that is half of a character) in a string", line
+                                 ) from None
+        return text
 
     def _char(self, text: str) -> Char:
         name = text[1:]
         if name in _CHARS:
             return Char(_CHARS[name])
         if len(name) == 5 and name[0] == "u":
+            if 0xD800 <= int(name[1:], 16) <= 0xDFFF:
+                raise self.error(f"malformed history: a lone surrogate {text} (half of a "
+                                 "character)")
             return Char(chr(int(name[1:], 16)))
         return Char(name)
 
@@ -399,6 +423,7 @@ def finish_ops(located: list[tuple[str, Op]]) -> list[Op]:
         ordered = {"index": op["index"], "time": op["time"]}
         ordered.update({k: v for k, v in op.items() if k not in ordered})
         ops.append(validate_op(ordered, where))
+    require(ops, lambda i: located[i][0])
     return ops
 
 
@@ -407,7 +432,7 @@ def _read_text(path: str | os.PathLike[str]) -> str:
     try:
         with open(p, "rb") as fh:
             data = fh.read()
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte order mark first is not part of the text
     except OSError as e:
         raise HistoryError(f"{p}: cannot read ({e.strerror})") from None
     except UnicodeDecodeError as e:
@@ -518,8 +543,9 @@ def _log_op(payload: str, where: str, position: int) -> Op:
     if simple is not None:
         return simple
     forms = loads_edn(payload, where=where)
-    if len(forms) < 3:
-        raise HistoryError(f"{where}: an op line needs process, type and f, got {payload!r}")
+    if len(forms) < 4:  # Jepsen writes every column, a value of nil too: this line was cut
+        raise HistoryError(f"{where}: malformed history: an op line needs process, type, f and "
+                           f"value, got {show(payload, 80)}")
     process, type_, f, *rest = forms
     op: Op = {
         "index": position,

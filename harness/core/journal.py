@@ -59,7 +59,21 @@ def encode(op: Op) -> bytes:
     except (orjson.JSONEncodeError, TypeError):
         from harness.core.history import dumps
 
-        return (dumps(op) + "\n").encode("utf-8", "backslashreplace")
+        return (dumps(_whole(op)) + "\n").encode("utf-8")
+
+
+def _whole(value: Any) -> Any:
+    """``value`` with every lone surrogate (an error text decoded with surrogateescape, say)
+    spelled as text, ``\\udcff``: a history holds no half characters (it would be malformed)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_whole(k): _whole(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_whole(v) for v in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return _whole(str(value))  # what orjson's default=str would have written
 
 
 def read_journal(path: Path) -> list[Op]:
