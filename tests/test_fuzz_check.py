@@ -1,11 +1,13 @@
-"""Fuzzing ``harness check`` (bounded in examples and time): damaged histories and run
-directories never produce a traceback, never an error longer than one line, and never exit 1
-unless what was checked is a well-formed history with a violation in it."""
+"""Fuzzing ``harness check`` (bounded in examples and time) with damage whose outcome the
+generator knows (tests/malformed.py, which reads nothing through the harness's readers): a
+malformed history file or run directory is exit 3 with one line that names the file (and the
+damaged line where the damage alone decides it); never a verdict, never a traceback."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import random
 import shutil
 from pathlib import Path
@@ -15,11 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness import cli
-from harness.controller.store import RunDir
-from harness.core.errors import HarnessError
-from harness.core.history import HistoryError
-from harness.core.interop import load_any
-from tests.malformed import MAKERS, damaged_run
+from tests.malformed import BASES, FORMATS, MALFORMED, RUN, SYNTACTIC, base_ops, damage, syntactic
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -39,45 +37,83 @@ def run_check(path: Path) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def well_formed(path: Path) -> bool:
-    try:
-        if path.is_dir():
-            RunDir(path).load_test()
-            RunDir(path).load_history()
-        else:
-            load_any(path)
-    except (HistoryError, HarnessError):
-        return False
-    return True
-
-
-def assert_honest(path: Path, code: int, out: str, err: str) -> None:
-    assert code in (0, 1, 2, 3, 64), (code, out, err)
+def assert_refused(path: Path, line: int | None, names: Path | None = None, code: int = 3
+                   ) -> None:
+    got, out, err = run_check(path)
+    assert got == code, (path.name, got, out[:300], err)
     assert "Traceback" not in out + err
-    assert err.count("\n") <= 1, err
-    if code == 1:
-        assert well_formed(path), f"exit 1 on malformed input {path}: {out[:300]}"
-    if code in (3, 64):
-        assert err.startswith("harness: "), err
+    assert err.count("\n") == 1 and err.startswith(f"harness: {names or path}"), err
+    if line is not None:
+        assert f" line {line}:" in err, (line, err)
+
+
+PLACES = [(kind, fmt) for kind, fmts in MALFORMED.items() for fmt in fmts]
 
 
 @SETTINGS
-@given(kind=st.sampled_from(sorted(MAKERS)), seed=st.integers(0, 2**32 - 1))
-def test_damaged_history_files_are_never_a_crash_or_a_false_verdict(
-        tmp_path_factory: pytest.TempPathFactory, kind: str, seed: int) -> None:
-    suffix, make = MAKERS[kind]
-    path = tmp_path_factory.mktemp("f") / f"history{suffix}"
-    path.write_bytes(make(random.Random(seed)))
-    assert_honest(path, *run_check(path))
+@given(place=st.sampled_from(PLACES), base=st.sampled_from(sorted(BASES)),
+       seed=st.integers(0, 2**32 - 1))
+def test_semantic_damage_anywhere_is_exit_3(tmp_path_factory: pytest.TempPathFactory,
+                                            place: tuple[str, str], base: str,
+                                            seed: int) -> None:
+    kind, fmt = place
+    lines, line = damage(kind, fmt, base_ops(base), random.Random(seed))
+    path = tmp_path_factory.mktemp("s") / f"history{FORMATS[fmt]}"
+    path.write_bytes(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
+    assert_refused(path, line)
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**32 - 1))
-def test_damaged_run_directories_are_never_a_crash_or_a_false_verdict(
-        tmp_path_factory: pytest.TempPathFactory, seed: int) -> None:
+@given(kind=st.sampled_from(SYNTACTIC), fmt=st.sampled_from(sorted(FORMATS)),
+       base=st.sampled_from(sorted(BASES)), seed=st.integers(0, 2**32 - 1))
+def test_syntax_damage_anywhere_is_exit_3(tmp_path_factory: pytest.TempPathFactory, kind: str,
+                                          fmt: str, base: str, seed: int) -> None:
+    data, line = syntactic(kind, fmt, base, random.Random(seed))
+    path = tmp_path_factory.mktemp("y") / f"history{FORMATS[fmt]}"
+    path.write_bytes(data)
+    assert_refused(path, line)
+
+
+def _spec(run: Path, value: object) -> None:
+    test = json.loads((run / "test.json").read_text())
+    test["spec"] = value
+    (run / "test.json").write_text(json.dumps(test))
+
+
+RUN_DAMAGE = {  # what was damaged: (the damage, the exit code it must give)
+    "test.json not JSON": (lambda run, rng: (run / "test.json").write_text(
+        rng.choice(["", "{", "[]", "null", "[" * 1200 + "]" * 1200])), 3),
+    "spec not an object": (lambda run, rng: _spec(run, rng.choice([[], "spec", None, 5])), 3),
+    "no history": (lambda run, rng: (run / "history.jsonl").unlink(), 3),
+    "no test.json: not a run directory": (lambda run, rng: (run / "test.json").unlink(), 64),
+}
+
+
+@SETTINGS
+@given(what=st.sampled_from(sorted(RUN_DAMAGE)), seed=st.integers(0, 2**32 - 1))
+def test_damaged_run_directories_are_one_line_never_a_verdict(
+        tmp_path_factory: pytest.TempPathFactory, what: str, seed: int) -> None:
     dest = tmp_path_factory.mktemp("r") / "run"
-    damaged_run(random.Random(seed), dest)
+    shutil.copytree(RUN, dest)
     try:
-        assert_honest(dest, *run_check(dest))
+        change, want = RUN_DAMAGE[what]
+        change(dest, random.Random(seed))
+        assert_refused(dest, None, names=dest, code=want)
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+
+
+@SETTINGS
+@given(place=st.sampled_from([p for p in PLACES if p[1] == "jsonl"]),
+       seed=st.integers(0, 2**32 - 1))
+def test_a_run_directory_with_a_malformed_history_is_exit_3(
+        tmp_path_factory: pytest.TempPathFactory, place: tuple[str, str], seed: int) -> None:
+    dest = tmp_path_factory.mktemp("h") / "run"
+    shutil.copytree(RUN, dest)
+    try:
+        lines, line = damage(place[0], "jsonl", base_ops("invalid"), random.Random(seed))
+        (dest / "history.jsonl").write_bytes(("\n".join(lines) + "\n").encode())
+        assert_refused(dest, line, names=dest / "history.jsonl")
+        assert json.loads((dest / "results.json").read_text())["valid"] is False  # untouched
     finally:
         shutil.rmtree(dest, ignore_errors=True)
