@@ -223,22 +223,45 @@ def test_no_acquire_succeeded_names_the_most_frequent_error_and_its_count() -> N
         f"(first: process 0, acquire): {BROKEN}")
 
 
-def test_a_client_whose_every_request_failed_could_not_test_whatever_the_checkers_say() -> None:
-    """Processes 0 and 1 overlap (mutex: invalid); process 2 never had an answer: the run
-    tested the lock through it no more than issue 24 case 4's plugin did."""
-    overlap = ((0, "acquire", 0.1, 0.2, "ok", None), (1, "acquire", 0.3, 0.4, "ok", None),
-               (0, "release", 1.0, 1.1, "ok", None), (1, "release", 1.2, 1.3, "ok", None))
-    results, code = checked(calls(*overlap, (2, "acquire", 0.1, 1.1, "info", BROKEN),
-                                  (2, "acquire", 1.2, 2.2, "info", BROKEN)))
+def test_a_client_whose_every_request_failed_could_not_test() -> None:
+    """Process 2 asked three times and never had an answer: the run did not test the lock
+    through it (exit 3, though the others' ops are valid); had the others overlapped, that
+    violation would stand (exit 1), the reason beside it."""
+    fine = ((0, "acquire", 0.1, 0.2, "ok", None), (0, "release", 0.5, 0.6, "ok", None),
+            (1, "acquire", 0.3, 0.7, "ok", None), (1, "release", 1.2, 1.3, "ok", None))
+    broken = tuple((2, "acquire", t, t + 0.9, "info", BROKEN) for t in (0.1, 1.1, 2.1))
+    results, code = checked(calls(*fine, *broken))
     assert code == 3 and results["valid"] == "unknown"
+    said = ("client(s) 2 never had an answer: all 3 of their requests failed (none ok), so the "
+            "run did not test the lock through them; the most frequent client error, 3 of 3 "
+            f"(first: process 2, acquire): {BROKEN}")
+    assert results["could-not-test"] == said
+    results, code = checked(calls(*fine, *broken[:2]))  # two: what a fault can do to anyone
+    assert code == 0 and "could-not-test" not in results
+    cut = tuple((2, "acquire", t, t + 0.9, "info", "timeout: Timeout reading from socket")
+                for t in (0.1, 1.1, 2.1))
+    results, code = checked(calls(*fine, *cut))  # timeouts: what a partition does to anyone
+    assert code == 0 and "could-not-test" not in results
+    overlap = (*fine[:2], (1, "acquire", 0.3, 0.4, "ok", None), fine[3])
+    results, code = checked(calls(*overlap, *broken))
+    assert code == 1 and results["valid"] is False
     assert results["checks"]["mutex"]["valid"] is False  # type: ignore[index]
+    assert results["could-not-test"] == said + ("; the violation the other clients' ops show "
+                                                "stands")
+
+
+def test_no_acquire_succeeded_wins_over_a_verdict_built_from_the_errors() -> None:
+    """Issue 24 case 4: three clients' acquires all fail for 15 s; liveness makes a stuck lock
+    of them (invalid), but the run tested nothing: exit 3, the error named."""
+    spans = [(p, "acquire", t / 10, t / 10 + 0.5, "info", BROKEN)
+             for p in range(3) for t in range(1 + p, 150, 6)]
+    results, code = checked(calls(*spans))
+    assert results["checks"]["liveness"]["valid"] is False  # type: ignore[index]
+    assert code == 3 and results["valid"] == "unknown"
     assert results["could-not-test"] == (
-        "client(s) 2 never had an answer: all 2 of their requests failed (none ok), so the run "
-        "did not test the lock through them; the most frequent client error, 2 of 2 (first: "
-        f"process 2, acquire): {BROKEN}; the checkers' verdict (invalid) rests on those failed "
-        "requests and is no finding about the lock")
-    results, code = checked(calls(*overlap))  # without process 2: the overlap stands
-    assert code == 1 and results["valid"] is False and "could-not-test" not in results
+        "no acquire succeeded: the run tested nothing; the most frequent client error, "
+        f"{len(spans)} of {len(spans)} (first: process 0, acquire): {BROKEN}; the checkers' "
+        "verdict (invalid) rests on those failed requests and is no finding about the lock")
 
 
 def test_a_starved_client_or_one_still_waiting_is_no_could_not_test() -> None:

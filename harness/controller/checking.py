@@ -4,15 +4,18 @@ which no single checker can see:
 
 - a run that did not finish (killed, interrupted, errored) is checked on what it recorded, but
   its verdict can only be invalid (a violation found is real) or unknown, never valid;
-- a run in which no acquire succeeded, or a client's every request failed (each one ended
-  ``info``: it never had an answer), tested nothing: it "could not test" (exit 3), naming the
+- a run in which no acquire succeeded tested nothing: it "could not test" (exit 3), naming the
   most frequent error and its count, whatever a checker built from those errors (a "stuck
-  lock" made of failed requests is no finding about the lock);
+  lock" made of failed requests is no finding about the lock); so did a run in which a
+  client's every request failed (three or more, each ended ``info`` with an error that is no
+  timeout: it could not talk to the lock), unless the clients that worked showed a violation
+  (it stands, exit 1, the reason beside it);
 - a checker that crashed is "could not check" (exit 3), unless another found a violation.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -55,19 +58,35 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
                                  "shows no violation, but that is not a pass")
     if status != "complete":
         results["status"] = status
-    reason = untested(history)
-    if reason is not None:
+    reason, nothing = untested(history)
+    if reason is not None and (nothing or results["valid"] is not False):
         if results["valid"] is False:
             reason += ("; the checkers' verdict (invalid) rests on those failed requests and "
                        "is no finding about the lock")
         results["valid"] = "unknown"
+    elif reason is not None:  # clients that worked showed a violation: it stands
+        reason += "; the violation the other clients' ops show stands"
+    if reason is not None:
         results["could-not-test"] = reason
     return results
 
 
-def untested(history: Sequence[Op]) -> str | None:
-    """Why the history tested nothing: no acquire succeeded, or some client's every request
-    failed (completed, none ok, each ``info``); with the most frequent error and its count."""
+MIN_FAILED = 3  # one or two unanswered requests are what a fault or the run's end can do
+TIMED_OUT = re.compile(r"time[ds]?[ -]?out", re.IGNORECASE)
+
+
+def failed(op: Op) -> bool:
+    """A request that failed: it ended ``info`` with an error that is no timeout (a timeout
+    is what a fault does to any client; an exception on every request is a client that could
+    not talk to the lock: a broken plugin, a wrong address)."""
+    error = op.get("error")
+    return op["type"] == INFO and bool(error) and not TIMED_OUT.search(str(error))
+
+
+def untested(history: Sequence[Op]) -> tuple[str | None, bool]:
+    """Why the history tested nothing, or not through some client, with the most frequent
+    error and its count; and whether it tested nothing at all (no acquire succeeded). A client
+    "could not test" when it made ``MIN_FAILED`` requests or more and every one failed."""
     acquired = False
     ended: dict[int, list[Op]] = {}
     for op in history:
@@ -78,15 +97,16 @@ def untested(history: Sequence[Op]) -> str | None:
         acquired = acquired or (op.get("f") == "acquire" and op.get("type") == OK)
     if not acquired:
         errors = [op for ops in ended.values() for op in ops if op.get("error")]
-        return "no acquire succeeded: the run tested nothing" + most_frequent(errors)
-    broken = sorted(p for p, ops in ended.items() if all(op["type"] == INFO for op in ops))
+        return "no acquire succeeded: the run tested nothing" + most_frequent(errors), True
+    broken = sorted(p for p, ops in ended.items()
+                    if len(ops) >= MIN_FAILED and all(map(failed, ops)))
     if not broken:
-        return None
+        return None, False
     ops = [op for p in broken for op in ended[p]]
     who = ", ".join(map(str, broken))
     return (f"client(s) {who} never had an answer: all {len(ops)} of their requests failed "
             "(none ok), so the run did not test the lock through them"
-            + most_frequent([op for op in ops if op.get("error")]))
+            + most_frequent([op for op in ops if op.get("error")])), False
 
 
 def most_frequent(errors: Sequence[Op]) -> str:
