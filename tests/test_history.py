@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -50,11 +49,18 @@ def test_unreadable_file(tmp_path: Path) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300))
-def test_fuzzed_input_raises_only_history_errors(text: str) -> None:
+def test_fuzzed_input_is_refused_at_its_first_line_that_holds_anything(text: str) -> None:
+    """Random text is no history: a HistoryError naming the first line that is not blank (no
+    random line is an op), or no ops at all when every line is blank."""
     from harness.core.history import parse_lines
 
-    with contextlib.suppress(HistoryError):
-        parse_lines(text.splitlines(), "fuzz")
+    lines = text.splitlines()
+    filled = [n for n, x in enumerate(lines, 1) if x.strip()]
+    if not filled:
+        assert parse_lines(lines, "fuzz") == []
+        return
+    with pytest.raises(HistoryError, match=rf"^fuzz line {filled[0]}: "):
+        parse_lines(lines, "fuzz")
 
 
 def test_journals_merge_by_time_and_survive_a_torn_line(tmp_path: Path) -> None:

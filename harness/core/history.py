@@ -427,8 +427,9 @@ def write_history(path: str | os.PathLike[str], ops: Iterable[Op]) -> None:
 def pairs(history: Iterable[Op]) -> Iterator[tuple[Op, Op | None]]:
     """Each invocation with its completion (None when the process never completed it).
 
-    A process has at most one op outstanding; a second invoke before a completion means the
-    first never completed (its process crashed), which is as good as ``info``.
+    A client process has at most one op outstanding, and is never restarted under its number:
+    :mod:`harness.core.wellformed` refuses any other history before a checker runs. Handed one
+    directly anyway, this takes an invoke followed by a second as never completed (``info``).
     """
     _, invs, comps = _pairing(history, False)
     return zip(invs, comps, strict=True)
