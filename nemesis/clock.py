@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any
 
-from harness.core.capabilities import ClockFaults
+from harness.core.capabilities import CLOCK_IDS, ClockFaults, clock_unmet
 from harness.core.cluster import NemesisContext
 from harness.core.options import Option
 from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_holder
@@ -69,7 +69,20 @@ class ClockJump(BaseNemesis):
                                "clock-back -60)", minimum=-86400 * 365, maximum=86400 * 365),
         "clock-nodes": Option(str, "majority", "majority, minority, one, all, or node names "
                               "(n1,n3)"),
+        "clock-id": Option(str, "wall", "the clock moved: wall, monotonic or both (wall and "
+                           "monotonic by one offset)", choices=CLOCK_IDS),
     }
+
+    @classmethod
+    def clock_id(cls, options: dict[str, Any]) -> str:
+        """The clock this run's clock faults move (one option for the run: a server under
+        libfaketime is started faking what its faults move)."""
+        return str(options.get("clock-id") or "wall")
+
+    @classmethod
+    def refuse(cls, db: Any, options: dict[str, Any], ttl: float,
+               op_timeout: float | None) -> str | None:
+        return clock_unmet(db, cls.clock_id(options))
 
     def __init__(self, offset: float | None = None) -> None:
         self._offset = offset
@@ -196,8 +209,9 @@ def hit(ctx: NemesisContext, aimed: tuple[int, float | None]) -> bool:
 
 def move(ctx: NemesisContext, targets: list[str], offset: float) -> dict[str, float]:
     """Set each node's offset, then read each back until it shows (raises if one never does)."""
+    clock = ClockJump.clock_id(ctx.options)
     for name in targets:
-        ctx.cluster.set_clock(ctx.node(name), offset)
+        ctx.cluster.set_clock(ctx.node(name), offset, clock)
     return {name: verify(ctx, name, offset) for name in targets}
 
 

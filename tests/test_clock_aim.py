@@ -44,7 +44,7 @@ class Nodes:
         self.offsets: dict[str, float] = {}
         self.moves: list[float] = []
 
-    def set_clock(self, node: Any, offset: float) -> None:
+    def set_clock(self, node: Any, offset: float, clock: str = "wall") -> None:
         self.offsets[node.name] = offset
         self.moves.append(offset)
         self.live.moved()

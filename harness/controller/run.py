@@ -235,10 +235,13 @@ class Run:
                 backend.provision(helper_db, helper_nodes)
             if resource_db is not None:
                 backend.provision(resource_db, cluster.separate_resource)
-            if any(capabilities.ClockFaults in self.registry.nemesis_requires(n)
-                   for n in spec.fault_names):
-                for node in cluster.nodes:
-                    backend.enable_clock(node)
+            clock_ids = {getattr(self.registry.load("nemeses", n), "clock_id",
+                                 lambda _: "wall")(spec.nemesis_options)
+                         for n in spec.fault_names
+                         if capabilities.ClockFaults in self.registry.nemesis_requires(n)}
+            if clock_ids and capabilities.clock_mechanism(self.db) == "libfaketime":
+                for node in cluster.nodes:  # one mode per run: the clock-id option is one
+                    backend.enable_clock(node, "both" if clock_ids - {"wall"} else "wall")
             everything = [*cluster.nodes, *cluster.separate_resource]
             for node in everything:
                 backend.start(node)

@@ -46,11 +46,44 @@ class Failover(Protocol):
 @runtime_checkable
 class ClockFaults(Protocol):
     """libfaketime reaches the server (``clock_fault_support`` is None, else the reason it does
-    not) and the node reports its own clock, so that every jump is verified."""
+    not) and the node reports its own clock, so that every jump is verified.
+
+    A DB class also declares how its clocks are moved, ``clock_mechanism``: ``"libfaketime"``
+    (the default when absent) or ``"vdso"`` (the running process's vDSO patched), and which
+    clock ids a fault may name, ``clocks`` (default ``("wall",)``): ``"wall"`` (the realtime
+    clock), ``"monotonic"``, ``"both"``."""
 
     def clock_fault_support(self) -> str | None: ...
 
     def read_clock(self, node: Node) -> float: ...
+
+
+CLOCK_IDS = ("wall", "monotonic", "both")
+MECHANISMS = ("libfaketime", "vdso")
+
+
+def clock_mechanism(db: Any) -> str:
+    return str(getattr(db, "clock_mechanism", "libfaketime"))
+
+
+def clock_ids(db: Any) -> tuple[str, ...]:
+    return tuple(getattr(db, "clocks", ("wall",)))
+
+
+def clock_unmet(db: Any, clock: str) -> str | None:
+    """None when a clock fault on clock id ``clock`` can run on ``db``, else why not (one
+    line). libfaketime moves the wall clock alone or both clocks together with one offset,
+    never the monotonic clock alone."""
+    name = getattr(db, "name", type(db).__name__)
+    if clock not in CLOCK_IDS:
+        return f"clock-id {clock!r} is not one of {', '.join(CLOCK_IDS)}"
+    if clock == "monotonic" and clock_mechanism(db) == "libfaketime":
+        return (f"{name}'s clocks are moved with libfaketime, which cannot move the monotonic "
+                "clock alone (clock-id both moves wall and monotonic together)")
+    listed = clock_ids(db)
+    if clock not in listed:
+        return f"{name} moves its {' / '.join(listed)} clock, not clock-id {clock}"
+    return None
 
 
 @runtime_checkable

@@ -65,8 +65,9 @@ class NodeOps(Protocol):
 
     def wait_ready(self, node: Node, timeout: float) -> None: ...
 
-    def set_clock(self, node: Node, offset: float) -> None:
-        """Move the node's wall clock ``offset`` seconds from the true time (0 heals)."""
+    def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
+        """Move the node's clock ``offset`` seconds from the true time (0 heals): ``clock`` is
+        ``"wall"``, ``"monotonic"`` or ``"both"`` (see capabilities.ClockFaults)."""
 
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
         """Drop traffic both ways between each pair of endpoints (node or client names)."""

@@ -61,11 +61,12 @@ class Backend(Protocol):
 
     def wait_ready(self, node: Node, timeout: float) -> None: ...
 
-    def enable_clock(self, node: Node) -> None:
-        """Before its first start: run this node's server under libfaketime."""
+    def enable_clock(self, node: Node, clock: str = "wall") -> None:
+        """Before its first start: run this node's server under libfaketime, faking the wall
+        clock alone (``"wall"``) or the monotonic clock too (``"both"``)."""
 
-    def set_clock(self, node: Node, offset: float) -> None:
-        """Move the node's clock to ``offset`` seconds from the true time (0 heals)."""
+    def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
+        """Move the node's clock ``clock`` to ``offset`` seconds from the true time (0 heals)."""
 
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
         """Drop traffic both ways between each pair of endpoints (node or client names)."""

@@ -48,7 +48,7 @@ from typing import Any
 
 from harness.controller import netfilter
 from harness.controller.backends.process_nodes import ProcessNodes, last_lines, write_offset
-from harness.controller.dbs.faketime import LIBFAKETIME_PATHS
+from harness.controller.dbs.faketime import LIBFAKETIME_PATHS, check_clock, faketime_env
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
 from harness.core.capabilities import (
@@ -115,6 +115,7 @@ class DockerBackend(ProcessNodes):
         self.bridge = ""
         self.subnet: ipaddress.IPv4Network | None = None
         self.clock_env: dict[str, dict[str, str]] = {}
+        self.clock_modes: dict[str, str] = {}  # node -> the clock(s) libfaketime fakes there
         self._client_addrs: list[str] = []
         self._docker: Any = None
         self._partitions = False
@@ -248,16 +249,14 @@ class DockerBackend(ProcessNodes):
                     raise HarnessError(f"{node.name}: {os.path.basename(argv[0])} exited "
                                        f"{res.exit_code}: {last_lines(self.log_file(node))}")
 
-    def enable_clock(self, node: Node) -> None:
-        """Start this node's server under libfaketime, its offset read from /node/faketime."""
-        self.clock_env[node.name] = {
-            "LD_PRELOAD": FAKETIME_LIB,
-            "FAKETIME_TIMESTAMP_FILE": "/node/faketime",
-            "FAKETIME_NO_CACHE": "1",
-            "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-        }
+    def enable_clock(self, node: Node, clock: str = "wall") -> None:
+        """Start this node's server under libfaketime (the wall clock, or ``"both"``), its
+        offset read from /node/faketime."""
+        self.clock_env[node.name] = faketime_env(FAKETIME_LIB, "/node/faketime", clock)
+        self.clock_modes[node.name] = clock
 
-    def set_clock(self, node: Node, offset: float) -> None:
+    def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
+        check_clock(node.name, self.clock_modes.get(node.name), clock)
         write_offset(self.run.node_dir(node.name) / "faketime", offset)
 
     def start(self, node: Node) -> None:

@@ -44,7 +44,7 @@ from harness.controller.backends.process_nodes import (
     stop_signal,
     write_offset,
 )
-from harness.controller.dbs.faketime import libfaketime
+from harness.controller.dbs.faketime import check_clock, faketime_env, libfaketime
 from harness.controller.places import active_dir, scratch_dir
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
@@ -79,6 +79,7 @@ class LocalBackend(ProcessNodes):
         self.slot = 0
         self._slot_fd: int | None = None
         self.env: dict[str, dict[str, str]] = {}
+        self.clock_modes: dict[str, str] = {}  # node -> the clock(s) libfaketime fakes there
         self._started: set[str] = set()  # nodes started at least once in this run
         self.scratch = scratch_dir(run_id)
 
@@ -226,8 +227,9 @@ class LocalBackend(ProcessNodes):
             raise HarnessError(f"{node.name}: {os.path.basename(argv[0])} exited "
                                f"{proc.returncode}: {last_lines(log)}")
 
-    def enable_clock(self, node: Node) -> None:
-        """Start this node's server under libfaketime; its offset is read from a file."""
+    def enable_clock(self, node: Node, clock: str = "wall") -> None:
+        """Start this node's server under libfaketime (the wall clock, or ``"both"``); its
+        offset is read from a file."""
         db = self.dbs[node.name]
         lib = libfaketime()
         if lib is None:
@@ -239,11 +241,12 @@ class LocalBackend(ProcessNodes):
             path = f"{host_dir()}:{path}"
         clock_file = self.node_dir(node) / "faketime"
         clock_file.write_text("+0s\n")
-        self.env[node.name] = {**os.environ, "PATH": path, "LD_PRELOAD": lib,
-                               "FAKETIME_TIMESTAMP_FILE": str(clock_file),
-                               "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+        self.env[node.name] = {**os.environ, "PATH": path,
+                               **faketime_env(lib, str(clock_file), clock)}
+        self.clock_modes[node.name] = clock
 
-    def set_clock(self, node: Node, offset: float) -> None:
+    def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
+        check_clock(node.name, self.clock_modes.get(node.name), clock)
         write_offset(self.node_dir(node) / "faketime", offset)
 
     def start(self, node: Node) -> None:

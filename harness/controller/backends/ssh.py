@@ -47,6 +47,7 @@ from harness.controller import procs as procs_mod
 from harness.controller.backends.docker import ip_cmd
 from harness.controller.backends.local import LocalBackend, port_free
 from harness.controller.backends.process_nodes import last_lines, offset_text
+from harness.controller.dbs.faketime import check_clock, faketime_env
 from harness.controller.hosts import Host, HostsFile, check_fits, environment_unmet
 from harness.controller.places import active_dir
 from harness.controller.procs import ProcessTable
@@ -115,6 +116,7 @@ class SshBackend:
         self.hosts: dict[str, str] = {}  # endpoint name -> address (nodes, clients)
         self.dbs: dict[str, Any] = {}
         self.env: dict[str, list[str]] = {}  # node -> `env K=V ...` for its server
+        self.clock_modes: dict[str, str] = {}  # node -> the clock(s) libfaketime fakes there
         self.local: LocalBackend | None = None
         self._client_addrs: list[str] = []
         self._added_addrs: list[str] = []
@@ -312,8 +314,9 @@ class SshBackend:
             raise HarnessError(f"{host.describe()}: apt-get install {' '.join(packages)} "
                                f"failed: {text_tail(proc.stdout + proc.stderr)}; see {log}")
 
-    def enable_clock(self, node: Node) -> None:
-        """Run this node's server under libfaketime, its offset in a file on the host."""
+    def enable_clock(self, node: Node, clock: str = "wall") -> None:
+        """Run this node's server under libfaketime (the wall clock, or ``"both"``), its
+        offset in a file on the host."""
         host = self._host(node)
         remote = self.remotes[host.name]
         lib = remote.helper("faketime").strip()
@@ -323,12 +326,14 @@ class SshBackend:
         if not lib:
             raise HarnessError(f"{host.describe()}: libfaketime is installed but not where "
                                "Debian puts it (/usr/lib/<arch>/faketime)")
-        clock = f"{self._paths(node)[0]}/faketime"
-        remote.helper("clock", clock, "+0s")
-        self.env[node.name] = ["env", f"LD_PRELOAD={lib}", f"FAKETIME_TIMESTAMP_FILE={clock}",
-                               "FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1"]
+        offset_file = f"{self._paths(node)[0]}/faketime"
+        remote.helper("clock", offset_file, "+0s")
+        self.env[node.name] = ["env", *(f"{k}={v}" for k, v in
+                                        faketime_env(lib, offset_file, clock).items())]
+        self.clock_modes[node.name] = clock
 
-    def set_clock(self, node: Node, offset: float) -> None:
+    def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
+        check_clock(node.name, self.clock_modes.get(node.name), clock)
         self._remote(node).helper("clock", f"{self._paths(node)[0]}/faketime",
                                   offset_text(offset))
 

@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import time
 
+from harness.core.errors import HarnessError
+
 LIBFAKETIME_PATHS = (
     "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
     "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
@@ -61,3 +63,27 @@ def jvm_clock_support(java: str = "java") -> str | None:
     if year != expected:
         return f"the JVM ignores libfaketime (it says {year}, expected {expected})"
     return None
+
+
+def faketime_env(lib: str, offset_file: str, clock: str) -> dict[str, str]:
+    """The environment that runs a server under libfaketime, its offset read from
+    ``offset_file`` at every clock call: the wall clock alone (``clock`` ``"wall"``:
+    ``FAKETIME_DONT_FAKE_MONOTONIC``) or the monotonic clock with it (``"both"``; a JVM's
+    ``nanoTime`` follows, as its ``currentTimeMillis`` does)."""
+    if clock not in ("wall", "both"):
+        raise HarnessError(f"libfaketime moves the wall clock or both clocks, not {clock!r}")
+    env = {"LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": offset_file, "FAKETIME_NO_CACHE": "1"}
+    if clock == "wall":
+        env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+    return env
+
+
+def check_clock(node: str, started: str | None, clock: str) -> None:
+    """Raise unless a server started under libfaketime in mode ``started`` can have its
+    ``clock`` moved: one offset file moves what the server was started to fake, no less, no
+    more (a wall-only fault on a server faking both clocks would move its monotonic clock)."""
+    if started is None:
+        raise HarnessError(f"{node}: its server was not started under libfaketime")
+    if clock != started:
+        raise HarnessError(f"{node}: its server fakes the {started} clock(s) under libfaketime, "
+                           f"so a fault cannot move clock {clock!r} alone")

@@ -24,6 +24,9 @@ class RedisDB:
     persistence_modes: ClassVar[tuple[str, ...]] = ("none", "appendonly")
     # what a host needs to run a node, and the Debian package that brings it (ssh backend)
     debian_packages: ClassVar[dict[str, str]] = {"redis-server": "redis-server"}
+    # libfaketime moves the wall clock (TIME, key expiry) or both clocks by one offset
+    clock_mechanism: ClassVar[str] = "libfaketime"
+    clocks: ClassVar[tuple[str, ...]] = ("wall", "both")
 
     def __init__(self, binary: str | None = None, persistence: str = "none") -> None:
         self.binary = binary or "redis-server"  # found on PATH where the node runs
