@@ -4,8 +4,11 @@ from the results store. Shared by every test file that runs servers."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +77,24 @@ def assert_jumped(jump: dict[str, Any], step: float = 60.0) -> None:
     offset = jump["detail"]["offset"]
     assert offset in [step * k for k in range(1, RETARGETS + 2)], jump
     assert all(abs(v - offset) < TOLERANCE for v in jump["detail"]["observed"].values()), jump
+
+
+def killed_mid_run(store: Path, *args: str, until: str, within: float = 60.0) -> Path:
+    """Start `harness run` into ``store``, wait until its nemesis journal has the line
+    fragment ``until`` (a fault in force), SIGKILL the controller and return the run dir."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
+                             "--quiet", "--time-limit", "120", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + within
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            journal = store / "latest" / "journals" / "nemesis.jsonl"
+            if journal.exists() and until in journal.read_text():
+                return (store / "latest").resolve()
+            time.sleep(0.2)
+        raise AssertionError(f"{until} not in the nemesis journal within {within:g} s "
+                             f"(exit {proc.poll()})")
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)

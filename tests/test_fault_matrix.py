@@ -1,0 +1,284 @@
+"""The fault matrix: every nemesis the registry has, on every DB it claims to run on, once, with
+the verdict the literature predicts (issue 31).
+
+The pairs are derived, not listed: each registered nemesis is tried against each registered DB
+through the spec's own validation (the nemesis's ``requires``, the DB's capabilities, the
+nemesis's ``refuse``), so a new nemesis or DB joins the matrix by itself. A pair the harness
+refuses is asserted refused (exit 64, one ``harness:`` line, nothing started); every other pair
+runs for a few seconds on real servers and must give the verdict of :data:`EXPECT` or, for a
+pair not named there, VALID. Either way the ``faults`` check must be valid with at least one
+fault injected: a run whose fault never bit proves nothing, whatever its verdict.
+
+CI runs the pairs :data:`EXPECT` names (the literature's anomalies, and the faults issue 31
+found in no CI run: ZooKeeper and etcd under kill and leader faults, the partition shapes, the
+clock family, redlock-fenced on real masters) and each nemesis's first DB; the other pairs are
+``slow``. Measured on the 2-core machine under load averages of 6-9 (five other sessions):
+40 runs and 35 refusals in 375 s wall (``pytest -m "not slow" -s`` prints the figure); the whole
+matrix (104 runs) took about 16 minutes there.
+
+Runs go two at a time (the machine has two cores; each run gets its own loopback block from
+the local backend's address slots), longest first. Only the runs of the tests selected are
+made, once, by a module fixture; each pair's test then reads its own run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.controller.registry import default_registry
+from harness.controller.spec import TestSpec, nemesis_name
+from harness.core.errors import UsageError
+from nemesis.partition import NodePartition
+from tests.harness_runs import harness, history, own_rules
+
+pytestmark = [pytest.mark.servers]
+
+TIME_LIMIT = 6
+PARALLEL = 2
+EXIT = {"valid": 0, "invalid": 1}
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What one run must show, and why the literature predicts it."""
+
+    verdict: str  # valid | invalid
+    reason: str
+    args: tuple[str, ...] = ()  # --lock, --workload, ... where the DB's default lock is not it
+    seed: int = 1
+    check: str | None = None  # a figure of results.json that must be > 0 ("mutex.lock-...")
+    time_limit: int = TIME_LIMIT  # longer where the fault needs it to show (a failover, loss)
+    ci: bool = True  # False: in the slow part of the matrix (CI's time is budgeted)
+
+
+OVERLAP = "mutex.lock-overlap-count"
+LEASE = "a lease lock under pause: the frozen holder's lease expires, a second client gets it"
+JUMP = "a +60 s wall-clock jump on the lock's node(s) expires the held lease at once (Kleppmann)"
+BACK = ("the clock set back 60 s, then healed: the heal is a +60 s jump that expires the held "
+        "lease at once")
+STROBE = "the clock strobes between +60 s and true time: each forward step expires the lease"
+SESSION = ("the holder cut off past its session timeout works on (holds 1-6 s); ZooKeeper "
+           "expires the session and the next in line gets the lock (kazoo's docs, Kleppmann)")
+RAFT = "a consensus lock under a fault on a minority or a leader: a new term, nothing lost"
+FORGETS = ("a majority restarted without persistence forgets the held lock: a second client "
+           "gets it (Kleppmann, antirez)")
+
+# (nemesis, db) -> expectation. A pair named here runs in CI (unless ``ci=False``: CI's minutes
+# are budgeted); a pair not named is expected VALID with its fault proven to bite, and runs in CI
+# only on the nemesis's first DB. The rest of the matrix is slow (``-m slow`` runs it).
+EXPECT: dict[tuple[str, str], Expect] = {
+    ("pause", "redis"): Expect("invalid", LEASE, check=OVERLAP),
+    ("pause", "redis-masters"): Expect("invalid", LEASE + " (a quorum of leases is a lease)",
+                                       check=OVERLAP),
+    ("pause", "redis-sentinel"): Expect("invalid", LEASE, check=OVERLAP, ci=False),
+    ("pause", "zookeeper"): Expect("invalid", "the frozen holder's session expires, its "
+                                   "ephemeral znode goes, the next in line gets the lock",
+                                   check=OVERLAP),
+    ("pause", "etcd"): Expect("invalid", "the lease runs out while its holder is frozen "
+                              "(Jepsen, etcd 3.4.3)", check=OVERLAP),
+    ("pause", "postgres"): Expect("valid", "pg-row writes in the lock's transaction: the server "
+                                  "ends the frozen holder's session and its late writes fail"),
+    ("kill", "zookeeper"): Expect("valid", RAFT + " (ZAB; the killed node restarts from disk)"),
+    ("kill", "etcd"): Expect("valid", RAFT + " (the killed member restarts from its WAL)"),
+    ("pause-leader", "zookeeper"): Expect("valid", RAFT),
+    ("pause-leader", "etcd"): Expect("valid", RAFT),
+    ("partition-leader", "zookeeper"): Expect("valid", RAFT),
+    # 10 s: a client that dialled the cut-off leader gets no answer until the heal; in a 6 s
+    # run it may have none at all, and the run is rightly "could not test" (seen once, exit 3)
+    ("partition-leader", "etcd"): Expect("valid", RAFT, time_limit=10),
+    ("partition-halves", "etcd"): Expect("valid", RAFT),
+    ("partition-one", "zookeeper"): Expect("valid", RAFT, ci=False),
+    ("partition-ring", "etcd"): Expect("valid", RAFT, ci=False),
+    ("partition-bridge", "zookeeper"): Expect("valid", RAFT, ci=False),
+    ("partition", "zookeeper"): Expect("invalid", SESSION, check=OVERLAP),
+    ("partition-oneway", "zookeeper"): Expect("invalid", SESSION + "; one way is enough: no "
+                                              "reply reaches it, its connection is lost",
+                                              check=OVERLAP, ci=False),
+    ("clock", "redis"): Expect("invalid", JUMP, check=OVERLAP),
+    ("clock", "redis-masters"): Expect("invalid", JUMP + ": on a majority Redlock breaks",
+                                       check=OVERLAP),
+    ("clock", "redis-sentinel"): Expect("invalid", JUMP, check=OVERLAP, ci=False),
+    ("clock-back", "redis"): Expect("invalid", BACK, check=OVERLAP),
+    ("clock-back", "redis-masters"): Expect("invalid", BACK, check=OVERLAP, ci=False),
+    ("clock-back", "redis-sentinel"): Expect("invalid", BACK, check=OVERLAP, ci=False),
+    ("clock-strobe", "redis"): Expect("invalid", STROBE, check=OVERLAP),
+    ("clock-strobe", "redis-masters"): Expect("invalid", STROBE, check=OVERLAP, ci=False),
+    ("clock-strobe", "redis-sentinel"): Expect("invalid", STROBE, check=OVERLAP, ci=False),
+    ("kill-majority", "redis"): Expect("invalid", FORGETS, check=OVERLAP),
+    ("kill-majority", "redis-sentinel"): Expect("invalid", FORGETS, check=OVERLAP, ci=False),
+    ("kill-majority", "redis-masters"): Expect("invalid", FORGETS, check=OVERLAP,
+                                               time_limit=10),
+    ("kill-majority-delayed", "redis-masters"): Expect(
+        "valid", "down past the TTL, every lock the masters knew has expired (antirez's "
+        "remedy)"),
+    ("partition-minority", "redis-masters"): Expect(
+        "valid", "every client still reaches a majority of the masters: a quorum lock holds"),
+    ("stall-grant", "redis"): Expect(
+        "invalid", "the grant arrives after its lease ran out: SET NX PX believes it",
+        check=OVERLAP, time_limit=10),
+    ("stall-grant", "redis-masters"): Expect(
+        "valid", "Redlock's per-node timeout (TTL/20) never waits for the late reply",
+        time_limit=10, ci=False),
+    ("failover", "redis-sentinel"): Expect(
+        "invalid", "asynchronous replication: the promoted replica lacks the held lock (split "
+        "brain, Kleppmann)", check=OVERLAP, time_limit=10),
+}
+
+@dataclass
+class Entry:
+    """One pair of the matrix: refused before start (``refusal``), or run with ``expect``."""
+
+    nemesis: str
+    db: str
+    expect: Expect | None = None
+    refusal: str | None = None
+    nodes: int | None = None  # more than the DB's default, where the nemesis needs them
+    ci: bool = True  # False: a slow test (the rest of the matrix)
+
+    @property
+    def id(self) -> str:
+        lock = dict(zip(self.expect.args[::2], self.expect.args[1::2], strict=True)).get("--lock") \
+            if self.expect else None
+        return f"{self.nemesis}@{self.db}" + (f"+{lock}" if lock else "")
+
+    def argv(self) -> list[str]:
+        limit = self.expect.time_limit if self.expect else TIME_LIMIT
+        argv = ["--db", self.db, "--nemesis", self.nemesis, "--time-limit", str(limit)]
+        if self.nodes is not None:
+            argv += ["--nodes", str(self.nodes)]
+        if self.expect is not None:
+            argv += [*self.expect.args, "--seed", str(self.expect.seed)]
+        return argv
+
+
+def matrix() -> list[Entry]:
+    """Every (nemesis, db) the registry has: refused by the spec's validation, or to be run.
+    A nemesis that needs more DB nodes than the DB starts by default (``min_nodes``: a
+    partition among the nodes of a one-node Redis) runs with as many as it needs."""
+    reg = default_registry()
+    out = []
+    for nemesis in reg.names("nemeses"):
+        need = int(getattr(reg.load("nemeses", nemesis), "min_nodes", 1) or 1)
+        first = True  # the nemesis's first DB runs in CI, whatever the table says of it
+        for db in reg.names("dbs"):
+            expect = EXPECT.get((nemesis, db), Expect("valid", "no anomaly expected: the fault "
+                                                      "must bite and the lock stay safe"))
+            options = dict(zip(expect.args[::2], expect.args[1::2], strict=True))
+            lock = options.get("--lock") or getattr(reg.load("dbs", db), "default_lock", None)
+            spec = TestSpec(db=db, nemesis=[nemesis], time_limit=float(expect.time_limit),
+                            seed=1, **({"lock": lock} if lock else {}),
+                            **({"workload": options["--workload"]}
+                               if "--workload" in options else {}))
+            try:
+                spec.validate(reg)
+            except UsageError as e:
+                out.append(Entry(nemesis, db, refusal=str(e)))
+                continue
+            assert spec.nodes is not None
+            out.append(Entry(nemesis, db, expect, nodes=need if spec.nodes < need else None,
+                             ci=first or ((nemesis, db) in EXPECT and expect.ci)))
+            first = False
+    return out + EXTRA
+
+
+EXTRA = [
+    # Redlock's fencing tokens against real masters: kill:all resets every master's counter,
+    # the next grant's token is below tokens already granted (nightly: 7 of 7 runs).
+    Entry("kill:all", "redis-masters",
+          Expect("invalid", "redlock-fenced's per-master counters restart at 0 after every "
+                 "master's restart: tokens go back (Kleppmann)",
+                 ("--lock", "redlock-fenced", "--workload", "fenced"),
+                 check="fencing.token-order-violation-count")),
+]
+
+ENTRIES = matrix()
+
+
+def figure(results: dict[str, Any], dotted: str) -> Any:
+    check, name = dotted.split(".", 1)
+    return results["checks"][check].get(name)
+
+
+@dataclass
+class Outcome:
+    code: int
+    output: str
+    run_dir: Path | None
+    results: dict[str, Any]
+    seconds: float
+
+
+def run_one(base: Path, entry: Entry) -> Outcome:
+    store = base / entry.id.replace(":", "_")
+    t0 = time.monotonic()
+    proc = harness("run", "--store", str(store), "--quiet", *entry.argv(), timeout=180)
+    latest = store / "latest"
+    run_dir = latest.resolve() if latest.exists() else None
+    path = run_dir / "results.json" if run_dir else None
+    results = json.loads(path.read_text()) if path and path.exists() else {}
+    return Outcome(proc.returncode, proc.stdout + proc.stderr, run_dir, results,
+                   time.monotonic() - t0)
+
+
+@pytest.fixture(scope="module")
+def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[dict[str, Outcome]]:
+    """The runs of the selected entries, ``PARALLEL`` at a time, longest first."""
+    wanted = {item.callspec.params["entry"].id for item in request.session.items
+              if item.module is request.module and hasattr(item, "callspec")
+              and "entry" in item.callspec.params}
+    todo = sorted((e for e in ENTRIES if e.id in wanted),
+                  key=lambda e: -e.expect.time_limit if e.expect else 0)
+    base = tmp_path_factory.mktemp("matrix")
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        done = dict(zip([e.id for e in todo], pool.map(lambda e: run_one(base, e), todo),
+                        strict=True))
+    took = time.monotonic() - t0
+    print(f"\nfault matrix: {len(todo)} runs and refusals in {took:.0f} s wall")
+    yield done
+    harness("clean")
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.id, marks=() if e.ci else
+                                               pytest.mark.slow) for e in ENTRIES])
+def test_fault_matrix(entry: Entry, outcomes: dict[str, Outcome]) -> None:
+    got = outcomes[entry.id]
+    if entry.refusal is not None:
+        lines = got.output.strip().splitlines()
+        assert got.code == 64, got.output
+        assert lines == [f"harness: {entry.refusal}"], got.output
+        assert got.run_dir is None, "a refused run must start nothing"
+        return
+    assert entry.expect is not None
+    assert got.run_dir is not None, got.output
+    faults = got.results["checks"]["faults"]
+    assert faults["valid"] is True and faults["fault-count"] >= 1, (faults, got.output)
+    assert got.code == EXIT[entry.expect.verdict], (entry.expect.reason, got.output)
+    assert got.results["valid"] is (entry.expect.verdict == "valid")
+    if entry.expect.check is not None:
+        assert figure(got.results, entry.expect.check) > 0, got.results["checks"]
+    assert not own_rules(got.run_dir), "the run's iptables rules outlived it"
+    if issubclass(default_registry().load("nemeses", nemesis_name(entry.nemesis)), NodePartition):
+        cut_among_nodes(got.run_dir, entry.nemesis)
+
+
+def cut_among_nodes(run_dir: Path, nemesis: str) -> None:
+    """Each start of a partition among the nodes cut links between two of this run's nodes:
+    the faults check cannot tell (no client is cut off), the history's record of it can."""
+    nodes = {n["name"] for n in json.loads((run_dir / "test.json").read_text())["nodes"]}
+    starts = [op for op in history(run_dir) if op["process"] == "nemesis"
+              and op["f"] == nemesis and op["type"] == "info" and op["value"] == "start"]
+    assert starts
+    for op in starts:
+        cut = (op.get("detail") or {}).get("cut")
+        assert cut, f"{nemesis} cut nothing: {op}"
+        assert all(a != b and {a, b} <= nodes for a, b in cut), op

@@ -1,0 +1,109 @@
+"""Cleanup after SIGKILL, for every backend and DB (issue 31): a ``harness run`` killed with -9
+while a partition is in force leaves its servers, clients, rules, containers and networks
+behind; ``harness clean`` must remove every one of them.
+
+What the run recorded is read before the kill's remains are cleaned: its pids (and their
+descendants: PostgreSQL's backends, a JVM under a start script), its iptables rules in the
+project's chain, its labelled containers and networks and the mounts of those containers. The
+test first asserts each of them is there (so that "nothing left" means clean removed it),
+then that nothing is left. Local Redis and the link proxy have their own such tests
+(``test_runs.py``, ``test_network_runs.py``); the ssh backend's are slow
+(``test_ssh_backend.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.controller.places import scratch_dir
+from tests.harness_runs import alive, docker_engine, harness, killed_mid_run, own_rules
+
+pytestmark = [pytest.mark.servers]
+
+PARTITION_ON = '"type":"info","f":"partition","value":"start"'
+
+
+def descendants(pids: set[int]) -> set[int]:
+    """Every live process below one of ``pids`` (by parent pid, transitively)."""
+    parent: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        parent[int(name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out: set[int] = set()
+    frontier = set(pids)
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier and p not in out}
+        out |= frontier
+    return out
+
+
+def recorded_pids(run_dir: Path) -> set[int]:
+    processes = json.loads((run_dir / "pids.json").read_text())["processes"]
+    return {int(pid) for pid, _ in processes.values()}
+
+
+def mounts() -> str:
+    return Path("/proc/self/mounts").read_text()
+
+
+def labelled(client: Any, run_id: str) -> tuple[list[Any], list[Any]]:
+    selector = f"lock-harness.run={run_id}"
+    return (client.containers.list(all=True, filters={"label": selector}),
+            client.networks.list(filters={"label": selector}))
+
+
+CASES = [
+    pytest.param(("--db", "zookeeper"), id="zookeeper"),
+    pytest.param(("--db", "etcd"), id="etcd"),
+    pytest.param(("--db", "postgres", "--lock", "pg-row"), id="postgres"),
+    pytest.param(("--backend", "docker"), id="docker-redis", marks=pytest.mark.docker),
+]
+
+
+@pytest.mark.parametrize("args", CASES)
+def test_clean_removes_everything_a_run_killed_with_sigkill_left(args: tuple[str, ...],
+                                                                store: Path) -> None:
+    docker = "docker" in args
+    client = docker_engine() if docker else None
+    run_dir = killed_mid_run(store, *args, "--nemesis", "partition", "--seed", "2",
+                             until=PARTITION_ON)
+    test = json.loads((run_dir / "test.json").read_text())
+    run_id = test["run_id"]
+    pids = recorded_pids(run_dir)
+    below = descendants(pids)
+    running = {p for p in pids | below if alive(p)}
+    assert {p for p in pids if alive(p)}, "the killed run's servers and clients should run on"
+    scratch = scratch_dir(run_id)  # PostgreSQL's clusters, owned by its own user
+    if "postgres" in args:
+        assert scratch.is_dir(), f"the killed run's {scratch} stays"
+    if docker:
+        containers, networks = labelled(client, run_id)
+        assert containers and networks, "the killed run's containers and network stay"
+        merged = [c.attrs["GraphDriver"]["Data"].get("MergedDir") for c in containers]
+        assert any(m and m in mounts() for m in merged), "the containers' root mounts"
+    else:
+        assert own_rules(run_dir), "the partition's rules stay after the kill"
+        merged = []
+
+    cleaned = harness("clean")
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+
+    left = sorted(p for p in running if alive(p))
+    assert not left, f"processes of the run left after clean: {left}"
+    assert not own_rules(run_dir), "iptables rules of the run left after clean"
+    if client is not None:
+        assert labelled(client, run_id) == ([], []), "containers or networks left after clean"
+    table = mounts()
+    assert str(run_dir) not in table
+    assert not [m for m in merged if m and m in table], "container mounts left after clean"
+    assert not scratch.exists(), f"{scratch} left after clean"
