@@ -262,6 +262,20 @@ def test_an_acquire_inside_its_timeout_is_not_yet_unmet_demand() -> None:
     assert liveness.check(blocked_forever(None), acquire_timeout=5.0)["valid"] is False
 
 
+def test_clients_blocked_under_a_fault_on_the_service_are_an_outage() -> None:
+    """The same blocked acquires while a DB node is paused from 1 s to 40 s: the fault, and a
+    lease after it, leave 0.5 s of fault-free time: not judged, not a stuck lock."""
+    h = blocked_forever(5.0)
+    h += [{"index": 100, "time": 1 * S, "process": "nemesis", "type": "info",
+           "f": "pause-node", "value": "start", "step": 1, "targets": ["n1"]},
+          {"index": 101, "time": 40 * S, "process": "nemesis", "type": "info",
+           "f": "pause-node", "value": "stop", "step": 1}]
+    h.sort(key=lambda o: o["time"])
+    result = liveness.check(h)
+    assert result["valid"] is True and result["stuck-lock-count"] == 0
+    assert result["not-judged"][0]["fault-free-s"] == 0.5  # 0.5 .. 1 s
+
+
 def test_a_crashed_client_blocked_in_acquire_wants_nothing() -> None:
     h = blocked_forever(5.0)
     h += [{"index": len(h) + i, "time": 2 * S + i, "process": "nemesis", "type": "info",
