@@ -1,0 +1,375 @@
+"""Move a running process's clocks by patching its vDSO (x86_64 Linux, as root).
+
+A Go program (etcd) reads the time through the vDSO, never through libc, so libfaketime cannot
+reach it. The mechanism is the one of Chaos Mesh's TimeChaos, written anew here: every thread of
+the process is stopped with ptrace (``PTRACE_SEIZE`` + ``PTRACE_INTERRUPT``), a small piece of
+code is written into the unused tail of the process's own ``[vdso]`` mapping (the kernel maps
+the vDSO's whole ELF image, page aligned; the bytes after its section headers are zero), and
+the first five bytes of ``clock_gettime``, ``gettimeofday`` and ``time`` become a ``jmp`` to
+that code. The writes go through ``/proc/PID/mem``, which copies the page on write: only this
+process sees them. The threads then go on.
+
+The injected code asks the kernel (a real ``syscall``) and adds the offset for the clock ids
+whose bit is set in a mask: ``wall`` is ``CLOCK_REALTIME``, ``_COARSE``, ``CLOCK_TAI``,
+``gettimeofday`` and ``time``; ``monotonic`` is ``CLOCK_MONOTONIC``, ``_RAW``, ``_COARSE`` and
+``CLOCK_BOOTTIME`` (Go's runtime reads ``CLOCK_MONOTONIC`` for its timers and leases);
+``both`` is their union. The offset and the mask live in the patch's data, in the tracee: a
+later :func:`shift` rewrites only them. ``time()`` adds whole seconds (the floor of the
+offset). :func:`reset` (and ``shift(pid, clock, 0)`` once no clock is left moved) copies the
+controller's own vDSO back over the tracee's: the same kernel maps the same image into every
+process, containers included, so the tracee's vDSO is then byte for byte pristine.
+
+No thread may be stopped inside the bytes being rewritten (the jump's five bytes, or the
+injected code when it is removed): such a stop is let go and tried again a moment later. The
+patch is removed in two stops: the jumps first, then the code, once the threads that were
+inside it (in its ``syscall``, most often) have returned.
+
+The injected code (GNU as, Intel syntax; ``STUB`` is its assembled bytes)::
+
+    magic: .ascii "LHVDSO01"           # 0x00
+    mask:  .quad 0                     # 0x08: bit i set: clock id i is moved
+    sec:   .quad 0                     # 0x10: floor(offset)
+    nsec:  .quad 0                     # 0x18: (offset - sec) in ns, 0 <= nsec < 1e9
+    usec:  .quad 0                     # 0x20: the same in us
+    cg:    mov eax, 228                # 0x28: clock_gettime(edi = id, rsi = ts)
+           syscall
+           test rax, rax ; jnz 9f
+           mov ecx, edi ; cmp ecx, 63 ; ja 9f
+           mov rdx, [rip+mask] ; bt rdx, rcx ; jnc 9f
+           mov rcx, [rip+sec] ; add [rsi], rcx
+           mov rdx, [rsi+8] ; add rdx, [rip+nsec]
+           cmp rdx, 1000000000 ; jl 1f
+           sub rdx, 1000000000 ; inc qword ptr [rsi]
+       1:  mov [rsi+8], rdx
+       9:  ret
+    gtod:  mov eax, 96                 # 0x75: gettimeofday(rdi = tv, rsi = tz)
+           syscall
+           test rax, rax ; jnz 9f ; test rdi, rdi ; jz 9f
+           mov rdx, [rip+mask] ; bt rdx, 0 ; jnc 9f
+           mov rcx, [rip+sec] ; add [rdi], rcx
+           mov rdx, [rdi+8] ; add rdx, [rip+usec]
+           cmp rdx, 1000000 ; jl 1f
+           sub rdx, 1000000 ; inc qword ptr [rdi]
+       1:  mov [rdi+8], rdx
+       9:  ret
+    tm:    mov eax, 201                # 0xc1: time(rdi = tloc)
+           syscall
+           cmp rax, -4095 ; jae 9f
+           mov rdx, [rip+mask] ; bt rdx, 0 ; jnc 9f
+           add rax, [rip+sec]
+           test rdi, rdi ; jz 9f ; mov [rdi], rax
+       9:  ret
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+import os
+import platform
+import signal
+import struct
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+
+from harness.core.errors import HarnessError
+
+CLOCKS = ("wall", "monotonic", "both")
+# clock ids (linux/time.h): REALTIME 0, MONOTONIC 1, MONOTONIC_RAW 4, REALTIME_COARSE 5,
+# MONOTONIC_COARSE 6, BOOTTIME 7, TAI 11
+WALL_MASK = (1 << 0) | (1 << 5) | (1 << 11)
+MONOTONIC_MASK = (1 << 1) | (1 << 4) | (1 << 6) | (1 << 7)
+MASKS = {"wall": WALL_MASK, "monotonic": MONOTONIC_MASK, "both": WALL_MASK | MONOTONIC_MASK}
+
+MAGIC = b"LHVDSO01"
+STUB = bytes.fromhex(
+    "4c485644534f3031" + "00" * 32
+    + "b8e40000000f054885c0754089f983f93f7739488b15c6ffffff480fa3ca732c488b0dc1ffffff48010e"
+    "488b5608480315bbffffff4881fa00ca9a3b7c0a4881ea00ca9a3b48ff0648895608c3"
+    "b8600000000f054885c0753f4885ff743a488b157bffffff480fbae200732c488b0d75ffffff48010f"
+    "488b570848031577ffffff4881fa40420f007c0a4881ea40420f0048ff0748895708c3"
+    "b8c90000000f05483d01f0ffff731d488b1531ffffff480fbae200730f4803052bffffff4885ff7403"
+    "488907c3")
+ENTRIES = {"clock_gettime": 0x28, "gettimeofday": 0x75, "time": 0xc1}  # symbol: stub offset
+DATA = struct.Struct("<8sQqqq")  # magic, mask, sec, nsec, usec
+JUMP = 5  # jmp rel32
+
+_PTRACE_GETREGS, _PTRACE_DETACH = 12, 17
+_PTRACE_SEIZE, _PTRACE_INTERRUPT = 0x4206, 0x4207
+_WALL = 0x40000000
+_EVENT_STOP = 128
+_RIP = 16  # index of rip in struct user_regs_struct (27 unsigned longs)
+RETRIES = 200  # stops that caught a thread inside the bytes to rewrite, before giving up
+
+
+class VdsoError(HarnessError):
+    """The patch cannot be applied or removed (ptrace denied, an unknown vDSO layout, ...)."""
+
+
+@dataclass(frozen=True)
+class Vdso:
+    """Where a process's vDSO is, and where the patch goes in it."""
+
+    start: int
+    image: bytes  # the mapping's bytes as the process has them now
+    entries: dict[str, int]  # symbol -> offset of the function in the image
+    stub: int  # offset of the injected code in the image
+
+    def data(self) -> tuple[int, float] | None:
+        """(mask, offset) of the patch in this image, or None when it is not patched."""
+        magic, mask, sec, nsec, _ = DATA.unpack_from(self.image, self.stub)
+        return (mask, sec + nsec / 1e9) if magic == MAGIC else None
+
+
+def shift(pid: int, clock: str, offset: float) -> None:
+    """Move ``clock`` (wall, monotonic, both) of process ``pid`` to ``offset`` seconds from the
+    true time; 0 puts it back (and removes the patch once no clock is moved)."""
+    if clock not in MASKS:
+        raise VdsoError(f"unknown clock {clock!r} (one of {', '.join(CLOCKS)})")
+    if not math.isfinite(offset):
+        raise VdsoError(f"clock offset {offset} is not a finite number")
+    vdso = locate(pid)
+    current = vdso.data()
+    mask, old = current if current is not None else (0, 0.0)
+    if offset == 0:
+        mask &= ~MASKS[clock]
+        if mask == 0 or old == 0:
+            reset(pid)
+            return
+        offset = old  # the other clock stays where it is
+    elif current is not None and mask & ~MASKS[clock] and old != offset:
+        raise VdsoError(f"pid {pid}: its other clock is moved by {old:+g} s: one offset per "
+                        "process (undo it first)")
+    else:
+        mask = MASKS[clock] if current is None else mask | MASKS[clock]
+    sec = math.floor(offset)
+    nsec = min(round((offset - sec) * 1e9), 999_999_999)
+    data = DATA.pack(MAGIC, mask, sec, nsec, nsec // 1000)
+    if current is not None:
+        with stopped(pid, ()):
+            _write(pid, vdso.start + vdso.stub, data)
+        return
+    code = data + STUB[DATA.size:]
+    jumps = {vdso.entries[name]: _jump(vdso.entries[name], vdso.stub + at)
+             for name, at in ENTRIES.items()}
+    with stopped(pid, [(vdso.start + e + 1, vdso.start + e + JUMP) for e in jumps]):
+        _write(pid, vdso.start + vdso.stub, code)
+        for entry, jump in jumps.items():
+            _write(pid, vdso.start + entry, jump)
+
+
+def reset(pid: int) -> None:
+    """Remove the patch from ``pid`` (nothing to do when it has none): its vDSO is pristine."""
+    vdso = locate(pid)
+    if vdso.data() is None:
+        return
+    pristine = own_vdso()[1]
+    if len(pristine) != len(vdso.image) or pristine[:64] != vdso.image[:64]:
+        raise VdsoError(f"pid {pid}: its vDSO is not this kernel's (cannot restore it)")
+    jumps = [(vdso.start + vdso.entries[n] + 1, vdso.start + vdso.entries[n] + JUMP)
+             for n in ENTRIES]
+    code = (vdso.start + vdso.stub, vdso.start + vdso.stub + len(STUB))
+    with stopped(pid, jumps):  # first the jumps: no thread enters the injected code after this
+        _write(pid, vdso.start, pristine[:vdso.stub])
+        _write(pid, code[1], pristine[vdso.stub + len(STUB):])
+    with stopped(pid, [code]):  # then the code, once no thread is still inside it
+        _write(pid, code[0], pristine[vdso.stub:vdso.stub + len(STUB)])
+
+
+def patched(pid: int) -> tuple[int, float] | None:
+    """(mask, offset) of the patch in ``pid``, or None when its vDSO is not patched."""
+    return locate(pid).data()
+
+
+def pristine(pid: int) -> bool:
+    """Is ``pid``'s vDSO byte for byte this kernel's (no patch, and nothing left of one)?"""
+    return locate(pid).image == own_vdso()[1]
+
+
+# the vDSO image ------------------------------------------------------------------------------
+
+def vdso_range(pid: int | str) -> tuple[int, int]:
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            for line in fh:
+                if line.rstrip().endswith("[vdso]"):
+                    lo, hi = line.split()[0].split("-")
+                    return int(lo, 16), int(hi, 16)
+    except OSError as e:
+        raise VdsoError(f"pid {pid}: cannot read its memory map: {e.strerror}") from None
+    raise VdsoError(f"pid {pid}: has no [vdso] mapping")
+
+
+def _read(pid: int | str, at: int, size: int) -> bytes:
+    try:
+        fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY)
+    except OSError as e:
+        raise VdsoError(f"pid {pid}: cannot read its memory: {e.strerror}") from None
+    try:
+        return os.pread(fd, size, at)
+    except OSError as e:
+        raise VdsoError(f"pid {pid}: cannot read its vDSO: {e.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _write(pid: int, at: int, data: bytes) -> None:
+    try:
+        fd = os.open(f"/proc/{pid}/mem", os.O_WRONLY)
+    except OSError as e:
+        raise VdsoError(f"pid {pid}: cannot write its memory: {e.strerror}") from None
+    try:
+        if os.pwrite(fd, data, at) != len(data):
+            raise VdsoError(f"pid {pid}: short write into its vDSO")
+    except OSError as e:
+        raise VdsoError(f"pid {pid}: cannot write its vDSO: {e.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def own_vdso() -> tuple[int, bytes]:
+    lo, hi = vdso_range("self")
+    return lo, _read("self", lo, hi - lo)
+
+
+def locate(pid: int) -> Vdso:
+    """Read ``pid``'s vDSO and find its functions and the room for the patch in it."""
+    if platform.machine() != "x86_64":
+        raise VdsoError(f"the vDSO patch is written for x86_64, not {platform.machine()}")
+    lo, hi = vdso_range(pid)
+    image = _read(pid, lo, hi - lo)
+    entries, end = parse(image)
+    missing = [name for name in ENTRIES if name not in entries]
+    if missing:
+        raise VdsoError(f"pid {pid}: unknown vDSO layout (no {missing[0]} symbol)")
+    stub = (end + 15) & ~15
+    if stub + len(STUB) > len(image):
+        raise VdsoError(f"pid {pid}: unknown vDSO layout (no room after its ELF image)")
+    tail = image[stub:stub + len(STUB)]
+    if tail[:8] != MAGIC and tail.strip(b"\0"):
+        raise VdsoError(f"pid {pid}: unknown vDSO layout (its tail is not empty)")
+    return Vdso(lo, image, entries, stub)
+
+
+def parse(image: bytes) -> tuple[dict[str, int], int]:
+    """The exported functions of a vDSO image (name -> offset, unversioned names, a
+    ``__vdso_`` prefix dropped) and the end of its ELF contents."""
+    if image[:4] != b"\x7fELF" or image[4] != 2 or image[5] != 1 or len(image) < 64:
+        raise VdsoError("unknown vDSO layout (not a 64-bit little-endian ELF image)")
+    shoff, = struct.unpack_from("<Q", image, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", image, 0x3A)
+    end = shoff + shentsize * shnum
+    if shentsize != 64 or end > len(image):
+        raise VdsoError("unknown vDSO layout (its section headers)")
+    sections = [struct.unpack_from("<IIQQQQIIQQ", image, shoff + i * 64) for i in range(shnum)]
+    for _, kind, _, _, off, size, *_ in sections:
+        end = max(end, off + (size if kind != 8 else 0))  # 8: SHT_NOBITS
+    dynsym = [s for s in sections if s[1] == 11]  # SHT_DYNSYM
+    if not dynsym or dynsym[0][6] >= shnum:
+        raise VdsoError("unknown vDSO layout (no dynamic symbol table)")
+    _, _, _, _, off, size, link, _, _, entsize = dynsym[0]
+    stroff = sections[link][4]
+    base = min((s[3] - s[4] for s in sections if s[3]), default=0)  # address - offset
+    entries: dict[str, int] = {}
+    for at in range(off, off + size, entsize or 24):
+        name_at, info, _, _, value, _ = struct.unpack_from("<IBBHQQ", image, at)
+        if info & 0xF != 2 or not value:  # STT_FUNC, defined
+            continue
+        name = image[stroff + name_at:image.index(b"\0", stroff + name_at)].decode()
+        entries[name.removeprefix("__vdso_")] = value - base
+    if end > len(image):
+        raise VdsoError("unknown vDSO layout (its sections run past the mapping)")
+    return entries, end
+
+
+def _jump(at: int, to: int) -> bytes:
+    return b"\xe9" + struct.pack("<i", to - (at + JUMP))
+
+
+# ptrace ------------------------------------------------------------------------------------
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.ptrace.restype = ctypes.c_long
+_libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+
+
+def _ptrace(request: int, tid: int, data: int = 0, addr: int = 0) -> None:
+    if _libc.ptrace(request, tid, addr, data) == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def _rip(tid: int) -> int:
+    regs = (ctypes.c_ulonglong * 27)()
+    if _libc.ptrace(_PTRACE_GETREGS, tid, None, ctypes.addressof(regs)) == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return int(regs[_RIP])
+
+
+def _threads(pid: int) -> set[int]:
+    try:
+        return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+    except OSError:
+        raise VdsoError(f"pid {pid}: no such process") from None
+
+
+@contextmanager
+def stopped(pid: int, busy: list[tuple[int, int]] | tuple[()]) -> Iterator[None]:
+    """Every thread of ``pid`` stopped under ptrace, none of them at an address in ``busy``
+    (``[lo, hi)`` ranges): a stop there is let go and tried again a moment later."""
+    for _ in range(RETRIES):
+        signals = _stop_all(pid)
+        try:
+            inside = [t for t in signals if any(lo <= _rip(t) < hi for lo, hi in busy)]
+        except OSError as e:
+            _let_go(signals)
+            raise VdsoError(f"pid {pid}: cannot read a thread's registers: {e.strerror}") \
+                from None
+        if not inside:
+            try:
+                yield
+            finally:
+                _let_go(signals)
+            return
+        _let_go(signals)
+        time.sleep(0.001)
+    raise VdsoError(f"pid {pid}: a thread stayed inside the vDSO code to rewrite")
+
+
+def _stop_all(pid: int) -> dict[int, int]:
+    """Seize and stop every thread (new ones too, until none appears): tid -> the signal to
+    give back when it is let go (a signal-delivery stop's, else 0)."""
+    signals: dict[int, int] = {}
+    try:
+        while pending := _threads(pid) - set(signals):
+            for tid in sorted(pending):
+                try:
+                    _ptrace(_PTRACE_SEIZE, tid)
+                    _ptrace(_PTRACE_INTERRUPT, tid)
+                except OSError as e:
+                    if e.errno == 3 and not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                        signals[tid] = -1  # a thread that ended meanwhile
+                        continue
+                    raise VdsoError(f"pid {pid}: ptrace denied ({e.strerror})") from None
+                _, status = os.waitpid(tid, _WALL)
+                if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+                    signals[tid] = -1
+                    continue
+                sig = os.WSTOPSIG(status)
+                group = status >> 16 == _EVENT_STOP
+                signals[tid] = 0 if group or sig == signal.SIGTRAP else sig
+    except BaseException:
+        _let_go(signals)
+        raise
+    return {t: s for t, s in signals.items() if s >= 0}
+
+
+def _let_go(signals: dict[int, int]) -> None:
+    for tid, sig in signals.items():
+        if sig >= 0:
+            with suppress(OSError):  # the thread ended
+                _ptrace(_PTRACE_DETACH, tid, sig)

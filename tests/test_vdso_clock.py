@@ -1,0 +1,253 @@
+"""The vDSO clock patch on processes of our own: a Go program (as etcd is) and a Python one
+that reads every clock id through libc (which calls the vDSO). Each test checks that the chosen
+clock moved by the offset, the others did not, the process keeps running, and after the undo
+its clocks are true and its vDSO is byte for byte this kernel's again."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.controller import vdso_clock
+from harness.controller.vdso_clock import VdsoError
+
+pytestmark = pytest.mark.skipif(platform.machine() != "x86_64" or os.geteuid() != 0,
+                                reason="the vDSO patch needs root on x86_64")
+
+PROBE = Path(__file__).with_name("vdso_clock_probe.go")
+TOL = 0.05  # seconds: two reads a few ms apart, on a loaded machine
+
+# every clock id through glibc (which calls the vDSO), gettimeofday and time()
+PY_PROBE = r"""
+import ctypes, sys, time
+class TV(ctypes.Structure):
+    _fields_ = [("s", ctypes.c_long), ("u", ctypes.c_long)]
+libc = ctypes.CDLL("libc.so.6")
+print("ready", flush=True)
+for _ in sys.stdin:
+    tv = TV()
+    libc.gettimeofday(ctypes.byref(tv), None)
+    ids = " ".join(str(time.clock_gettime_ns(i)) for i in (0, 5, 1, 4, 6, 7))
+    print(ids, tv.s * 10**9 + tv.u * 1000, libc.time(None) * 10**9, flush=True)
+"""
+PY_IDS = ("realtime", "realtime_coarse", "monotonic", "monotonic_raw", "monotonic_coarse",
+          "boottime", "gettimeofday", "time")
+PY_WALL = {"realtime", "realtime_coarse", "gettimeofday", "time"}
+PY_REF = (0, 5, 1, 4, 6, 7, 0, 0)  # the clock id each column is compared with here
+
+
+class Probe:
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "ready"
+
+    def ask(self) -> list[int]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        return [int(x) for x in self.proc.stdout.readline().split()]
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def go_probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    go = shutil.which("go")
+    assert go is not None, "Debian's golang-go is part of the set-up (setup.sh)"
+    out = tmp_path_factory.mktemp("probe") / "probe"
+    subprocess.run([go, "build", "-o", str(out), str(PROBE)], check=True,
+                   env={**os.environ, "GO111MODULE": "off"}, timeout=300)
+    return out
+
+
+@pytest.fixture
+def go(go_probe: Path) -> Iterator[Probe]:
+    p = Probe([str(go_probe), "2"])  # two goroutines read the clock all the time
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def py() -> Iterator[Probe]:
+    p = Probe([sys.executable, "-c", PY_PROBE])
+    yield p
+    p.close()
+
+
+class GoClocks:
+    """Offsets of the Go probe's clocks: wall against ours, monotonic against its first read."""
+
+    def __init__(self, probe: Probe) -> None:
+        self.probe = probe
+        self.mono0 = self.read()[1]
+
+    def read(self) -> tuple[float, float]:
+        """Against the midpoint of our reads around the question; a round trip that took
+        longer than TOL (a loaded machine) is asked again rather than judged."""
+        for _ in range(20):
+            wall0, mono0 = time.time_ns(), time.monotonic_ns()
+            wall, since = self.probe.ask()
+            wall1, mono1 = time.time_ns(), time.monotonic_ns()
+            if mono1 - mono0 < TOL * 1e9 / 2:
+                return (wall - (wall0 + wall1) / 2) / 1e9, (since - (mono0 + mono1) / 2) / 1e9
+        raise AssertionError("20 round trips to the probe each took longer than TOL/2")
+
+    def offsets(self) -> tuple[float, float]:
+        wall, mono = self.read()
+        return wall, mono - self.mono0
+
+
+def py_offsets(probe: Probe) -> dict[str, float]:
+    """Each column against our own read of its clock id before the question; a round trip
+    longer than 50 ms (a loaded machine) is asked again rather than judged."""
+    for _ in range(20):
+        ref = [time.clock_gettime_ns(i) for i in PY_REF]
+        got = probe.ask()
+        if time.clock_gettime_ns(1) - ref[2] < 50_000_000:
+            return {name: (g - want) / 1e9 for name, g, want in zip(PY_IDS, got, ref,
+                                                                   strict=True)}
+    raise AssertionError("20 round trips to the probe each took longer than 50 ms")
+
+
+def near(a: float, b: float, tol: float = TOL) -> bool:
+    return abs(a - b) <= tol
+
+
+def test_go_wall_jump_moves_the_wall_clock_only_and_reset_undoes_it(go: Probe) -> None:
+    clocks = GoClocks(go)
+    vdso_clock.shift(go.proc.pid, "wall", 60.5)
+    wall, mono = clocks.offsets()
+    assert near(wall, 60.5) and near(mono, 0.0), (wall, mono)
+    assert vdso_clock.patched(go.proc.pid) == (vdso_clock.WALL_MASK, 60.5)
+    vdso_clock.reset(go.proc.pid)
+    wall, mono = clocks.offsets()
+    assert near(wall, 0.0) and near(mono, 0.0), (wall, mono)
+    assert vdso_clock.pristine(go.proc.pid)
+    assert go.proc.poll() is None
+
+
+def test_go_monotonic_jump_moves_the_monotonic_clock_only(go: Probe) -> None:
+    clocks = GoClocks(go)
+    vdso_clock.shift(go.proc.pid, "monotonic", 30.0)
+    wall, mono = clocks.offsets()
+    assert near(wall, 0.0) and near(mono, 30.0), (wall, mono)
+    vdso_clock.shift(go.proc.pid, "monotonic", 0)  # offset 0 undoes the patch
+    wall, mono = clocks.offsets()
+    assert near(wall, 0.0) and near(mono, 0.0), (wall, mono)
+    assert vdso_clock.patched(go.proc.pid) is None and vdso_clock.pristine(go.proc.pid)
+
+
+def test_go_both_clocks_and_a_later_shift_rewrites_the_offset(go: Probe) -> None:
+    clocks = GoClocks(go)
+    vdso_clock.shift(go.proc.pid, "both", 5.0)
+    assert all(near(x, 5.0) for x in clocks.offsets())
+    vdso_clock.shift(go.proc.pid, "both", -2.25)  # a strobe's next step: the data only
+    assert all(near(x, -2.25) for x in clocks.offsets())
+    vdso_clock.shift(go.proc.pid, "wall", 0)  # the wall clock back, monotonic stays moved
+    wall, mono = clocks.offsets()
+    assert near(wall, 0.0) and near(mono, -2.25), (wall, mono)
+    vdso_clock.reset(go.proc.pid)
+    assert all(near(x, 0.0) for x in clocks.offsets())
+    assert vdso_clock.pristine(go.proc.pid)
+
+
+def test_go_process_survives_many_patches_while_its_threads_read_the_clock(go: Probe) -> None:
+    clocks = GoClocks(go)
+    for i in range(40):
+        vdso_clock.shift(go.proc.pid, "both", 1.0 + i)
+        if i % 4 == 3:
+            vdso_clock.reset(go.proc.pid)
+    assert go.proc.poll() is None
+    assert all(near(x, 0.0) for x in clocks.offsets())
+    vdso_clock.shift(go.proc.pid, "both", 7.0)
+    assert all(near(x, 7.0) for x in clocks.offsets())
+    vdso_clock.reset(go.proc.pid)
+    assert vdso_clock.pristine(go.proc.pid)
+
+
+@pytest.mark.parametrize("clock", ["wall", "monotonic", "both"])
+def test_each_clock_id_and_call_moves_only_with_its_clock(py: Probe, clock: str) -> None:
+    assert all(near(x, 0.0, 1.0 if name == "time" else 0.1)
+               for name, x in py_offsets(py).items())
+    vdso_clock.shift(py.proc.pid, clock, 42.75)
+    moved = {name for name in PY_IDS
+             if clock == "both" or (name in PY_WALL) == (clock == "wall")}
+    for name, off in py_offsets(py).items():
+        want = 42.75 if name in moved else 0.0
+        if name == "time":  # whole seconds: the floor of the offset, less the part second
+            want = (42.0 if name in moved else 0.0) - 0.5
+        assert near(off, want, 0.55 if name == "time" else 0.1), (name, off)
+    vdso_clock.reset(py.proc.pid)
+    assert all(near(x, 0.0, 1.0 if name == "time" else 0.1)
+               for name, x in py_offsets(py).items())
+    assert vdso_clock.pristine(py.proc.pid) and py.proc.poll() is None
+
+
+def test_a_negative_fraction_carries_into_the_seconds(py: Probe) -> None:
+    vdso_clock.shift(py.proc.pid, "wall", -0.75)  # sec -1, nsec 250 ms
+    offs = py_offsets(py)
+    assert near(offs["realtime"], -0.75) and near(offs["gettimeofday"], -0.75), offs
+    vdso_clock.reset(py.proc.pid)
+
+
+def test_one_offset_per_process(py: Probe) -> None:
+    vdso_clock.shift(py.proc.pid, "both", 3.0)
+    with pytest.raises(VdsoError, match="one offset per process"):
+        vdso_clock.shift(py.proc.pid, "wall", 9.0)
+    vdso_clock.reset(py.proc.pid)
+
+
+def test_bad_requests_are_one_clear_error() -> None:
+    with pytest.raises(VdsoError, match="unknown clock 'cpu'"):
+        vdso_clock.shift(os.getpid(), "cpu", 1.0)
+    with pytest.raises(VdsoError, match="not a finite number"):
+        vdso_clock.shift(os.getpid(), "wall", float("nan"))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    with pytest.raises(VdsoError, match=f"pid {gone.pid}: cannot read its memory map"):
+        vdso_clock.shift(gone.pid, "wall", 1.0)
+
+
+def test_ptrace_denied_names_the_reason(py: Probe) -> None:
+    """A process another tracer holds cannot be seized: one line, and nothing written."""
+    tracer = subprocess.Popen(
+        [sys.executable, "-c",
+         "import ctypes, sys, time\n"
+         "libc = ctypes.CDLL('libc.so.6', use_errno=True)\n"
+         "libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, "
+         "ctypes.c_void_p]\n"
+         f"assert libc.ptrace(0x4206, {py.proc.pid}, None, None) == 0\n"
+         "print('seized', flush=True)\n"
+         "time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert tracer.stdout is not None and tracer.stdout.readline().strip() == "seized"
+        with pytest.raises(VdsoError, match=r"ptrace denied \(Operation not permitted\)"):
+            vdso_clock.shift(py.proc.pid, "wall", 60.0)
+        assert vdso_clock.pristine(py.proc.pid)
+    finally:
+        tracer.kill()
+        tracer.wait()
+    assert near(py_offsets(py)["realtime"], 0.0, 0.1)
+
+
+def test_an_unknown_vdso_layout_is_refused() -> None:
+    _, image = vdso_clock.own_vdso()
+    entries, end = vdso_clock.parse(image)
+    assert {"clock_gettime", "gettimeofday", "time"} <= set(entries) and end <= len(image)
+    with pytest.raises(VdsoError, match="not a 64-bit little-endian ELF"):
+        vdso_clock.parse(b"\0" * 8192)
+    broken = bytearray(image)
+    broken[0x3A:0x3C] = (32).to_bytes(2, "little")  # section header entries of a 32-bit ELF
+    with pytest.raises(VdsoError, match="its section headers"):
+        vdso_clock.parse(bytes(broken))
