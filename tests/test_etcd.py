@@ -12,7 +12,6 @@ import pytest
 
 from harness.controller import netfilter
 from tests.consensus_runs import run
-from tests.harness_runs import harness
 
 pytestmark = [
     pytest.mark.servers,
@@ -66,14 +65,6 @@ def test_the_relay_lets_partition_cut_one_etcd_client_off(store: Path) -> None:
     others = [op for op in r.grants() if start < op["time"] < stop and op["process"] != victim]
     assert others, "the other clients should go on getting the lock"
     assert not [x for x in netfilter.rules() if r.test["run_id"].replace("/", ":") in x]
-
-
-def test_clock_faults_on_etcd_are_refused_in_one_line(store: Path) -> None:
-    proc = harness("run", "--store", str(store), "--db", "etcd", "--nemesis", "clock")
-    assert proc.returncode == 64
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Go program" in lines[0] and "libfaketime" in lines[0]
-    assert not store.exists()  # refused before anything started
 
 
 def test_a_kept_alive_session_holds_through_long_critical_sections(store: Path) -> None:

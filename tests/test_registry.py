@@ -43,8 +43,6 @@ def test_a_fault_the_db_cannot_take_names_the_dbs_that_can() -> None:
         TestSpec.from_dict({"db": "redis", "nemesis": "partition-leader"}).validate(REG)
     with pytest.raises(UsageError, match="failover needs a db whose primary is failed over"):
         TestSpec.from_dict({"db": "redis-masters", "nemesis": "failover"}).validate(REG)
-    with pytest.raises(UsageError, match="Go program"):
-        TestSpec.from_dict({"db": "etcd", "nemesis": "clock"}).validate(REG)
 
 
 def test_fencing_needs_a_lock_that_declares_tokens() -> None:

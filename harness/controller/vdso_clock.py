@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
 import math
 import os
 import platform
@@ -74,7 +75,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 
+from harness.controller.procs import ProcessTable, owned, start_time
+from harness.core.atomic import write_json
 from harness.core.errors import HarnessError
 
 CLOCKS = ("wall", "monotonic", "both")
@@ -102,6 +106,7 @@ _PTRACE_SEIZE, _PTRACE_INTERRUPT = 0x4206, 0x4207
 _WALL = 0x40000000
 _EVENT_STOP = 128
 _RIP = 16  # index of rip in struct user_regs_struct (27 unsigned longs)
+RECORD = "vdso-patched.json"  # in the run dir: the pids a patch may be left in (harness clean)
 RETRIES = 200  # stops that caught a thread inside the bytes to rewrite, before giving up
 
 
@@ -187,6 +192,51 @@ def patched(pid: int) -> tuple[int, float] | None:
 def pristine(pid: int) -> bool:
     """Is ``pid``'s vDSO byte for byte this kernel's (no patch, and nothing left of one)?"""
     return locate(pid).image == own_vdso()[1]
+
+
+def shift_node(procs: ProcessTable, db: object, name: str, clock: str, offset: float) -> None:
+    """A backend's ``set_clock`` for a DB whose clocks are moved this way: patch the node's
+    server process (its host pid: a container's server is a process of this machine too),
+    and keep its pid in the run dir while it is patched, for ``harness clean``; the DB's
+    ``vdso_pids`` (when it has one) learns the pid, to read the patch back."""
+    pid = procs.pid(name)
+    if pid is None:
+        raise VdsoError(f"{name}: its server is not running, so its clock cannot be moved")
+    pids_of_db = getattr(db, "vdso_pids", None)
+    if isinstance(pids_of_db, dict):
+        pids_of_db[name] = pid
+    record = procs.path.with_name(RECORD)
+    try:
+        pids = {int(k): v for k, v in json.loads(record.read_text()).items()}
+    except (OSError, ValueError):
+        pids = {}
+    pids[pid] = start_time(pid)
+    write_json(record, {str(k): v for k, v in pids.items()}, indent=1)  # before the patch
+    try:
+        shift(pid, clock, offset)
+    except VdsoError as e:
+        raise VdsoError(f"{name}: {e}") from None
+    if patched(pid) is None:
+        pids.pop(pid)
+        write_json(record, {str(k): v for k, v in pids.items()}, indent=1)
+
+
+def reset_recorded(run_dir: Path) -> list[int]:
+    """``harness clean``: undo the patch in every process of a dead run still patched (and
+    still the process that was patched); the pids put back."""
+    try:
+        pids = json.loads((run_dir / RECORD).read_text())
+    except (OSError, ValueError):
+        return []
+    undone = []
+    for pid, started in pids.items():
+        if str(pid).isdigit() and owned(int(pid), started):
+            with suppress(VdsoError):
+                if patched(int(pid)) is not None:
+                    reset(int(pid))
+                    undone.append(int(pid))
+    (run_dir / RECORD).unlink(missing_ok=True)
+    return undone
 
 
 # the vDSO image ------------------------------------------------------------------------------

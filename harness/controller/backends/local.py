@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.controller import netfilter
+from harness.controller import netfilter, vdso_clock
 from harness.controller.backends.process_nodes import (
     ProcessNodes,
     last_lines,
@@ -54,6 +54,7 @@ from harness.core.capabilities import (
     LinkLayer,
     PacketRules,
     PeerLinks,
+    clock_mechanism,
 )
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
@@ -246,6 +247,9 @@ class LocalBackend(ProcessNodes):
         self.clock_modes[node.name] = clock
 
     def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
+        if clock_mechanism(self.dbs[node.name]) == "vdso":  # a Go server: its vDSO patched
+            vdso_clock.shift_node(self.procs, self.dbs[node.name], node.name, clock, offset)
+            return
         check_clock(node.name, self.clock_modes.get(node.name), clock)
         write_offset(self.node_dir(node) / "faketime", offset)
 

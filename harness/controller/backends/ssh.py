@@ -53,6 +53,7 @@ from harness.controller.places import active_dir
 from harness.controller.procs import ProcessTable
 from harness.controller.ssh import Remote, each, text_tail
 from harness.controller.store import RunDir
+from harness.core.capabilities import clock_mechanism
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -333,6 +334,9 @@ class SshBackend:
         self.clock_modes[node.name] = clock
 
     def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
+        if clock_mechanism(self.dbs.get(node.name)) == "vdso":
+            raise HarnessError(f"{node.name}: its clock is moved by patching its vDSO, which "
+                               "runs on this machine only (local and docker backends)")
         check_clock(node.name, self.clock_modes.get(node.name), clock)
         self._remote(node).helper("clock", f"{self._paths(node)[0]}/faketime",
                                   offset_text(offset))

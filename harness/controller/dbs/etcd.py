@@ -13,8 +13,17 @@ leader and a quorum answers a read) for readiness, and ``/metrics``
 
 Pre-vote is on (etcd 3.5's default; 3.4's is off): see :func:`etcd_config`.
 
-Clock faults are refused: etcd is a Go program, which reads the clock through the vDSO and not
-through libc, so libfaketime never reaches it.
+Clock faults: etcd is a Go program, which reads the clock through the vDSO and not through
+libc, so libfaketime never reaches it. Its clocks are moved by patching the running server's
+vDSO (``clock_mechanism = "vdso"``, :mod:`harness.controller.vdso_clock`): the wall clock, the
+monotonic clock (which etcd's lessor and raft's ticker read), or both. The wall clock is read
+back from the ``Date`` header of its HTTP answers (Go's ``net/http`` writes it from
+``time.Now()``): it has whole seconds, so :meth:`EtcdDB.read_clock` answers the middle of the
+second it names (within 0.5 s plus the request's time of the node's clock, inside the clock
+nemesis's 1 s tolerance); :func:`date_edge` waits for the header to turn to the next second,
+which pins the node's clock to a few ms. The monotonic clock is read back from the patch in
+the server process (the offset and the clock ids it moves), the only place a follower shows
+it; the leader's moved monotonic clock also shows in a lease's remaining TTL (``ttl_left``).
 
 With the link layer's doors (``route_peers``) every member advertises its door as its peer URL
 (and ``initial-cluster`` names every member by its door, so all members agree on the member
@@ -25,14 +34,19 @@ address.
 
 from __future__ import annotations
 
+import email.utils
 import json
+import os
+import platform
 import shutil
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
+from harness.controller import vdso_clock
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -41,8 +55,6 @@ HEARTBEAT_MS = 100
 ELECTION_MS = 1000
 PROBE_TIMEOUT = 0.5
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
-CLOCK_REFUSAL = ("etcd is a Go program: it reads the clock through the vDSO, not libc, so "
-                 "libfaketime cannot shift it and a clock fault would be a silent no-op")
 
 
 class EtcdDB:
@@ -52,10 +64,14 @@ class EtcdDB:
     port: ClassVar[int] = 2379
     default_lock: ClassVar[str] = "etcd"
     debian_packages: ClassVar[dict[str, str]] = {"etcd": "etcd-server"}
+    # Go reads the clocks through the vDSO: the running server's vDSO is patched (ptrace)
+    clock_mechanism: ClassVar[str] = "vdso"
+    clocks: ClassVar[tuple[str, ...]] = ("wall", "monotonic", "both")
 
     def __init__(self, binary: str | None = None) -> None:
         self.binary = binary or shutil.which("etcd") or "etcd"
         self.doors: dict[tuple[str, int], tuple[str, int]] = {}
+        self.vdso_pids: dict[str, int] = {}  # node -> its server's pid, once its clock moved
 
     def check_environment(self) -> None:
         if shutil.which(self.binary) is None:
@@ -103,7 +119,22 @@ class EtcdDB:
         return None
 
     def clock_fault_support(self) -> str | None:
-        return CLOCK_REFUSAL
+        if platform.machine() != "x86_64":
+            return f"etcd's clocks are moved by a vDSO patch for x86_64, not {platform.machine()}"
+        if os.geteuid() != 0:
+            return "etcd's clocks are moved by patching its vDSO with ptrace, which needs root"
+        return None
+
+    def read_clock(self, node: Node, clock: str = "wall") -> float:
+        """The node's clock, as seconds since the epoch: the wall clock from the ``Date``
+        header (the middle of its second); the monotonic clock as the controller's wall clock
+        plus the offset the patch in the node's server adds to it (none: not patched)."""
+        if clock == "monotonic":
+            pid = self.vdso_pids.get(node.name)
+            patch = vdso_clock.patched(pid) if pid is not None else None
+            moved = patch is not None and patch[0] & vdso_clock.MONOTONIC_MASK
+            return time.time() + (patch[1] if patch is not None and moved else 0.0)
+        return date_header(node) + 0.5
 
 
 def url(host: str, port: int) -> str:
@@ -156,3 +187,45 @@ def metric(text: str, name: str) -> float | None:
             except (IndexError, ValueError):
                 return None
     return None
+
+
+def date_header(node: Node) -> float:
+    """The ``Date`` header of the node's answer to ``/version`` (whole seconds)."""
+    try:
+        with _OPENER.open(url(node.host, node.port) + "/version", timeout=PROBE_TIMEOUT) as resp:
+            date = resp.headers.get("Date")
+    except (OSError, urllib.error.URLError, ValueError) as e:
+        raise HarnessError(f"{node.name}: no answer to read its clock from: {e}") from None
+    if not date:
+        raise HarnessError(f"{node.name}: its answer has no Date header")
+    return email.utils.parsedate_to_datetime(date).timestamp()
+
+
+def date_edge(node: Node, timeout: float = 3.0) -> tuple[float, float]:
+    """(the node's clock, the controller's) at the moment the node's ``Date`` header turns to
+    the next second: the node's clock to within one request's time, not the header's second."""
+    first = date_header(node)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = time.time()
+        now = date_header(node)
+        if now != first:
+            return now, (before + time.time()) / 2
+    raise HarnessError(f"{node.name}: its Date header did not change in {timeout} s")
+
+
+def ttl_left(node: Node, lease: int) -> int:
+    """The remaining TTL (whole seconds) etcd's leader reports for ``lease``: the leader's
+    lessor counts it down on its monotonic clock."""
+    body = json.dumps({"ID": lease}).encode()
+    req = urllib.request.Request(url(node.host, node.port) + "/v3/lease/timetolive", data=body)
+    with _OPENER.open(req, timeout=PROBE_TIMEOUT * 4) as resp:
+        return int(json.loads(resp.read())["TTL"])
+
+
+def grant(node: Node, ttl: int) -> int:
+    """A new lease of ``ttl`` seconds (through the JSON gateway); its id."""
+    body = json.dumps({"TTL": ttl}).encode()
+    req = urllib.request.Request(url(node.host, node.port) + "/v3/lease/grant", data=body)
+    with _OPENER.open(req, timeout=PROBE_TIMEOUT * 4) as resp:
+        return int(json.loads(resp.read())["ID"])
