@@ -25,7 +25,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checker.sessions import Grant, grants
+from checker.lives import Lives
+from checker.sessions import Grant
 from harness.core.history import FAIL, INFO, NEMESIS, OK, Op, pairs
 
 MAX_PAIRS = 150_000  # embedded op pairs; 150k pairs is about 5.5 MB of page
@@ -53,7 +54,7 @@ def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any]
                     if isinstance(inv.get("process"), int)]
     lanes = sorted({inv["process"] for inv, _ in client_pairs})
     lane_of = {p: i for i, p in enumerate(lanes)}
-    gs = grants(history)
+    gs = believed_grants(history)
     places = Places(write_times(client_pairs), index_times(client_pairs), grant_times(gs))
     violations = list(find_violations(results, places))
     faults = fault_windows(history, end_ns)
@@ -71,6 +72,12 @@ def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any]
         "series": series(client_pairs, end_ns),
         "total": len(history),
     }
+
+
+def believed_grants(history: Sequence[Op]) -> list[Grant]:
+    """The grants as the checkers see them (:class:`checker.lives.Lives`): a crashed holder's
+    bar ends at its crash, not at the end of the history."""
+    return Lives(history).grants
 
 
 def lane_label(process: int, clients: int) -> str:
@@ -333,7 +340,7 @@ def places_of(history: Sequence[Op]) -> Places:
     client_pairs = [(inv, done) for inv, done in pairs(history)
                     if isinstance(inv.get("process"), int)]
     return Places(write_times(client_pairs), index_times(client_pairs),
-                  grant_times(grants(history)))
+                  grant_times(believed_grants(history)))
 
 
 def explained(result: dict[str, Any], depth: int = 0) -> Iterator[tuple[str, dict[str, Any],
