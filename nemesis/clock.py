@@ -1,34 +1,53 @@
-"""Clock faults: move a node's wall clock with libfaketime, and check that it moved.
+"""Clock faults, one family whose members are data: which clock, what pattern, which nodes.
 
 Every clock fault waits until somebody holds the lock (that is when a clock matters to a lease),
-then moves the clocks of a set of DB nodes:
+then moves the clocks of a set of DB nodes. Its data:
 
-- ``clock``: a jump forward by ``clock-offset`` seconds (default +60): a lease stored there
-  expires at once although its holder is still working (Kleppmann's Redlock scenario when the
-  set is a majority);
-- ``clock-back``: a jump back (default -60 s): leases there live that much longer;
-- ``clock-strobe``: the clocks flip between the offset and the true time every
-  ``clock-period`` seconds (default 0.2) for as long as the fault lasts.
+- ``clock-id``: ``wall`` (default: the realtime clock, Redis ``TIME`` and key expiry),
+  ``monotonic``, or ``both`` (one offset for both clocks). A DB lists the ids it can move
+  (``clocks``); libfaketime moves the wall clock alone or both, never the monotonic clock
+  alone, so a DB whose clocks it moves refuses ``monotonic`` before start (exit 64). The id
+  is one for the run: a server under libfaketime is started faking what its faults move.
+- ``clock-pattern``:
 
-The node set is the step's target role when it has one (``clock:all``, ``clock:node=n2``, a
-schedule step's ``target``; any node role: ``any``, ``minority``, ``majority``, ``all``,
-``leader``, ``node:NAME``), else option ``clock-nodes``: ``majority`` (default; the only node
-of a single Redis), ``minority``, ``one``, ``all``, or names (``n1,n3``). Each change is
-verified by reading the node's own clock back (Redis ``TIME``) and the observed offsets are
-recorded in the history; healing puts the clocks back and verifies that too.
+  - ``jump``: a jump by ``clock-offset`` seconds (default +60): a lease stored there expires
+    at once although its holder is still working (Kleppmann's Redlock scenario when the set is
+    a majority); healed by a jump back;
+  - ``back``: a jump back (default -60 s): leases there live that much longer;
+  - ``strobe``: the clocks flip between the offset and the true time every ``clock-period``
+    seconds (default 0.2) for as long as the fault lasts;
+  - ``rate``: the clocks run at ``clock-rate`` times real time (default 2) for as long as the
+    fault lasts, with no jump at its start or its end: the offset grows by ``(rate - 1)`` s per
+    second, moved in steps of :data:`RATE_STEP` s, and stays where it got to when the fault
+    ends (the clock is that far ahead; the run's end puts it back). A rate below 1 on the
+    monotonic clock is refused: a step down would set it back.
 
-``clock`` and ``clock-back`` aim at a hold: the holder seen when the fault starts must still
-hold once the move is verified, else the move may have landed after it let go and hit nobody's
-lease (seen over SSH, where a move takes ~20 ms). Such a miss moves the clocks once more by the
-same offset, for the hold in progress then, up to :data:`RETARGETS` times: the offsets add up
-(+60, +120, ...), and the misses are in the fault's detail.
+- the node set: the step's target role when it has one (``clock:all``, ``clock:node=n2``, a
+  schedule step's ``target``; any node role: ``any``, ``minority``, ``majority``, ``all``,
+  ``leader``, ``node:NAME``), else option ``clock-nodes``: ``majority`` (default; the only
+  node of a single Redis), ``minority``, ``one``, ``all``, or names (``n1,n3``).
+
+The old names stay: ``clock`` is the family (``clock-pattern`` jump unless told), and
+``clock-back`` and ``clock-strobe`` preset the pattern ``back`` and ``strobe``.
+
+Each change is verified by reading the node's own clock back (Redis ``TIME``) and the observed
+offsets are recorded in the history; a node whose clock did not move fails the fault (it is
+never counted as one that bit); healing puts the clocks back and verifies that too. A rate's
+steps are read back as they are made; the history gets the observed rate of each node (the
+read-backs' slope).
+
+A jump aims at a hold: the holder seen when the fault starts must still hold once the move is
+verified, else the move may have landed after it let go and hit nobody's lease (seen over SSH,
+where a move takes ~20 ms). Such a miss moves the clocks once more by the same offset, for the
+hold in progress then, up to :data:`RETARGETS` times: the offsets add up (+60, +120, ...), and
+the misses are in the fault's detail.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.core.capabilities import CLOCK_IDS, ClockFaults, clock_unmet
 from harness.core.cluster import NemesisContext
@@ -37,6 +56,9 @@ from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_holder
 
 TOLERANCE = 1.0  # seconds between the offset asked for and the one observed
 RETARGETS = 5  # further moves when the hold a move was aimed at had ended before it landed
+PATTERNS = ("jump", "back", "strobe", "rate")
+DEFAULT_OFFSET = {"jump": 60.0, "back": -60.0, "strobe": 60.0}
+RATE_STEP = 0.05  # seconds between two steps of a rate's offset
 
 
 def choose_nodes(ctx: NemesisContext, how: Any) -> list[str]:
@@ -57,13 +79,16 @@ def choose_nodes(ctx: NemesisContext, how: Any) -> list[str]:
     return sorted(chosen)
 
 
-class ClockJump(BaseNemesis):
+class Clock(BaseNemesis):
+    """The clock family: ``clock-id``, ``clock-pattern`` and the node set are data."""
+
     name = "clock"
-    summary = "jump the wall clock of a majority of DB nodes +60 s (libfaketime), verified"
+    summary = ("move the clock of a majority of DB nodes (clock-id wall|monotonic|both; "
+               "clock-pattern jump +60 s|back|strobe|rate), verified")
     requires = (ClockFaults,)
     targets = NODE_TARGETS
     default_target = "majority"  # what option clock-nodes chooses by default
-    default_offset = 60.0
+    preset: ClassVar[str | None] = None  # the pattern an alias's name fixes
     options = {
         "clock-offset": Option(float, None, "seconds to move the clocks (default +60, "
                                "clock-back -60)", minimum=-86400 * 365, maximum=86400 * 365),
@@ -71,7 +96,25 @@ class ClockJump(BaseNemesis):
                               "(n1,n3)"),
         "clock-id": Option(str, "wall", "the clock moved: wall, monotonic or both (wall and "
                            "monotonic by one offset)", choices=CLOCK_IDS),
+        "clock-pattern": Option(str, None, "jump (default), back, strobe, or rate",
+                                choices=PATTERNS),
+        "clock-rate": Option(float, 2.0, "clock-pattern rate: how many seconds the clocks "
+                             "count per real second", minimum=0.01, maximum=100),
+        "clock-period": Option(float, 0.2, "clock-pattern strobe: seconds between two flips",
+                               minimum=0.01, maximum=60),
     }
+
+    def __init__(self, offset: float | None = None) -> None:
+        self._offset = offset
+        self._detail: dict[str, Any] | None = None
+        self._aim: tuple[int, float | None] | None = None  # (holder, since when) at select
+        self._base: dict[str, float] = {}  # node -> where a rate left its clock
+        self._thread: threading.Thread | None = None
+        self._halt = threading.Event()
+        self._seen: dict[str, list[tuple[float, float]]] = {}  # node -> (when, observed)
+        self._moves = 0
+        self._errors: list[str] = []
+        self._t0 = 0.0
 
     @classmethod
     def clock_id(cls, options: dict[str, Any]) -> str:
@@ -80,20 +123,31 @@ class ClockJump(BaseNemesis):
         return str(options.get("clock-id") or "wall")
 
     @classmethod
+    def pattern(cls, options: dict[str, Any]) -> str:
+        return cls.preset or str(options.get("clock-pattern") or "jump")
+
+    @classmethod
     def refuse(cls, db: Any, options: dict[str, Any], ttl: float,
                op_timeout: float | None) -> str | None:
-        return clock_unmet(db, cls.clock_id(options))
-
-    def __init__(self, offset: float | None = None) -> None:
-        self._offset = offset
-        self._detail: dict[str, Any] | None = None
-        self._aim: tuple[int, float | None] | None = None  # (holder, since when) at select
+        asked = options.get("clock-pattern")
+        if cls.preset is not None and asked not in (None, cls.preset):
+            return (f"{cls.name} is clock-pattern {cls.preset}, not {asked} (use --nemesis "
+                    f"clock --nemesis-opt clock-pattern={asked})")
+        pattern = cls.pattern(options)
+        clock = cls.clock_id(options)
+        if "clock-rate" in options and pattern != "rate":
+            return f"clock-rate is for clock-pattern rate, not {pattern}"
+        if pattern == "rate" and clock != "wall" and float(options.get("clock-rate", 2)) < 1:
+            return ("a rate below 1 on the monotonic clock is moved in steps back: it would set "
+                    "that clock back; use clock-id wall")
+        return clock_unmet(db, clock)
 
     def offset(self, ctx: NemesisContext) -> float:
         if self._offset is not None:
             return self._offset
         offset = ctx.options.get("clock-offset")
-        return float(self.default_offset if offset is None else offset)
+        pattern = self.pattern(ctx.options)
+        return float(DEFAULT_OFFSET.get(pattern, 0.0) if offset is None else offset)
 
     def setup(self, ctx: NemesisContext) -> None:
         choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))  # bad names: say so now
@@ -105,9 +159,19 @@ class ClockJump(BaseNemesis):
         return choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
+        pattern = self.pattern(ctx.options)
+        if pattern in ("jump", "back"):
+            self._jump(ctx, targets)
+        else:
+            self._run(ctx, targets, pattern)
+        assert self._detail is not None
+        self._detail = {"pattern": pattern, "clock": self.clock_id(ctx.options),
+                        **self._detail}
+
+    def _jump(self, ctx: NemesisContext, targets: list[str]) -> None:
         step = self.offset(ctx)
         offset, missed = step, []
-        observed = move(ctx, targets, offset)
+        observed = self._move(ctx, targets, offset)
         for _ in range(RETARGETS):
             if self._aim is None or hit(ctx, self._aim):
                 break
@@ -116,83 +180,132 @@ class ClockJump(BaseNemesis):
             if self._aim is None:  # nobody holds now: the next grant is already on the new clock
                 break
             offset += step
-            observed = move(ctx, targets, offset)
+            observed = self._move(ctx, targets, offset)
         self._detail = {"offset": offset, "observed": observed}
         if missed:
             self._detail["missed"] = missed
 
-    def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        self._detail = {"offset": 0, "observed": move(ctx, targets, 0.0)}
+    def _move(self, ctx: NemesisContext, targets: list[str], offset: float
+              ) -> dict[str, float]:
+        """Each node ``offset`` from where a rate left it, read back (the observed offsets
+        from the true time)."""
+        return move_each(ctx, {n: self._base.get(n, 0.0) + offset for n in targets})
 
-    def detail(self) -> dict[str, Any] | None:
-        return self._detail
-
-    def teardown(self, ctx: NemesisContext) -> None:
-        move(ctx, [n.name for n in ctx.nodes], 0.0)
-
-
-class ClockBack(ClockJump):
-    name = "clock-back"
-    summary = "jump the wall clock of a majority of DB nodes back 60 s (libfaketime), verified"
-    default_offset = -60.0
-
-
-class ClockStrobe(ClockJump):
-    """Flip the clocks between the offset and the true time until the fault stops."""
-
-    name = "clock-strobe"
-    summary = ("strobe the wall clock of a majority of DB nodes between +60 s and true time "
-               "every 0.2 s (libfaketime), verified")
-    options = {**ClockJump.options,
-               "clock-period": Option(float, 0.2, "seconds between two flips", minimum=0.01,
-                                      maximum=60)}
-
-    def __init__(self, offset: float | None = None) -> None:
-        super().__init__(offset)
-        self._thread: threading.Thread | None = None
+    def _run(self, ctx: NemesisContext, targets: list[str], pattern: str) -> None:
+        """A strobe or a rate: a first move now, then steps on a thread until ``stop``."""
+        if pattern == "strobe":
+            offset = self.offset(ctx)
+            period = float(ctx.options.get("clock-period", 0.2))
+            self._detail = {"offset": offset, "period": period,
+                            "observed": self._move(ctx, targets, offset)}
+            step = self._strobe_step(offset)
+        else:
+            rate = float(ctx.options.get("clock-rate", 2.0))
+            period = RATE_STEP
+            self._detail = {"rate": rate, "offset": 0.0,
+                            "observed": self._move(ctx, targets, 0.0)}
+            step = self._rate_step(rate)
+        self._t0 = time.monotonic()
+        self._seen = {k: [(0.0, v)] for k, v in self._detail["observed"].items()}
+        self._moves, self._errors = 1, []
         self._halt = threading.Event()
-        self._seen: dict[str, list[float]] = {}
-        self._flips = 0
-        self._errors: list[str] = []
-
-    def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        offset = self.offset(ctx)
-        period = float(ctx.options.get("clock-period", 0.2))
-        observed = move(ctx, targets, offset)
-        self._seen = {k: [v] for k, v in observed.items()}
-        self._flips, self._errors = 1, []
-        self._halt = threading.Event()
-        self._thread = threading.Thread(target=self._strobe, args=(ctx, targets, offset, period),
-                                        name="clock-strobe", daemon=True)
+        self._thread = threading.Thread(target=self._steps, args=(ctx, targets, step, period),
+                                        name=f"clock-{pattern}", daemon=True)
         self._thread.start()
-        self._detail = {"offset": offset, "period": period, "observed": observed}
 
-    def _strobe(self, ctx: NemesisContext, targets: list[str], offset: float,
-                period: float) -> None:
-        current = offset
+    @staticmethod
+    def _strobe_step(offset: float) -> Any:
+        state = {"on": True}
+
+        def step(elapsed: float) -> float:
+            state["on"] = not state["on"]
+            return offset if state["on"] else 0.0
+        return step
+
+    @staticmethod
+    def _rate_step(rate: float) -> Any:
+        return lambda elapsed: (rate - 1.0) * elapsed
+
+    def _steps(self, ctx: NemesisContext, targets: list[str], step: Any,
+               period: float) -> None:
         while not self._halt.wait(period):
-            current = 0.0 if current else offset
             try:
-                for name, seen in move(ctx, targets, current).items():
-                    self._seen.setdefault(name, []).append(seen)
-                self._flips += 1
+                elapsed = time.monotonic() - self._t0
+                observed = self._move(ctx, targets, step(elapsed))
+                for name, seen in observed.items():
+                    self._seen.setdefault(name, []).append((elapsed, seen))
+                self._moves += 1
             except Exception as e:  # recorded at stop; the final heal still runs
                 self._errors.append(str(e))
                 return
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
+        pattern = self.pattern(ctx.options)
+        if pattern in ("jump", "back"):
+            self._detail = {"offset": 0, "observed": self._move(ctx, targets, 0.0)}
+            return
         self._halt.set()
         if self._thread is not None:
             self._thread.join(10)
-        observed = move(ctx, targets, 0.0)
-        self._detail = {"offset": 0, "observed": observed, "flips": self._flips,
-                        "observed-range": {k: [min(v), max(v)] for k, v in self._seen.items()}}
+        if pattern == "strobe":
+            observed = self._move(ctx, targets, 0.0)
+            self._detail = {"offset": 0, "observed": observed, "flips": self._moves,
+                            "observed-range": {k: [min(v for _, v in s), max(v for _, v in s)]
+                                               for k, s in self._seen.items()}}
+        else:  # a rate: one last step where it got to, kept (no jump at its end)
+            rate = float(ctx.options.get("clock-rate", 2.0))
+            elapsed = time.monotonic() - self._t0
+            gained = (rate - 1.0) * elapsed
+            observed = self._move(ctx, targets, gained)
+            for name, seen in observed.items():
+                self._seen.setdefault(name, []).append((elapsed, seen))
+            self._base = {n: self._base.get(n, 0.0) + gained for n in targets}
+            self._detail = {"rate": rate, "offset": round(gained, 3), "observed": observed,
+                            "steps": self._moves + 1, "seconds": round(elapsed, 3),
+                            "observed-rate": {k: observed_rate(s) for k, s in
+                                              self._seen.items()}}
         if self._errors:
-            raise RuntimeError(f"clock strobe stopped: {self._errors[0]}")
+            raise RuntimeError(f"clock {pattern} stopped: {self._errors[0]}")
+
+    def detail(self) -> dict[str, Any] | None:
+        return self._detail
 
     def teardown(self, ctx: NemesisContext) -> None:
         self._halt.set()
-        super().teardown(ctx)
+        if self._thread is not None:
+            self._thread.join(10)
+        self._base = {}
+        move(ctx, [n.name for n in ctx.nodes], 0.0)
+
+
+ClockJump = Clock  # the name the family had when it was a jump alone
+
+
+class ClockBack(Clock):
+    name = "clock-back"
+    summary = "jump the clock of a majority of DB nodes back 60 s (clock-pattern back), verified"
+    preset = "back"
+
+
+class ClockStrobe(Clock):
+    name = "clock-strobe"
+    summary = ("strobe the clock of a majority of DB nodes between +60 s and true time every "
+               "0.2 s (clock-pattern strobe), verified")
+    preset = "strobe"
+
+
+def observed_rate(seen: list[tuple[float, float]]) -> float | None:
+    """The rate a node's clock ran at, from its read-backs (when, offset): the least-squares
+    slope of the offsets, plus 1; None from fewer than two read-backs."""
+    if len(seen) < 2:
+        return None
+    n = len(seen)
+    mt = sum(t for t, _ in seen) / n
+    mo = sum(o for _, o in seen) / n
+    var = sum((t - mt) ** 2 for t, _ in seen)
+    if var == 0:
+        return None
+    return round(1.0 + sum((t - mt) * (o - mo) for t, o in seen) / var, 4)
 
 
 def aim(ctx: NemesisContext) -> tuple[int, float | None] | None:
@@ -209,10 +322,15 @@ def hit(ctx: NemesisContext, aimed: tuple[int, float | None]) -> bool:
 
 def move(ctx: NemesisContext, targets: list[str], offset: float) -> dict[str, float]:
     """Set each node's offset, then read each back until it shows (raises if one never does)."""
-    clock = ClockJump.clock_id(ctx.options)
-    for name in targets:
+    return move_each(ctx, dict.fromkeys(targets, offset))
+
+
+def move_each(ctx: NemesisContext, offsets: dict[str, float]) -> dict[str, float]:
+    """Set each node's own offset, then read each back until it shows."""
+    clock = Clock.clock_id(ctx.options)
+    for name, offset in offsets.items():
         ctx.cluster.set_clock(ctx.node(name), offset, clock)
-    return {name: verify(ctx, name, offset) for name in targets}
+    return {name: verify(ctx, name, offset) for name, offset in offsets.items()}
 
 
 def observed_offset(ctx: NemesisContext, name: str) -> float:
@@ -231,6 +349,6 @@ def verify(ctx: NemesisContext, name: str, offset: float, timeout: float = 3.0) 
         if abs(seen - offset) <= TOLERANCE:
             return round(seen, 3)
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{name}: clock offset is {seen:+.2f} s, not {offset:+.0f} s: "
-                               "libfaketime does not reach this server")
+            raise RuntimeError(f"{name}: clock offset is {seen:+.2f} s, not {offset:+.2f} s: "
+                               "the clock fault does not reach this server")
         time.sleep(0.05)

@@ -88,7 +88,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "pause-node": "nemesis.process_faults:PauseNode",
         "kill": "nemesis.process_faults:KillNode",
         "partition": "nemesis.partition:IsolateHolder",
-        "clock": "nemesis.clock:ClockJump",
+        "clock": "nemesis.clock:Clock",
         "partition-halves": "nemesis.partition:PartitionHalves",
         "partition-one": "nemesis.partition:PartitionOne",
         "partition-ring": "nemesis.partition:PartitionRing",

@@ -104,7 +104,11 @@ def describe(run: FaultRun) -> str:
     if f.startswith("clock"):
         offset = detail.get("offset")
         size = f"{offset:+g} s " if isinstance(offset, int | float) else ""
-        if f == "clock-strobe":
+        if detail.get("pattern") == "rate":
+            rate = detail.get("rate")
+            return f"a clock rate x{rate:g} on {who(run)} {when}" if isinstance(
+                rate, int | float) else f"a clock rate on {who(run)} {when}"
+        if f == "clock-strobe" or detail.get("pattern") == "strobe":
             period = detail.get("period")
             every = f" every {period:g} s" if isinstance(period, int | float) else ""
             return f"a clock strobe ({size.strip() or 'offset'}{every}) on {who(run)} {when}"
