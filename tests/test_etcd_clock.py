@@ -1,0 +1,212 @@
+"""etcd's clocks moved through its vDSO (issue 26): on the backends' own API a member's clock
+moves, is read back from what etcd reports (the ``Date`` header for the wall clock, a lease's
+remaining TTL on the leader for the monotonic one) and is true again after the heal, with no
+patch left in the process; through ``harness run`` the detection rows of issue 26's table; and
+``harness clean`` undoes the patch a killed run left.
+
+The ``Date`` header has whole seconds: a jump is read back with :func:`date_edge`, which waits
+for the header to turn to the next second and so pins the member's clock to a request's time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.controller import vdso_clock
+from harness.controller.backends.docker import DockerBackend
+from harness.controller.backends.local import LocalBackend
+from harness.controller.dbs.etcd import EtcdDB, date_edge, grant, ttl_left
+from harness.controller.procs import ProcessTable, owned
+from harness.controller.store import RunDir
+from harness.core.cluster import Node
+from tests.consensus_runs import RunResult, run
+from tests.harness_runs import docker_engine, harness, killed_mid_run
+
+pytestmark = [pytest.mark.servers]
+
+EDGE_TOL = 0.1  # s: the member's clock at a Date edge, against ours (a request, under load)
+
+
+@contextlib.contextmanager
+def members(backend_cls: Any, tmp_path: Path, n: int = 1
+            ) -> Iterator[tuple[Any, EtcdDB, list[Node]]]:
+    """``n`` etcd members up through a backend of the harness (the backend, the DB, nodes)."""
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.path.mkdir(parents=True, exist_ok=True)
+    procs = ProcessTable(run_dir.pids)
+    backend = backend_cls(run_dir, procs, f"test/{uuid.uuid4().hex[:8]}")
+    db = EtcdDB()
+    try:
+        backend.prepare(db.port, n, 0)
+        nodes = [Node(f"n{i + 1}", backend.node_host(i), db.port) for i in range(n)]
+        backend.preflight(db, nodes, False)
+        backend.provision(db, nodes)
+        for node in nodes:
+            backend.start(node)
+        for node in nodes:
+            backend.wait_ready(node, 30)
+        yield backend, db, nodes
+    finally:
+        backend.teardown()
+        procs.kill_all()
+
+
+def offset_at_edge(node: Node) -> float:
+    theirs, ours = date_edge(node)
+    return theirs - ours
+
+
+def jump_and_heal(backend: Any, node: Node) -> None:
+    pid = backend.procs.pid(node.name)
+    assert abs(offset_at_edge(node)) < EDGE_TOL
+    backend.set_clock(node, 60.0, "wall")
+    assert abs(offset_at_edge(node) - 60.0) < EDGE_TOL
+    assert vdso_clock.patched(pid) == (vdso_clock.WALL_MASK, 60.0)
+    record = backend.procs.path.with_name(vdso_clock.RECORD)
+    assert str(pid) in json.loads(record.read_text())  # for harness clean, while patched
+    backend.set_clock(node, 0.0, "wall")  # the heal
+    assert abs(offset_at_edge(node)) < EDGE_TOL
+    assert vdso_clock.pristine(pid) and json.loads(record.read_text()) == {}
+    assert backend.answers(node)
+
+
+def test_a_local_members_wall_clock_jumps_reads_back_and_heals(tmp_path: Path) -> None:
+    with members(LocalBackend, tmp_path) as (backend, _, (node,)):
+        jump_and_heal(backend, node)
+
+
+@pytest.mark.docker
+def test_a_container_members_wall_clock_jumps_reads_back_and_heals(tmp_path: Path) -> None:
+    """The container's etcd is a process of this machine: its host pid is patched."""
+    docker_engine()
+    with members(DockerBackend, tmp_path) as (backend, _, (node,)):
+        jump_and_heal(backend, node)
+
+
+def test_the_leaders_monotonic_clock_shortens_its_leases_but_revocation_needs_both(
+        tmp_path: Path) -> None:
+    """A lease's remaining TTL is counted on the leader's monotonic clock: a +20 s jump takes
+    20 s off it while the wall clock stays true. A jump past a lease's end makes it run out
+    there, but etcd 3.4's lessor revokes it only once the wall clock has passed its end as
+    well (its expiry heap is ordered by ``expiry.UnixNano()``, the wall clock; a lease popped
+    from it is revoked if ``Remaining()``, monotonic, is <= 0): moved with it, at once."""
+    with members(LocalBackend, tmp_path) as (backend, db, (node,)):
+        short, long = grant(node, 30), grant(node, 300)
+        before = ttl_left(node, long)
+        backend.set_clock(node, 20.0, "monotonic")
+        assert abs(db.read_clock(node, "monotonic") - db.read_clock(node) - 20.0) < 1.5
+        assert abs(offset_at_edge(node)) < EDGE_TOL  # the wall clock did not move
+        assert before - 22 <= ttl_left(node, long) <= before - 19
+        assert ttl_left(node, short) > 0
+        backend.set_clock(node, 40.0, "monotonic")  # past the 30 s lease's end
+        assert -16 <= ttl_left(node, short) <= -9  # ran out on the monotonic clock
+        time.sleep(2.0)  # four rounds of the lessor's revoke loop (every 0.5 s)
+        assert ttl_left(node, short) < -1  # and still there
+        backend.set_clock(node, 40.0, "both")  # the wall clock past its end too
+        deadline = time.monotonic() + 3.0
+        while ttl_left(node, short) != -1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ttl_left(node, short) == -1  # etcd's answer for a lease that is gone
+        assert ttl_left(node, long) > 0
+        backend.set_clock(node, 0.0, "both")
+        assert vdso_clock.pristine(backend.procs.pid(node.name))
+
+
+def test_harness_clean_undoes_the_patch_a_killed_run_left(store: Path) -> None:
+    run_dir = killed_mid_run(store, "--db", "etcd", "--nemesis", "clock",
+                             "--nemesis-opt", "clock-nodes=all", until='"observed"')
+    pids = {int(p): s for p, s in json.loads((run_dir / vdso_clock.RECORD).read_text()).items()}
+    assert len(pids) == 3 and all(vdso_clock.patched(p) is not None for p in pids)
+    proc = harness("clean")
+    assert proc.returncode == 0, proc.stderr
+    for pid in pids:
+        assert f"undid the vDSO clock patch in pid {pid}" in proc.stdout
+    assert not [p for p, s in pids.items() if owned(p, s)]  # and the servers are gone
+
+
+# the detection rows of issue 26 for etcd ------------------------------------------------------
+
+def clock_ops(r: RunResult) -> list[dict[str, Any]]:
+    return [op for op in r.history if op["process"] == "nemesis" and op["f"] == "clock"
+            and op["type"] == "info" and op.get("detail")]
+
+
+def assert_read_back(r: RunResult, offset: float) -> None:
+    """Every move's read-back (the member's Date header against the controller's clock) is in
+    the history: the jump, then the heal; and no process is left patched."""
+    ops = clock_ops(r)
+    starts = [op for op in ops if op["value"] == "start"]
+    stops = [op for op in ops if op["value"] == "stop"]
+    assert starts and stops, ops
+    for op in starts:
+        assert all(abs(v - op["detail"]["offset"]) < 1.0
+                   for v in op["detail"]["observed"].values()), op
+        assert op["detail"]["offset"] % offset == 0, op  # the offset, or a retarget's multiple
+    for op in stops:
+        assert all(abs(v) < 1.0 for v in op["detail"]["observed"].values()), op
+    assert json.loads((r.run_dir / vdso_clock.RECORD).read_text()) == {}
+
+
+def test_wall_clock_jumped_on_all_members_is_valid(store: Path) -> None:
+    """etcd's leases and raft read the monotonic clock: a +60 s wall jump changes nothing."""
+    r = run(store, "--db", "etcd", "--nemesis", "clock", "--nemesis-opt", "clock-nodes=all",
+            "--time-limit", "8", "--seed", "1")
+    assert r.code == 0, r.output
+    assert r.check("faults")["valid"] is True
+    assert_read_back(r, 60.0)
+
+
+@pytest.mark.slow
+def test_wall_clock_strobed_on_all_members_is_valid(store: Path) -> None:
+    r = run(store, "--db", "etcd", "--nemesis", "clock-strobe", "--nemesis-opt",
+            "clock-nodes=all", "--time-limit", "8", "--seed", "2")
+    assert r.code == 0, r.output
+    assert r.check("faults")["valid"] is True
+
+
+@pytest.mark.slow
+def test_the_leaders_clocks_jumped_revoke_its_leases_early(store: Path) -> None:
+    """The leader's monotonic clock +60 s (with its wall clock: clock-id both, verified on the
+    Date header): the holder's lease is revoked at once, another client is granted the lock
+    while the holder still works. Invalid, as the literature predicts."""
+    r = run(store, "--db", "etcd", "--nemesis", "clock:leader", "--nemesis-opt",
+            "clock-id=both", "--time-limit", "8", "--seed", "1")
+    assert r.code == 1, r.output
+    assert r.check("mutex")["lock-overlap-count"] >= 1
+    assert r.check("faults")["valid"] is True
+    assert_read_back(r, 60.0)
+
+
+@pytest.mark.slow
+def test_the_leaders_wall_clock_alone_jumped_is_valid(store: Path) -> None:
+    r = run(store, "--db", "etcd", "--nemesis", "clock:leader", "--nemesis-opt",
+            "clock-id=wall", "--time-limit", "8", "--seed", "1")
+    assert r.code == 0, r.output
+    assert_read_back(r, 60.0)
+
+
+@pytest.mark.slow
+def test_fencing_tokens_keep_the_leaders_clock_jump_safe(store: Path) -> None:
+    r = run(store, "--db", "etcd", "--nemesis", "clock:leader", "--nemesis-opt",
+            "clock-id=both", "--workload", "fenced", "--time-limit", "8", "--seed", "1")
+    assert r.code == 0, r.output
+    assert r.check("fencing")["stale-accepted-count"] == 0
+    assert r.check("faults")["valid"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_clock_jump_on_docker_is_read_back_and_undone(store: Path) -> None:
+    docker_engine()
+    r = run(store, "--backend", "docker", "--db", "etcd", "--nemesis", "clock",
+            "--nemesis-opt", "clock-nodes=all", "--time-limit", "8", "--seed", "1")
+    assert r.code == 0, r.output
+    assert_read_back(r, 60.0)
