@@ -251,3 +251,18 @@ def test_an_unknown_vdso_layout_is_refused() -> None:
     broken[0x3A:0x3C] = (32).to_bytes(2, "little")  # section header entries of a 32-bit ELF
     with pytest.raises(VdsoError, match="its section headers"):
         vdso_clock.parse(bytes(broken))
+
+
+def test_a_clock_fault_on_etcd_over_ssh_is_refused_before_start(tmp_path: Path) -> None:
+    """The patch is written through this machine's /proc: over ssh it cannot be, and the run
+    is refused in one line before anything starts (exit 64)."""
+    from harness.controller.spec import TestSpec
+    from harness.core.errors import UsageError
+
+    hosts = tmp_path / "HOSTS.toml"
+    hosts.write_text("".join(f'[[hosts]]\naddress = "10.0.0.{i}"\n' for i in (1, 2, 3, 4)))
+    spec = {"db": "etcd", "backend": "ssh", "hosts": str(hosts), "clients": 1}
+    with pytest.raises(UsageError, match=r"^--db etcd: its clocks are moved by patching its "
+                                         r"vDSO on this machine, not over ssh"):
+        TestSpec.from_dict({**spec, "nemesis": "clock"}).validate()
+    TestSpec.from_dict({**spec, "nemesis": "pause"}).validate()  # other faults: as before

@@ -21,6 +21,7 @@ from harness.controller.hosts import load as load_hosts
 from harness.controller.registry import Registry, default_registry
 from harness.controller.spec_keys import check_types
 from harness.controller.store import safe_name
+from harness.core.capabilities import ClockFaults, clock_mechanism
 from harness.core.errors import UsageError
 from harness.core.options import Option, parse_options
 from harness.core.schedule import MAX_SECONDS, MAX_WAIT, Schedule, from_dict
@@ -215,6 +216,10 @@ class TestSpec:
             positive("--acquire-timeout", self.acquire_timeout, limit=MAX_WAIT)
         positive("--keys", self.keys, integer=True, limit=self.clients)
         self._check_hosts()
+        if self.backend == "ssh" and clock_mechanism(db_cls) == "vdso" and any(
+                ClockFaults in reg.nemesis_requires(n) for n in self.fault_names):
+            raise UsageError(f"--db {self.db}: its clocks are moved by patching its vDSO on "
+                             "this machine, not over ssh (--backend local or docker)")
         positive("--ttl", self.ttl, limit=MAX_WAIT)
         if self.links not in LINKS:
             raise UsageError(f"--links {self.links!r}: use {' or '.join(LINKS)}")
