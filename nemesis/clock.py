@@ -115,6 +115,7 @@ class Clock(BaseNemesis):
         self._moves = 0
         self._errors: list[str] = []
         self._t0 = 0.0
+        self._asked: dict[str, float] = {}  # node -> the offset of the last move (absolute)
 
     @classmethod
     def clock_id(cls, options: dict[str, Any]) -> str:
@@ -166,7 +167,7 @@ class Clock(BaseNemesis):
             self._run(ctx, targets, pattern)
         assert self._detail is not None
         self._detail = {"pattern": pattern, "clock": self.clock_id(ctx.options),
-                        **self._detail}
+                        **self._detail, "asked": dict(self._asked)}
 
     def _jump(self, ctx: NemesisContext, targets: list[str]) -> None:
         step = self.offset(ctx)
@@ -189,7 +190,8 @@ class Clock(BaseNemesis):
               ) -> dict[str, float]:
         """Each node ``offset`` from where a rate left it, read back (the observed offsets
         from the true time)."""
-        return move_each(ctx, {n: self._base.get(n, 0.0) + offset for n in targets})
+        self._asked = {n: round(self._base.get(n, 0.0) + offset, 3) for n in targets}
+        return move_each(ctx, dict(self._asked))
 
     def _run(self, ctx: NemesisContext, targets: list[str], pattern: str) -> None:
         """A strobe or a rate: a first move now, then steps on a thread until ``stop``."""
@@ -241,6 +243,13 @@ class Clock(BaseNemesis):
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         pattern = self.pattern(ctx.options)
+        try:
+            self._stop(ctx, targets, pattern)
+        finally:
+            if self._detail is not None:
+                self._detail["asked"] = dict(self._asked)
+
+    def _stop(self, ctx: NemesisContext, targets: list[str], pattern: str) -> None:
         if pattern in ("jump", "back"):
             self._detail = {"offset": 0, "observed": self._move(ctx, targets, 0.0)}
             return

@@ -92,6 +92,10 @@ def test_a_jump_after_a_rate_is_healed_to_where_the_rate_left_the_clock() -> Non
     ctx.options = {"clock-pattern": "jump", "clock-offset": 30.0}
     nem.start(ctx, ["n1"])
     assert ctx.cluster.offsets["n1"] == pytest.approx(gained + 30.0, abs=1e-3)
+    jumped = nem.detail()
+    assert jumped is not None and jumped["offset"] == 30.0
+    assert jumped["asked"]["n1"] == pytest.approx(gained + 30.0, abs=1e-3)
+    assert abs(jumped["observed"]["n1"] - jumped["asked"]["n1"]) < clock.TOLERANCE
     nem.stop(ctx, ["n1"])
     assert ctx.cluster.offsets["n1"] == pytest.approx(gained, abs=1e-3)
 

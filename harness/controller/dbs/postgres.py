@@ -32,7 +32,7 @@ from typing import ClassVar
 
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
-from workloads.locks.pg_conn import probe
+from workloads.locks.pg_conn import connect, probe
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 USER = "postgres"
@@ -62,6 +62,10 @@ class PostgresDB:
     port: ClassVar[int] = 5432
     default_lock: ClassVar[str] = "pg-row"
     stop_signal: ClassVar[int] = signal.SIGINT
+    # libfaketime moves the server's wall clock (clock_timestamp(), now(), its timeouts) or
+    # both clocks by one offset
+    clock_mechanism: ClassVar[str] = "libfaketime"
+    clocks: ClassVar[tuple[str, ...]] = ("wall", "both")
 
     def __init__(self, binaries: Path | None = None) -> None:
         self.bin = binaries or BIN
@@ -102,3 +106,15 @@ class PostgresDB:
     def ready(self, node: Node) -> bool:
         """A real connection that answers ``SELECT 1``."""
         return probe(node.host, node.port)
+
+    def clock_fault_support(self) -> str | None:
+        return None  # postgres calls libc's clock functions, which libfaketime replaces
+
+    def read_clock(self, node: Node) -> float:
+        """The node's own clock (``clock_timestamp()``), as seconds since the epoch."""
+        with connect(node.host, node.port, 2.0) as conn:
+            row = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8"
+                               ).fetchone()
+        if row is None:
+            raise HarnessError(f"{node.name}: clock_timestamp() returned no row")
+        return float(row[0])

@@ -1,0 +1,103 @@
+"""Issue 26's detection rows on real servers: what the literature predicts under clock faults,
+with every step's read-back in the history (the node's clock after the step, against the
+controller's). One short row per DB runs in CI; the rest are marked slow.
+
+A rate only breaks a lease that is held longer than it lasts on the fast clock: a TTL of 2 s at
+rate 3 lasts 0.67 s of real time, so the rows that predict a broken lease hold the lock 1 s (the
+default 50-300 ms sessions end before any key expires: measured VALID, as physics says)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.controller.dbs.redis import LIBC_BUILD
+from nemesis.clock import TOLERANCE
+from tests.harness_runs import history, run
+
+pytestmark = pytest.mark.servers
+needs_libc = pytest.mark.skipif(not (LIBC_BUILD / "redis-server").exists(),
+                                reason="no libc-malloc Redis: bash docker/build_redis_libc.sh")
+needs_pg = pytest.mark.skipif(not Path("/usr/lib/postgresql/15/bin/initdb").exists(),
+                              reason="PostgreSQL 15 missing: run `bash setup.sh`")
+
+
+def clock_steps(run_dir: Path) -> list[dict[str, Any]]:
+    """The clock fault's completed steps (start and stop), in order."""
+    return [op for op in history(run_dir) if op.get("process") == "nemesis"
+            and str(op.get("f", "")).startswith("clock") and op.get("type") == "info"
+            and op.get("value") in ("start", "stop")]
+
+
+def assert_read_back(run_dir: Path, clock: str, pattern: str, rate: float | None = None
+                     ) -> list[dict[str, Any]]:
+    """Every step says what each node's clock read after it, within TOLERANCE of what was
+    asked; a rate's end says the rate each node's clock was seen to run at."""
+    steps = clock_steps(run_dir)
+    assert steps, "no clock step in the history"
+    for op in steps:
+        detail = op["detail"]
+        assert set(detail["observed"]) == set(op["targets"]) == set(detail["asked"]), op
+        for name, seen in detail["observed"].items():
+            assert abs(seen - detail["asked"][name]) <= TOLERANCE, op
+        if op["value"] == "start":
+            assert detail["pattern"] == pattern and detail["clock"] == clock, op
+        elif rate is not None:
+            for name, observed in detail["observed-rate"].items():
+                assert observed == pytest.approx(rate, rel=0.05), (name, op)
+    return steps
+
+
+@needs_libc
+def test_redis_setnx_on_a_node_at_rate_3_is_invalid(store: Path) -> None:
+    code, results, run_dir, out = run(store, "--db", "redis", "--lock", "redis-setnx",
+                                      "--nemesis", "clock", "--nemesis-opt",
+                                      "clock-pattern=rate", "--nemesis-opt", "clock-rate=3",
+                                      "--hold", "1.0", "--time-limit", "8", "--seed", "1")
+    assert code == 1, out
+    assert results["checks"]["mutex"]["lock-overlap-count"] >= 1
+    assert_read_back(run_dir, "wall", "rate", 3.0)
+
+
+@needs_pg
+@pytest.mark.parametrize("lock", ["pg-row", "pg-advisory-xact"])
+def test_postgres_locks_under_both_clocks_jumped_are_valid(store: Path, lock: str) -> None:
+    """PostgreSQL's locks live as long as their session: no clock decides when they end."""
+    code, results, run_dir, out = run(store, "--db", "postgres", "--lock", lock,
+                                      "--nemesis", "clock", "--nemesis-opt", "clock-id=both",
+                                      "--time-limit", "8", "--seed", "1")
+    assert code == 0, out
+    steps = assert_read_back(run_dir, "both", "jump")
+    assert any(op["value"] == "start" and op["detail"]["offset"] >= 60 for op in steps)
+    assert results["checks"]["faults"]["ineffective-count"] == 0
+
+
+@pytest.mark.slow
+@needs_pg
+@pytest.mark.parametrize("lock", ["pg-row", "pg-advisory-xact"])
+def test_postgres_locks_under_a_strobe_and_a_rate_are_valid(store: Path, lock: str) -> None:
+    for pattern, opt in (("strobe", "clock-period=0.2"), ("rate", "clock-rate=3")):
+        code, _, run_dir, out = run(store, "--db", "postgres", "--lock", lock, "--nemesis",
+                                    "clock", "--nemesis-opt", f"clock-pattern={pattern}",
+                                    "--nemesis-opt", opt, "--nemesis-opt", "clock-id=both",
+                                    "--hold", "1.0", "--time-limit", "15", "--seed", "2")
+        assert code == 0, (pattern, out)
+        assert_read_back(run_dir, "both", pattern, 3.0 if pattern == "rate" else None)
+
+
+@pytest.mark.slow
+@needs_libc
+@pytest.mark.parametrize(("rate", "code"), [(2.5, 1), (1.005, 0)], ids=["2.5x", "1.005x"])
+def test_redlock_with_a_majority_at_a_rate(store: Path, rate: float, code: int) -> None:
+    """Redlock's drift term covers 1.005 (its 1% factor) but not 2.5: keys of 2 s expire after
+    0.8 s of real time on a majority, under holds of 1 s."""
+    got, _, run_dir, out = run(store, "--db", "redis-masters", "--lock", "redlock",
+                               "--nemesis", "clock", "--nemesis-opt",
+                                     "clock-pattern=rate", "--nemesis-opt",
+                                     f"clock-rate={rate}", "--hold", "1.0",
+                                     "--time-limit", "20", "--seed", "1")
+    assert got == code, out
+    steps = assert_read_back(run_dir, "wall", "rate", rate)
+    assert all(len(op["targets"]) == 3 for op in steps)
