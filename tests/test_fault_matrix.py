@@ -43,14 +43,14 @@ pytestmark = [pytest.mark.servers]
 
 TIME_LIMIT = 6
 PARALLEL = 2
-EXIT = {"valid": 0, "invalid": 1}
+EXIT = {"valid": 0, "invalid": 1, "unknown": 2}
 
 
 @dataclass(frozen=True)
 class Expect:
     """What one run must show, and why the literature predicts it."""
 
-    verdict: str  # valid | invalid
+    verdict: str  # valid | invalid | unknown (the fault made the lock unavailable throughout)
     reason: str
     args: tuple[str, ...] = ()  # --lock, --workload, ... where the DB's default lock is not it
     seed: int = 1
@@ -107,7 +107,10 @@ EXPECT: dict[tuple[str, str], Expect] = {
                                        check=OVERLAP),
     ("clock", "redis-sentinel"): Expect("invalid", JUMP, check=OVERLAP, ci=False),
     ("clock-back", "redis"): Expect("invalid", BACK, check=OVERLAP),
-    ("clock-back", "redis-masters"): Expect("invalid", BACK, check=OVERLAP, ci=False),
+    # holds of 0.5-1.5 s so that the heal lands on a held lock: with the default 0.05-0.3 s
+    # it did in 1 of 2 runs, with these in 2 of 2
+    ("clock-back", "redis-masters"): Expect("invalid", BACK, ("--hold", "0.5-1.5"),
+                                            check=OVERLAP, ci=False),
     ("clock-back", "redis-sentinel"): Expect("invalid", BACK, check=OVERLAP, ci=False),
     ("clock-strobe", "redis"): Expect("invalid", STROBE, check=OVERLAP),
     ("clock-strobe", "redis-masters"): Expect("invalid", STROBE, check=OVERLAP, ci=False),
@@ -124,6 +127,11 @@ EXPECT: dict[tuple[str, str], Expect] = {
     ("stall-grant", "redis"): Expect(
         "invalid", "the grant arrives after its lease ran out: SET NX PX believes it",
         check=OVERLAP, time_limit=10),
+    # Through Sentinel too; 20 s: at 10 s one step's waiter got its reply through another link
+    # (the faults check: the stall did not bite, unknown) in 1 of 2 runs; at 20 s 2 of 2 invalid
+    ("stall-grant", "redis-sentinel"): Expect(
+        "invalid", "the grant arrives after its lease ran out: SET NX PX believes it",
+        check=OVERLAP, time_limit=20, ci=False),
     ("stall-grant", "redis-masters"): Expect(
         "valid", "Redlock's per-node timeout (TTL/20) never waits for the late reply",
         time_limit=10, ci=False),
@@ -133,8 +141,12 @@ EXPECT: dict[tuple[str, str], Expect] = {
     **{(nemesis, db): Expect("valid", "a slow or lossy network: requests late or lost, none "
                              "wrongly granted", time_limit=15, ci=False)
        for nemesis, db in [("delay", "zookeeper"), ("delay", "postgres"),
-                           ("loss", "redis-masters"), ("loss", "redis-sentinel"),
+                           ("loss", "redis-sentinel"),
                            ("loss", "zookeeper"), ("loss", "etcd")]},
+    ("loss", "redis-masters"): Expect(
+        "unknown", "Redlock's per-node timeout (TTL/20) is shorter than a retransmission: under "
+        "30% loss no acquire gets a quorum, and the faults check says the fault tested "
+        "unavailability only (so at 6 s and at 15 s)", time_limit=15, ci=False),
     ("failover", "redis-sentinel"): Expect(
         "invalid", "asynchronous replication: the promoted replica lacks the held lock (split "
         "brain, Kleppmann)", check=OVERLAP, time_limit=10),
@@ -269,9 +281,14 @@ def test_fault_matrix(entry: Entry, outcomes: dict[str, Outcome]) -> None:
     assert entry.expect is not None
     assert got.run_dir is not None, got.output
     faults = got.results["checks"]["faults"]
-    assert faults["valid"] is True and faults["fault-count"] >= 1, (faults, got.output)
     assert got.code == EXIT[entry.expect.verdict], (entry.expect.reason, got.output)
-    assert got.results["valid"] is (entry.expect.verdict == "valid")
+    if entry.expect.verdict == "unknown":  # no lock op completed under the fault, and no harm
+        assert faults["valid"] == "unknown" and faults["unavailable-only-count"] >= 1, faults
+        assert got.results["valid"] == "unknown" and got.results["checks"]["mutex"]["valid"]
+    else:
+        assert faults["valid"] is True, (faults, got.output)
+        assert got.results["valid"] is (entry.expect.verdict == "valid")
+    assert faults["fault-count"] >= 1, faults
     if entry.expect.check is not None:
         assert figure(got.results, entry.expect.check) > 0, got.results["checks"]
     assert not own_rules(got.run_dir), "the run's iptables rules outlived it"
