@@ -125,13 +125,18 @@ class EtcdDB:
             return "etcd's clocks are moved by patching its vDSO with ptrace, which needs root"
         return None
 
-    def read_clock(self, node: Node, clock: str = "wall") -> float:
+    def read_clock(self, node: Node, clock: str | None = None) -> float:
         """The node's clock, as seconds since the epoch: the wall clock from the ``Date``
         header (the middle of its second); the monotonic clock as the controller's wall clock
-        plus the offset the patch in the node's server adds to it (none: not patched)."""
+        plus the offset the patch in the node's server adds to it (none: not patched). With no
+        ``clock``, the one its faults move: the monotonic clock when its patch moves that
+        alone, else the wall clock."""
+        pid = self.vdso_pids.get(node.name)
+        patch = vdso_clock.patched(pid) if pid is not None else None
+        if clock is None:
+            alone = patch is not None and not patch[0] & vdso_clock.WALL_MASK
+            clock = "monotonic" if alone else "wall"
         if clock == "monotonic":
-            pid = self.vdso_pids.get(node.name)
-            patch = vdso_clock.patched(pid) if pid is not None else None
             moved = patch is not None and patch[0] & vdso_clock.MONOTONIC_MASK
             return time.time() + (patch[1] if patch is not None and moved else 0.0)
         return date_header(node) + 0.5
