@@ -167,7 +167,8 @@ class Clock(BaseNemesis):
             self._run(ctx, targets, pattern)
         assert self._detail is not None
         self._detail = {"pattern": pattern, "clock": self.clock_id(ctx.options),
-                        **self._detail, "asked": dict(self._asked)}
+                        **self._detail, "asked": dict(self._asked),
+                        **monotonic_read_back(ctx, list(self._asked))}
 
     def _jump(self, ctx: NemesisContext, targets: list[str]) -> None:
         step = self.offset(ctx)
@@ -248,6 +249,7 @@ class Clock(BaseNemesis):
         finally:
             if self._detail is not None:
                 self._detail["asked"] = dict(self._asked)
+                self._detail.update(monotonic_read_back(ctx, list(self._asked)))
 
     def _stop(self, ctx: NemesisContext, targets: list[str], pattern: str) -> None:
         if pattern in ("jump", "back"):
@@ -340,6 +342,22 @@ def move_each(ctx: NemesisContext, offsets: dict[str, float]) -> dict[str, float
     for name, offset in offsets.items():
         ctx.cluster.set_clock(ctx.node(name), offset, clock)
     return {name: verify(ctx, name, offset) for name, offset in offsets.items()}
+
+
+def monotonic_read_back(ctx: NemesisContext, targets: list[str]) -> dict[str, Any]:
+    """``{"observed-monotonic": {node: offset}}`` when the fault moves the monotonic clock and
+    the DB reports it (``read_monotonic``: ZooKeeper's ``lresp``), else nothing. Its base is
+    the node machine's CLOCK_MONOTONIC: against ours, an offset on this machine (local and
+    docker nodes share its kernel), not one on another host (ssh)."""
+    read = getattr(ctx.db, "read_monotonic", None)
+    if Clock.clock_id(ctx.options) == "wall" or not callable(read):
+        return {}
+    seen = {}
+    for name in targets:
+        before = time.monotonic()
+        value = float(read(ctx.node(name)))
+        seen[name] = round(value - (before + time.monotonic()) / 2, 3)
+    return {"observed-monotonic": seen}
 
 
 def observed_offset(ctx: NemesisContext, name: str) -> float:

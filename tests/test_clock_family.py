@@ -50,8 +50,10 @@ def test_libfaketime_fakes_the_wall_clock_alone_or_both() -> None:
     wall = faketime_env("/lib.so", "/n1/faketime", "wall")
     both = faketime_env("/lib.so", "/n1/faketime", "both")
     assert wall == {"LD_PRELOAD": "/lib.so", "FAKETIME_TIMESTAMP_FILE": "/n1/faketime",
-                    "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
-    assert both == {k: v for k, v in wall.items() if k != "FAKETIME_DONT_FAKE_MONOTONIC"}
+                    "FAKETIME_NO_CACHE": "1", "FAKETIME_FORCE_MONOTONIC_FIX": "0",
+                    "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    assert both == {**{k: v for k, v in wall.items() if k != "FAKETIME_DONT_FAKE_MONOTONIC"},
+                    "FAKETIME_FORCE_MONOTONIC_FIX": "1"}
     with pytest.raises(HarnessError, match="not 'monotonic'"):
         faketime_env("/lib.so", "/n1/faketime", "monotonic")
 

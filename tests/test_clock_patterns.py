@@ -161,3 +161,21 @@ def test_observed_rate_is_the_slope_of_the_read_backs() -> None:
     assert observed_rate([(0.0, 0.0), (1.0, 2.0), (2.0, 4.0)]) == 3.0
     assert observed_rate([(0.0, 1.0), (1.0, 1.0)]) == 1.0
     assert observed_rate([(0.0, 1.0)]) is None
+
+
+def test_a_move_of_the_monotonic_clock_is_read_back_where_the_db_reports_it() -> None:
+    ctx = context({"clock-pattern": "jump", "clock-id": "both", "clock-offset": 30.0})
+    nodes = ctx.cluster
+    nodes.read_monotonic = lambda node: time.monotonic() + nodes.offsets.get(node.name, 0.0)
+    nem = Clock()
+    nem.start(ctx, ["n1"])
+    started = nem.detail()
+    assert started is not None and started["observed-monotonic"]["n1"] == pytest.approx(30.0,
+                                                                                        abs=0.1)
+    nem.stop(ctx, ["n1"])
+    stopped = nem.detail()
+    assert stopped is not None and stopped["observed-monotonic"]["n1"] == pytest.approx(0.0,
+                                                                                        abs=0.1)
+    ctx.options = {"clock-pattern": "jump", "clock-id": "wall"}
+    nem.start(ctx, ["n1"])
+    assert "observed-monotonic" not in nem.detail()  # type: ignore[operator]

@@ -8,6 +8,7 @@ default 50-300 ms sessions end before any key expires: measured VALID, as physic
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from tests.harness_runs import history, run
 pytestmark = pytest.mark.servers
 needs_libc = pytest.mark.skipif(not (LIBC_BUILD / "redis-server").exists(),
                                 reason="no libc-malloc Redis: bash docker/build_redis_libc.sh")
+needs_java = pytest.mark.skipif(shutil.which("java") is None,
+                                reason="java missing: run `bash setup.sh`")
 needs_pg = pytest.mark.skipif(not Path("/usr/lib/postgresql/15/bin/initdb").exists(),
                               reason="PostgreSQL 15 missing: run `bash setup.sh`")
 
@@ -101,3 +104,51 @@ def test_redlock_with_a_majority_at_a_rate(store: Path, rate: float, code: int) 
     assert got == code, out
     steps = assert_read_back(run_dir, "wall", "rate", rate)
     assert all(len(op["targets"]) == 3 for op in steps)
+
+
+@needs_java
+def test_zookeeper_lock_with_the_wall_clock_jumped_on_all_nodes_is_valid(store: Path) -> None:
+    """ZooKeeper expires sessions by the JVM's nanoTime, never by its wall clock."""
+    code, results, run_dir, out = run(store, "--db", "zookeeper", "--nemesis", "clock:all",
+                                      "--hold", "1.0", "--time-limit", "8", "--seed", "1")
+    assert code == 0, out
+    steps = assert_read_back(run_dir, "wall", "jump")
+    assert all(len(op["targets"]) == 3 for op in steps)
+    assert all("observed-monotonic" not in op["detail"] for op in steps)
+    assert results["checks"]["faults"]["ineffective-count"] == 0
+
+
+def monotonic_read_back(steps: list[dict[str, Any]]) -> None:
+    """ZooKeeper's own monotonic clock (cons's lresp) moved as the wall clock did."""
+    for op in steps:
+        detail = op["detail"]
+        for name, seen in detail["observed-monotonic"].items():
+            assert abs(seen - detail["asked"][name]) <= TOLERANCE, op
+
+
+@pytest.mark.slow
+@needs_java
+def test_zookeeper_lock_with_the_wall_clock_strobed_on_all_nodes_is_valid(store: Path) -> None:
+    code, _, run_dir, out = run(store, "--db", "zookeeper", "--nemesis", "clock-strobe:all",
+                                "--hold", "1.0", "--time-limit", "15", "--seed", "1")
+    assert code == 0, out
+    assert_read_back(run_dir, "wall", "strobe")
+
+
+@pytest.mark.slow
+@needs_java
+@pytest.mark.parametrize(("workload", "code"), [("mutex", 1), ("fenced", 0)])
+@pytest.mark.parametrize("pattern", ["jump", "rate"])
+def test_zookeeper_with_the_leaders_monotonic_clock_run_fast_or_jumped(
+        store: Path, workload: str, code: int, pattern: str) -> None:
+    """The leader's session tracker expires a holder's session early (its nanoTime jumped or
+    ran 5x): another client is granted the lock while the first still works under it; a
+    resource that checks fencing tokens refuses the first one's late writes."""
+    got, _, run_dir, out = run(store, "--db", "zookeeper", "--workload", workload,
+                               "--nemesis", "clock:leader", "--nemesis-opt", "clock-id=both",
+                               "--nemesis-opt", f"clock-pattern={pattern}",
+                               *(["--nemesis-opt", "clock-rate=5"] if pattern == "rate" else []),
+                               "--hold", "1.0", "--time-limit", "15", "--seed", "1")
+    assert got == code, out
+    steps = assert_read_back(run_dir, "both", pattern, 5.0 if pattern == "rate" else None)
+    monotonic_read_back(steps)

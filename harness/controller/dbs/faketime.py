@@ -72,7 +72,11 @@ def faketime_env(lib: str, offset_file: str, clock: str) -> dict[str, str]:
     ``nanoTime`` follows, as its ``currentTimeMillis`` does)."""
     if clock not in ("wall", "both"):
         raise HarnessError(f"libfaketime moves the wall clock or both clocks, not {clock!r}")
-    env = {"LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": offset_file, "FAKETIME_NO_CACHE": "1"}
+    # libfaketime's "monotonic fix" (pthread_cond_timedwait on a CLOCK_MONOTONIC condition)
+    # must match what it fakes: on with the wall clock alone, a JVM's timed waits hang (the
+    # ZooKeeper peers never elected a leader), and so they do with it off when both are faked
+    env = {"LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": offset_file, "FAKETIME_NO_CACHE": "1",
+           "FAKETIME_FORCE_MONOTONIC_FIX": "1" if clock == "both" else "0"}
     if clock == "wall":
         env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
     return env

@@ -26,12 +26,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
 from harness.controller.dbs.faketime import jvm_clock_support
 from harness.controller.dbs.fourletter import four_letter, pick_leader, server_state
 from harness.controller.dbs.jvm_archive import JvmArchive
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
+SESSION_CLOCKS = re.compile(r"sid=0x([0-9a-f]+),.*?\best=(\d+),.*?\blresp=(\d+)")
 CONS_LINE = re.compile(r"^\s*/([0-9.]+):\d+\[\d+\]\((.*)\)\s*$", re.M)
 TICK_MS = 200
 INIT_LIMIT = 25  # ticks a follower has to connect and sync at start (5 s)
@@ -67,6 +72,10 @@ class ZooKeeperDB:
     debian_packages: ClassVar[dict[str, str]] = {"java": "default-jre-headless",
                                                  ZOOKEEPER_JAR: "zookeeper",
                                                  SLF4J_SIMPLE_JAR: "libslf4j-java"}
+    # the JVM under libfaketime: its wall clock (currentTimeMillis) alone, or its monotonic
+    # clock too (nanoTime: the clock its session tracker expires sessions by)
+    clock_mechanism: ClassVar[str] = "libfaketime"
+    clocks: ClassVar[tuple[str, ...]] = ("wall", "both")
 
     def __init__(self, java: str | None = None) -> None:
         self.java = java or shutil.which("java") or "java"
@@ -126,6 +135,35 @@ class ZooKeeperDB:
 
     def clock_fault_support(self) -> str | None:
         return jvm_clock_support(self.java)
+
+    def read_clock(self, node: Node) -> float:
+        """The node's wall clock, in seconds since the epoch (see :meth:`read_clocks`)."""
+        return self.read_clocks(node)[0]
+
+    def read_monotonic(self, node: Node) -> float:
+        """The node's monotonic clock, in seconds (the base of its machine's)."""
+        return self.read_clocks(node)[1]
+
+    def read_clocks(self, node: Node) -> tuple[float, float]:
+        """(wall, monotonic) as the server reports them in ``cons`` for a session of ours:
+        ``est``, the JVM's ``currentTimeMillis`` when it accepted our connection, and
+        ``lresp`` after one request, its ``Time.currentElapsedTime()`` (``nanoTime`` in ms),
+        the clock its session tracker expires sessions by. Both in milliseconds."""
+        client = KazooClient(hosts=f"{node.host}:{node.port}", timeout=2.0)
+        try:
+            client.start(timeout=3.0)
+            sid = client.client_id[0] if client.client_id else None
+            client.exists("/")
+            reply = four_letter(node.host, node.port, "cons", timeout=1.0)
+        except (KazooException, KazooTimeoutError) as e:
+            raise HarnessError(f"{node.name}: no session to read its clock: {e!r}") from None
+        finally:
+            client.stop()
+            client.close()
+        for m in SESSION_CLOCKS.finditer(reply):
+            if sid is not None and int(m.group(1), 16) == sid:
+                return int(m.group(2)) / 1000, int(m.group(3)) / 1000
+        raise HarnessError(f"{node.name}: cons does not list our session's clocks")
 
 
 def myid(node: Node, cluster: list[Node]) -> int:
