@@ -116,6 +116,7 @@ class Clock(BaseNemesis):
         self._errors: list[str] = []
         self._t0 = 0.0
         self._asked: dict[str, float] = {}  # node -> the offset of the last move (absolute)
+        self._mono_base: dict[str, float] = {}  # node -> its monotonic clock before faults
 
     @classmethod
     def clock_id(cls, options: dict[str, Any]) -> str:
@@ -152,6 +153,7 @@ class Clock(BaseNemesis):
 
     def setup(self, ctx: NemesisContext) -> None:
         choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))  # bad names: say so now
+        self._mono_base = monotonic_offsets(ctx, [n.name for n in ctx.nodes])  # offsets 0
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         self._aim = aim(ctx)  # move clocks while a lease is held: that is when it hurts
@@ -168,7 +170,7 @@ class Clock(BaseNemesis):
         assert self._detail is not None
         self._detail = {"pattern": pattern, "clock": self.clock_id(ctx.options),
                         **self._detail, "asked": dict(self._asked),
-                        **monotonic_read_back(ctx, list(self._asked))}
+                        **monotonic_read_back(ctx, list(self._asked), self._mono_base)}
 
     def _jump(self, ctx: NemesisContext, targets: list[str]) -> None:
         step = self.offset(ctx)
@@ -249,7 +251,8 @@ class Clock(BaseNemesis):
         finally:
             if self._detail is not None:
                 self._detail["asked"] = dict(self._asked)
-                self._detail.update(monotonic_read_back(ctx, list(self._asked)))
+                self._detail.update(monotonic_read_back(ctx, list(self._asked),
+                                                        self._mono_base))
 
     def _stop(self, ctx: NemesisContext, targets: list[str], pattern: str) -> None:
         if pattern in ("jump", "back"):
@@ -344,11 +347,11 @@ def move_each(ctx: NemesisContext, offsets: dict[str, float]) -> dict[str, float
     return {name: verify(ctx, name, offset) for name, offset in offsets.items()}
 
 
-def monotonic_read_back(ctx: NemesisContext, targets: list[str]) -> dict[str, Any]:
-    """``{"observed-monotonic": {node: offset}}`` when the fault moves the monotonic clock and
-    the DB reports it (``read_monotonic``: ZooKeeper's ``lresp``), else nothing. Its base is
-    the node machine's CLOCK_MONOTONIC: against ours, an offset on this machine (local and
-    docker nodes share its kernel), not one on another host (ssh)."""
+def monotonic_offsets(ctx: NemesisContext, targets: list[str]) -> dict[str, float]:
+    """Each node's monotonic clock against ours, when the fault moves the monotonic clock and
+    the DB reports it (``read_monotonic``: ZooKeeper's ``lresp``), else nothing. Only a change
+    of it means something: libfaketime faking the monotonic clock gives it a base of its own
+    (near the epoch), and on another host (ssh) it counts from that host's boot."""
     read = getattr(ctx.db, "read_monotonic", None)
     if Clock.clock_id(ctx.options) == "wall" or not callable(read):
         return {}
@@ -356,8 +359,18 @@ def monotonic_read_back(ctx: NemesisContext, targets: list[str]) -> dict[str, An
     for name in targets:
         before = time.monotonic()
         value = float(read(ctx.node(name)))
-        seen[name] = round(value - (before + time.monotonic()) / 2, 3)
-    return {"observed-monotonic": seen}
+        seen[name] = value - (before + time.monotonic()) / 2
+    return seen
+
+
+def monotonic_read_back(ctx: NemesisContext, targets: list[str],
+                        base: dict[str, float]) -> dict[str, Any]:
+    """``{"observed-monotonic": {node: offset}}``: how far each node's monotonic clock moved
+    from ``base`` (read before the first fault, at offset 0)."""
+    seen = monotonic_offsets(ctx, targets)
+    if not seen:
+        return {}
+    return {"observed-monotonic": {n: round(v - base.get(n, 0.0), 3) for n, v in seen.items()}}
 
 
 def observed_offset(ctx: NemesisContext, name: str) -> float:

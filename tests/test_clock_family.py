@@ -88,3 +88,16 @@ def test_run_refuses_a_clock_the_db_cannot_move_before_start(
     assert len(err) == 1 and err[0].startswith("harness: ") and says in err[0], err
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
 
+
+
+def test_the_clock_rows_suite_holds_issue_26s_rows() -> None:
+    from harness.presentation import suite as suite_mod
+
+    s = suite_mod.load(Path(__file__).parent.parent / "suites" / "clocks.toml")
+    assert len(s.entries) == 25 and s.estimate() <= 30 * 60
+    assert all(str(e.options["nemesis"]).split(":")[0].startswith("clock") for e in s.entries)
+    rows = {(e.options["db"], e.options.get("workload", "mutex"), e.expect) for e in s.entries}
+    assert rows == {("redis", "mutex", "invalid"), ("redis-masters", "mutex", "invalid"),
+                    ("redis-masters", "mutex", "valid"), ("zookeeper", "mutex", "valid"),
+                    ("zookeeper", "mutex", "invalid"), ("zookeeper", "fenced", "valid"),
+                    ("postgres", "mutex", "valid")}

@@ -166,8 +166,11 @@ def test_observed_rate_is_the_slope_of_the_read_backs() -> None:
 def test_a_move_of_the_monotonic_clock_is_read_back_where_the_db_reports_it() -> None:
     ctx = context({"clock-pattern": "jump", "clock-id": "both", "clock-offset": 30.0})
     nodes = ctx.cluster
-    nodes.read_monotonic = lambda node: time.monotonic() + nodes.offsets.get(node.name, 0.0)
+    # libfaketime gives a faked monotonic clock a base of its own: only its changes count
+    nodes.read_monotonic = lambda node: (time.monotonic() + 1.8e9
+                                         + nodes.offsets.get(node.name, 0.0))
     nem = Clock()
+    nem.setup(ctx)
     nem.start(ctx, ["n1"])
     started = nem.detail()
     assert started is not None and started["observed-monotonic"]["n1"] == pytest.approx(30.0,
