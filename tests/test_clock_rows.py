@@ -137,13 +137,18 @@ def test_zookeeper_lock_with_the_wall_clock_strobed_on_all_nodes_is_valid(store:
 
 @pytest.mark.slow
 @needs_java
-@pytest.mark.parametrize(("workload", "code"), [("mutex", 1), ("fenced", 0)])
-@pytest.mark.parametrize("pattern", ["jump", "rate"])
+@pytest.mark.parametrize(("pattern", "workload", "code"), [
+    ("rate", "mutex", 1), ("rate", "fenced", 0), ("jump", "fenced", 0)])
 def test_zookeeper_with_the_leaders_monotonic_clock_run_fast_or_jumped(
         store: Path, workload: str, code: int, pattern: str) -> None:
-    """The leader's session tracker expires a holder's session early (its nanoTime jumped or
-    ran 5x): another client is granted the lock while the first still works under it; a
-    resource that checks fencing tokens refuses the first one's late writes."""
+    """The leader's session tracker expires a holder's session early (its nanoTime ran 5x or
+    jumped): another client is granted the lock while the first still works under it; a
+    resource that checks fencing tokens refuses the first one's late writes.
+
+    The jump with the plain workload is not asserted here: it expires every session at once,
+    the waiters' too, and the run breaks only if a waiter comes back and is granted before the
+    holder's 1 s is over (seed 1: INVALID twice, VALID once under load 11 on 2 cores); it is
+    in suites/clocks.toml over 3 seeds."""
     got, _, run_dir, out = run(store, "--db", "zookeeper", "--workload", workload,
                                "--nemesis", "clock:leader", "--nemesis-opt", "clock-id=both",
                                "--nemesis-opt", f"clock-pattern={pattern}",
