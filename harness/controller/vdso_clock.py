@@ -76,6 +76,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.controller.procs import ProcessTable, owned, start_time
 from harness.core.atomic import write_json
@@ -196,9 +197,10 @@ def pristine(pid: int) -> bool:
 
 def shift_node(procs: ProcessTable, db: object, name: str, clock: str, offset: float) -> None:
     """A backend's ``set_clock`` for a DB whose clocks are moved this way: patch the node's
-    server process (its host pid: a container's server is a process of this machine too),
-    and keep its pid in the run dir while it is patched, for ``harness clean``; the DB's
-    ``vdso_pids`` (when it has one) learns the pid, to read the patch back."""
+    server process (its host pid: a container's server is a process of this machine too).
+    The run dir keeps its pid while it is patched (for ``harness clean``) and what is moved
+    on the node (for :func:`reapply`); the DB's ``vdso_pids`` (when it has one) learns the
+    pid, to read the patch back."""
     pid = procs.pid(name)
     if pid is None:
         raise VdsoError(f"{name}: its server is not running, so its clock cannot be moved")
@@ -206,37 +208,59 @@ def shift_node(procs: ProcessTable, db: object, name: str, clock: str, offset: f
     if isinstance(pids_of_db, dict):
         pids_of_db[name] = pid
     record = procs.path.with_name(RECORD)
-    try:
-        pids = {int(k): v for k, v in json.loads(record.read_text()).items()}
-    except (OSError, ValueError):
-        pids = {}
-    pids[pid] = start_time(pid)
-    write_json(record, {str(k): v for k, v in pids.items()}, indent=1)  # before the patch
+    pids, moved = _load(record)
+    pids[str(pid)] = start_time(pid)
+    _save(record, pids, moved)  # before the patch
     try:
         shift(pid, clock, offset)
     except VdsoError as e:
         raise VdsoError(f"{name}: {e}") from None
-    if patched(pid) is None:
-        pids.pop(pid)
-        write_json(record, {str(k): v for k, v in pids.items()}, indent=1)
+    patch = patched(pid)
+    if patch is None:
+        pids.pop(str(pid))
+        moved.pop(name, None)
+    else:
+        moved[name] = list(patch)
+    _save(record, pids, moved)
+
+
+def reapply(procs: ProcessTable, db: object, name: str) -> None:
+    """A backend's ``start``: a server restarted while its clock was moved (a crash fault
+    during a clock fault) gets the move again; its old process's patch died with it."""
+    _, moved = _load(procs.path.with_name(RECORD))
+    if name in moved:
+        mask, offset = moved[name]
+        clock = next((c for c, m in MASKS.items() if m == mask), None)
+        if clock is None:
+            raise VdsoError(f"{name}: the recorded clock mask {mask:#x} is no clock id")
+        shift_node(procs, db, name, clock, float(offset))
 
 
 def reset_recorded(run_dir: Path) -> list[int]:
     """``harness clean``: undo the patch in every process of a dead run still patched (and
     still the process that was patched); the pids put back."""
-    try:
-        pids = json.loads((run_dir / RECORD).read_text())
-    except (OSError, ValueError):
-        return []
+    pids, _ = _load(run_dir / RECORD)
     undone = []
     for pid, started in pids.items():
-        if str(pid).isdigit() and owned(int(pid), started):
+        if pid.isdigit() and owned(int(pid), started):
             with suppress(VdsoError):
                 if patched(int(pid)) is not None:
                     reset(int(pid))
                     undone.append(int(pid))
     (run_dir / RECORD).unlink(missing_ok=True)
     return undone
+
+
+def _load(record: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    try:
+        data = json.loads(record.read_text())
+        return dict(data["pids"]), dict(data["moved"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}, {}
+
+
+def _save(record: Path, pids: dict[str, Any], moved: dict[str, Any]) -> None:
+    write_json(record, {"pids": pids, "moved": moved}, indent=1)
 
 
 # the vDSO image ------------------------------------------------------------------------------

@@ -267,6 +267,8 @@ class LocalBackend(ProcessNodes):
         self._started.add(node.name)
         self.procs.spawn(node.name, argv, self.log_file(node), env=self.env.get(node.name),
                          group=group, user=getattr(db, "user", None))
+        if clock_mechanism(db) == "vdso":  # restarted while its clock was moved: again
+            vdso_clock.reapply(self.procs, db, node.name)
 
     # network ---------------------------------------------------------------------------------
     def cut(self, links: Iterable[tuple[str, str]]) -> None:

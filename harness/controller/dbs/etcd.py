@@ -206,17 +206,24 @@ def date_header(node: Node) -> float:
     return email.utils.parsedate_to_datetime(date).timestamp()
 
 
-def date_edge(node: Node, timeout: float = 3.0) -> tuple[float, float]:
-    """(the node's clock, the controller's) at the moment the node's ``Date`` header turns to
-    the next second: the node's clock to within one request's time, not the header's second."""
-    first = date_header(node)
+def date_edge(node: Node, timeout: float = 5.0, window: float = 0.1
+              ) -> tuple[float, float, float]:
+    """(the node's clock, the controller's, the error bound) at the moment the node's ``Date``
+    header turns to the next second: the turn happened between the start of the last request
+    that showed the old second and the end of the first that shows the new one, so the
+    controller's clock is the middle of that span and the bound half of it. A span wider than
+    ``window`` (a slow request) waits for the next second's turn."""
     deadline = time.monotonic() + timeout
+    started, seen = time.time(), date_header(node)
     while time.monotonic() < deadline:
-        before = time.time()
+        start = time.time()
         now = date_header(node)
-        if now != first:
-            return now, (before + time.time()) / 2
-    raise HarnessError(f"{node.name}: its Date header did not change in {timeout} s")
+        end = time.time()
+        if now != seen and end - started <= window:
+            return now, (started + end) / 2, (end - started) / 2
+        started, seen = start, now
+    raise HarnessError(f"{node.name}: no turn of its Date header measured within {window} s "
+                       f"in {timeout} s")
 
 
 def ttl_left(node: Node, lease: int) -> int:
