@@ -103,8 +103,10 @@ EXPECT: dict[tuple[str, str], Expect] = {
                                               "reply reaches it, its connection is lost",
                                               check=OVERLAP, ci=False),
     ("clock", "redis"): Expect("invalid", JUMP, check=OVERLAP),
+    # holds of 0.5-1.5 s (as test_redlock's): with the default 0.05-0.3 s the jump found no
+    # other acquire inside the holder's remaining hold in 1 of 4 runs (docs/explore.md: 1 in 10)
     ("clock", "redis-masters"): Expect("invalid", JUMP + ": on a majority Redlock breaks",
-                                       check=OVERLAP),
+                                       ("--hold", "0.5-1.5"), check=OVERLAP),
     ("clock", "redis-sentinel"): Expect("invalid", JUMP, check=OVERLAP, ci=False),
     ("clock-back", "redis"): Expect("invalid", BACK, check=OVERLAP),
     # holds of 0.5-1.5 s so that the heal lands on a held lock: with the default 0.05-0.3 s
@@ -115,7 +117,10 @@ EXPECT: dict[tuple[str, str], Expect] = {
     ("clock-strobe", "redis"): Expect("invalid", STROBE, check=OVERLAP),
     ("clock-strobe", "redis-masters"): Expect("invalid", STROBE, check=OVERLAP, ci=False),
     ("clock-strobe", "redis-sentinel"): Expect("invalid", STROBE, check=OVERLAP, ci=False),
-    ("kill-majority", "redis"): Expect("invalid", FORGETS, check=OVERLAP),
+    # holds of 0.5-1.5 s: the restarted node must grant while the holder still works (with
+    # the default 0.05-0.3 s under a load average of 10 the restart outlasted the hold once in 4)
+    ("kill-majority", "redis"): Expect("invalid", FORGETS, ("--hold", "0.5-1.5"),
+                                       check=OVERLAP),
     ("kill-majority", "redis-sentinel"): Expect("invalid", FORGETS, check=OVERLAP, ci=False),
     ("kill-majority", "redis-masters"): Expect("invalid", FORGETS, check=OVERLAP,
                                                time_limit=10),
@@ -280,6 +285,7 @@ def test_fault_matrix(entry: Entry, outcomes: dict[str, Outcome]) -> None:
         return
     assert entry.expect is not None
     assert got.run_dir is not None, got.output
+    assert "checks" in got.results, got.output
     faults = got.results["checks"]["faults"]
     assert got.code == EXIT[entry.expect.verdict], (entry.expect.reason, got.output)
     if entry.expect.verdict == "unknown":  # no lock op completed under the fault, and no harm
