@@ -25,6 +25,14 @@ which pins the node's clock to a few ms. The monotonic clock is read back from t
 the server process (the offset and the clock ids it moves), the only place a follower shows
 it; the leader's moved monotonic clock also shows in a lease's remaining TTL (``ttl_left``).
 
+What the clocks do to leases (etcd 3.4, measured in tests/test_etcd_clock.py): only the leader's
+lessor counts them down, on the monotonic clock (``Remaining()``); its revoke loop pops leases
+from a heap ordered by the wall clock (``expiry.UnixNano()``) and revokes one only if
+``Remaining()`` agrees. So a wall jump alone revokes nothing early; a monotonic jump alone makes
+a lease run out (its TTL reads negative, and a keepalive of it waits for the revocation) but it
+is revoked at its wall-clock end, which makes a lease kept alive past its TTL end early; both
+clocks moved together revoke at once.
+
 With the link layer's doors (``route_peers``) every member advertises its door as its peer URL
 (and ``initial-cluster`` names every member by its door, so all members agree on the member
 IDs, which etcd derives from those URLs); each still listens on its own address. Raft's
