@@ -33,8 +33,8 @@ The old names stay: ``clock`` is the family (``clock-pattern`` jump unless told)
 Each change is verified by reading the node's own clock back (Redis ``TIME``) and the observed
 offsets are recorded in the history; a node whose clock did not move fails the fault (it is
 never counted as one that bit); healing puts the clocks back and verifies that too. A rate's
-steps are read back as they are made; the history gets the observed rate of each node (the
-read-backs' slope).
+steps, every 0.05 s, are read back every 0.25 s on a thread of their own (a read may be slow:
+a ZooKeeper session); the history gets the observed rate of each node (the read-backs' slope).
 
 A jump aims at a hold: the holder seen when the fault starts must still hold once the move is
 verified, else the move may have landed after it let go and hit nobody's lease (seen over SSH,
@@ -59,6 +59,7 @@ RETARGETS = 5  # further moves when the hold a move was aimed at had ended befor
 PATTERNS = ("jump", "back", "strobe", "rate")
 DEFAULT_OFFSET = {"jump": 60.0, "back": -60.0, "strobe": 60.0}
 RATE_STEP = 0.05  # seconds between two steps of a rate's offset
+READ_PERIOD = 0.25  # seconds between two read-backs of each node while a rate runs
 
 
 def choose_nodes(ctx: NemesisContext, how: Any) -> list[str]:
@@ -110,6 +111,7 @@ class Clock(BaseNemesis):
         self._aim: tuple[int, float | None] | None = None  # (holder, since when) at select
         self._base: dict[str, float] = {}  # node -> where a rate left its clock
         self._thread: threading.Thread | None = None
+        self._reader: threading.Thread | None = None  # a rate's read-backs
         self._halt = threading.Event()
         self._seen: dict[str, list[tuple[float, float]]] = {}  # node -> (when, observed)
         self._moves = 0
@@ -214,9 +216,16 @@ class Clock(BaseNemesis):
         self._seen = {k: [(0.0, v)] for k, v in self._detail["observed"].items()}
         self._moves, self._errors = 1, []
         self._halt = threading.Event()
-        self._thread = threading.Thread(target=self._steps, args=(ctx, targets, step, period),
+        self._thread = threading.Thread(target=self._steps,
+                                        args=(ctx, targets, step, period, pattern == "strobe"),
                                         name=f"clock-{pattern}", daemon=True)
         self._thread.start()
+        self._reader = None
+        if pattern == "rate":  # read back on a thread of its own: a slow read (a ZooKeeper
+            # session) would hold the steps back and make them jumps
+            self._reader = threading.Thread(target=self._reads, args=(ctx, targets),
+                                            name="clock-rate-reads", daemon=True)
+            self._reader.start()
 
     @staticmethod
     def _strobe_step(offset: float) -> Any:
@@ -232,17 +241,46 @@ class Clock(BaseNemesis):
         return lambda elapsed: (rate - 1.0) * elapsed
 
     def _steps(self, ctx: NemesisContext, targets: list[str], step: Any,
-               period: float) -> None:
+               period: float, verify_each: bool) -> None:
+        """Move the clocks every ``period`` s; a strobe verifies each flip, a rate's steps are
+        read back by :meth:`_reads`."""
+        clock = self.clock_id(ctx.options)
         while not self._halt.wait(period):
             try:
                 elapsed = time.monotonic() - self._t0
-                observed = self._move(ctx, targets, step(elapsed))
-                for name, seen in observed.items():
-                    self._seen.setdefault(name, []).append((elapsed, seen))
+                if verify_each:
+                    for name, seen in self._move(ctx, targets, step(elapsed)).items():
+                        self._seen.setdefault(name, []).append((elapsed, seen))
+                else:
+                    offset = step(elapsed)
+                    for name in targets:
+                        asked = round(self._base.get(name, 0.0) + offset, 3)
+                        ctx.cluster.set_clock(ctx.node(name), asked, clock)
+                        self._asked[name] = asked
                 self._moves += 1
             except Exception as e:  # recorded at stop; the final heal still runs
                 self._errors.append(str(e))
                 return
+
+    def _reads(self, ctx: NemesisContext, targets: list[str]) -> None:
+        """Read each node's clock back every :data:`READ_PERIOD` s while a rate runs: it must
+        show an offset the steps asked for while it was read (within TOLERANCE)."""
+        while not self._halt.wait(READ_PERIOD):
+            for name in targets:
+                try:
+                    low = self._asked.get(name, 0.0)
+                    seen = observed_offset(ctx, name)
+                    high = self._asked.get(name, 0.0)
+                except Exception as e:
+                    self._errors.append(f"{name}: {e}")
+                    return
+                elapsed = time.monotonic() - self._t0
+                if not low - TOLERANCE <= seen <= high + TOLERANCE:
+                    self._errors.append(f"{name}: clock offset is {seen:+.2f} s, not "
+                                        f"{low:+.2f} to {high:+.2f} s: the clock fault does "
+                                        "not reach this server")
+                    return
+                self._seen.setdefault(name, []).append((elapsed, round(seen, 3)))
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         pattern = self.pattern(ctx.options)
@@ -259,8 +297,9 @@ class Clock(BaseNemesis):
             self._detail = {"offset": 0, "observed": self._move(ctx, targets, 0.0)}
             return
         self._halt.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        for thread in (self._thread, self._reader):
+            if thread is not None:
+                thread.join(10)
         if pattern == "strobe":
             observed = self._move(ctx, targets, 0.0)
             self._detail = {"offset": 0, "observed": observed, "flips": self._moves,
@@ -286,8 +325,9 @@ class Clock(BaseNemesis):
 
     def teardown(self, ctx: NemesisContext) -> None:
         self._halt.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        for thread in (self._thread, self._reader):
+            if thread is not None:
+                thread.join(10)
         self._base = {}
         move(ctx, [n.name for n in ctx.nodes], 0.0)
 
