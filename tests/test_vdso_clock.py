@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -266,3 +267,23 @@ def test_a_clock_fault_on_etcd_over_ssh_is_refused_before_start(tmp_path: Path) 
                                          r"vDSO on this machine, not over ssh"):
         TestSpec.from_dict({**spec, "nemesis": "clock"}).validate()
     TestSpec.from_dict({**spec, "nemesis": "pause"}).validate()  # other faults: as before
+
+
+def test_a_paused_process_is_patched_and_stays_paused(py: Probe) -> None:
+    """A pause fault (SIGSTOP) and a clock fault at once: the patch goes in and out without
+    resuming the process (ptrace's stops are its own, not the job control stop)."""
+    def state() -> str:
+        time.sleep(0.2)  # a detached thread passes through R on its way back to T
+        return Path(f"/proc/{py.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+    os.kill(py.proc.pid, signal.SIGSTOP)
+    assert state() == "T"
+    vdso_clock.shift(py.proc.pid, "wall", 5.0)
+    assert state() == "T" and vdso_clock.patched(py.proc.pid) == (vdso_clock.WALL_MASK, 5.0)
+    os.kill(py.proc.pid, signal.SIGCONT)
+    assert near(py_offsets(py)["realtime"], 5.0, 0.1)
+    os.kill(py.proc.pid, signal.SIGSTOP)
+    vdso_clock.reset(py.proc.pid)
+    assert state() == "T" and vdso_clock.pristine(py.proc.pid)
+    os.kill(py.proc.pid, signal.SIGCONT)
+    assert near(py_offsets(py)["realtime"], 0.0, 0.1)
