@@ -247,7 +247,7 @@ class LocalBackend(ProcessNodes):
         self.clock_modes[node.name] = clock
 
     def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
-        if clock_mechanism(self.dbs[node.name]) == "vdso":  # a Go server: its vDSO patched
+        if clock_mechanism(self.dbs.get(node.name)) == "vdso":  # a Go server: its vDSO patched
             vdso_clock.shift_node(self.procs, self.dbs[node.name], node.name, clock, offset)
             return
         check_clock(node.name, self.clock_modes.get(node.name), clock)
