@@ -146,6 +146,15 @@ class Clock(BaseNemesis):
                     "that clock back; use clock-id wall")
         return clock_unmet(db, clock)
 
+    @classmethod
+    def check_step(cls, options: dict[str, Any], params: dict[str, Any]) -> str | None:
+        """A schedule step's params cannot change the clock id: the servers were started
+        faking the run's (``--nemesis-opt clock-id``)."""
+        if "clock-id" in params and params["clock-id"] != cls.clock_id(options):
+            return (f"params clock-id = {params['clock-id']!r}: the clock id is one for the "
+                    "run (its servers start faking it); give it with --nemesis-opt clock-id")
+        return None
+
     def offset(self, ctx: NemesisContext) -> float:
         if self._offset is not None:
             return self._offset

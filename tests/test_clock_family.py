@@ -101,3 +101,19 @@ def test_the_clock_rows_suite_holds_issue_26s_rows() -> None:
                     ("redis-masters", "mutex", "valid"), ("zookeeper", "mutex", "valid"),
                     ("zookeeper", "mutex", "invalid"), ("zookeeper", "fenced", "valid"),
                     ("postgres", "mutex", "valid")}
+
+
+def test_a_steps_params_cannot_change_the_runs_clock_id(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "steps.toml").write_text(
+        '[[step]]\nat = 1\nfault = "clock"\nparams = { clock-id = "both" }\n')
+    try:
+        code = main(["run", "--lock", "redis-setnx", "--config", "steps.toml",
+                     "--time-limit", "5"])
+    except SystemExit as e:
+        code = int(e.code or 0)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_USAGE
+    assert len(err) == 1 and "params clock-id = 'both': the clock id is one for the run" in err[0]

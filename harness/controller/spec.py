@@ -332,6 +332,9 @@ class TestSpec:
                 raise UsageError(f"{where}: {e}") from None
             params = parse_options(step.params, getattr(cls, "options", {}) or {},
                                    f"{where} params", f"nemesis {step.fault}")
+            check_step = getattr(cls, "check_step", None)  # params one step cannot change
+            if callable(check_step) and (reason := check_step(self.nemesis_options, params)):
+                raise UsageError(f"{where}: {reason}")
             steps.append(dataclasses.replace(step, params=params))
         self.schedule = Schedule(tuple(steps)).to_dict()
 
