@@ -1,7 +1,8 @@
 """What a clock step costs on etcd (its vDSO patched), and what the patch costs a clock read
 (a script, not a test).
 
-    .venv/bin/python bench/bench_vdso_clock.py [--steps 40] [--reads 1000000]
+    .venv/bin/python bench/bench_vdso_clock.py [--steps 40] [--rounds 3] [--seconds 5]
+        [--reads 1000000]
 
 1. Step cost: one etcd member up through the local backend; each step asks the backend to move
    its wall clock (alternately +60 s and back to 0, as a strobe does) and then reads the
@@ -10,6 +11,9 @@
    percentile (ms) of the whole step, of the patch alone (``set_clock``) and of the read-back.
    The first step writes the patch (jumps and code); the others rewrite its data only, and a
    step to 0 removes it (two stops: jumps, then code).
+   Then the lock's cost: python-etcd3's ``lock()`` taken and released in a loop for
+   ``--seconds`` against the member, unpatched and with both its clocks patched (offset 1 ms),
+   alternately, ``--rounds`` times: pairs per second, medians.
 2. Read cost: a Python process reading ``CLOCK_MONOTONIC`` ``--reads`` times (through glibc,
    which calls the vDSO), unpatched and patched (the patched call is a real ``syscall``):
    nanoseconds per call, medians of 5 runs. Run as root on x86_64.
@@ -46,7 +50,21 @@ def pct(values: list[float], q: float) -> float:
     return sorted(values)[min(len(values) - 1, int(q * len(values)))]
 
 
-def step_cost(steps: int) -> None:
+def lock_pairs(node: Node, seconds: float) -> float:
+    import etcd3
+
+    client = etcd3.client(host=node.host, port=node.port)
+    lock = client.lock("bench", ttl=2)
+    n, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        lock.acquire()
+        lock.release()
+        n += 1
+    client.close()
+    return n / seconds
+
+
+def step_cost(steps: int, rounds: int, seconds: float) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run = RunDir(Path(tmp) / "run")
         run.path.mkdir(parents=True)
@@ -75,6 +93,15 @@ def step_cost(steps: int) -> None:
                 whole.append((t2 - t0) * 1e3)
                 patch.append((t1 - t0) * 1e3)
                 readback.append((t2 - t1) * 1e3)
+            pairs = {False: [], True: []}
+            for _ in range(rounds):
+                for patched in (False, True):
+                    backend.set_clock(node, 0.001 if patched else 0.0, "both")
+                    pairs[patched].append(lock_pairs(node, seconds))
+            backend.set_clock(node, 0.0, "both")
+            for patched, xs in pairs.items():
+                print(f"etcd lock() acquire+release, {'patched' if patched else 'unpatched':9} "
+                      f"{statistics.median(xs):7.1f} pairs/s ({', '.join(f'{x:.0f}' for x in xs)})")
             for name, xs in (("step (request to verified read-back)", whole),
                              ("  patch (set_clock)", patch), ("  read-back (Date)", readback)):
                 print(f"{name:38} median {statistics.median(xs):6.2f} ms   "
@@ -104,8 +131,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--reads", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=5.0)
     args = ap.parse_args()
-    step_cost(args.steps)
+    step_cost(args.steps, args.rounds, args.seconds)
     for patched in (False, True):
         ns = statistics.median(read_cost(args.reads, patched) for _ in range(5))
         print(f"clock_gettime(CLOCK_MONOTONIC) {'patched' if patched else 'unpatched':9} "
