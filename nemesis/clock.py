@@ -277,9 +277,9 @@ class Clock(BaseNemesis):
         while not self._halt.wait(READ_PERIOD):
             for name in targets:
                 try:
-                    low = self._asked.get(name, 0.0)
+                    before = self._asked.get(name, 0.0)
                     seen = observed_offset(ctx, name)
-                    high = self._asked.get(name, 0.0)
+                    low, high = sorted((before, self._asked.get(name, 0.0)))  # rate < 1: down
                 except Exception as e:
                     self._errors.append(f"{name}: {e}")
                     return

@@ -182,3 +182,16 @@ def test_a_move_of_the_monotonic_clock_is_read_back_where_the_db_reports_it() ->
     ctx.options = {"clock-pattern": "jump", "clock-id": "wall"}
     nem.start(ctx, ["n1"])
     assert "observed-monotonic" not in nem.detail()  # type: ignore[operator]
+
+
+def test_a_slow_rate_sets_the_wall_clock_behind_steadily() -> None:
+    ctx = context({"clock-pattern": "rate", "clock-rate": 0.5})
+    nem = Clock()
+    nem.start(ctx, ["n1"])
+    time.sleep(1.0)
+    nem.stop(ctx, ["n1"])
+    done = nem.detail()
+    assert done is not None and -0.55 * done["seconds"] <= done["offset"] <= -0.45
+    steps = offsets_of(ctx, "n1")
+    assert steps == sorted(steps, reverse=True)  # a slow clock only loses
+    assert done["observed-rate"]["n1"] == pytest.approx(0.5, abs=0.1)
