@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -150,6 +152,62 @@ def test_harness_clean_undoes_the_patch_a_killed_run_left(store: Path) -> None:
     for pid in pids:
         assert f"undid the vDSO clock patch in pid {pid}" in proc.stdout
     assert not [p for p, s in pids.items() if owned(p, s)]  # and the servers are gone
+
+
+TRACER = """
+import ctypes, sys, time
+libc = ctypes.CDLL("libc.so.6", use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+for pid in sys.argv[1:]:
+    assert libc.ptrace(0x4206, int(pid), None, None) == 0  # PTRACE_SEIZE: the tracer it has
+print("seized", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_patch_ptrace_denies_is_not_injected_and_the_run_is_not_valid(
+        store: Path, tmp_path: Path) -> None:
+    """Another tracer holds the members (a debugger, say): the clock step at 4 s cannot be
+    applied; the fault is not-injected with the node and the reason, and the run is unknown
+    (exit 2), never valid."""
+    schedule = tmp_path / "schedule.toml"
+    schedule.write_text('[[step]]\nat = 4.0\nfault = "clock"\ntarget = "all"\nduration = 2.0\n')
+    run_proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", "--store", str(store), "--quiet",
+         "--db", "etcd", "--time-limit", "8", "--seed", "1", "--replay", str(schedule)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tracer = None
+    try:
+        deadline, pids = time.monotonic() + 60, {}
+        while time.monotonic() < deadline and len(pids) < 3:
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                table = json.loads((store / "latest" / "pids.json").read_text())["processes"]
+                pids = {n: p for n, (p, _) in table.items() if n in ("n1", "n2", "n3")}
+            time.sleep(0.05)
+        assert len(pids) == 3, "the members did not start"
+        tracer = subprocess.Popen([sys.executable, "-c", TRACER, *map(str, pids.values())],
+                                  stdout=subprocess.PIPE, text=True)
+        assert tracer.stdout is not None and tracer.stdout.readline().strip() == "seized"
+        journal = store / "latest" / "journals" / "nemesis.jsonl"
+        while time.monotonic() < deadline and run_proc.poll() is None and (
+                not journal.exists() or "ptrace denied" not in journal.read_text()):
+            time.sleep(0.05)
+        tracer.kill()  # a tracee's SIGTERM waits for its tracer: let the teardown stop them
+        tracer.wait()
+        out, err = run_proc.communicate(timeout=120)
+    finally:
+        for p in (run_proc, tracer):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    assert run_proc.returncode == 2, out + err
+    results = json.loads(((store / "latest").resolve() / "results.json").read_text())
+    faults = results["checks"]["faults"]
+    assert faults["valid"] is not True and faults["not-injected-count"] == 1, faults
+    note = json.dumps(faults["not-injected"])
+    assert "ptrace denied (Operation not permitted)" in note and "n1" in note, note
+    recorded = json.loads(((store / "latest").resolve() / vdso_clock.RECORD).read_text())
+    assert recorded == {"pids": {}, "moved": {}}  # nothing was patched
 
 
 # the detection rows of issue 26 for etcd ------------------------------------------------------

@@ -214,6 +214,10 @@ def shift_node(procs: ProcessTable, db: object, name: str, clock: str, offset: f
     try:
         shift(pid, clock, offset)
     except VdsoError as e:
+        with suppress(VdsoError):
+            if patched(pid) is None:  # nothing was written: nothing for harness clean
+                pids.pop(str(pid))
+                _save(record, pids, moved)
         raise VdsoError(f"{name}: {e}") from None
     patch = patched(pid)
     if patch is None:
