@@ -122,16 +122,17 @@ EXPECT: dict[tuple[str, str], Expect] = {
     ("kill-majority", "redis"): Expect("invalid", FORGETS, ("--hold", "0.5-1.5"),
                                        check=OVERLAP),
     ("kill-majority", "redis-sentinel"): Expect("invalid", FORGETS, check=OVERLAP, ci=False),
-    ("kill-majority", "redis-masters"): Expect("invalid", FORGETS, check=OVERLAP,
-                                               time_limit=10),
+    ("kill-majority", "redis-masters"): Expect("invalid", FORGETS, ("--hold", "0.5-1.5"),
+                                               check=OVERLAP, time_limit=10),
     ("kill-majority-delayed", "redis-masters"): Expect(
         "valid", "down past the TTL, every lock the masters knew has expired (antirez's "
         "remedy)"),
     ("partition-minority", "redis-masters"): Expect(
         "valid", "every client still reaches a majority of the masters: a quorum lock holds"),
+    # 20 s: at 10 s the late grant met no other holder in 1 of 4 runs (nightly: 25 s)
     ("stall-grant", "redis"): Expect(
         "invalid", "the grant arrives after its lease ran out: SET NX PX believes it",
-        check=OVERLAP, time_limit=10),
+        check=OVERLAP, time_limit=20),
     # Through Sentinel too; 20 s: at 10 s one step's waiter got its reply through another link
     # (the faults check: the stall did not bite, unknown) in 1 of 2 runs; at 20 s 2 of 2 invalid
     ("stall-grant", "redis-sentinel"): Expect(
