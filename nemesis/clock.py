@@ -434,7 +434,11 @@ def verify(ctx: NemesisContext, name: str, offset: float, timeout: float = 3.0) 
     """Read the node's clock until it shows ``offset``; raise if it never does."""
     deadline = time.monotonic() + timeout
     while True:
-        seen = observed_offset(ctx, name)
+        try:
+            seen = observed_offset(ctx, name)
+        except Exception as e:  # a server that crashed under the fault, say: one line
+            said = " ".join(str(e).split()) or type(e).__name__
+            raise RuntimeError(f"{name}: cannot read its clock back: {said}") from None
         if abs(seen - offset) <= TOLERANCE:
             return round(seen, 3)
         if time.monotonic() > deadline:

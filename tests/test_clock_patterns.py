@@ -195,3 +195,15 @@ def test_a_slow_rate_sets_the_wall_clock_behind_steadily() -> None:
     steps = offsets_of(ctx, "n1")
     assert steps == sorted(steps, reverse=True)  # a slow clock only loses
     assert done["observed-rate"]["n1"] == pytest.approx(0.5, abs=0.1)
+
+
+def test_a_node_that_cannot_report_its_clock_fails_the_fault_in_one_line() -> None:
+    ctx = context({"clock-pattern": "jump"})
+
+    def gone(node: Any) -> float:
+        raise ConnectionError("Error 111 connecting to 127.0.0.2:16379.\nConnection refused.")
+    ctx.cluster.read_clock = gone
+    with pytest.raises(RuntimeError) as e:
+        Clock().start(ctx, ["n1"])
+    assert str(e.value) == ("n1: cannot read its clock back: Error 111 connecting to "
+                            "127.0.0.2:16379. Connection refused.")
