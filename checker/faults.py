@@ -104,7 +104,10 @@ def waiting_fs(release_waits: bool) -> frozenset[str]:
     return LOCK_FS if release_waits else LOCK_FS - RELEASES
 
 
-def check(history: Sequence[Op], release_waits: bool = True) -> dict[str, Any]:
+def check(history: Sequence[Op], release_waits: bool = True,
+          asked: Sequence[str] = ()) -> dict[str, Any]:
+    """``asked``: the faults the run was asked for (its nemeses); when none of them ran (every
+    step skipped for want of a target), the run tested the lock without them: unknown."""
     fs = waiting_fs(release_waits)
     faults, failed = windows(history)
     by_process: dict[int, list[Op]] = {}
@@ -173,7 +176,9 @@ def check(history: Sequence[Op], release_waits: bool = True) -> dict[str, Any]:
     idle = [u for w in faults
             if (u := unavailable_only(w, by_process, fs, release_waits, held))]
     only_idle = bool(faults) and len(idle) == len(faults)
-    valid: bool | str = "unknown" if ineffective or failed or only_idle else True
+    none_ran = bool(asked) and not faults and not failed
+    valid: bool | str = ("unknown" if ineffective or failed or only_idle or none_ran
+                         else True)
     result: dict[str, Any] = {
         "valid": valid,
         "fault-count": len(faults),
@@ -186,7 +191,12 @@ def check(history: Sequence[Op], release_waits: bool = True) -> dict[str, Any]:
         "unavailable-only": idle[:MAX_LISTED],
         "release-waits": release_waits,
     }
-    if only_idle:
+    if none_ran:
+        result["note"] = (f"the run was asked for {', '.join(map(str, asked))} and no fault "
+                          "ran (every step was skipped: no target when it was due), so it "
+                          "tested the lock without the faults it was meant to; the verdict can "
+                          "only be unknown or invalid")
+    elif only_idle:
         result["note"] = (f"every fault of this run ({len(faults)}) tested unavailability "
                           "only: no lock op completed under any of them, so the run says "
                           "nothing of the lock under those faults; the verdict can only be "

@@ -267,3 +267,27 @@ def test_a_window_a_client_held_the_lock_through_is_not_judged() -> None:
                                       {"completes": [0, 1]}), *early, *waiter]),
                      release_waits=False)
     assert r["valid"] == "unknown" and r["unavailable-only-count"] == 1  # released at 2.0 s
+
+
+def test_a_run_asked_for_faults_none_of_which_ran_is_unknown() -> None:
+    """Every step skipped (no target when it was due): the lock was tested without the faults
+    the run was asked for, which is no pass (seen: partition-minority on a one-node DB)."""
+    h = ordered([op(0.5, 1, "invoke", "acquire"), op(0.6, 1, "ok", "acquire"),
+                 op(0.7, 1, "invoke", "release"), op(0.8, 1, "ok", "release")])
+    r = faults.check(h, asked=["partition-minority"])
+    assert r["valid"] == "unknown" and r["fault-count"] == 0
+    assert "asked for partition-minority and no fault ran" in r["note"]
+    assert faults.check(h)["valid"] is True  # a run asked for none: nothing to prove
+    ran = ordered([*h, *pause(1.0, 2.0, 2)])
+    assert faults.check(ran, asked=["pause"])["valid"] is True
+
+
+def test_the_workload_passes_the_faults_it_was_asked_for() -> None:
+    from workloads.mutex import asked_faults
+
+    assert asked_faults({"nemesis": ["pause", "kill"]}) == ["pause", "kill"]
+    assert asked_faults({"nemesis": "pause,kill"}) == ["pause", "kill"]
+    assert asked_faults({"nemesis": []}) == []
+    assert asked_faults({"nemesis": ["none"]}) == []
+    assert asked_faults({"schedule": {"steps": [{"fault": "kill"}, {"fault": "pause"},
+                                                {"fault": "kill"}]}}) == ["kill", "pause"]

@@ -97,7 +97,21 @@ def lock_checks(spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     invalid), availability (figures) and faults (every fault bit)."""
     ttl = float(spec.get("ttl") or 2.0)
     return [("liveness", {"ttl": ttl}), ("availability", {"ttl": ttl}),
-            ("faults", {"release_waits": spec.get("release_waits", True)})]
+            ("faults", {"release_waits": spec.get("release_waits", True),
+                        "asked": asked_faults(spec)})]
+
+
+def asked_faults(spec: Mapping[str, Any]) -> list[str]:
+    """The faults a run was asked for: its nemeses, else its schedule's steps' faults."""
+    given = spec.get("nemesis") or []
+    if isinstance(given, str):
+        given = given.split(",")
+    names = [str(n) for n in given if n and n != "none"]
+    schedule = spec.get("schedule")
+    if not names and isinstance(schedule, Mapping):
+        names = sorted({str(s.get("fault")) for s in schedule.get("steps") or []
+                        if isinstance(s, Mapping) and s.get("fault")})
+    return names
 
 
 class MutexWorkload:
