@@ -182,3 +182,30 @@ def test_a_doubled_history_is_exit_3(tmp_path: Path) -> None:
     code, out, err = check(path)
     assert (code, out) == (3, "") and err.startswith(f"harness: {path} line 2: malformed")
     assert json.loads(lines[0])["process"] == 0
+
+
+def test_an_op_after_its_process_crashed_is_malformed_in_one_line(tmp_path: Path) -> None:
+    """A process has one life: nothing of a client after the record of its crash (the
+    checkers' model of lives would otherwise meet it as a bug of ours, 'internal error')."""
+    crash = {"index": 2, "time": 300, "process": "nemesis", "type": "info",
+             "f": "crash-client", "value": "start", "targets": ["c0"],
+             "detail": {"crashed": True}}
+    lines = [
+        {"index": 0, "time": 100, "process": 0, "type": "invoke", "f": "acquire", "value": None},
+        {"index": 1, "time": 200, "process": 0, "type": "ok", "f": "acquire", "value": None},
+        crash,
+        {"index": 3, "time": 400, "process": 1, "type": "invoke", "f": "acquire",
+         "value": None},
+        {"index": 4, "time": 500, "process": 0, "type": "invoke", "f": "release",
+         "value": None},
+    ]
+    found = problem(lines)
+    assert found is not None and found[0] == 4
+    assert found[1].startswith("an op after its process crashed: process 0's invoke"), found
+    assert problem(lines[:4]) is None  # another process goes on: well-formed
+    assert problem([*lines[:2], {**crash, "detail": {"crashed": False}}, *lines[3:]]) is None
+    path = tmp_path / "h.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    code, out, err = check(path)
+    assert (code, out) == (3, "")
+    assert err.count("\n") == 1 and "line 5: malformed history: an op after its process" in err

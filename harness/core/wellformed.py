@@ -11,7 +11,9 @@ duplicate key, no lone surrogate); this stage checks what only the whole history
 - a completion's ``f`` and ``lock`` are its invoke's;
 - times do not go backwards within a process;
 - indexes are unique;
-- client ops (``acquire``, ``read``, ``cas``, ...) only from client processes.
+- client ops (``acquire``, ``read``, ``cas``, ...) only from client processes;
+- one life per process: no op of a client after the nemesis recorded its crash
+  (``detail.crashed`` with the client among its targets, as ``crash-client`` writes it).
 
 The nemesis process is exempt from alternation: its lanes (a background fault beside the
 schedule's) overlap, and a fault that could not start is recorded as an ``info`` alone.
@@ -45,6 +47,7 @@ def problem(history: Sequence[Op], *, ordered: bool = False) -> tuple[int, str] 
     last: dict[Any, int] = {}  # a client process's latest time
     fields = itemgetter("process", "f", "time", "type")  # one call for four lookups
     opened, closed = open_.get, open_.pop
+    dead: dict[int, int] = {}  # a crashed client process -> the position of its crash record
     prev = -1
     increasing = True  # indexes in increasing order (every history we write): unique for free
     for i, op in enumerate(history):
@@ -58,7 +61,16 @@ def problem(history: Sequence[Op], *, ordered: bool = False) -> tuple[int, str] 
             if f in CLIENT_FS:
                 return i, (f"client op from a non-client process: {show(f)} from process "
                            f"{show(p)}")
+            detail = op.get("detail")
+            if type(detail) is dict and detail.get("crashed") is True and kind != INVOKE:
+                for c in crashed_clients(op):
+                    dead.setdefault(c, i)
             continue
+        if p in dead:
+            j = dead[p]
+            return i, (f"an op after its process crashed: process {p}'s {kind} {show(f)} comes "
+                       f"after the record of its crash (index {history[j].get('index', j)}); "
+                       "a process has one life")
         if not ordered:
             before = last.get(p)
             if before is not None and t < before:
@@ -94,6 +106,13 @@ def problem(history: Sequence[Op], *, ordered: bool = False) -> tuple[int, str] 
                 return i, f"duplicate index: {idx} again (first at op {seen[idx] + 1})"
             seen[idx] = i
     return None
+
+
+def crashed_clients(op: Op) -> list[int]:
+    """The client processes a crash record names (its targets ``c3`` -> 3)."""
+    from harness.core.cluster import client_of  # only for a crash: a check of others pays nothing
+
+    return [c for t in op.get("targets") or [] if (c := client_of(t)) is not None]
 
 
 def require(history: Sequence[Op], place: Callable[[int], str], *, ordered: bool = False
