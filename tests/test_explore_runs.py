@@ -47,10 +47,11 @@ def test_a_replayed_run_resolves_the_same_roles_at_run_time(store: Path, tmp_pat
     path.write_text(schedule.to_toml())
     first = harness("run", "--store", str(store), "--quiet", "--time-limit", "7",
                     "--replay", str(path))
-    assert first.returncode in (0, 1), first.stderr
+    # the holder paused 2.5 s past its 2 s lease: another client takes the lock (Kleppmann)
+    assert first.returncode == 1, first.stdout + first.stderr
     run1 = (store / "latest").resolve()
     again = harness("run", "--store", str(store), "--quiet", "--replay", str(run1))
-    assert again.returncode in (0, 1), again.stderr
+    assert again.returncode == 1, again.stdout + again.stderr
     run2 = (store / "latest").resolve()
     assert run2 != run1
     t1, t2 = stored_test(run1), stored_test(run2)
@@ -97,7 +98,7 @@ def test_a_real_search_finds_shrinks_writes_and_reproduces(store: Path) -> None:
     assert from_dict(spec["schedule"]) == minimal
     again = harness("run", "--store", str(store), "--quiet", "--config",
                     str(out / "minimal.toml"))
-    assert again.returncode in (0, 1), again.stderr
+    assert again.returncode == 1, again.stdout + again.stderr  # the minimal violation again
     replayed = stored_test((store / "latest").resolve())
     assert from_dict(replayed["spec"]["schedule"]) == minimal
     assert replayed["spec"]["seed"] == 5
