@@ -12,7 +12,8 @@ then moves the clocks of a set of DB nodes. Its data:
 
   - ``jump``: a jump by ``clock-offset`` seconds (default +60): a lease stored there expires
     at once although its holder is still working (Kleppmann's Redlock scenario when the set is
-    a majority); healed by a jump back;
+    a majority); healed by a jump back, except a monotonic clock, which is never set back (it
+    runs on from the jump; ``back``, ``strobe`` and negative offsets are refused for it);
   - ``back``: a jump back (default -60 s): leases there live that much longer;
   - ``strobe``: the clocks flip between the offset and the true time every ``clock-period``
     seconds (default 0.2) for as long as the fault lasts;
@@ -144,6 +145,10 @@ class Clock(BaseNemesis):
         if pattern == "rate" and clock != "wall" and float(options.get("clock-rate", 2)) < 1:
             return ("a rate below 1 on the monotonic clock is moved in steps back: it would set "
                     "that clock back; use clock-id wall")
+        if clock != "wall" and (pattern in ("back", "strobe") or float(
+                options.get("clock-offset") or 0) < 0):
+            return (f"clock-pattern {pattern} with a negative offset or a flip back sets the "
+                    "monotonic clock back, which no clock does; use clock-id wall")
         return clock_unmet(db, clock)
 
     @classmethod
@@ -303,6 +308,13 @@ class Clock(BaseNemesis):
 
     def _stop(self, ctx: NemesisContext, targets: list[str], pattern: str) -> None:
         if pattern in ("jump", "back"):
+            if self.clock_id(ctx.options) != "wall":  # a monotonic clock never goes back: it
+                # runs on from where the jump took it (a ZooKeeper leader set back 60 s stayed
+                # LEADING without a quorum and served no session)
+                self._base = {n: self._asked.get(n, 0.0) for n in targets}
+                self._detail = {"offset": 0, "kept": True,
+                                "observed": self._move(ctx, targets, 0.0)}
+                return
             self._detail = {"offset": 0, "observed": self._move(ctx, targets, 0.0)}
             return
         self._halt.set()
@@ -338,6 +350,8 @@ class Clock(BaseNemesis):
             if thread is not None:
                 thread.join(10)
         self._base = {}
+        if self.clock_id(ctx.options) != "wall":
+            return  # never set back (see _stop); the servers stop with the run
         move(ctx, [n.name for n in ctx.nodes], 0.0)
 
 

@@ -78,8 +78,8 @@ def test_a_rate_moves_the_clock_in_small_steps_and_keeps_the_offset_at_its_end()
         assert done["observed-rate"][name] == pytest.approx(3.0, abs=0.1)
         assert abs(done["observed"][name] - done["offset"]) < clock.TOLERANCE
     assert done["steps"] >= 10
-    nem.teardown(ctx)
-    assert ctx.cluster.offsets == {"n1": 0.0, "n2": 0.0, "n3": 0.0}
+    nem.teardown(ctx)  # a monotonic clock is never set back, not even at the run's end
+    assert ctx.cluster.offsets["n1"] == pytest.approx(done["offset"], abs=1e-3)
 
 
 def test_a_jump_after_a_rate_is_healed_to_where_the_rate_left_the_clock() -> None:
@@ -98,6 +98,8 @@ def test_a_jump_after_a_rate_is_healed_to_where_the_rate_left_the_clock() -> Non
     assert abs(jumped["observed"]["n1"] - jumped["asked"]["n1"]) < clock.TOLERANCE
     nem.stop(ctx, ["n1"])
     assert ctx.cluster.offsets["n1"] == pytest.approx(gained, abs=1e-3)
+    nem.teardown(ctx)  # the wall clock alone is put back at the run's end
+    assert ctx.cluster.offsets == {"n1": 0.0, "n2": 0.0, "n3": 0.0}
 
 
 def test_a_node_whose_clock_does_not_move_fails_the_fault() -> None:
@@ -145,6 +147,9 @@ def test_the_old_names_preset_the_pattern(name: str, pattern: str, offset: float
     (Clock, {"clock-pattern": "rate", "clock-rate": 0.5, "clock-id": "both"},
      "a rate below 1 on the monotonic clock"),
     (Clock, {"clock-id": "monotonic"}, "cannot move the monotonic clock alone"),
+    (ClockStrobe, {"clock-id": "both"}, "sets the monotonic clock back"),
+    (ClockBack, {"clock-id": "both"}, "sets the monotonic clock back"),
+    (Clock, {"clock-id": "both", "clock-offset": -5.0}, "sets the monotonic clock back"),
 ])
 def test_data_that_contradicts_itself_is_refused(cls: type[Clock], options: dict[str, Any],
                                                  says: str) -> None:
@@ -175,10 +180,11 @@ def test_a_move_of_the_monotonic_clock_is_read_back_where_the_db_reports_it() ->
     started = nem.detail()
     assert started is not None and started["observed-monotonic"]["n1"] == pytest.approx(30.0,
                                                                                         abs=0.1)
-    nem.stop(ctx, ["n1"])
+    nem.stop(ctx, ["n1"])  # a monotonic clock never goes back: it runs on from +30 s
     stopped = nem.detail()
-    assert stopped is not None and stopped["observed-monotonic"]["n1"] == pytest.approx(0.0,
-                                                                                        abs=0.1)
+    assert stopped is not None and stopped["kept"] is True
+    assert stopped["observed-monotonic"]["n1"] == pytest.approx(30.0, abs=0.1)
+    assert ctx.cluster.offsets["n1"] == 30.0
     ctx.options = {"clock-pattern": "jump", "clock-id": "wall"}
     nem.start(ctx, ["n1"])
     assert "observed-monotonic" not in nem.detail()  # type: ignore[operator]
