@@ -20,6 +20,7 @@ pytestmark = [
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="iptables needs root")
 
 
+@pytest.mark.slow  # CI holds it in tests/test_fault_matrix.py (pause, etcd: INVALID, overlaps)
 def test_pausing_the_holder_past_its_lease_breaks_the_etcd_lock(store: Path) -> None:
     """Jepsen's etcd 3.4.3 finding: a lease lock is no mutex once its holder can pause."""
     r = run(store, "--db", "etcd", "--nemesis", "pause", "--time-limit", "10", "--seed", "1")

@@ -22,6 +22,7 @@ pytestmark = [
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="iptables needs root")
 
 
+@pytest.mark.slow  # CI holds it in tests/test_fault_matrix.py (pause, zookeeper: INVALID, overlaps)
 def test_a_holder_paused_past_its_session_timeout_overlaps_the_next(store: Path) -> None:
     r = run(store, "--db", "zookeeper", "--nemesis", "pause", "--time-limit", "12",
             "--seed", "1")

@@ -52,7 +52,7 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
     require_checked(history)  # malformed: HistoryError (exit 3), and no checker runs
     results = compose(history, [(e.name, fn, params)
                                 for e, fn, params in plan(spec, registry, limits)])
-    if status != "complete" and results["valid"] is True:
+    if status != "complete" and results["valid"] is not False:  # unknown already, or true
         results["valid"] = "unknown"
         results["unfinished"] = (f"the run did not finish (status {status}): what it recorded "
                                  "shows no violation, but that is not a pass")
