@@ -287,11 +287,14 @@ def render(op: dict[str, Any], fmt: str) -> str:
 
 
 def _dup_key(text: str, fmt: str) -> str:
-    """The op line with its ``lock`` (or, in a log, a map value's key) given twice."""
+    """The op line with its ``type`` (or, in a log, a map value's key) given twice, the second
+    time with the same value: the duplicate is the only damage (a ``lock`` added to an op that
+    had none was no duplicate, and the harness rightly named the next line instead)."""
     if fmt == "jsonl":
-        return text[:-1] + ',"lock":"other"}'
+        return text[:-1] + f',"type":{json.dumps(json.loads(text)["type"])}}}'
     if fmt == "edn":
-        return text[:-1] + ', :lock "other"}'
+        head, _, kind = text.partition(":type ")
+        return text[:-1] + f", :type {kind.split(',')[0].split('}')[0].strip()}}}"
     head, _, _ = text.rpartition("\t")
     return head + "\t{:session 1, :session 2}"
 
