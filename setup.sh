@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set-up for a fresh Debian 12 machine, as root. Idempotent: run it again any time.
-#  - Debian packages: the servers (redis-server), iptables, libfaketime, procps, iproute2, venv,
-#    openssh-client
+#  - Debian packages: what each DB declares (its servers, libfaketime for its clock faults) and
+#    the harness's own (iptables, iproute2, procps, openssh-client), derived from the classes
+#    by harness/controller/packages.py; venv, chromium, the clients' toolchains
 #  - the Python package and its dependencies in ./.venv, and `harness` on PATH
 #  - the lock clients in other languages (clients/: Curator, etcd's Go Mutex, npm's redlock and
 #    redis-semaphore), built offline from Debian's jars and Go sources and npm, cached
@@ -14,15 +15,21 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 3
 fi
 
-packages=(redis-server iptables faketime libfaketime procps iproute2 python3 python3-venv
-          python3-pip
+packages=(python3 python3-venv python3-pip
           chromium fonts-dejavu-core  # the report tests render report.html headless
-          zookeeper etcd-server  # the consensus-backed locks (ZooKeeper brings its JVM)
-          openssh-client  # the ssh backend (and ssh-keygen for `harness hosts up`)
-          postgresql  # --db postgres, --resource postgres: clusters made per run by initdb
           # the external lock clients (docs/clients.md): Curator from Debian's jars with javac,
           # etcd's Go client from Debian's sources with Go 1.19
           openjdk-17-jdk-headless libcurator-recipes-java golang-go golang-etcd-server-dev)
+# The servers' and the harness's own: each DB class declares its packages, and this derives the
+# list from them with the system Python (the standard library alone: no venv yet).
+if ! command -v python3 >/dev/null; then
+  say "installing python3 (to read the DBs' packages)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 >/dev/null
+fi
+derived=$(python3 -m harness.controller.packages) ||
+  { echo "setup: python3 -m harness.controller.packages failed (see above)" >&2; exit 3; }
+mapfile -t -O "${#packages[@]}" packages <<<"$derived"
 # npm's clients need Node and npm: Debian's, unless a Node is installed already
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 # PostgreSQL: no default cluster at install time (the harness runs initdb per node, per run).

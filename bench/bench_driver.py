@@ -47,7 +47,7 @@ CAD = ("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', K
 
 @contextlib.contextmanager
 def redis_node(tmp: Path) -> Iterator[tuple[str, int]]:
-    from harness.controller.dbs.redis import RedisDB
+    from dbs.redis import RedisDB
     from tests.one_node import one_node
 
     with one_node(RedisDB(), tmp) as (node,):

@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_driver import benchmark_pairs  # noqa: E402
 
-from harness.controller.dbs.faketime import faketime_env, libfaketime  # noqa: E402
-from harness.controller.dbs.redis import LIBC_BUILD  # noqa: E402
+from dbs.faketime import faketime_env, libfaketime  # noqa: E402
+from dbs.redis import LIBC_BUILD  # noqa: E402
 
 MODES = ("bare", "wall", "both")
 

@@ -33,9 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from dbs.etcd import EtcdDB  # noqa: E402
 from harness.controller import vdso_clock  # noqa: E402
 from harness.controller.backends.local import LocalBackend  # noqa: E402
-from harness.controller.dbs.etcd import EtcdDB  # noqa: E402
 from harness.controller.procs import ProcessTable  # noqa: E402
 from harness.controller.store import RunDir  # noqa: E402
 from harness.core.cluster import Node  # noqa: E402

@@ -67,8 +67,8 @@ def one_run(nodes: int, run: int) -> tuple[float, float]:
     """Bring up N Redis nodes (+ the protected resource) through the harness's own docker
     backend, until every one answers PING; then tear down. Returns (up, down) seconds."""
     sys.path.insert(0, str(HERE.parent))
+    from dbs.redis import RedisDB
     from harness.controller.backends.docker import DockerBackend
-    from harness.controller.dbs.redis import RedisDB
     from harness.controller.procs import ProcessTable
     from harness.controller.store import RunDir
     from harness.core.cluster import Node

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Build the lock-harness node image without any registry: debootstrap + `docker import`.
 
-    .venv/bin/python docker/build_image.py [--force] [--print-tag]
+    .venv/bin/python docker/build_image.py [--force] [--print-tag] [--print-packages]
 
 The image is ``lock-harness/node:<hash>`` (also tagged ``lock-harness/node:latest``), where
-<hash> is a content hash of the recipe files (RECIPE_FILES below): it is rebuilt only when the
-recipe changes. It is labelled ``lock-harness=1`` and ``lock-harness.recipe=<hash>``.
+<hash> is a content hash of the recipe (RECIPE_FILES below, and the node's Debian packages,
+which ``python3 -m harness.controller.packages --image`` derives from the DB classes): it is
+rebuilt only when the recipe changes. It is labelled ``lock-harness=1`` and
+``lock-harness.recipe=<hash>``.
 
 Stages (each cached, so later runs skip what they can):
   1. engine     docker/engine.sh: a Docker engine answers (started if need be).
@@ -13,7 +15,7 @@ Stages (each cached, so later runs skip what they can):
   3. rootfs     ``$CACHE/rootfs-<hash>.tar`` present: skip to 4. Otherwise:
      a. redis    docker/build_redis_libc.sh (``$CACHE/redis-libc/``, reused as is);
      b. base     ``debootstrap --variant=minbase bookworm``, cached as a tarball;
-     c. packages docker/rootfs-setup.sh in a chroot (installs docker/packages.txt);
+     c. packages docker/rootfs-setup.sh in a chroot (installs the derived packages);
      d. tarball  written to ``$CACHE/rootfs-<hash>.tar``.
   4. import     ``docker import`` the tarball, tag, label; smoke-check malloc=libc.
 $CACHE is $LOCK_HARNESS_CACHE or /var/cache/lock-harness. --force ignores every cache.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -37,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RECIPE_FILES = ("build_image.py", "build_redis_libc.sh", "packages.txt", "rootfs-setup.sh")
+RECIPE_FILES = ("build_image.py", "build_redis_libc.sh", "rootfs-setup.sh")
 REPOSITORY = "lock-harness/node"
 LABEL = "lock-harness"
 CACHE = Path(os.environ.get("LOCK_HARNESS_CACHE", "/var/cache/lock-harness"))
@@ -57,11 +60,24 @@ class BuildError(Exception):
     """A build step failed; str() is the one line shown to the user."""
 
 
+@functools.cache
+def package_list() -> str:
+    """The node's Debian packages, one a line, as the DB classes declare them (derived by
+    harness.controller.packages, with the standard library alone)."""
+    proc = subprocess.run([sys.executable, "-m", "harness.controller.packages", "--image"],
+                          cwd=HERE.parent, capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise BuildError(f"no package list (harness.controller.packages exited "
+                         f"{proc.returncode}): {proc.stderr.strip()[-300:]}")
+    return proc.stdout
+
+
 def recipe_hash() -> str:
-    """12 hex digits of sha256 over the recipe files' names and contents."""
+    """12 hex digits of sha256 over the recipe files' names and contents and the packages."""
     h = hashlib.sha256()
     for name in sorted(RECIPE_FILES):
         h.update(name.encode() + b"\0" + (HERE / name).read_bytes() + b"\0")
+    h.update(b"packages.txt\0" + package_list().encode() + b"\0")
     return h.hexdigest()[:12]
 
 
@@ -244,8 +260,8 @@ def build_rootfs(digest: str, tarball: Path, force: bool, progress: Progress) ->
         shutil.copyfile(CACHE / "redis-libc" / "BUILD-INFO", info)
         setup = root / "tmp/lock-harness"
         setup.mkdir(parents=True)
-        for name in ("rootfs-setup.sh", "packages.txt"):
-            shutil.copyfile(HERE / name, setup / name)
+        shutil.copyfile(HERE / "rootfs-setup.sh", setup / "rootfs-setup.sh")
+        (setup / "packages.txt").write_text(package_list())
         # A private mount namespace: /proc, /sys, /dev vanish with it, even if we are killed.
         script = (
             'set -e; R="$1"; mount -t proc proc "$R/proc"; mount -t sysfs sysfs "$R/sys"; '
@@ -357,13 +373,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--print-tag", action="store_true", help="print the tag for this recipe and exit"
     )
+    parser.add_argument(
+        "--print-packages", action="store_true",
+        help="print the Debian packages the image installs and exit (a dry run of that step)",
+    )
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return 0 if e.code == 0 else 64
-    if args.print_tag:
-        print(image_tag())
-        return 0
+    try:
+        if args.print_tag or args.print_packages:
+            print(image_tag() if args.print_tag else package_list().strip())
+            return 0
+    except BuildError as e:
+        print(f"build_image.py: {e}", file=sys.stderr)
+        return 1
     progress = Progress()
     try:
         tag = build(args.force, progress)

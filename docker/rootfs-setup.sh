@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs as root INSIDE the node's root filesystem, with network: in the debootstrapped chroot
-# (docker/build_image.py) and in docker/Dockerfile. It installs docker/packages.txt, checks the
-# result, and trims the tree. Expects packages.txt beside it and Redis already in /usr/local/bin.
+# (docker/build_image.py) and in docker/Dockerfile. It installs packages.txt (the node's Debian
+# packages, one a line, as the DB classes declare them: `python3 -m harness.controller.packages
+# --image` writes it), checks the result, and trims the tree. Expects packages.txt beside it and
+# Redis already in /usr/local/bin (the libc-malloc build: first on PATH).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C

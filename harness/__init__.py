@@ -4,8 +4,9 @@ The package is layered, and imports point down only (``lint-imports`` enforces i
 
 - :mod:`harness.cli`: the command line; the top.
 - :mod:`harness.presentation`: report.html, ``serve``, ``suite``.
-- :mod:`harness.controller`: spec, registry, run, store, backends and DBs.
-- the roles, top-level packages beside this one: ``workloads``, ``nemesis``, ``checker``.
+- :mod:`harness.controller`: spec, registry, run, store, backends.
+- the roles, top-level packages beside this one: ``workloads``, ``nemesis``, ``checker``,
+  ``dbs``.
 - :mod:`harness.core`: the vocabulary every layer shares (history, errors, role protocols,
   capabilities, fault schedules).
 """

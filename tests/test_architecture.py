@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
-PACKAGES = ("harness", "workloads", "nemesis", "checker")
+PACKAGES = ("harness", "workloads", "nemesis", "checker", "dbs")
 
 TESTS = ROOT / "tests"
 needs_lint = pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed")
@@ -53,6 +53,8 @@ def copy_tree(tmp_path: Path) -> Path:
     ("nemesis/base.py", "import harness.controller.run"),  # a role importing the controller
     ("harness/core/history.py", "import checker.mutex"),  # the core importing a role
     ("workloads/mutex.py", "import nemesis.base"),  # one role importing another
+    ("dbs/redis.py", "import harness.controller.procs"),  # a DB importing the controller
+    ("dbs/postgres.py", "import workloads.locks.pg_conn"),  # a DB importing another role
     ("harness/controller/spec.py", "import harness.presentation.runs"),  # controller -> up
 ])
 def test_a_wrong_way_import_breaks_the_contract(tmp_path: Path, module: str, line: str) -> None:

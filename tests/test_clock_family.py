@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from dbs.faketime import check_clock, faketime_env
+from dbs.redis import RedisDB
 from harness.cli import main
-from harness.controller.dbs.faketime import check_clock, faketime_env
-from harness.controller.dbs.redis import RedisDB
 from harness.core.capabilities import clock_unmet
 from harness.core.errors import EXIT_USAGE, HarnessError
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.controller.dbs.redis import RedisDB
+from dbs.redis import RedisDB
 from harness.controller.registry import Registry
 from nemesis import clock
 from nemesis.clock import Clock, ClockBack, ClockStrobe, observed_rate

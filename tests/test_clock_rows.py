@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.controller.dbs.redis import LIBC_BUILD
+from dbs.redis import LIBC_BUILD
 from nemesis.clock import TOLERANCE
 from tests.harness_runs import history, run
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from dbs.etcd import EtcdDB, etcd_config, metric
+from dbs.faketime import jvm_log_year
+from dbs.fourletter import ServerState, parse_srvr, pick_leader
+from dbs.zookeeper import ZooKeeperDB, myid, zoo_cfg
 from harness.controller import spec as specs
-from harness.controller.dbs.etcd import EtcdDB, etcd_config, metric
-from harness.controller.dbs.faketime import jvm_log_year
-from harness.controller.dbs.fourletter import ServerState, parse_srvr, pick_leader
-from harness.controller.dbs.zookeeper import ZooKeeperDB, myid, zoo_cfg
 from harness.controller.netfilter import GID_BASE, node_gid
 from harness.controller.registry import default_registry
 from harness.core.capabilities import HasLeader

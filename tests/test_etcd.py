@@ -89,7 +89,7 @@ def test_the_json_gateway_answers_plain_http(tmp_path: Path) -> None:
     import json
     import urllib.request
 
-    from harness.controller.dbs.etcd import EtcdDB
+    from dbs.etcd import EtcdDB
     from tests.one_node import one_node
 
     with one_node(EtcdDB(), tmp_path) as (node,):

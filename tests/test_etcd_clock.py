@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
+from dbs.etcd import EtcdDB, date_edge, grant, ttl_left
 from harness.controller import vdso_clock
 from harness.controller.backends.docker import DockerBackend
 from harness.controller.backends.local import LocalBackend
-from harness.controller.dbs.etcd import EtcdDB, date_edge, grant, ttl_left
 from harness.controller.procs import ProcessTable, owned
 from harness.controller.store import RunDir
 from harness.core.cluster import Node

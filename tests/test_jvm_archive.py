@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.controller.dbs.jvm_archive import SETTLED, JvmArchive
-from harness.controller.dbs.zookeeper import JVM_FLAGS, SLF4J_SIMPLE_JAR, ZOOKEEPER_JAR
+from dbs.jvm_archive import SETTLED, JvmArchive
+from dbs.zookeeper import JVM_FLAGS, SLF4J_SIMPLE_JAR, ZOOKEEPER_JAR
 
 JAVA = shutil.which("java")
 pytestmark = [pytest.mark.servers,

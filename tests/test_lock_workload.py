@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.controller.dbs.redis import RedisDB
+from dbs.redis import RedisDB
 from harness.core.locks import Indeterminate
 from tests.harness_runs import harness, history, run
 from tests.one_node import one_node

@@ -231,7 +231,7 @@ def test_a_background_step_runs_under_the_others_and_each_records_its_parameters
 
 # peers through doors -------------------------------------------------------------------------
 def test_zookeeper_names_the_other_servers_by_their_doors() -> None:
-    from harness.controller.dbs.zookeeper import zoo_cfg
+    from dbs.zookeeper import zoo_cfg
 
     cluster = [Node(f"n{i}", f"127.0.0.{i + 1}", 2181) for i in (1, 2, 3)]
     doors = {(n.name, port): (n.host.replace("127.0.0", "127.0.4"), port)
@@ -245,7 +245,7 @@ def test_zookeeper_names_the_other_servers_by_their_doors() -> None:
 def test_etcd_members_agree_on_door_urls() -> None:
     import json
 
-    from harness.controller.dbs.etcd import etcd_config
+    from dbs.etcd import etcd_config
 
     cluster = [Node(f"n{i}", f"127.0.0.{i + 1}", 2379) for i in (1, 2, 3)]
     doors = {(n.name, 2380): (n.host.replace("127.0.0", "127.0.4"), 2380) for n in cluster}

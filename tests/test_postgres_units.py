@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checker import fencing, idempotent, mutex
-from harness.controller.dbs.postgres import PostgresDB
+from dbs.postgres import PostgresDB
 from harness.controller.spec import TestSpec
 from harness.core.errors import UsageError
 from harness.core.resource import Write

@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from checker import fencing
-from harness.controller.dbs.redis import LIBC_BUILD
+from dbs.redis import LIBC_BUILD
 from harness.core.locks import Endpoint, Indeterminate, LockConfig
 from tests.harness_runs import assert_jumped
 from tests.harness_runs import run as run_harness

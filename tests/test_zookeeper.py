@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from dbs.faketime import jvm_clock_support
+from dbs.zookeeper import ZOOKEEPER_JAR
 from harness.controller import netfilter
-from harness.controller.dbs.faketime import jvm_clock_support
-from harness.controller.dbs.zookeeper import ZOOKEEPER_JAR
 from tests.consensus_runs import run
 
 pytestmark = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbs.faketime import libfaketime
 from harness.controller import netfilter
-from harness.controller.dbs.faketime import libfaketime
 from harness.controller.registry import Registry, default_registry
 from harness.controller.spec import make_db
 from harness.core import capabilities
@@ -43,9 +43,7 @@ def unmet(spec: Any, registry: Registry | None = None) -> str | None:
             if libfaketime() is None:
                 return ("libfaketime is not installed (Debian package libfaketime): run "
                         "`bash setup.sh`")
-            host_dir = getattr(db, "host_faketime_dir", None)
-            if host_dir is not None:
-                host_dir()
+            db.host_faketime_dir()  # raises when this host has none for it
     except UsageError:
         raise  # not a missing server: a wrong name
     except HarnessError as err:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from dbs.base import DB
 from harness.core import capabilities
 from harness.core.errors import UsageError
 from harness.core.locks import WORKLOAD_KEYS
@@ -47,12 +48,12 @@ SINGULAR = {"locks": "lock", "nemeses": "nemesis", "dbs": "db", "workloads": "wo
 
 BUILTINS: dict[str, dict[str, str]] = {
     "dbs": {
-        "redis": "harness.controller.dbs.redis:RedisDB",
-        "redis-masters": "harness.controller.dbs.redis_masters:RedisMastersDB",
-        "redis-sentinel": "harness.controller.dbs.redis_sentinel:RedisSentinelDB",
-        "zookeeper": "harness.controller.dbs.zookeeper:ZooKeeperDB",
-        "etcd": "harness.controller.dbs.etcd:EtcdDB",
-        "postgres": "harness.controller.dbs.postgres:PostgresDB",
+        "redis": "dbs.redis:RedisDB",
+        "redis-masters": "dbs.redis_masters:RedisMastersDB",
+        "redis-sentinel": "dbs.redis_sentinel:RedisSentinelDB",
+        "zookeeper": "dbs.zookeeper:ZooKeeperDB",
+        "etcd": "dbs.etcd:EtcdDB",
+        "postgres": "dbs.postgres:PostgresDB",
     },
     "locks": {
         "redis-setnx": "workloads.locks.redis_single:SetNxLock",
@@ -236,6 +237,8 @@ class Registry:
         missing = [m for m in REQUIRED_METHODS[kind] if not callable(getattr(cls, m, None))]
         if missing:
             raise UsageError(f"{what}: {entry.target} has no {missing[0]}() method")
+        if kind == "dbs" and not issubclass(cls, DB):  # its optional members' defaults
+            raise UsageError(f"{what}: {entry.target} does not subclass dbs.base.DB")
         declared = getattr(cls, "name", None)
         if entry.distribution is not None and declared and declared != name:
             raise UsageError(f"{what}: the class {entry.target} calls itself {declared!r}")

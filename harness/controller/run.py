@@ -400,11 +400,8 @@ class Run:
         """A db that starts its members one after another (``started(node)``: may the next
         one start?) is waited for, ``START_GATE`` seconds at most: past that the next member
         starts anyway and readiness decides."""
-        started = getattr(self.db, "started", None)
-        if not callable(started):
-            return
         deadline = time.monotonic() + START_GATE
-        while time.monotonic() < deadline and not started(node):
+        while time.monotonic() < deadline and not self.db.started(node):
             time.sleep(0.02)
 
     def _quiesce(self, live: LiveState) -> None:

@@ -187,12 +187,12 @@ class TestSpec:
             except ValueError as e:
                 raise UsageError(f"--nemesis {item}: {e}") from None
         if self.nodes is None:
-            self.nodes = int(getattr(db_cls, "default_nodes", 1))
+            self.nodes = int(db_cls.default_nodes)
         positive("--nodes", self.nodes, integer=True, limit=9)
-        least = getattr(db_cls, "min_nodes", 1)
+        least = db_cls.min_nodes
         if self.nodes < least:
             raise UsageError(f"--db {self.db} needs --nodes {least} or more, got {self.nodes}")
-        modes = tuple(getattr(db_cls, "persistence_modes", ("none",)))
+        modes = tuple(db_cls.persistence_modes)
         if self.persistence not in modes:
             raise UsageError(f"--persistence {self.persistence!r}: --db {self.db} has "
                              f"{', '.join(modes)}")
@@ -403,7 +403,7 @@ class TestSpec:
             if "nemesis" not in norm:  # a replayed schedule alone: its faults name the run
                 norm["nemesis"] = schedule.fault_order()
         if "db" in norm and "lock" not in norm:  # --db zookeeper alone: that db's own lock
-            default_lock = getattr(reg.load("dbs", str(norm["db"])), "default_lock", None)
+            default_lock = reg.load("dbs", str(norm["db"])).default_lock
             if default_lock:
                 norm["lock"] = default_lock
         return cls(**norm)

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import json
 import math
 import os
@@ -190,6 +191,15 @@ def patched(pid: int) -> tuple[int, float] | None:
     return locate(pid).data()
 
 
+def moved_clocks(pid: int) -> dict[str, float]:
+    """The clocks the patch in ``pid`` moves, each with its offset ({}: not patched)."""
+    patch = patched(pid)
+    if patch is None:
+        return {}
+    mask, offset = patch
+    return {c: offset for c in ("wall", "monotonic") if mask & MASKS[c]}
+
+
 def pristine(pid: int) -> bool:
     """Is ``pid``'s vDSO byte for byte this kernel's (no patch, and nothing left of one)?"""
     return locate(pid).image == own_vdso()[1]
@@ -199,14 +209,14 @@ def shift_node(procs: ProcessTable, db: object, name: str, clock: str, offset: f
     """A backend's ``set_clock`` for a DB whose clocks are moved this way: patch the node's
     server process (its host pid: a container's server is a process of this machine too).
     The run dir keeps its pid while it is patched (for ``harness clean``) and what is moved
-    on the node (for :func:`reapply`); the DB's ``vdso_pids`` (when it has one) learns the
-    pid, to read the patch back."""
+    on the node (for :func:`reapply`); the DB's ``vdso_clocks`` (when it has one) learns
+    how to read the patch back (:func:`moved_clocks` of the pid)."""
     pid = procs.pid(name)
     if pid is None:
         raise VdsoError(f"{name}: its server is not running, so its clock cannot be moved")
-    pids_of_db = getattr(db, "vdso_pids", None)
-    if isinstance(pids_of_db, dict):
-        pids_of_db[name] = pid
+    readers = getattr(db, "vdso_clocks", None)
+    if isinstance(readers, dict):
+        readers[name] = functools.partial(moved_clocks, pid)
     record = procs.path.with_name(RECORD)
     pids, moved = _load(record)
     pids[str(pid)] = start_time(pid)

@@ -4,7 +4,7 @@ Every role has ``name`` (what specs and the CLI call it) and ``summary`` (one li
 ``harness list``). The registry (:mod:`harness.controller.registry`) finds built-in roles and
 installed plugins by name; the protocols here are what it expects of each kind:
 
-- ``DB`` (controller): configure, run and probe one node of a server; capabilities
+- ``DB`` (``dbs/``): configure, run and probe one node of a server; capabilities
   (:mod:`harness.core.capabilities`) by implementing their methods.
 - ``Lock`` (client side): :mod:`harness.core.locks`.
 - ``Nemesis``: a fault; declares the capabilities it ``requires`` and the ``targets`` roles
@@ -50,10 +50,22 @@ def load_object(target: str) -> Any:
 
 
 class DB(Protocol):
+    """Every member of a DB. A DB class subclasses :class:`dbs.base.DB`, which gives the
+    optional ones (from ``default_nodes`` on) their defaults; capabilities
+    (:mod:`harness.core.capabilities`) are methods beside these."""
+
     name: ClassVar[str]
     summary: ClassVar[str]
-    default_nodes: ClassVar[int]
     port: ClassVar[int]
+    default_nodes: ClassVar[int]  # 1
+    min_nodes: ClassVar[int]  # 1
+    persistence_modes: ClassVar[tuple[str, ...]]  # ("none",)
+    default_lock: ClassVar[str | None]  # None
+    debian_packages: ClassVar[dict[str, str]]  # {}: {command or path: Debian package}
+    stop_signal: ClassVar[int | None]  # None: SIGTERM to stop, SIGKILL at teardown
+    user: str | None  # None: the server runs as root
+    clock_mechanism: ClassVar[str]  # "libfaketime" (or "vdso")
+    clocks: ClassVar[tuple[str, ...]]  # ("wall",)
 
     def check_environment(self) -> None:
         """Raise HarnessError with one line saying what is missing (binary, ...)."""
@@ -66,6 +78,18 @@ class DB(Protocol):
 
     def ready(self, node: Node) -> bool:
         """Does the node answer now? (One short probe; the backend retries.)"""
+
+    def init_argv(self, node: Node, node_dir: Path) -> list[str] | None:
+        """Run once before the node's first start (None: nothing)."""
+
+    def local_argv(self, node: Node, node_dir: Path, first: bool) -> list[str]:
+        """The command line on this machine (:meth:`argv` unless a local cache helps)."""
+
+    def started(self, node: Node) -> bool:
+        """May the next node start? (True: at once.)"""
+
+    def host_faketime_dir(self) -> Path | None:
+        """A directory first on PATH for the server under libfaketime here (None: none)."""
 
 
 class Nemesis(Protocol):

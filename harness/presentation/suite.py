@@ -293,7 +293,7 @@ def lock_of(options: dict[str, Any]) -> str:
         db = Registry().load("dbs", str(options.get("db", "redis")))
     except (HarnessError, UsageError):
         return "redis-setnx"
-    return str(getattr(db, "default_lock", None) or "redis-setnx")
+    return str(db.default_lock or "redis-setnx")
 
 
 def run_args(options: dict[str, Any]) -> list[str]:

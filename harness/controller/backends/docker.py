@@ -46,9 +46,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from dbs.faketime import LIBFAKETIME_PATHS, check_clock, faketime_env
 from harness.controller import netfilter, vdso_clock
 from harness.controller.backends.process_nodes import ProcessNodes, last_lines, write_offset
-from harness.controller.dbs.faketime import LIBFAKETIME_PATHS, check_clock, faketime_env
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
 from harness.core.capabilities import (
@@ -221,12 +221,13 @@ class DockerBackend(ProcessNodes):
 
     def db_dir(self, node: Node) -> Path:
         """The node directory the DB is told about, inside the container."""
-        if getattr(self.dbs.get(node.name), "user", None):
+        db = self.dbs.get(node.name)
+        if db is not None and db.user:
             return Path("/scratch") / node.name
         return self._home(node)[2]
 
     def provision(self, db: Any, nodes: list[Node]) -> None:
-        user = getattr(db, "user", None)
+        user = db.user
         for node in nodes:
             self.dbs[node.name] = db
             ctr, host_dir, inner = self._home(node)
@@ -239,8 +240,7 @@ class DockerBackend(ProcessNodes):
                 self._exec(ctr, f"mkdir -p {d} && chown {user}: {d}")
                 put_files(self.containers[ctr], d, db.files(node, nodes, d), user)
                 self._exec(ctr, f"chown -R {user}: {d}")
-            init = getattr(db, "init_argv", None)
-            argv = init(node, self.db_dir(node)) if callable(init) else None
+            argv = db.init_argv(node, self.db_dir(node))
             if argv:
                 res = self.containers[ctr].exec_run(argv, user=user or "",
                                                     environment={"LD_PRELOAD": ""})
@@ -267,7 +267,7 @@ class DockerBackend(ProcessNodes):
         db = self.dbs[node.name]
         ctr, host_dir, inner = self._home(node)
         argv = db.argv(node, self.db_dir(node))
-        user = getattr(db, "user", None)
+        user = db.user
         if user:
             argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", *argv]
         pidfile = host_dir / "server.pid"

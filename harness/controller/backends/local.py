@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from dbs.faketime import check_clock, faketime_env, libfaketime
 from harness.controller import netfilter, vdso_clock
 from harness.controller.backends.process_nodes import (
     ProcessNodes,
@@ -44,7 +45,6 @@ from harness.controller.backends.process_nodes import (
     stop_signal,
     write_offset,
 )
-from harness.controller.dbs.faketime import check_clock, faketime_env, libfaketime
 from harness.controller.places import active_dir, scratch_dir
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
@@ -180,7 +180,8 @@ class LocalBackend(ProcessNodes):
 
     # nodes -----------------------------------------------------------------------------------
     def node_dir(self, node: Node) -> Path:
-        if getattr(self.dbs.get(node.name), "user", None):
+        db = self.dbs.get(node.name)
+        if db is not None and db.user:
             return self.scratch / node.name
         return self.run.node_dir(node.name)
 
@@ -193,7 +194,7 @@ class LocalBackend(ProcessNodes):
             self._partitions = True
 
     def provision(self, db: Any, nodes: list[Node]) -> None:
-        user = getattr(db, "user", None)
+        user = db.user
         for node in nodes:
             self.dbs[node.name] = db
             self.hosts[node.name] = node.host
@@ -205,8 +206,7 @@ class LocalBackend(ProcessNodes):
                 entry = pwd.getpwnam(user)
                 for path in (d, *d.rglob("*")):
                     os.chown(path, entry.pw_uid, entry.pw_gid)
-            init = getattr(db, "init_argv", None)
-            argv = init(node, d) if callable(init) else None
+            argv = db.init_argv(node, d)
             if argv:
                 self._init(node, argv, user)
 
@@ -237,9 +237,9 @@ class LocalBackend(ProcessNodes):
             raise HarnessError("libfaketime not found (Debian package libfaketime): run "
                                "`bash setup.sh`")
         path = os.environ.get("PATH", "/usr/bin:/bin")
-        host_dir = getattr(db, "host_faketime_dir", None)
+        host_dir = db.host_faketime_dir()
         if host_dir is not None:
-            path = f"{host_dir()}:{path}"
+            path = f"{host_dir}:{path}"
         clock_file = self.node_dir(node) / "faketime"
         clock_file.write_text("+0s\n")
         self.env[node.name] = {**os.environ, "PATH": path,
@@ -260,13 +260,11 @@ class LocalBackend(ProcessNodes):
             group = self._snat_group(node.host)
         # A db may start differently on this machine (``local_argv``: a cache of this
         # machine's, say); ``first`` is the first start of any of its nodes in this run.
-        local_argv = getattr(db, "local_argv", None)
         first = not any(type(self.dbs[n]) is type(db) for n in self._started)
-        argv = local_argv(node, self.node_dir(node), first) if callable(local_argv) else \
-            db.argv(node, self.node_dir(node))
+        argv = db.local_argv(node, self.node_dir(node), first)
         self._started.add(node.name)
         self.procs.spawn(node.name, argv, self.log_file(node), env=self.env.get(node.name),
-                         group=group, user=getattr(db, "user", None))
+                         group=group, user=db.user)
         if clock_mechanism(db) == "vdso":  # restarted while its clock was moved: again
             vdso_clock.reapply(self.procs, db, node.name)
 
@@ -315,7 +313,7 @@ class LocalBackend(ProcessNodes):
             self.procs.send(name, signal.SIGCONT, group=True)
         # The run is over and its data read back: a server that needs no clean stop (it
         # declares no stop_signal) is killed at once, and all are waited for together.
-        graceful = [n for n in self.dbs if getattr(self.dbs[n], "stop_signal", None)]
+        graceful = [n for n in self.dbs if self.dbs[n].stop_signal]
         for name in self.dbs:
             self.procs.send(name, stop_signal(self.dbs[name]) if name in graceful
                             else signal.SIGKILL, group=True)

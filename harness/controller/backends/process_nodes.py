@@ -68,7 +68,7 @@ def offset_text(offset: float) -> str:
 
 def stop_signal(db: Any) -> int:
     """The signal that stops ``db``'s server cleanly (a DB's ``stop_signal``; SIGTERM)."""
-    return int(getattr(db, "stop_signal", signal.SIGTERM))
+    return int(db.stop_signal or signal.SIGTERM)
 
 
 def write_offset(path: Path, offset: float) -> None:

@@ -43,11 +43,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from dbs.faketime import check_clock, faketime_env
 from harness.controller import procs as procs_mod
 from harness.controller.backends.docker import ip_cmd
 from harness.controller.backends.local import LocalBackend, port_free
 from harness.controller.backends.process_nodes import last_lines, offset_text
-from harness.controller.dbs.faketime import check_clock, faketime_env
 from harness.controller.hosts import Host, HostsFile, check_fits, environment_unmet
 from harness.controller.places import active_dir
 from harness.controller.procs import ProcessTable
@@ -239,7 +239,8 @@ class SshBackend:
         hosts (installed with apt if missing). What the servers need is checked (and
         installed) in :meth:`provision`, which knows each server's own DB."""
         remote = [n for n in nodes if not self._is_local(n)]
-        if remote and (getattr(db, "user", None) or callable(getattr(db, "init_argv", None))):
+        if remote and (db.user or any(db.init_argv(n, PurePosixPath(self._paths(n)[0]))
+                                      for n in remote)):
             raise HarnessError(f"--backend ssh cannot run --db {db.name} on a host yet (it "
                                "needs a one-time init as its own user): use --backend local "
                                "or docker")
@@ -486,7 +487,7 @@ class SshBackend:
 def requirements(db: Any, node: Node, node_dir: PurePosixPath) -> dict[str, str | None]:
     """What a server needs on its host: its program (the first word of its command line) and
     whatever the DB names in ``debian_packages`` ({command or path: Debian package})."""
-    packages: dict[str, str] = dict(getattr(db, "debian_packages", {}) or {})
+    packages: dict[str, str] = dict(db.debian_packages)
     program = str(db.argv(node, node_dir)[0])
     need: dict[str, str | None] = {program: packages.get(program)
                                    or packages.get(posixpath.basename(program))}

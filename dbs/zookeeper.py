@@ -26,13 +26,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
-from kazoo.handlers.threading import KazooTimeoutError
-
-from harness.controller.dbs.faketime import jvm_clock_support
-from harness.controller.dbs.fourletter import four_letter, pick_leader, server_state
-from harness.controller.dbs.jvm_archive import JvmArchive
+from dbs.base import DB
+from dbs.faketime import jvm_clock_support
+from dbs.fourletter import four_letter, pick_leader, server_state
+from dbs.jvm_archive import JvmArchive
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -62,7 +59,7 @@ JVM_FLAGS = (
 )
 
 
-class ZooKeeperDB:
+class ZooKeeperDB(DB):
     name: ClassVar[str] = "zookeeper"
     summary: ClassVar[str] = (f"a ZooKeeper ensemble (Debian's zookeeper, tickTime {TICK_MS} ms; "
                               "session timeout = --ttl)")
@@ -111,7 +108,7 @@ class ZooKeeperDB:
 
     def local_argv(self, node: Node, node_dir: Path, first: bool) -> list[str]:
         """On this machine: the same, with the class-data-sharing archive of this machine's
-        cache (:mod:`harness.controller.dbs.jvm_archive`), which shortens the ensemble's start
+        cache (:mod:`dbs.jvm_archive`), which shortens the ensemble's start
         by about a fifth."""
         argv = self.argv(node, node_dir)
         archive = JvmArchive("zookeeper", self.java, [ZOOKEEPER_JAR, SLF4J_SIMPLE_JAR],
@@ -148,7 +145,12 @@ class ZooKeeperDB:
         """(wall, monotonic) as the server reports them in ``cons`` for a session of ours:
         ``est``, the JVM's ``currentTimeMillis`` when it accepted our connection, and
         ``lresp`` after one request, its ``Time.currentElapsedTime()`` (``nanoTime`` in ms),
-        the clock its session tracker expires sessions by. Both in milliseconds."""
+        the clock its session tracker expires sessions by. Both in milliseconds. (kazoo is
+        imported here: the DB classes load with the standard library alone, :mod:`dbs.base`.)"""
+        from kazoo.client import KazooClient
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
         client = KazooClient(hosts=f"{node.host}:{node.port}", timeout=2.0)
         try:
             client.start(timeout=3.0)

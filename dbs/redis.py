@@ -1,22 +1,27 @@
-"""Redis: a single ``redis-server`` per node, no replication, no persistence by default."""
+"""Redis: a single ``redis-server`` per node, no replication, no persistence by default.
+
+redis-py is imported by the probes that use it, not at the top: the DB classes load with the
+standard library alone (:mod:`dbs.base`).
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import redis
-
+from dbs.base import DB
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
-from workloads.locks.redis_conn import connect
+
+if TYPE_CHECKING:
+    import redis
 
 LIBC_BUILD = Path(os.environ.get("LOCK_HARNESS_CACHE", "/var/cache/lock-harness")) / "redis-libc"
 
 
-class RedisDB:
+class RedisDB(DB):
     name: ClassVar[str] = "redis"
     summary: ClassVar[str] = "independent redis-server nodes (single-instance locks use n1)"
     default_nodes: ClassVar[int] = 1
@@ -52,6 +57,8 @@ class RedisDB:
         return [self.binary, str(node_dir / "redis.conf")]
 
     def ready(self, node: Node) -> bool:
+        import redis
+
         client = connect(node.host, node.port, 0.5)
         try:
             return bool(client.ping())
@@ -62,6 +69,8 @@ class RedisDB:
 
     def connected_from(self, node: Node) -> list[str] | None:
         """The source addresses of the clients connected now (this query's own left out)."""
+        import redis
+
         client = connect(node.host, node.port, 1.0)
         try:
             me = client.client_id()
@@ -96,6 +105,16 @@ class RedisDB:
         finally:
             client.close()
         return sec + usec / 1e6
+
+
+def connect(host: str, port: int, timeout: float) -> redis.Redis:
+    """A client of the harness's probes: it fails fast and never retries (as the lock
+    clients' own, :mod:`workloads.locks.redis_conn`), and decodes replies."""
+    import redis
+
+    return redis.Redis(host=host, port=port, socket_timeout=timeout,
+                       socket_connect_timeout=timeout, retry_on_timeout=False, retry=None,
+                       decode_responses=True, health_check_interval=0)
 
 
 def base_conf(node: Node, node_dir: Path) -> list[str]:

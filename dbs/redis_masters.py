@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from harness.controller.dbs.redis import RedisDB
+from dbs.redis import RedisDB
 
 
 class RedisMastersDB(RedisDB):

@@ -18,6 +18,9 @@ import time
 
 from harness.core.errors import HarnessError
 
+# What a DB whose clock faults go through libfaketime needs on its hosts: the preload library
+# and its command (harness.controller.packages adds them to such a DB's packages).
+DEBIAN_PACKAGES = ("libfaketime", "faketime")
 LIBFAKETIME_PATHS = (
     "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
     "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",

@@ -29,14 +29,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import redis
-
-from harness.controller.dbs.redis import RedisDB, base_conf
+from dbs.base import DB
+from dbs.redis import RedisDB, base_conf, connect
 from harness.core.cluster import Node
 from harness.core.errors import UsageError
-from workloads.locks.redis_conn import connect
+
+if TYPE_CHECKING:
+    import redis
 
 SERVICE = "mymaster"
 SENTINEL_PORT = 26379
@@ -126,6 +127,8 @@ class RedisSentinelDB(RedisDB):
 
     def role(self, node: Node) -> str | None:
         """``master`` or ``slave`` as the node itself says (None: it does not answer)."""
+        import redis
+
         c = _client(node.host, node.port)
         try:
             return str(c.role()[0])
@@ -141,6 +144,8 @@ def sentinel_id(node: Node) -> str:
 
 
 def primary_seen_by(sentinel: Node) -> str | None:
+    import redis
+
     c = _client(sentinel.host, sentinel.port)
     try:
         addr = c.sentinel_get_master_addr_by_name(SERVICE)
@@ -151,7 +156,7 @@ def primary_seen_by(sentinel: Node) -> str | None:
     return None if not addr else str(addr[0])
 
 
-class SentinelProcess:
+class SentinelProcess(DB):
     """One Sentinel (``redis-server --sentinel``): the companion process of a machine."""
 
     name: ClassVar[str] = "redis-sentinel-process"
@@ -195,6 +200,8 @@ class SentinelProcess:
     def ready(self, node: Node) -> bool:
         """Ready when it sees every replica in sync and every other Sentinel: before that a
         failover could not happen (or could pick nobody)."""
+        import redis
+
         c = _client(node.host, node.port)
         try:
             master = c.sentinel_master(SERVICE)

@@ -28,11 +28,14 @@ import os
 import pwd
 import signal
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from dbs.base import DB
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
-from workloads.locks.pg_conn import connect, probe
+
+if TYPE_CHECKING:
+    import psycopg
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 USER = "postgres"
@@ -54,13 +57,14 @@ SETTINGS: dict[str, str] = {
 }
 
 
-class PostgresDB:
+class PostgresDB(DB):
     name: ClassVar[str] = "postgres"
     summary: ClassVar[str] = ("PostgreSQL 15, one cluster per node (row and advisory locks; "
                               "the protected resource as a table)")
     default_nodes: ClassVar[int] = 1
     port: ClassVar[int] = 5432
     default_lock: ClassVar[str] = "pg-row"
+    debian_packages: ClassVar[dict[str, str]] = {str(BIN / "postgres"): "postgresql"}
     stop_signal: ClassVar[int] = signal.SIGINT
     # libfaketime moves the server's wall clock (clock_timestamp(), now(), its timeouts) or
     # both clocks by one offset
@@ -105,7 +109,13 @@ class PostgresDB:
 
     def ready(self, node: Node) -> bool:
         """A real connection that answers ``SELECT 1``."""
-        return probe(node.host, node.port)
+        import psycopg
+
+        try:
+            with connect(node.host, node.port, 1.0) as conn:
+                return conn.execute("SELECT 1").fetchone() == (1,)
+        except psycopg.Error:
+            return False
 
     def clock_fault_support(self) -> str | None:
         return None  # postgres calls libc's clock functions, which libfaketime replaces
@@ -118,3 +128,14 @@ class PostgresDB:
         if row is None:
             raise HarnessError(f"{node.name}: clock_timestamp() returned no row")
         return float(row[0])
+
+
+def connect(host: str, port: int, timeout: float) -> psycopg.Connection[Any]:
+    """A connection of the harness's probes (autocommit), failing fast on a dead network.
+    psycopg is imported here, not at the top: the DB classes load with the standard library
+    alone (:mod:`dbs.base`)."""
+    import psycopg
+
+    return psycopg.connect(host=host, port=port, user=USER, dbname="postgres",
+                           connect_timeout=2, application_name="lock-harness",
+                           tcp_user_timeout=max(100, int(timeout * 1000)), autocommit=True)

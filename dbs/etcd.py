@@ -22,8 +22,9 @@ back from the ``Date`` header of its HTTP answers (Go's ``net/http`` writes it f
 second it names (within 0.5 s plus the request's time of the node's clock, inside the clock
 nemesis's 1 s tolerance); :func:`date_edge` waits for the header to turn to the next second,
 which pins the node's clock to a few ms. The monotonic clock is read back from the patch in
-the server process (the offset and the clock ids it moves), the only place a follower shows
-it; the leader's moved monotonic clock also shows in a lease's remaining TTL (``ttl_left``).
+the server process (the offset and the clock ids it moves: the controller, which patched it,
+gives the DB a reader of it in ``vdso_clocks``), the only place a follower shows it; the
+leader's moved monotonic clock also shows in a lease's remaining TTL (``ttl_left``).
 
 What the clocks do to leases (etcd 3.4, measured in tests/test_etcd_clock.py): only the leader's
 lessor counts them down, on the monotonic clock (``Remaining()``); its revoke loop pops leases
@@ -50,11 +51,11 @@ import shutil
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from harness.controller import vdso_clock
+from dbs.base import DB
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -65,7 +66,7 @@ PROBE_TIMEOUT = 0.5
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
 
 
-class EtcdDB:
+class EtcdDB(DB):
     name: ClassVar[str] = "etcd"
     summary: ClassVar[str] = "an etcd cluster (Debian's etcd-server, 3.4; lease TTL = --ttl)"
     default_nodes: ClassVar[int] = 3
@@ -79,7 +80,8 @@ class EtcdDB:
     def __init__(self, binary: str | None = None) -> None:
         self.binary = binary or shutil.which("etcd") or "etcd"
         self.doors: dict[tuple[str, int], tuple[str, int]] = {}
-        self.vdso_pids: dict[str, int] = {}  # node -> its server's pid, once its clock moved
+        # node -> what the patch in its server moves ({clock: offset}), once its clock moved
+        self.vdso_clocks: dict[str, Callable[[], dict[str, float]]] = {}
 
     def check_environment(self) -> None:
         if shutil.which(self.binary) is None:
@@ -139,14 +141,12 @@ class EtcdDB:
         plus the offset the patch in the node's server adds to it (none: not patched). With no
         ``clock``, the one its faults move: the monotonic clock when its patch moves that
         alone, else the wall clock."""
-        pid = self.vdso_pids.get(node.name)
-        patch = vdso_clock.patched(pid) if pid is not None else None
+        read = self.vdso_clocks.get(node.name)
+        moved = read() if read is not None else {}
         if clock is None:
-            alone = patch is not None and not patch[0] & vdso_clock.WALL_MASK
-            clock = "monotonic" if alone else "wall"
+            clock = "monotonic" if moved and "wall" not in moved else "wall"
         if clock == "monotonic":
-            moved = patch is not None and patch[0] & vdso_clock.MONOTONIC_MASK
-            return time.time() + (patch[1] if patch is not None and moved else 0.0)
+            return time.time() + moved.get("monotonic", 0.0)
         return date_header(node) + 0.5
 
 
