@@ -71,6 +71,8 @@ def test_the_partition_family_under_a_shape_option_words_it_as_that_shape() -> N
     assert describe(fault) == "a partition (n1,n2 | n3) at 1.2 s for 4.2 s"
 
 
-@pytest.mark.parametrize("f", ["someone-elses", "clock-from-elsewhere", "partition-x", "pkg:X"])
+@pytest.mark.parametrize("f", ["someone-elses", "clock-from-elsewhere", "partition-x", "pkg:X",
+                               "nemesis.process_faults:PauseHolder"])
 def test_a_fault_whose_nemesis_is_not_here_gets_the_generic_words(f: str) -> None:
+    """Only a registered name is looked up: a history's ``module:Class`` is never imported."""
     assert describe(run(f, ["x"])) == f"{f} on x at 1.2 s for 4.2 s"

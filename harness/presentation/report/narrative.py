@@ -73,9 +73,13 @@ def from_record(record: Mapping[str, Any]) -> FaultRun:
 
 def describe(run: FaultRun) -> str:
     """``a +60 s clock jump on n1,n2,n3 at 3.1 s for 2.5 s``: the words of the fault's own
-    nemesis (found by its name), or the generic ones when it is not installed here."""
+    nemesis (found by its registered name: a history never names code to import), or the
+    generic ones when it is not installed here."""
+    registry = default_registry()
+    if run.f not in registry.names("nemeses"):
+        return generic_words(run)
     try:
-        nemesis = default_registry().load("nemeses", run.f)
+        nemesis = registry.load("nemeses", run.f)
     except UsageError:
         return generic_words(run)
     words = getattr(nemesis, "describe", None)
