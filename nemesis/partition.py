@@ -157,11 +157,10 @@ class Partition(BaseNemesis):
     run's options (``needs``); an alias (``partition-halves``) declares its shape's."""
 
     name = "partition"
-    summary = ("cut the client holding the lock off from every DB node, past the TTL "
-               f"(partition-shape {', '.join(SHAPES)})")
+    summary = f"{SHAPES[DEFAULT].summary} (partition-shape {', '.join(SHAPES)})"
     requires = (Iptables,)
-    targets = CLIENT_TARGETS
-    cuts_clients = True
+    targets = SHAPES[DEFAULT].targets
+    cuts_clients = SHAPES[DEFAULT].cuts_clients
     shape: ClassVar[str | None] = None  # the shape an alias's name presets
     options = {
         "partition-shape": Option(str, None, f"{DEFAULT} (default): {', '.join(SHAPES)}",

@@ -42,13 +42,12 @@ class PauseHolder(BaseNemesis):
     name = "pause"
     summary = "SIGSTOP the client holding the lock for longer than the TTL, then SIGCONT"
     targets = CLIENT_TARGETS
+    role = "holder"
+    missed: list[str] = []
 
     @classmethod
     def describe(cls, run: FaultRun) -> str:
         return paused(run)
-
-    role = "holder"
-    missed: list[str] = []
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         self.role = target or "holder"
