@@ -52,6 +52,7 @@ class BaseNemesis:
     # Other names of this class, each with the class attributes it presets (a family's member:
     # ``{"clock-back": {"preset": "back", "summary": ...}}``); see :meth:`alias`.
     aliases: ClassVar[dict[str, dict[str, Any]]] = {}
+    colour: ClassVar[str | None] = None  # its bars on the report's timeline (None: grey)
 
     @classmethod
     def alias(cls, name: str) -> type[BaseNemesis]:

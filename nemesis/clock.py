@@ -92,6 +92,7 @@ class Clock(BaseNemesis):
     targets = NODE_TARGETS
     default_target = "majority"  # what option clock-nodes chooses by default
     preset: ClassVar[str | None] = None  # the pattern an alias's name fixes
+    colour = "#8250df"
     aliases = {
         "clock-back": {"preset": "back", "summary": "jump the clock of a majority of DB nodes "
                        "back 60 s (clock-pattern back), verified"},

@@ -32,6 +32,7 @@ class CrashClient(BaseNemesis):
     summary = ("SIGKILL a client at a step of its lock protocol (default: the lock's own, "
                "e.g. between SETNX and EXPIRE); it stays dead")
     targets = ("any", "client:N")
+    colour = "#bf3989"
 
     @classmethod
     def describe(cls, run: FaultRun) -> str:

@@ -17,7 +17,7 @@ from harness.core.cluster import NemesisContext
 from harness.core.fault_run import FaultRun
 from harness.core.options import Option
 from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_holder
-from nemesis.process_faults import kill, killed, restart
+from nemesis.process_faults import KILLED, kill, killed, restart
 
 
 class KillMajority(BaseNemesis):
@@ -26,6 +26,7 @@ class KillMajority(BaseNemesis):
     targets = NODE_TARGETS
     default_target = "majority"  # what select() aims at without a role
     delayed = False
+    colour = KILLED
     options = {"kill-delay": Option(float, None, "seconds the nodes stay down (default 0, "
                                     "delayed: TTL + 1)", minimum=0, maximum=3600)}
     aliases = {"kill-majority-delayed": {

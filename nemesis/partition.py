@@ -162,6 +162,7 @@ class Partition(BaseNemesis):
     targets = SHAPES[DEFAULT].targets
     cuts_clients = SHAPES[DEFAULT].cuts_clients
     shape: ClassVar[str | None] = None  # the shape an alias's name presets
+    colour = "#0969da"
     options = {
         "partition-shape": Option(str, None, f"{DEFAULT} (default): {', '.join(SHAPES)}",
                                   choices=tuple(SHAPES)),

@@ -14,6 +14,7 @@ from nemesis.base import CLIENT_TARGETS, NODE_TARGETS, BaseNemesis, client_targe
 READY_TIMEOUT = 20.0
 RETARGETS = 5  # a pause of the holder that froze a client which had just let go: tries again
 SETTLE = 0.02  # seconds for a stopped client's last journal line to be readable
+PAUSED, KILLED = "#9a6700", "#a40e26"  # the colours of their bars on the report's timeline
 
 
 def paused(run: FaultRun) -> str:
@@ -44,6 +45,7 @@ class PauseHolder(BaseNemesis):
     targets = CLIENT_TARGETS
     role = "holder"
     missed: list[str] = []
+    colour = PAUSED
 
     @classmethod
     def describe(cls, run: FaultRun) -> str:
@@ -100,6 +102,7 @@ class PauseNode(BaseNemesis):
     name = "pause-node"
     summary = "SIGSTOP a DB server node for longer than the TTL, then SIGCONT"
     targets = NODE_TARGETS
+    colour = PAUSED
     aliases = {"pause-leader": {
         "summary": "SIGSTOP the current leader for longer than the TTL, then SIGCONT",
         "requires": (HasLeader,), "targets": (), "default_target": "leader"}}
@@ -135,6 +138,7 @@ class KillNode(BaseNemesis):
     name = "kill"
     summary = "SIGKILL a DB server node, restart it after a few seconds"
     targets = NODE_TARGETS
+    colour = KILLED
 
     @classmethod
     def describe(cls, run: FaultRun) -> str:

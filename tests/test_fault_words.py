@@ -76,3 +76,21 @@ def test_the_partition_family_under_a_shape_option_words_it_as_that_shape() -> N
 def test_a_fault_whose_nemesis_is_not_here_gets_the_generic_words(f: str) -> None:
     """Only a registered name is looked up: a history's ``module:Class`` is never imported."""
     assert describe(run(f, ["x"])) == f"{f} on x at 1.2 s for 4.2 s"
+
+
+def test_a_fault_s_bars_on_the_timeline_take_its_nemesis_s_colour() -> None:
+    """The family's colour for every member (an alias too); grey (None) for a nemesis with
+    none or one not installed here."""
+    from harness.presentation.report.model import fault_windows
+
+    faults = ["clock", "partition-halves", "pause-leader", "kill-majority-delayed", "delay",
+              "someone-elses"]
+    history = [{"index": i, "process": "nemesis", "type": kind, "f": f, "value": value,
+                "time": 1000 * i, "targets": ["n1"]}
+               for i, (f, kind, value) in enumerate(
+                   (f, kind, value) for f in faults for kind, value in
+                   (("invoke", "start"), ("info", "start"), ("info", "stop")))]
+    windows = fault_windows(history, 10**6)
+    assert [(w["f"], w["colour"]) for w in windows] == [
+        ("clock", "#8250df"), ("partition-halves", "#0969da"), ("pause-leader", "#9a6700"),
+        ("kill-majority-delayed", "#a40e26"), ("delay", None), ("someone-elses", None)]

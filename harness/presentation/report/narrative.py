@@ -71,18 +71,22 @@ def from_record(record: Mapping[str, Any]) -> FaultRun:
                     detail if isinstance(detail, Mapping) else None)
 
 
+def nemesis_of(f: str) -> type | None:
+    """The nemesis class of a recorded fault, by its registered name (a history never names
+    code to import); None when it is not installed here."""
+    registry = default_registry()
+    if f not in registry.names("nemeses"):
+        return None
+    try:
+        return registry.load("nemeses", f)
+    except UsageError:
+        return None
+
+
 def describe(run: FaultRun) -> str:
     """``a +60 s clock jump on n1,n2,n3 at 3.1 s for 2.5 s``: the words of the fault's own
-    nemesis (found by its registered name: a history never names code to import), or the
-    generic ones when it is not installed here."""
-    registry = default_registry()
-    if run.f not in registry.names("nemeses"):
-        return generic_words(run)
-    try:
-        nemesis = registry.load("nemeses", run.f)
-    except UsageError:
-        return generic_words(run)
-    words = getattr(nemesis, "describe", None)
+    nemesis, or the generic ones when it is not installed here."""
+    words = getattr(nemesis_of(run.f), "describe", None)
     return str(words(run)) if callable(words) else generic_words(run)
 
 
