@@ -9,6 +9,10 @@ Targets are roles, resolved when the fault starts (so a replayed schedule hits "
 whoever that is then): for client faults ``holder`` (the client holding the lock now),
 ``waiter`` (one blocked in an acquire), ``any`` or ``client:3``; for node faults ``any``,
 ``leader``, ``minority``, ``majority``, ``all`` or ``node:n2``.
+
+A nemesis also words its own faults for the report (``describe``), and a family of faults names
+its aliases (``aliases``: an old name and the class attributes it presets; the registry loads
+``partition-halves`` as the ``partition`` family with shape ``halves``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any, ClassVar
 
 from harness.core.capabilities import HasLeader
 from harness.core.cluster import NemesisContext, client_name
+from harness.core.fault_run import FaultRun, generic_words
 from harness.core.options import Option
 
 HOLDER_WAIT = 3.0  # seconds to wait for somebody to hold (or wait for) the lock
@@ -44,6 +49,36 @@ class BaseNemesis:
     # DB nodes it needs to find a target at all (a partition among the nodes needs two): on a
     # smaller cluster every step of it is skipped, so harness explore leaves it out.
     min_nodes: ClassVar[int] = 1
+    # Other names of this class, each with the class attributes it presets (a family's member:
+    # ``{"clock-back": {"preset": "back", "summary": ...}}``); see :meth:`alias`.
+    aliases: ClassVar[dict[str, dict[str, Any]]] = {}
+    colour: ClassVar[str | None] = None  # its bars on the report's timeline (None: grey)
+
+    @classmethod
+    def alias(cls, name: str) -> type[BaseNemesis]:
+        """The class ``name`` stands for: this one under that name, with what it presets."""
+        if name == cls.name:
+            return cls
+        if name not in cls.aliases:
+            raise KeyError(f"{cls.name} has no alias {name!r} ({', '.join(cls.aliases)})")
+        attrs = {"name": name, "aliases": {}, "__doc__": cls.__doc__, **cls.aliases[name]}
+        return type(cls.__name__, (cls,), attrs)
+
+    @classmethod
+    def describe(cls, run: FaultRun) -> str:
+        """The fault that ran, in the report's words (``a pause (SIGSTOP) of c0 (the holder)
+        at 1.2 s for 4.2 s``); by default ``NAME on TARGETS at ...``."""
+        return generic_words(run)
+
+    @classmethod
+    def preset_conflict(cls, option: str, preset: str | None, asked: Any,
+                        family: str) -> str | None:
+        """Why an alias that presets ``option`` refuses another value for it (None: it
+        does not)."""
+        if preset is None or asked in (None, preset):
+            return None
+        return (f"{cls.name} is {option} {preset}, not {asked} (use --nemesis {family} "
+                f"--nemesis-opt {option}={asked})")
 
     def setup(self, ctx: NemesisContext) -> None:
         return None

@@ -28,8 +28,8 @@ then moves the clocks of a set of DB nodes. Its data:
   ``leader``, ``node:NAME``), else option ``clock-nodes``: ``majority`` (default; the only
   node of a single Redis), ``minority``, ``one``, ``all``, or names (``n1,n3``).
 
-The old names stay: ``clock`` is the family (``clock-pattern`` jump unless told), and
-``clock-back`` and ``clock-strobe`` preset the pattern ``back`` and ``strobe``.
+The old names stay: ``clock`` is the family (``clock-pattern`` jump unless told), and its
+aliases ``clock-back`` and ``clock-strobe`` preset the pattern ``back`` and ``strobe``.
 
 Each change is verified by reading the node's own clock back (Redis ``TIME``) and the observed
 offsets are recorded in the history; a node whose clock did not move fails the fault (it is
@@ -52,6 +52,7 @@ from typing import Any, ClassVar
 
 from harness.core.capabilities import CLOCK_IDS, ClockFaults, clock_unmet
 from harness.core.cluster import NemesisContext
+from harness.core.fault_run import FaultRun
 from harness.core.options import Option
 from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_holder
 
@@ -91,6 +92,14 @@ class Clock(BaseNemesis):
     targets = NODE_TARGETS
     default_target = "majority"  # what option clock-nodes chooses by default
     preset: ClassVar[str | None] = None  # the pattern an alias's name fixes
+    colour = "#8250df"
+    aliases = {
+        "clock-back": {"preset": "back", "summary": "jump the clock of a majority of DB nodes "
+                       "back 60 s (clock-pattern back), verified"},
+        "clock-strobe": {"preset": "strobe", "summary": "strobe the clock of a majority of DB "
+                         "nodes between +60 s and true time every 0.2 s (clock-pattern "
+                         "strobe), verified"},
+    }
     options = {
         "clock-offset": Option(float, None, "seconds to move the clocks (default +60, "
                                "clock-back -60)", minimum=-86400 * 365, maximum=86400 * 365),
@@ -134,10 +143,10 @@ class Clock(BaseNemesis):
     @classmethod
     def refuse(cls, db: Any, options: dict[str, Any], ttl: float,
                op_timeout: float | None) -> str | None:
-        asked = options.get("clock-pattern")
-        if cls.preset is not None and asked not in (None, cls.preset):
-            return (f"{cls.name} is clock-pattern {cls.preset}, not {asked} (use --nemesis "
-                    f"clock --nemesis-opt clock-pattern={asked})")
+        conflict = cls.preset_conflict("clock-pattern", cls.preset,
+                                       options.get("clock-pattern"), "clock")
+        if conflict:
+            return conflict
         pattern = cls.pattern(options)
         clock = cls.clock_id(options)
         if "clock-rate" in options and pattern != "rate":
@@ -150,6 +159,24 @@ class Clock(BaseNemesis):
             return (f"clock-pattern {pattern} with a negative offset or a flip back sets the "
                     "monotonic clock back, which no clock does; use clock-id wall")
         return clock_unmet(db, clock)
+
+    @classmethod
+    def describe(cls, run: FaultRun) -> str:
+        """``a +60 s clock jump on n1,n2 ...``, ``a clock rate x2 on ...``, ``a clock strobe
+        (+60 s every 0.2 s) on ...``."""
+        detail = run.detail or {}
+        pattern = cls.preset or detail.get("pattern")
+        offset = detail.get("offset")
+        size = f"{offset:+g} s " if isinstance(offset, int | float) else ""
+        if pattern == "rate":
+            rate = detail.get("rate")
+            x = f" x{rate:g}" if isinstance(rate, int | float) else ""
+            return f"a clock rate{x} on {run.who()} {run.when()}"
+        if pattern == "strobe":
+            period = detail.get("period")
+            every = f" every {period:g} s" if isinstance(period, int | float) else ""
+            return f"a clock strobe ({size.strip() or 'offset'}{every}) on {run.who()} {run.when()}"
+        return f"a {size}clock jump on {run.who()} {run.when()}"
 
     @classmethod
     def check_step(cls, options: dict[str, Any], params: dict[str, Any]) -> str | None:
@@ -356,19 +383,6 @@ class Clock(BaseNemesis):
 
 
 ClockJump = Clock  # the name the family had when it was a jump alone
-
-
-class ClockBack(Clock):
-    name = "clock-back"
-    summary = "jump the clock of a majority of DB nodes back 60 s (clock-pattern back), verified"
-    preset = "back"
-
-
-class ClockStrobe(Clock):
-    name = "clock-strobe"
-    summary = ("strobe the clock of a majority of DB nodes between +60 s and true time every "
-               "0.2 s (clock-pattern strobe), verified")
-    preset = "strobe"
 
 
 def observed_rate(seen: list[tuple[float, float]]) -> float | None:

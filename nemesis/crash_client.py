@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from harness.core.cluster import NemesisContext, client_name, process_of
+from harness.core.fault_run import FaultRun
 from harness.core.options import Option
 from nemesis.base import BaseNemesis
 
@@ -31,6 +32,11 @@ class CrashClient(BaseNemesis):
     summary = ("SIGKILL a client at a step of its lock protocol (default: the lock's own, "
                "e.g. between SETNX and EXPIRE); it stays dead")
     targets = ("any", "client:N")
+    colour = "#bf3989"
+
+    @classmethod
+    def describe(cls, run: FaultRun) -> str:
+        return f"a crash of {run.who()} {run.when()}"
     options = {
         "crash-step": Option(str, AUTO, "the step to die at: auto (the lock's own), holding, "
                              "or a step the lock names (after-setnx)"),

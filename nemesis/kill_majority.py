@@ -5,17 +5,19 @@ without persistence comes back empty, having forgotten the lock it granted, so t
 the minority that still has it there is a fresh majority to grant it again: Redlock breaks.
 With ``--persistence appendonly`` (``appendfsync always``) they come back with the key.
 
-``kill-majority-delayed``: the same, but the nodes stay down for the TTL plus a second before
-they restart (the remedy Redlock's author proposes: every lock a node knew has expired by the
-time it is back). Option ``kill-delay`` (seconds) sets the downtime of either.
+``kill-majority-delayed`` (an alias presetting ``delayed``): the same, but the nodes stay down
+for the TTL plus a second before they restart (the remedy Redlock's author proposes: every lock
+a node knew has expired by the time it is back). Option ``kill-delay`` (seconds) sets the
+downtime of either.
 """
 
 from __future__ import annotations
 
 from harness.core.cluster import NemesisContext
+from harness.core.fault_run import FaultRun
 from harness.core.options import Option
 from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_holder
-from nemesis.process_faults import kill, restart
+from nemesis.process_faults import KILLED, kill, killed, restart
 
 
 class KillMajority(BaseNemesis):
@@ -24,8 +26,16 @@ class KillMajority(BaseNemesis):
     targets = NODE_TARGETS
     default_target = "majority"  # what select() aims at without a role
     delayed = False
+    colour = KILLED
     options = {"kill-delay": Option(float, None, "seconds the nodes stay down (default 0, "
                                     "delayed: TTL + 1)", minimum=0, maximum=3600)}
+    aliases = {"kill-majority-delayed": {
+        "delayed": True, "summary": "SIGKILL a majority of DB nodes at once while a lock is "
+        "held, restart them once the TTL has passed"}}
+
+    @classmethod
+    def describe(cls, run: FaultRun) -> str:
+        return killed(run)
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         wait_for_holder(ctx)  # crash while a lock is held: that is when forgetting it hurts
@@ -44,10 +54,3 @@ class KillMajority(BaseNemesis):
 
     def teardown(self, ctx: NemesisContext) -> None:
         restart(ctx, [n.name for n in ctx.nodes])
-
-
-class KillMajorityDelayed(KillMajority):
-    name = "kill-majority-delayed"
-    summary = ("SIGKILL a majority of DB nodes at once while a lock is held, restart them once "
-               "the TTL has passed")
-    delayed = True

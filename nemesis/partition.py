@@ -1,32 +1,220 @@
-"""Network partitions (iptables through the cluster's node operations).
+"""Network partitions (iptables through the cluster's node operations): one family, ``partition``,
+whose shape is data (option ``partition-shape``, Jepsen's grudge), each shape a row of
+:data:`SHAPES`: which links it cuts, what it requires, how the report words it.
 
-``partition``: cut a client (the one that holds the lock right now, by default) off from every
-DB node: its session or lease expires while it runs on; the protected resource stays reachable,
-as a separate service would. ``partition-halves|one|ring|bridge``: partitions among the DB
-nodes, built as graphs in :mod:`nemesis.topology`.
+- ``holder`` (the default: ``--nemesis partition``): cut a client (the one that holds the lock
+  right now, by default) off from every DB node: its session or lease expires while it runs
+  on; the protected resource stays reachable, as a separate service would;
+- ``halves``, ``one``, ``ring``, ``bridge``: partitions among the DB nodes, built as graphs in
+  :mod:`nemesis.topology`. They need a DB whose nodes talk to each other (``Replication``):
+  among independent Redis masters or PostgreSQL clusters they would cut links nothing uses, and
+  the run would pass having tested nothing;
+- ``leader``: cut the current leader (the DB's own probe, ``HasLeader``, right before each
+  fault) off from the other nodes; it keeps its clients: a minority leader steps down, the
+  majority elects a new one;
+- ``minority``: cut a minority of the DB nodes off from every client and node. The partitions
+  among nodes do not touch a lock whose nodes never talk to each other (Redlock's masters): for
+  those what matters is which nodes the *clients* reach. Every client still reaches a majority,
+  so a quorum lock must stay safe and available;
+- ``oneway``: cut one direction only. A client target (``holder`` by default, ``waiter``,
+  ``any``, ``client:N``) from every DB node; a node target (``leader``, ``node:n2``) from the
+  other nodes. Option ``oneway``: ``in`` (default) nothing reaches the target while everything
+  it sends arrives (a cut-off client's release is carried out and it never hears so), ``out``
+  the reverse. Over TCP either way ends every exchange, but which side's packets arrive decides
+  what the servers saw.
+
+Every old name is an alias presetting its shape: ``partition-halves``, ``partition-one``,
+``partition-ring``, ``partition-bridge``, ``partition-leader``, ``partition-minority``,
+``partition-oneway``; histories keep the name the run used. A start that cuts a client off
+records the claim that it completes no lock op while cut (the ``faults`` checker holds the
+history to it); healing removes every cut.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from harness.core.capabilities import ClientLinks, Iptables, Replication
-from harness.core.cluster import NemesisContext, process_of
+from harness.core.capabilities import ClientLinks, HasLeader, Iptables, PacketRules, Replication
+from harness.core.cluster import NemesisContext, client_name, client_of
+from harness.core.fault_run import FaultRun
+from harness.core.options import Option
 from nemesis import topology
-from nemesis.base import CLIENT_TARGETS, BaseNemesis, client_target
+from nemesis.base import CLIENT_TARGETS, BaseNemesis, client_target, node_target
+
+Cuts = list[tuple[str, str]]
+Picked = tuple[list[str], Cuts] | None  # (targets, links to cut), None: nothing to cut now
+ONEWAY = "in: nothing reaches the target; out: nothing it sends arrives"
 
 
-class CutLinks(BaseNemesis):
-    """A partition chosen in ``select`` as a list of links (``self._cuts``): ``start`` cuts
-    them, ``stop`` and ``teardown`` heal. Subclasses only choose the links."""
+def holder(ctx: NemesisContext, target: str | None) -> Picked:
+    chosen = client_target(ctx, target)
+    return None if chosen is None else (chosen, [(c, n.name) for c in chosen for n in ctx.nodes])
 
-    requires: tuple[type, ...] = (Iptables,)
+
+def among_nodes(kind: str) -> Callable[[NemesisContext, str | None], Picked]:
+    def pick(ctx: NemesisContext, target: str | None) -> Picked:
+        names = [n.name for n in ctx.nodes]
+        if len(names) < 2:
+            return None
+        reach = topology.build(kind, names, ctx.rng)
+        return ["|".join(c) for c in topology.describe(reach)], topology.cuts(reach)
+    return pick
+
+
+def leader(ctx: NemesisContext, target: str | None) -> Picked:
+    found = node_target(ctx, "leader")
+    if found is None or len(ctx.nodes) < 2:
+        return None  # an election under way: try again at the next turn
+    return found, topology.cuts(topology.isolate([n.name for n in ctx.nodes], found[0]))
+
+
+def minority(ctx: NemesisContext, target: str | None) -> Picked:
+    n = len(ctx.nodes)
+    if n < 3:
+        return None  # no minority to cut: one node of two is half, not a minority
+    cut = sorted(node.name for node in ctx.rng.sample(list(ctx.nodes), (n - 1) // 2))
+    others = [node.name for node in ctx.nodes if node.name not in cut]
+    clients = [client_name(p) for p in ctx.clients.processes]
+    return cut, [(a, b) for a in cut for b in [*others, *clients]]
+
+
+def oneway(ctx: NemesisContext, target: str | None) -> Picked:
+    role = target or "holder"
+    if role == "leader" or role.startswith("node:"):
+        chosen = node_target(ctx, role)
+        others = [n.name for n in ctx.nodes if chosen is None or n.name not in chosen]
+    else:
+        chosen = client_target(ctx, role)
+        others = [n.name for n in ctx.nodes]
+    if chosen is None or not others:
+        return None
+    inward = str(ctx.options.get("oneway") or "in") == "in"
+    return chosen, [(o, t) if inward else (t, o) for t in chosen for o in others]
+
+
+def cutting_off_from_nodes(run: FaultRun) -> str:
+    return f"a partition cutting {run.who()} off from the DB nodes {run.when()}"
+
+
+def cutting_off(run: FaultRun) -> str:
+    return f"a partition cutting {run.who()} off {run.when()}"
+
+
+def sides(run: FaultRun) -> str:
+    shown = " | ".join(t.replace("|", ",") for t in run.targets) or "?"
+    return f"a partition ({shown}) {run.when()}"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One shape of partition: how it picks its cuts, what it needs, how a report says it."""
+
+    summary: str
+    pick: Callable[[NemesisContext, str | None], Picked]
+    requires: tuple[type, ...]
+    words: Callable[[FaultRun], str]
+    record: str | None = "cut"  # the detail key its cuts are recorded under (None: not)
+    targets: tuple[str, ...] = ()
+    min_nodes: int = 1
+    cuts_clients: bool = False
+    oneway: bool = False  # cuts one direction (iptables packet rules)
+    options: dict[str, Option] = field(default_factory=dict)
+
+    def presets(self, shape: str) -> dict[str, Any]:
+        """The class attributes of the alias ``partition-SHAPE``."""
+        return {"shape": shape, "summary": self.summary, "requires": self.requires,
+                "targets": self.targets, "min_nodes": self.min_nodes,
+                "cuts_clients": self.cuts_clients, "options": self.options}
+
+
+NODES = (Iptables, Replication)
+SHAPES: dict[str, Shape] = {
+    "holder": Shape("cut the client holding the lock off from every DB node, past the TTL",
+                    holder, (Iptables, ClientLinks), cutting_off_from_nodes, record=None,
+                    targets=CLIENT_TARGETS, cuts_clients=True),
+    **{kind: Shape(f"partition the DB nodes: {kind}", among_nodes(kind), NODES, sides,
+                   min_nodes=2) for kind in topology.KINDS},
+    "leader": Shape("cut the current leader off from the other DB nodes, past the TTL", leader,
+                    (HasLeader, Iptables), cutting_off, min_nodes=2),
+    "minority": Shape("cut a minority of DB nodes off from every client and node, past the TTL",
+                      minority, (Iptables, ClientLinks), cutting_off, record="cut-off",
+                      cuts_clients=True, min_nodes=3),
+    "oneway": Shape("one-way partition: nothing reaches the lock holder from the DB nodes, while "
+                    "its requests still arrive (or the reverse; or a node from its peers)",
+                    oneway, (Iptables, PacketRules, ClientLinks), sides, record="dropped",
+                    targets=(*CLIENT_TARGETS, "leader", "node:NAME"), cuts_clients=True,
+                    oneway=True,
+                    options={"oneway": Option(str, "in", ONEWAY, choices=("in", "out"))}),
+}
+DEFAULT = "holder"
+
+
+class Partition(BaseNemesis):
+    """The partition family. Its own declarations (targets, ``cuts_clients``, ``min_nodes``)
+    are those of its default shape, ``holder``; what a shape requires is checked with the
+    run's options (``needs``); an alias (``partition-halves``) declares its shape's."""
+
+    name = "partition"
+    summary = f"{SHAPES[DEFAULT].summary} (partition-shape {', '.join(SHAPES)})"
+    requires = (Iptables,)
+    targets = SHAPES[DEFAULT].targets
+    cuts_clients = SHAPES[DEFAULT].cuts_clients
+    shape: ClassVar[str | None] = None  # the shape an alias's name presets
+    colour = "#0969da"
+    options = {
+        "partition-shape": Option(str, None, f"{DEFAULT} (default): {', '.join(SHAPES)}",
+                                  choices=tuple(SHAPES)),
+        "oneway": Option(str, None, f"partition-shape oneway: {ONEWAY} (default in)",
+                         choices=("in", "out")),
+    }
+    aliases = {f"partition-{k}": s.presets(k) for k, s in SHAPES.items() if k != DEFAULT}
 
     def __init__(self) -> None:
-        self._cuts: list[tuple[str, str]] = []
+        self._cuts: Cuts = []
+        self._shape = self.shape or DEFAULT
+
+    @classmethod
+    def shape_of(cls, options: dict[str, Any]) -> str:
+        return cls.shape or str(options.get("partition-shape") or DEFAULT)
+
+    @classmethod
+    def needs(cls, options: dict[str, Any]) -> tuple[type, ...]:
+        return SHAPES[cls.shape_of(options)].requires
+
+    @classmethod
+    def refuse(cls, db: Any, options: dict[str, Any], ttl: float,
+               op_timeout: float | None) -> str | None:
+        return cls.preset_conflict("partition-shape", cls.shape, options.get("partition-shape"),
+                                   "partition")
+
+    @classmethod
+    def check_step(cls, options: dict[str, Any], params: dict[str, Any]) -> str | None:
+        """A step cannot change the shape: what it requires was checked before the run."""
+        asked = params.get("partition-shape")
+        if asked is not None and asked != cls.shape_of(options):
+            return (f"params partition-shape = {asked!r}: the shape is one for the run; give "
+                    "it with --nemesis-opt partition-shape or use its own name "
+                    f"(partition-{asked})")
+        return None
+
+    @classmethod
+    def describe(cls, run: FaultRun) -> str:
+        shape = cls.shape or str((run.detail or {}).get("shape") or DEFAULT)
+        return SHAPES.get(shape, SHAPES[DEFAULT]).words(run)
+
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+        self._shape = self.shape_of(ctx.options)
+        picked = SHAPES[self._shape].pick(ctx, target)
+        self._cuts = [] if picked is None else picked[1]
+        return None if picked is None else picked[0]
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        ctx.cluster.cut(self._cuts)
+        if SHAPES[self._shape].oneway:
+            ctx.cluster.cut_oneway(self._cuts)
+        else:
+            ctx.cluster.cut(self._cuts)
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         ctx.cluster.heal()
@@ -34,68 +222,20 @@ class CutLinks(BaseNemesis):
     def teardown(self, ctx: NemesisContext) -> None:
         ctx.cluster.heal()
 
-    def detail(self) -> dict[str, Any] | None:
-        return {"cut": [list(c) for c in self._cuts]} if self._cuts else None
-
-
-class IsolateHolder(CutLinks):
-    name = "partition"
-    summary = "cut the client holding the lock off from every DB node, past the TTL"
-    targets = CLIENT_TARGETS
-    requires = (Iptables, ClientLinks)
-    cuts_clients = True
-
-    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
-        chosen = client_target(ctx, target)
-        if chosen is not None:
-            self._cuts = [(c, n.name) for c in chosen for n in ctx.nodes]
-        return chosen
-
-    def detail(self) -> dict[str, Any] | None:
-        return None
-
     def expect(self, ctx: NemesisContext, targets: list[str]) -> dict[str, Any] | None:
-        return {"cut-off": [process_of(t) for t in targets]}
+        clients = [p for p in map(client_of, targets) if p is not None]
+        return {"cut-off": clients} if clients else None
 
-
-class NodePartition(CutLinks):
-    """A partition among the DB nodes; targets name the resulting components. It needs a DB
-    whose nodes talk to each other (``Replication``): among independent Redis masters or
-    PostgreSQL clusters it would cut links nothing uses, and the run would pass having tested
-    nothing (the fault matrix found such runs VALID with their faults check valid)."""
-
-    requires = (Iptables, Replication)
-    kind = "halves"
-    min_nodes = 2
-
-    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
-        names = [n.name for n in ctx.nodes]
-        if len(names) < 2:
-            return None
-        reach = topology.build(self.kind, names, ctx.rng)
-        self._cuts = topology.cuts(reach)
-        return ["|".join(c) for c in topology.describe(reach)]
-
-
-class PartitionHalves(NodePartition):
-    name = "partition-halves"
-    summary = "partition the DB nodes: halves"
-    kind = "halves"
-
-
-class PartitionOne(NodePartition):
-    name = "partition-one"
-    summary = "partition the DB nodes: one"
-    kind = "one"
-
-
-class PartitionRing(NodePartition):
-    name = "partition-ring"
-    summary = "partition the DB nodes: ring"
-    kind = "ring"
-
-
-class PartitionBridge(NodePartition):
-    name = "partition-bridge"
-    summary = "partition the DB nodes: bridge"
-    kind = "bridge"
+    def detail(self) -> dict[str, Any] | None:
+        key = SHAPES[self._shape].record
+        if key is None or not self._cuts:
+            out: dict[str, Any] = {}
+        elif key == "cut-off":
+            out = {key: sorted({a for a, _ in self._cuts})}
+        elif key == "dropped":
+            out = {key: [f"{a}>{b}" for a, b in self._cuts]}
+        else:
+            out = {key: [list(c) for c in self._cuts]}
+        if self.shape is None and self._shape != DEFAULT:
+            out = {"shape": self._shape, **out}  # the family under an option: say which shape
+        return out or None

@@ -6,12 +6,24 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from harness.core.capabilities import HasLeader
 from harness.core.cluster import NemesisContext, process_of
+from harness.core.fault_run import FaultRun
 from nemesis.base import CLIENT_TARGETS, NODE_TARGETS, BaseNemesis, client_target, node_target
 
 READY_TIMEOUT = 20.0
 RETARGETS = 5  # a pause of the holder that froze a client which had just let go: tries again
 SETTLE = 0.02  # seconds for a stopped client's last journal line to be readable
+PAUSED, KILLED = "#9a6700", "#a40e26"  # the colours of their bars on the report's timeline
+
+
+def paused(run: FaultRun) -> str:
+    return f"a pause (SIGSTOP) of {run.who()} {run.when()}"
+
+
+def killed(run: FaultRun) -> str:
+    back = "" if run.held is None else f", restarted after {run.held:.1f} s"
+    return f"a kill (SIGKILL) of {run.who()} at {run.start:.1f} s{back}"
 
 
 def still_holding(ctx: NemesisContext, targets: list[str]) -> bool:
@@ -31,9 +43,13 @@ class PauseHolder(BaseNemesis):
     name = "pause"
     summary = "SIGSTOP the client holding the lock for longer than the TTL, then SIGCONT"
     targets = CLIENT_TARGETS
-
     role = "holder"
     missed: list[str] = []
+    colour = PAUSED
+
+    @classmethod
+    def describe(cls, run: FaultRun) -> str:
+        return paused(run)
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         self.role = target or "holder"
@@ -77,11 +93,23 @@ class PauseHolder(BaseNemesis):
 
 
 class PauseNode(BaseNemesis):
-    """SIGSTOP a server node for longer than the TTL, then SIGCONT."""
+    """SIGSTOP a server node for longer than the TTL, then SIGCONT. Its alias
+    ``pause-leader`` freezes the current leader of a consensus cluster (ZooKeeper, etcd): the
+    leader is where sessions and leases are tracked, so losing it is when a lock service has to
+    decide, in a new term, which sessions survived. It is found with the DB's own probe (the
+    ``HasLeader`` capability) right before each fault and recorded in the history."""
 
     name = "pause-node"
     summary = "SIGSTOP a DB server node for longer than the TTL, then SIGCONT"
     targets = NODE_TARGETS
+    colour = PAUSED
+    aliases = {"pause-leader": {
+        "summary": "SIGSTOP the current leader for longer than the TTL, then SIGCONT",
+        "requires": (HasLeader,), "targets": (), "default_target": "leader"}}
+
+    @classmethod
+    def describe(cls, run: FaultRun) -> str:
+        return paused(run)
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         return node_target(ctx, target, self.default_target or "any")
@@ -110,6 +138,11 @@ class KillNode(BaseNemesis):
     name = "kill"
     summary = "SIGKILL a DB server node, restart it after a few seconds"
     targets = NODE_TARGETS
+    colour = KILLED
+
+    @classmethod
+    def describe(cls, run: FaultRun) -> str:
+        return killed(run)
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         return node_target(ctx, target)

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from nemesis import clock
-from nemesis.clock import ClockBack, ClockJump, ClockStrobe
+from nemesis.clock import Clock, ClockJump
+
+ClockBack, ClockStrobe = Clock.alias("clock-back"), Clock.alias("clock-strobe")
 
 
 class Live:

@@ -16,7 +16,9 @@ import pytest
 from dbs.redis import RedisDB
 from harness.controller.registry import Registry
 from nemesis import clock
-from nemesis.clock import Clock, ClockBack, ClockStrobe, observed_rate
+from nemesis.clock import Clock, observed_rate
+
+ClockBack, ClockStrobe = Clock.alias("clock-back"), Clock.alias("clock-strobe")
 
 
 class Nodes:

@@ -25,7 +25,8 @@ from harness.core.capabilities import HasLeader
 from harness.core.cluster import NemesisContext, Node
 from harness.core.errors import UsageError
 from harness.core.locks import Grant
-from nemesis.leader import PartitionLeader, PauseLeader
+from nemesis.partition import Partition
+from nemesis.process_faults import PauseNode
 from workloads.locks.etcd import lease_ttl, prefix_end
 from workloads.locks.zookeeper import sequence_of
 from workloads.mutex import MutexParams, MutexWorkload
@@ -241,20 +242,20 @@ def context(backend: FakeBackend, leader: str | None) -> NemesisContext:
 def test_partition_leader_cuts_the_leader_from_every_other_node() -> None:
     backend = FakeBackend()
     ctx = context(backend, "n2")
-    nem = PartitionLeader()
+    nem = Partition.alias("partition-leader")()
     targets = nem.select(ctx)
     assert targets == ["n2"]
     nem.start(ctx, targets)
     assert sorted(backend.cuts) == [("n1", "n2"), ("n2", "n3")]
     nem.stop(ctx, targets)
     assert backend.healed == 1
-    assert PartitionLeader().select(context(backend, None)) is None  # election under way
+    assert nem.select(context(backend, None)) is None  # an election under way
 
 
 def test_pause_leader_pauses_and_resumes_the_leader() -> None:
     backend = FakeBackend()
     ctx = context(backend, "n3")
-    nem = PauseLeader()
+    nem = PauseNode.alias("pause-leader")()
     targets = nem.select(ctx)
     nem.start(ctx, targets or [])
     assert backend.paused == ["n3"]

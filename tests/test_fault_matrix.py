@@ -36,7 +36,7 @@ import pytest
 from harness.controller.registry import default_registry
 from harness.controller.spec import TestSpec, nemesis_name
 from harness.core.errors import UsageError
-from nemesis.partition import NodePartition
+from nemesis.topology import KINDS
 from tests.harness_runs import harness, history, own_rules
 
 pytestmark = [pytest.mark.servers]
@@ -299,7 +299,8 @@ def test_fault_matrix(entry: Entry, outcomes: dict[str, Outcome]) -> None:
     if entry.expect.check is not None:
         assert figure(got.results, entry.expect.check) > 0, got.results["checks"]
     assert not own_rules(got.run_dir), "the run's iptables rules outlived it"
-    if issubclass(default_registry().load("nemeses", nemesis_name(entry.nemesis)), NodePartition):
+    nem = default_registry().load("nemeses", nemesis_name(entry.nemesis))
+    if getattr(nem, "shape", None) in KINDS:  # a partition among the nodes
         cut_among_nodes(got.run_dir, entry.nemesis)
 
 

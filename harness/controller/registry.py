@@ -10,6 +10,10 @@ A lock can also be a program in any language: ``exec:PATH`` names the program at
 to over the client protocol (``docs/clients.md``, :mod:`workloads.locks.external`); the named
 external clients (``curator``, ...) are built-ins like any other lock.
 
+Several names may load one class: a family (``partition``, ``clock``) declares its members'
+old names as ``aliases`` with what each presets (``partition-halves``: the shape ``halves``),
+and the registry loads each name as the family's class with its presets.
+
 Each role is a class that declares itself (``name``, ``summary``; a lock its ``dbs`` and
 ``tokens``; a nemesis what it ``requires``): the registry checks those declarations when it
 loads a class, and whether a nemesis can run on a DB, in one place (:meth:`Registry.check_run`),
@@ -88,25 +92,25 @@ BUILTINS: dict[str, dict[str, str]] = {
         "pause": "nemesis.process_faults:PauseHolder",
         "pause-node": "nemesis.process_faults:PauseNode",
         "kill": "nemesis.process_faults:KillNode",
-        "partition": "nemesis.partition:IsolateHolder",
+        "partition": "nemesis.partition:Partition",
         "clock": "nemesis.clock:Clock",
-        "partition-halves": "nemesis.partition:PartitionHalves",
-        "partition-one": "nemesis.partition:PartitionOne",
-        "partition-ring": "nemesis.partition:PartitionRing",
-        "partition-bridge": "nemesis.partition:PartitionBridge",
-        "partition-leader": "nemesis.leader:PartitionLeader",
-        "pause-leader": "nemesis.leader:PauseLeader",
-        "clock-back": "nemesis.clock:ClockBack",
-        "clock-strobe": "nemesis.clock:ClockStrobe",
+        "partition-halves": "nemesis.partition:Partition",
+        "partition-one": "nemesis.partition:Partition",
+        "partition-ring": "nemesis.partition:Partition",
+        "partition-bridge": "nemesis.partition:Partition",
+        "partition-leader": "nemesis.partition:Partition",
+        "pause-leader": "nemesis.process_faults:PauseNode",
+        "clock-back": "nemesis.clock:Clock",
+        "clock-strobe": "nemesis.clock:Clock",
         "kill-majority": "nemesis.kill_majority:KillMajority",
-        "kill-majority-delayed": "nemesis.kill_majority:KillMajorityDelayed",
-        "partition-minority": "nemesis.minority:PartitionMinority",
+        "kill-majority-delayed": "nemesis.kill_majority:KillMajority",
+        "partition-minority": "nemesis.partition:Partition",
         "failover": "nemesis.failover:SentinelFailover",
         "crash-client": "nemesis.crash_client:CrashClient",
         "delay": "nemesis.delay:Delay",
         "stall-grant": "nemesis.stall_grant:StallGrant",
         "loss": "nemesis.loss:Loss",
-        "partition-oneway": "nemesis.partition_oneway:PartitionOneway",
+        "partition-oneway": "nemesis.partition:Partition",
         "lag-replication": "nemesis.lag_replication:LagReplication",
     },
     "checkers": {
@@ -234,6 +238,8 @@ class Registry:
             raise UsageError(f"{what}: {e}") from None
         if not isinstance(cls, type):
             raise UsageError(f"{what}: {entry.target} is not a class")
+        if name in (getattr(cls, "aliases", None) or {}):
+            cls = cls.alias(name)  # a member of a family under its own name (clock-back)
         missing = [m for m in REQUIRED_METHODS[kind] if not callable(getattr(cls, m, None))]
         if missing:
             raise UsageError(f"{what}: {entry.target} has no {missing[0]}() method")

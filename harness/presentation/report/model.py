@@ -28,6 +28,7 @@ from typing import Any
 from checker.lives import Lives
 from checker.sessions import Grant
 from harness.core.history import FAIL, INFO, NEMESIS, OK, Op, pairs
+from harness.presentation.report.narrative import nemesis_of
 
 MAX_PAIRS = 150_000  # embedded op pairs; 150k pairs is about 5.5 MB of page
 CONTEXT_US = 2_000_000  # decimation keeps every op within 2 s of a violation or fault boundary
@@ -236,7 +237,8 @@ def fault_windows(history: Sequence[Op], end_ns: int) -> list[dict[str, Any]]:
             w = {"f": f, "targets": targets, "start": us(begun.pop(f, t)), "stop": None,
                  "error": op.get("error"), "detail": op.get("detail"),
                  "params": op.get("params"), "background": bool(op.get("background")),
-                 "label": fault_label(f, targets, op.get("params"))}
+                 "label": fault_label(f, targets, op.get("params")),
+                 "colour": getattr(nemesis_of(f), "colour", None)}
             out.append(w)
             if op.get("error"):
                 w["stop"] = w["start"]

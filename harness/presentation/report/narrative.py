@@ -1,38 +1,20 @@
 """Faults in words: what ran, on whom, when, for how long ("a +60 s clock jump on n1,n2,n3 at
-3.1 s"), and what a shrunk schedule left out of the failure it came from ("the first failure had
-7 faults over 28 s; this one has 1, ..."). Pure: functions of recorded facts.
+3.1 s", in the words of the fault's own nemesis), and what a shrunk schedule left out of the
+failure it came from ("the first failure had 7 faults over 28 s; this one has 1, ..."). Pure:
+functions of recorded facts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from harness.controller.registry import default_registry
+from harness.core.errors import UsageError
+from harness.core.fault_run import FaultRun, generic_words
 from harness.core.history import INFO, INVOKE, NEMESIS, Op, seconds
 
-PEOPLE = ("holder", "waiter")  # roles worth naming beside the client they resolved to
-
-
-@dataclass(frozen=True)
-class FaultRun:
-    """One fault as it ran: from the moment it was on to the moment it was healed."""
-
-    f: str
-    step: int | None
-    role: str | None
-    targets: tuple[str, ...]
-    start: float  # seconds since the load started
-    stop: float | None  # None: never healed before the history ends
-    detail: Mapping[str, Any] | None = None
-
-    @property
-    def held(self) -> float | None:
-        return None if self.stop is None else max(0.0, self.stop - self.start)
-
-    def on(self, t: float, after: float = 0.0) -> bool:
-        """Was it on at ``t`` (or had it ended at most ``after`` seconds before)?"""
-        return self.start <= t and (self.stop is None or t <= self.stop + after)
+__all__ = ["FaultRun", "describe", "fault_runs", "from_record", "removed", "step_outcomes"]
 
 
 def fault_runs(history: Sequence[Op]) -> list[FaultRun]:
@@ -89,45 +71,23 @@ def from_record(record: Mapping[str, Any]) -> FaultRun:
                     detail if isinstance(detail, Mapping) else None)
 
 
-def who(run: FaultRun) -> str:
-    names = ",".join(run.targets) or "nothing"
-    if run.role in PEOPLE:
-        return f"{names} (the {run.role})"
-    return names
+def nemesis_of(f: str) -> type | None:
+    """The nemesis class of a recorded fault, by its registered name (a history never names
+    code to import); None when it is not installed here."""
+    registry = default_registry()
+    if f not in registry.names("nemeses"):
+        return None
+    try:
+        return registry.load("nemeses", f)
+    except UsageError:
+        return None
 
 
 def describe(run: FaultRun) -> str:
-    """``a +60 s clock jump on n1,n2,n3 at 3.1 s for 2.5 s``."""
-    f = run.f
-    when = f"at {run.start:.1f} s" + ("" if run.held is None else f" for {run.held:.1f} s")
-    detail = run.detail or {}
-    if f.startswith("clock"):
-        offset = detail.get("offset")
-        size = f"{offset:+g} s " if isinstance(offset, int | float) else ""
-        if detail.get("pattern") == "rate":
-            rate = detail.get("rate")
-            return f"a clock rate x{rate:g} on {who(run)} {when}" if isinstance(
-                rate, int | float) else f"a clock rate on {who(run)} {when}"
-        if f == "clock-strobe" or detail.get("pattern") == "strobe":
-            period = detail.get("period")
-            every = f" every {period:g} s" if isinstance(period, int | float) else ""
-            return f"a clock strobe ({size.strip() or 'offset'}{every}) on {who(run)} {when}"
-        return f"a {size}clock jump on {who(run)} {when}"
-    if f in ("pause", "pause-node", "pause-leader"):
-        return f"a pause (SIGSTOP) of {who(run)} {when}"
-    if f.startswith("kill"):
-        back = "" if run.held is None else f", restarted after {run.held:.1f} s"
-        return f"a kill (SIGKILL) of {who(run)} at {run.start:.1f} s{back}"
-    if f == "crash-client":
-        return f"a crash of {who(run)} {when}"
-    if f == "partition":
-        return f"a partition cutting {who(run)} off from the DB nodes {when}"
-    if f in ("partition-minority", "partition-leader"):
-        return f"a partition cutting {who(run)} off {when}"
-    if f.startswith("partition-"):
-        sides = " | ".join(t.replace("|", ",") for t in run.targets) or "?"
-        return f"a partition ({sides}) {when}"
-    return f"{f} on {who(run)} {when}"
+    """``a +60 s clock jump on n1,n2,n3 at 3.1 s for 2.5 s``: the words of the fault's own
+    nemesis, or the generic ones when it is not installed here."""
+    words = getattr(nemesis_of(run.f), "describe", None)
+    return str(words(run)) if callable(words) else generic_words(run)
 
 
 def span(runs: Sequence[FaultRun]) -> float:

@@ -83,7 +83,7 @@ function shadeFaults(g, y0, y1, labels) {
     g.fillStyle = "rgba(110,119,129,.17)"; g.fillRect(x0, y0, x1 - x0, y1 - y0);
     if (!labels) return;
     var top = AXIS_H + NEM_ROW * (f.row || 0);
-    g.fillStyle = f.error ? "#bc4c00" : f.background ? "#8c959f" : "#57606a";
+    g.fillStyle = f.error ? "#bc4c00" : f.background ? "#8c959f" : f.colour || "#57606a";
     g.fillRect(x0, top + 3, x1 - x0, NEM_ROW - 6);
     var text = (f.label || f.f + " " + f.targets.join(",")) + (f.error ? " (failed)" : "");
     g.save(); g.beginPath(); g.rect(x0, top, x1 - x0, NEM_ROW); g.clip();
