@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from harness.core import defaults
 from harness.core.cluster import Node
 from harness.core.journal import JournalWriter
 from harness.core.locks import LockConfig
@@ -83,7 +84,7 @@ def run_client(argv: list[str]) -> int:
     lock = build_lock(cfg, lock_cls,
                       needs_tokens=bool(getattr(workload_cls, "needs_tokens", False)))
     res = cfg["resource"]
-    mode = cfg.get("resource_mode") or ("fenced" if workload_cls.fenced else "plain")
+    mode = defaults.resource_mode(cfg.get("resource_mode"), workload_cls.fenced)
     resource = load_object(cfg.get("resource_target", DEFAULT_RESOURCE))(
         res["host"], res["port"], mode=mode)
     # A lock may say how it is used (consensus locks guard long critical sections); options

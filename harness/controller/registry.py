@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from harness.core import capabilities
+from harness.core import capabilities, defaults
 from harness.core.errors import UsageError
 from harness.core.locks import WORKLOAD_KEYS
 from harness.core.options import declaration_problem as options_problem
@@ -305,7 +305,7 @@ class Registry:
     def check_run(self, *, db: str, db_obj: Any, lock: str, workload: str,
                   nemeses: Iterable[str], environment: Any, resource: str | None = None,
                   resource_mode: str | None = None, options: Mapping[str, Any] | None = None,
-                  ttl: float = 2.0, op_timeout: float | None = None) -> None:
+                  ttl: float = defaults.TTL, op_timeout: float | None = None) -> None:
         """Raise UsageError (one line) if the lock, workload and faults cannot run on ``db``,
         or the protected resource cannot take the lock's writes.
         ``environment(capability) -> reason | None`` answers for environment capabilities; a
@@ -316,7 +316,7 @@ class Registry:
             raise UsageError(f"lock {lock!r} runs on --db {', '.join(dbs)}, not {db!r}")
         wl = self.load("workloads", workload)
         modes = getattr(wl, "resource_modes", None)
-        mode = resource_mode or ("fenced" if getattr(wl, "fenced", False) else "plain")
+        mode = defaults.resource_mode(resource_mode, getattr(wl, "fenced", False))
         if modes is not None and mode not in modes:
             raise UsageError(f"--workload {workload} uses --resource-mode "
                              f"{' or '.join(modes)}, not {mode!r} (it writes nothing a "

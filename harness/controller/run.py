@@ -39,7 +39,7 @@ from harness.controller.progress import Progress
 from harness.controller.registry import Registry, default_registry
 from harness.controller.spec import TestSpec, make_db, nemesis_name, nemesis_target
 from harness.controller.store import RunDir, Store
-from harness.core import capabilities
+from harness.core import capabilities, defaults
 from harness.core.cluster import NemesisContext, Node, client_name
 from harness.core.errors import HarnessError, UsageError
 from harness.core.history import INVOKE, OK
@@ -47,7 +47,6 @@ from harness.core.journal import JournalWriter
 
 READY_TIMEOUT = 20.0
 START_GATE = 3.0  # seconds a db that starts its members in turn may hold the next one back
-OP_TIMEOUT = 1.0
 
 
 @dataclass
@@ -298,8 +297,9 @@ class Run:
         ctx = NemesisContext(cluster.backend, cluster.nodes, clients, live,
                              random.Random(self.rng.random()), spec.ttl, db=self.db,
                              options=dict(spec.nemesis_options), links=cluster.links,
+                             # the lock's wait for a reply
                              op_timeout=float(spec.request_timeout or spec.op_timeout
-                                              or OP_TIMEOUT))  # the lock's wait for a reply
+                                              or defaults.OP_TIMEOUT))
         nemeses = {name: self.registry.load("nemeses", name)() for name in spec.fault_names}
         targets = {nemesis_name(item): nemesis_target(item) for item in spec.nemesis}
         if spec.schedule is not None:  # a replay, or an example of harness explore
@@ -377,7 +377,7 @@ class Run:
             "workload_target": reg.entry("workloads", spec.workload).target,
             "lock_name": lock_name(process, spec.keys),
             "ttl": spec.ttl,
-            "op_timeout": float(spec.op_timeout or OP_TIMEOUT),
+            "op_timeout": float(spec.op_timeout or defaults.OP_TIMEOUT),
             "nodes": nodes,
             "redirects": redirects,
             "harness_options": options,  # the lock's config.harness, beside seed and source

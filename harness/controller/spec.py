@@ -21,6 +21,7 @@ from harness.controller.hosts import load as load_hosts
 from harness.controller.registry import Registry, default_registry
 from harness.controller.spec_keys import check_types
 from harness.controller.store import safe_name
+from harness.core import defaults
 from harness.core.capabilities import ClockFaults, clock_mechanism
 from harness.core.errors import UsageError
 from harness.core.options import Option, parse_options
@@ -32,7 +33,6 @@ from harness.core.text import show
 # a fault waits for at most an hour.
 MAX_TIME_LIMIT = MAX_SECONDS
 LINKS = ("direct", "proxy")  # --links: clients connect straight to the nodes, or via the proxy
-DEFAULT_OP_TIMEOUT = 1.0
 
 
 def parse_nemeses(text: str, registry: Registry | None = None) -> list[str]:
@@ -139,7 +139,7 @@ class TestSpec:
     time_limit: float = 20.0
     seed: int | None = None
     store: str = "results"
-    ttl: float = 2.0
+    ttl: float = defaults.TTL
     quiesce: float = 1.0
     name: str | None = None
     persistence: str = "none"  # the DB nodes' own: none | appendonly (where the db has it)
@@ -158,8 +158,8 @@ class TestSpec:
     # direct: clients connect straight to the nodes (unless a nemesis needs the link layer);
     # proxy: every client link (and peer link, where it can) goes through the link layer
     links: str = "direct"
-    op_timeout: float | None = None  # seconds a client waits for one reply (None: 1, or more
-    # if a nemesis needs it: stall-grant's late reply must still be awaited)
+    op_timeout: float | None = None  # seconds a client waits for one reply (None: the default,
+    # or more if a nemesis needs it: stall-grant's late reply must still be awaited)
     # The lock's own declarations, resolved by validate: does its release wait for a reply,
     # and how long does it wait for one request's (what the faults and their checker read)
     release_waits: bool = True
@@ -259,14 +259,13 @@ class TestSpec:
             if reg.lock_session(self.lock) or getattr(lock, "resource_in_lock_db", False):
                 self.resource = self.db
             else:
-                self.resource = str(getattr(workload, "default_resource", "redis"))
+                self.resource = str(getattr(workload, "default_resource", defaults.RESOURCE))
         reg.load("resources", self.resource)
         fenced = bool(getattr(workload, "fenced", False))
-        if self.resource_mode is None:
-            self.resource_mode = "fenced" if fenced else "plain"
-        elif fenced and self.resource_mode != "fenced":
+        if fenced and self.resource_mode not in (None, "fenced"):
             raise UsageError(f"--workload {self.workload} writes with fencing tokens: "
                              f"--resource-mode fenced, not {self.resource_mode}")
+        self.resource_mode = defaults.resource_mode(self.resource_mode, fenced)
 
     def resolve_op_timeout(self, reg: Registry) -> float:
         """The client's per-request timeout: as given, else 1 s, or what a nemesis needs
@@ -276,7 +275,7 @@ class TestSpec:
                  if callable(hook := getattr(reg.load("nemeses", name), "op_timeout", None))
                  and (need := hook(self.ttl, self.nemesis_options)) is not None}
         if self.op_timeout is None:
-            return max([DEFAULT_OP_TIMEOUT, *needs.values()])
+            return max([defaults.OP_TIMEOUT, *needs.values()])
         positive("--op-timeout", self.op_timeout, limit=MAX_WAIT)
         for name, need in needs.items():
             if self.op_timeout < need:
