@@ -288,8 +288,8 @@ class Run:
         if spec.schedule is not None:  # a replay, or an example of harness explore
             schedule = spec.fault_schedule()
         else:
-            schedule = generate(list(dict.fromkeys(spec.nemesis_names)), nemeses, ctx,
-                                spec.time_limit, random.Random(self.rng.random()), targets)
+            schedule = generate(list(targets), nemeses, ctx, spec.time_limit,
+                                random.Random(self.rng.random()), targets)
         self.faults = runner = FaultRunner(nemeses, schedule, ctx, journal, t0=t0 / 1e9)
         try:
             runner.start()

@@ -1,4 +1,6 @@
-"""TestSpec: everything a run needs, from flags or a TOML file, validated up front.
+"""TestSpec: everything a run needs, from flags or a TOML file, validated up front and
+resolved once into the test the run receives (:class:`harness.controller.resolved.ResolvedTest`:
+each role loaded, every default applied).
 
 Bad values raise UsageError with one line naming the option and what to do. Whether the lock,
 the workload and the faults fit the DB is the registry's question
