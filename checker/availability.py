@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from checker.intervals import Interval, subtract, total
 from checker.lives import Lives
+from harness.core import defaults
 from harness.core.history import Op, seconds
 
 NS = 1_000_000_000
@@ -66,7 +67,7 @@ def lock_availability(wanted: list[Interval], held: list[Interval], outage_ns: i
     }
 
 
-def check(history: Sequence[Op], *, ttl: float = 2.0) -> dict[str, Any]:
+def check(history: Sequence[Op], *, ttl: float = defaults.TTL) -> dict[str, Any]:
     outage_ns = int(max(1.0, ttl / 2) * NS)
     lives = Lives(history)
     gs = lives.by_lock()

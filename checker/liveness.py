@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from checker.faults import Window, windows
 from checker.intervals import Interval, subtract, total, union
 from checker.lives import Attempt, Lives
+from harness.core import defaults
 from harness.core.cluster import client_of
 from harness.core.history import Op, seconds
 
@@ -115,7 +116,7 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
     }
 
 
-def check(history: Sequence[Op], *, ttl: float = 2.0,
+def check(history: Sequence[Op], *, ttl: float = defaults.TTL,
           acquire_timeout: float | None = None) -> dict[str, Any]:
     """``acquire_timeout``: the run's, for acquires that do not record their own."""
     threshold = threshold_s(ttl)

@@ -95,12 +95,6 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 # run ----------------------------------------------------------------------------------------------
-def spec_from_args(args: argparse.Namespace) -> Any:
-    from harness.controller.spec import TestSpec
-
-    return TestSpec.from_dict(spec_data(args)).validate()
-
-
 def spec_data(args: argparse.Namespace) -> dict[str, Any]:
     """The spec's keys from --config, then --replay, then the flags (each overrides)."""
     from harness.controller.spec import parse_nemeses
@@ -188,9 +182,10 @@ def load_toml(path: Path) -> dict[str, Any]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.controller.progress import Progress
+    from harness.controller.spec import TestSpec
     from harness.presentation.runs import run_and_report
 
-    spec = spec_from_args(args)
+    spec = TestSpec.from_dict(spec_data(args)).validate()  # resolved once, for the run
     return run_and_report(spec, Progress(quiet=args.quiet))
 
 

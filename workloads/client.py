@@ -9,7 +9,6 @@ resolved every name to a ``module:Class`` target already: this process never nee
 from __future__ import annotations
 
 import contextlib
-import json
 import resource as resource_usage
 import signal
 import sys
@@ -17,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from harness.core.cluster import Node
+from harness.core.client_config import ClientConfig
 from harness.core.journal import JournalWriter
 from harness.core.locks import LockConfig
 from harness.core.roles import load_object
@@ -27,25 +26,22 @@ from workloads.async_lock import AsyncLockRunner, is_async
 from workloads.mutex import MutexParams
 from workloads.sockbind import bind_source
 
-DEFAULT_RESOURCE = "workloads.resources.redis:RedisResource"
 
-
-def build_lock(cfg: dict[str, Any], lock_cls: Any, *, needs_tokens: bool = False) -> Any:
+def build_lock(cfg: ClientConfig, lock_cls: Any, *, needs_tokens: bool = False) -> Any:
     """The run's lock. Its options: the ones it declares (``lock_options``: every one, the
     run's value or its default); apart from them, in ``config.harness``: the seed, the
     client's own source address, whether the workload needs fencing tokens (a lock that only
     learns at start-up whether it has them, an external program, can refuse then), and what
     the DB or the lock's entry adds (``harness_options``: Sentinels, a program's path)."""
-    nodes = tuple(Node(n["name"], n["host"], n["port"]) for n in cfg["nodes"])
     config = LockConfig(
-        nodes=nodes,
-        name=cfg["lock_name"],
-        ttl=cfg["ttl"],
-        op_timeout=cfg["op_timeout"],
-        process=cfg["process"],
-        options=dict(cfg.get("lock_options", {})),
-        harness={**cfg.get("harness_options", {}), "seed": cfg["seed"],
-                 "source": cfg.get("source"), "workload_needs_tokens": needs_tokens},
+        nodes=cfg.nodes,
+        name=cfg.lock_name,
+        ttl=cfg.ttl,
+        op_timeout=cfg.op_timeout,
+        process=cfg.process,
+        options=dict(cfg.lock_options),
+        harness={**cfg.harness_options, "seed": cfg.seed, "source": cfg.source,
+                 "workload_needs_tokens": needs_tokens},
     )
     lock = lock_cls(config)
     return AsyncLockRunner(lock) if is_async(lock) else lock
@@ -69,34 +65,32 @@ def main(argv: list[str]) -> int:
 
 
 def run_client(argv: list[str]) -> int:
-    cfg = json.loads(Path(argv[1]).read_text())
+    cfg = ClientConfig.from_json(Path(argv[1]).read_text())
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the controller's to handle
-    bind_source(cfg["source"], cfg.get("networks"), cfg.get("redirects"))
-    journal = JournalWriter(cfg["journal"], cfg["process"], cfg["t0_ns"])
-    workload_cls = load_object(cfg["workload_target"])
-    lock_cls = load_object(cfg["lock_target"])
+    bind_source(cfg.source, cfg.networks, cfg.redirects)
+    journal = JournalWriter(cfg.journal, cfg.process, cfg.t0_ns)
+    workload_cls = load_object(cfg.workload_target)
+    lock_cls = load_object(cfg.lock_target)
     # Ready to be armed before the lock starts (an external program takes a while): the arming
     # signal kills a process that has no handler for it yet.
-    crash.configure(cfg.get("crash_file"), tuple(getattr(lock_cls, "crash_steps", ())))
+    crash.configure(cfg.crash_file, tuple(getattr(lock_cls, "crash_steps", ())))
     lock = build_lock(cfg, lock_cls,
                       needs_tokens=bool(getattr(workload_cls, "needs_tokens", False)))
-    res = cfg["resource"]
-    mode = cfg.get("resource_mode") or ("fenced" if workload_cls.fenced else "plain")
-    resource = load_object(cfg.get("resource_target", DEFAULT_RESOURCE))(
-        res["host"], res["port"], mode=mode)
+    resource = load_object(cfg.resource_target)(cfg.resource.host, cfg.resource.port,
+                                                mode=cfg.resource_mode)
     # A lock may say how it is used (consensus locks guard long critical sections); options
     # from the run's config win.
     options = {**(getattr(lock, "workload_defaults", None) or {}),
-               **cfg.get("workload_options", {})}
-    params = MutexParams(process=cfg["process"], lock_name=cfg["lock_name"], seed=cfg["seed"],
-                         end_ns=cfg.get("end_ns"), **options)
+               **cfg.workload_options}
+    params = MutexParams(process=cfg.process, lock_name=cfg.lock_name, seed=cfg.seed,
+                         end_ns=cfg.end_ns, **options)
     try:
         workload_cls(params, lock, resource, journal, stop).run()
     finally:
         usage = resource_usage.getrusage(resource_usage.RUSAGE_SELF)
-        print(f"client {cfg['process']}: {journal.lines} journal lines, "
+        print(f"client {cfg.process}: {journal.lines} journal lines, "
               f"{usage.ru_utime + usage.ru_stime:.2f} s CPU", file=sys.stderr, flush=True)
         journal.close()
         for closer in (lock, resource):

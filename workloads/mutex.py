@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from harness.core import defaults
 from harness.core.history import FAIL, INFO, INVOKE, OK
 from harness.core.journal import JournalWriter
 from harness.core.locks import Grant, Indeterminate, Lock, LockContractError
@@ -89,13 +90,13 @@ class Section:
 
 def resource_mode(spec: Mapping[str, Any], fenced: bool) -> str:
     """The resource's mode of a run: the spec's, else the workload's default."""
-    return str(spec.get("resource_mode") or ("fenced" if fenced else "plain"))
+    return defaults.resource_mode(spec.get("resource_mode"), fenced)
 
 
 def lock_checks(spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """What every lock workload gets besides its own checks: liveness (a stuck lock is
     invalid), availability (figures) and faults (every fault bit)."""
-    ttl = float(spec.get("ttl") or 2.0)
+    ttl = float(spec.get("ttl") or defaults.TTL)
     return [("liveness", {"ttl": ttl}), ("availability", {"ttl": ttl}),
             ("faults", {"release_waits": spec.get("release_waits", True),
                         "asked": asked_faults(spec)})]

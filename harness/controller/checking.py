@@ -20,7 +20,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.controller.registry import Entry, Registry, default_registry
+from harness.controller.registry import Registry, default_registry
+from harness.controller.resolved import Check
 from harness.controller.store import RunDir
 from harness.core.checks import compose
 from harness.core.errors import EXIT_INVALID, EXIT_SETUP, exit_code_for
@@ -32,11 +33,18 @@ BUDGETED = ("time_limit", "max_states")  # limits a checker may take (``budgeted
 
 
 def plan(spec: Mapping[str, Any], registry: Registry | None = None,
-         limits: Mapping[str, Any] | None = None) -> list[tuple[Entry, Any, dict[str, Any]]]:
-    """(entry, check function, parameters) for each checker the spec's workload asks for;
-    ``limits`` (time_limit, max_states) go to the checkers that declare ``budgeted``."""
+         limits: Mapping[str, Any] | None = None) -> list[Check]:
+    """The checks of a stored spec (``harness check`` of a run): its workload's, found by
+    name."""
     reg = registry or default_registry()
-    workload = reg.load("workloads", str(spec.get("workload", "mutex")))
+    return checks_of(reg.load("workloads", str(spec.get("workload", "mutex"))), spec, reg,
+                     limits)
+
+
+def checks_of(workload: Any, spec: Mapping[str, Any], reg: Registry,
+              limits: Mapping[str, Any] | None = None) -> list[Check]:
+    """(entry, check function, parameters) for each checker the workload asks for;
+    ``limits`` (time_limit, max_states) go to the checkers that declare ``budgeted``."""
     out = []
     for name, params in workload.checkers(spec):
         cls = reg.load("checkers", name)
@@ -48,10 +56,13 @@ def plan(spec: Mapping[str, Any], registry: Registry | None = None,
 
 def check_history(history: Sequence[Op], spec: Mapping[str, Any],
                   registry: Registry | None = None, *, status: str = "complete",
-                  limits: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  limits: Mapping[str, Any] | None = None,
+                  checks: Sequence[Check] | None = None) -> dict[str, Any]:
+    """The verdict on ``history``: the ``checks`` a run resolved, else the stored spec's."""
     require_checked(history)  # malformed: HistoryError (exit 3), and no checker runs
-    results = compose(history, [(e.name, fn, params)
-                                for e, fn, params in plan(spec, registry, limits)])
+    if checks is None:
+        checks = plan(spec, registry, limits)
+    results = compose(history, [(e.name, fn, params) for e, fn, params in checks])
     if status != "complete" and results["valid"] is not False:  # unknown already, or true
         results["valid"] = "unknown"
         results["unfinished"] = (f"the run did not finish (status {status}): what it recorded "
@@ -122,9 +133,11 @@ def most_frequent(errors: Sequence[Op]) -> str:
 
 def check_run(run: RunDir, spec: Mapping[str, Any], history: Sequence[Op],
               registry: Registry | None = None, *, status: str = "complete",
-              limits: Mapping[str, Any] | None = None) -> dict[str, Any]:
+              limits: Mapping[str, Any] | None = None,
+              checks: Sequence[Check] | None = None) -> dict[str, Any]:
     """Check a run's history and save ``results.json``."""
-    results = check_history(history, spec, registry, status=status, limits=limits)
+    results = check_history(history, spec, registry, status=status, limits=limits,
+                            checks=checks)
     run.save_results(results)
     return results
 

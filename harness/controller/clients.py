@@ -13,11 +13,11 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
-from harness.core.atomic import write_json, write_text
+from harness.core.atomic import write_text
+from harness.core.client_config import ClientConfig
 from harness.core.cluster import client_name
 from workloads.crash import ARM_SIGNAL, crashed_at
 
@@ -33,12 +33,12 @@ class Clients:
     processes: list[int]
     doomed: set[int] = field(default_factory=set)
 
-    def spawn(self, process: int, config: dict[str, Any], group: int | None = None) -> None:
+    def spawn(self, process: int, config: ClientConfig, group: int | None = None) -> None:
         """``group``: the group id the client runs with (the backend rewrites the source
         address of that group's connections to the client's own)."""
         path = self.run.client_config(process)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, config, indent=1)
+        write_text(path, config.to_json())
         self.procs.spawn(client_name(process), [sys.executable, "-m", "workloads.client",
                                                 str(path)],
                          self.run.client_log(process), tie_to_controller=True, group=group)

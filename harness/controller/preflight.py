@@ -12,7 +12,7 @@ from typing import Any
 from dbs.faketime import libfaketime
 from harness.controller import netfilter
 from harness.controller.registry import Registry, default_registry
-from harness.controller.spec import make_db
+from harness.controller.resolved import make_db
 from harness.core import capabilities
 from harness.core.errors import HarnessError, UsageError
 

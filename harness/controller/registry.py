@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbs.base import DB
 from harness.core import capabilities
@@ -37,6 +37,9 @@ from harness.core.options import declaration_problem as options_problem
 from harness.core.roles import RoleError, load_object
 from harness.core.schedule import MAX_WAIT
 from harness.core.text import show
+
+if TYPE_CHECKING:
+    from harness.controller.resolved import ResolvedTest
 
 DISTRIBUTION = "lock-harness"
 GROUPS = {
@@ -273,30 +276,11 @@ class Registry:
         check = getattr(self.load("locks", name), "unavailable", None)
         return check() if callable(check) else None
 
-    def lock_session(self, name: str) -> bool:
-        """Does the lock write in its own transaction (``session(grant)``)?"""
-        return callable(getattr(self.load("locks", name), "session", None))
-
-    def resource_in_lock_db(self, lock: str, db: str, resource: str) -> bool:
-        """Does the protected resource live in the lock's own database (node 1)? Always for
-        a lock that writes in its own transaction; for a lock that declares
-        ``resource_in_lock_db`` (the table next to the lock, as its applications keep it),
-        when the resource is of the lock's DB."""
-        if self.lock_session(lock):
-            return True
-        declared = bool(getattr(self.load("locks", lock), "resource_in_lock_db", False))
-        return declared and getattr(self.load("resources", resource), "db", "") == db
-
     def nemesis_requires(self, name: str, options: Mapping[str, Any] | None = None
                          ) -> tuple[type, ...]:
         """What the nemesis requires, with what its options add (``needs(options)``: a delay
         on the links between nodes needs those links in the link layer)."""
-        cls = self.load("nemeses", name)
-        out = tuple(getattr(cls, "requires", ()) or ())
-        needs = getattr(cls, "needs", None)
-        if callable(needs):
-            out += tuple(c for c in needs(dict(options or {})) if c not in out)
-        return out
+        return requires(self.load("nemeses", name), options)
 
     def dbs_with(self, capability: type) -> list[str]:
         """The registered DBs that have ``capability`` (for the hint in an error)."""
@@ -311,70 +295,91 @@ class Registry:
         return out
 
     # the one place a run's roles are checked against each other ------------------------------
-    def check_run(self, *, db: str, db_obj: Any, lock: str, workload: str,
-                  nemeses: Iterable[str], environment: Any, resource: str | None = None,
-                  resource_mode: str | None = None, options: Mapping[str, Any] | None = None,
-                  ttl: float = 2.0, op_timeout: float | None = None) -> None:
-        """Raise UsageError (one line) if the lock, workload and faults cannot run on ``db``,
-        or the protected resource cannot take the lock's writes.
-        ``environment(capability) -> reason | None`` answers for environment capabilities; a
-        nemesis may refuse its options on this db (``refuse(db, options, ttl, op_timeout)``,
-        a reason or None): a stall on a link the db does not have, say."""
-        dbs = self.lock_dbs(lock)
-        if dbs and db not in dbs:
-            raise UsageError(f"lock {lock!r} runs on --db {', '.join(dbs)}, not {db!r}")
-        wl = self.load("workloads", workload)
+    def check_run(self, test: ResolvedTest, environment: Any) -> None:
+        """Raise UsageError (one line) if the lock, workload and faults cannot run on the
+        test's db, or the protected resource cannot take the lock's writes.
+        ``environment(capability) -> reason | None`` answers for environment capabilities
+        (None: the backend answers them when the run starts); a nemesis may refuse its options
+        on this db (``refuse(db, options, ttl, op_timeout)``, a reason or None): a stall on a
+        link the db does not have, say."""
+        spec, lock, wl = test.spec, test.lock.cls, test.workload.cls
+        dbs = tuple(getattr(lock, "dbs", ()) or ())
+        if dbs and spec.db not in dbs:
+            raise UsageError(f"lock {spec.lock!r} runs on --db {', '.join(dbs)}, not "
+                             f"{spec.db!r}")
         modes = getattr(wl, "resource_modes", None)
-        mode = resource_mode or ("fenced" if getattr(wl, "fenced", False) else "plain")
+        mode = str(spec.resource_mode)
         if modes is not None and mode not in modes:
-            raise UsageError(f"--workload {workload} uses --resource-mode "
+            raise UsageError(f"--workload {spec.workload} uses --resource-mode "
                              f"{' or '.join(modes)}, not {mode!r} (it writes nothing a "
                              "resource could guard: use --workload mutex or fenced)")
-        fenced_mode = mode == "fenced"
-        if ((getattr(wl, "needs_tokens", False) or fenced_mode)
-                and not self.lock_tokens(lock)):
-            what = f"--workload {workload}" if getattr(wl, "needs_tokens", False) else \
+        if ((getattr(wl, "needs_tokens", False) or mode == "fenced")
+                and not getattr(lock, "tokens", False)):
+            what = f"--workload {spec.workload}" if getattr(wl, "needs_tokens", False) else \
                 "--resource-mode fenced"
             raise UsageError(f"{what} needs a lock with fencing tokens; "
-                             f"{lock!r} has no fencing tokens (a lock class declares them "
+                             f"{spec.lock!r} has no fencing tokens (a lock class declares them "
                              "with tokens = True)")
-        if resource is not None:
-            self.check_resource(lock, db, resource, resource_mode)
-        for name in nemeses:
-            for cap in self.nemesis_requires(name, options):
+        check_resource(test)
+        db_obj = test.make_db()
+        for name in test.nemeses:
+            for cap in test.requires(name):
                 if capabilities.is_environment(cap):
-                    reason = environment(cap)
-                    if reason is not None:
-                        raise UsageError(f"--nemesis {name}: {reason}")
+                    check_environment(name, (cap,), environment)
                     continue
                 reason = capabilities.unmet(cap, db_obj)
-                if reason is None:
-                    continue
                 if reason == capabilities.GENERIC:
                     others = self.dbs_with(cap)
                     hint = f" ({', '.join(others)})" if others else ""
                     raise UsageError(f"--nemesis {name} needs {capabilities.describe(cap)}"
-                                     f"{hint}, not {db!r}")
-                raise UsageError(f"--nemesis {name}: {reason}")
-            refuse = getattr(self.load("nemeses", name), "refuse", None)
+                                     f"{hint}, not {spec.db!r}")
+                if reason is not None:
+                    raise UsageError(f"--nemesis {name}: {reason}")
+            refuse = getattr(test.nemeses[name].cls, "refuse", None)
             if callable(refuse):
-                reason = refuse(db_obj, dict(options or {}), ttl, op_timeout)
+                reason = refuse(db_obj, dict(spec.nemesis_options), spec.ttl, spec.op_timeout)
                 if reason:
                     raise UsageError(f"--nemesis {name}: {reason}")
 
 
-    def check_resource(self, lock: str, db: str, resource: str, mode: str | None) -> None:
-        res = self.load("resources", resource)
-        modes = tuple(getattr(res, "modes", ()))
-        if mode is not None and mode not in modes:
-            raise UsageError(f"--resource-mode {mode}: --resource {resource} has "
-                             f"{', '.join(modes)}")
-        if self.lock_session(lock):
-            res_db = getattr(res, "db", "")
-            if not getattr(res, "accepts_session", False) or res_db != db:
-                raise UsageError(f"lock {lock!r} writes in its own transaction: it needs "
-                                 f"--resource {db} (the resource in the lock's database), "
-                                 f"not {resource!r}")
+def check_environment(name: str, needs: Iterable[type], environment: Any) -> None:
+    """UsageError, one line, if ``environment(capability)`` (None: not asked) gives a reason
+    why an environment capability fault ``name`` needs is missing."""
+    for cap in needs:
+        if environment is not None and capabilities.is_environment(cap):
+            reason = environment(cap)
+            if reason is not None:
+                raise UsageError(f"--nemesis {name}: {reason}")
+
+
+def check_resource(test: ResolvedTest) -> None:
+    """The resource has the run's mode, and a lock that writes in its own transaction has
+    the resource in its own database."""
+    spec, res = test.spec, test.resource.cls
+    modes = tuple(getattr(res, "modes", ()))
+    if spec.resource_mode not in modes:
+        raise UsageError(f"--resource-mode {spec.resource_mode}: --resource {spec.resource} "
+                         f"has {', '.join(modes)}")
+    if is_session_lock(test.lock.cls) and (not getattr(res, "accepts_session", False)
+                                           or getattr(res, "db", "") != spec.db):
+        raise UsageError(f"lock {spec.lock!r} writes in its own transaction: it needs "
+                         f"--resource {spec.db} (the resource in the lock's database), "
+                         f"not {spec.resource!r}")
+
+
+def is_session_lock(lock: type) -> bool:
+    """Does the lock write in its own transaction (``session(grant)``)?"""
+    return callable(getattr(lock, "session", None))
+
+
+def requires(nemesis: type, options: Mapping[str, Any] | None = None) -> tuple[type, ...]:
+    """What a nemesis class requires, with what its options add (``needs(options)``: a delay
+    on the links between nodes needs those links in the link layer)."""
+    out = tuple(getattr(nemesis, "requires", ()) or ())
+    needs = getattr(nemesis, "needs", None)
+    if callable(needs):
+        out += tuple(c for c in needs(dict(options or {})) if c not in out)
+    return out
 
 
 def declaration_problem(kind: str, cls: type) -> str | None:

@@ -36,10 +36,13 @@ from harness.controller.links import Links
 from harness.controller.live import LiveState
 from harness.controller.procs import ProcessTable
 from harness.controller.progress import Progress
-from harness.controller.registry import Registry, default_registry
-from harness.controller.spec import TestSpec, make_db, nemesis_name, nemesis_target
+from harness.controller.registry import Registry, check_environment, default_registry, requires
+from harness.controller.resolved import make_db
+from harness.controller.spec import TestSpec, nemesis_name, nemesis_target
 from harness.controller.store import RunDir, Store
-from harness.core import capabilities
+from harness.core import capabilities, defaults
+from harness.core.client_config import ClientConfig
+from harness.core.client_config import node as endpoint_node
 from harness.core.cluster import NemesisContext, Node, client_name
 from harness.core.errors import HarnessError, UsageError
 from harness.core.history import INVOKE, OK
@@ -47,7 +50,6 @@ from harness.core.journal import JournalWriter
 
 READY_TIMEOUT = 20.0
 START_GATE = 3.0  # seconds a db that starts its members in turn may hold the next one back
-OP_TIMEOUT = 1.0
 
 
 @dataclass
@@ -112,28 +114,18 @@ class Run:
         self.run_id = f"{spec.test_name}/{self.run.name}"
         self.procs = ProcessTable(self.run.pids)
         self.rng = random.Random(spec.seed)
-        self.db = make_db(self.registry.load("dbs", spec.db), spec.persistence)
-        if spec.resource is None or spec.resource_mode is None:
-            spec.resolve_resource(self.registry)
+        self.test = spec.resolved(self.registry)  # the roles, checked once: no name looked up
+        self.db = self.test.make_db()
         self.cluster: Cluster | None = None
         self.faults: FaultRunner | None = None
         self.sources: dict[str, Any] | None = None
         self.clock = 0.0  # when the phase being timed began (progress lines)
 
     # ------------------------------------------------------------------------------------------
-    def plugins(self) -> list[dict[str, Any]]:
-        reg, spec = self.registry, self.spec
-        used = [("dbs", spec.db), ("locks", spec.lock), ("workloads", spec.workload),
-                *(("nemeses", n) for n in spec.fault_names)]
-        if spec.resource is not None:
-            used.append(("resources", spec.resource))
-        used += [("checkers", e.name) for e, _, _ in checking.plan(spec.to_dict(), reg)]
-        return [reg.entry(kind, name).record() for kind, name in used]
-
     def execute(self) -> Outcome:
         spec = self.spec
         self.run.save_test({"spec": spec.to_dict(), "run_id": self.run_id, "status": "starting",
-                            "plugins": self.plugins()})
+                            "plugins": self.test.plugins()})
         status, error, failure = "complete", None, None
         with contextlib.ExitStack() as stack:
             marker = cleanup.mark_active(self.run, self.run_id)
@@ -150,8 +142,8 @@ class Run:
         if self.run.has_journals():
             started = time.monotonic()
             history = self.run.merge()
-            results = checking.check_run(self.run, spec.to_dict(), history, self.registry,
-                                         status=status)
+            results = checking.check_run(self.run, spec.to_dict(), history, status=status,
+                                         checks=self.test.checkers)
             self.progress.line(f"{len(history):,} ops merged and checked in "
                                f"{time.monotonic() - started:.1f} s")
         self._save_test(status, error)
@@ -180,25 +172,18 @@ class Run:
     # scopes -----------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _cluster(self) -> Iterator[Cluster]:
-        spec, run = self.spec, self.run
+        spec, run, test = self.spec, self.run, self.test
         assert spec.nodes is not None
         started = time.monotonic()
         backend = make_backend(spec.backend, run, self.procs, self.run_id, hosts=spec.hosts,
                                say=self.progress.line)
         try:
-            self.registry.check_run(db=spec.db, db_obj=self.db, lock=spec.lock,
-                                    workload=spec.workload, nemeses=spec.fault_names,
-                                    environment=backend.environment_unmet,
-                                    resource=spec.resource, resource_mode=spec.resource_mode,
-                                    options=spec.nemesis_options, ttl=spec.ttl,
-                                    op_timeout=spec.op_timeout)
-            unavailable = self.registry.lock_unavailable(spec.lock)
-            if unavailable is not None:
-                raise HarnessError(f"lock {spec.lock!r}: {unavailable}")
-            in_lock_db = self.registry.resource_in_lock_db(spec.lock, spec.db,
-                                                           str(spec.resource))
-            resource_db = None if in_lock_db else make_db(
-                self.registry.load("dbs", self.resource_class().db))
+            for name in test.nemeses:  # the roles were checked; where they run is asked now
+                check_environment(name, test.requires(name), backend.environment_unmet)
+            unavailable = getattr(test.lock.cls, "unavailable", None)
+            if callable(unavailable) and (reason := unavailable()) is not None:
+                raise HarnessError(f"lock {spec.lock!r}: {reason}")
+            resource_db = None if test.resource_db is None else make_db(test.resource_db)
             backend.prepare(self.db.port, spec.nodes, spec.clients,
                             resource_port=(resource_db or self.db).port)
             cluster = self.cluster = Cluster(backend, self.db, resource_db=resource_db)
@@ -207,9 +192,8 @@ class Run:
             cluster.resource = cluster.nodes[0] if resource_db is None else Node(
                 "resource", backend.resource_host(), resource_db.port)
             links, peers = self._link_plan(backend)
-            needs_iptables = peers or any(
-                capabilities.Iptables in self.registry.nemesis_requires(n, spec.nemesis_options)
-                for n in spec.fault_names)
+            needs_iptables = peers or any(capabilities.Iptables in test.requires(n)
+                                          for n in test.nemeses)
             backend.preflight(self.db, cluster.nodes, needs_iptables)
             if resource_db is not None:
                 backend.preflight(resource_db, cluster.separate_resource, needs_iptables)
@@ -235,10 +219,9 @@ class Run:
                 backend.provision(helper_db, helper_nodes)
             if resource_db is not None:
                 backend.provision(resource_db, cluster.separate_resource)
-            clock_ids = {getattr(self.registry.load("nemeses", n), "clock_id",
-                                 lambda _: "wall")(spec.nemesis_options)
-                         for n in spec.fault_names
-                         if capabilities.ClockFaults in self.registry.nemesis_requires(n)}
+            clock_ids = {getattr(n.cls, "clock_id", lambda _: "wall")(spec.nemesis_options)
+                         for n in test.nemeses.values()
+                         if capabilities.ClockFaults in requires(n.cls)}
             if clock_ids and capabilities.clock_mechanism(self.db) == "libfaketime":
                 for node in cluster.nodes:  # one mode per run: the clock-id option is one
                     backend.enable_clock(node, "both" if clock_ids - {"wall"} else "wall")
@@ -267,13 +250,12 @@ class Run:
 
     def _link_plan(self, backend: Backend) -> tuple[bool, bool]:
         """(the run has a link layer, the links between its nodes go through it)."""
-        requires = [c for n in self.spec.fault_names
-                    for c in self.registry.nemesis_requires(n, self.spec.nemesis_options)]
+        needs = [c for n in self.test.nemeses for c in self.test.requires(n)]
         proxy = self.spec.links == "proxy"
-        peers = capabilities.PeerLinks in requires or (
+        peers = capabilities.PeerLinks in needs or (
             proxy and isinstance(self.db, capabilities.RoutedPeers)
             and backend.environment_unmet(capabilities.PeerLinks) is None)
-        return proxy or peers or capabilities.LinkLayer in requires, peers
+        return proxy or peers or capabilities.LinkLayer in needs, peers
 
     @contextlib.contextmanager
     def _clients(self, cluster: Cluster, t0: int) -> Iterator[tuple[Clients, LiveState]]:
@@ -298,15 +280,16 @@ class Run:
         ctx = NemesisContext(cluster.backend, cluster.nodes, clients, live,
                              random.Random(self.rng.random()), spec.ttl, db=self.db,
                              options=dict(spec.nemesis_options), links=cluster.links,
+                             # the lock's wait for a reply
                              op_timeout=float(spec.request_timeout or spec.op_timeout
-                                              or OP_TIMEOUT))  # the lock's wait for a reply
-        nemeses = {name: self.registry.load("nemeses", name)() for name in spec.fault_names}
+                                              or defaults.OP_TIMEOUT))
+        nemeses = {name: role.cls() for name, role in self.test.nemeses.items()}
         targets = {nemesis_name(item): nemesis_target(item) for item in spec.nemesis}
         if spec.schedule is not None:  # a replay, or an example of harness explore
             schedule = spec.fault_schedule()
         else:
-            schedule = generate(list(dict.fromkeys(spec.nemesis_names)), nemeses, ctx,
-                                spec.time_limit, random.Random(self.rng.random()), targets)
+            schedule = generate(list(targets), nemeses, ctx, spec.time_limit,
+                                random.Random(self.rng.random()), targets)
         self.faults = runner = FaultRunner(nemeses, schedule, ctx, journal, t0=t0 / 1e9)
         try:
             runner.start()
@@ -342,8 +325,8 @@ class Run:
         self.sources = {"seen": seen, "foreign": foreign}
         if not foreign:
             return
-        cutters = [n for n in self.spec.fault_names
-                   if getattr(self.registry.load("nemeses", n), "cuts_clients", False)]
+        cutters = [n for n, role in self.test.nemeses.items()
+                   if getattr(role.cls, "cuts_clients", False)]
         what = (f"clients of {self.spec.lock} connect to the DB from {', '.join(foreign)}, not "
                 f"from their own addresses ({min(allowed)} ...): the lock's connections "
                 "ignore the client's source address")
@@ -353,48 +336,31 @@ class Run:
                              "bind its source address")
         self.progress.line(f"note: {what}; faults that cut clients would not bite")
 
-    def _client_config(self, cluster: Cluster, process: int, t0: int) -> dict[str, Any]:
-        spec, reg, backend = self.spec, self.registry, cluster.backend
-        assert cluster.resource is not None
+    def _client_config(self, cluster: Cluster, process: int, t0: int) -> ClientConfig:
+        spec, test, backend = self.spec, self.test, cluster.backend
+        assert cluster.resource is not None and spec.resource_mode is not None
         options: dict[str, Any] = dict(self.db.client_options()) if isinstance(
             self.db, capabilities.HasCompanions) else {}
-        lock = reg.entry("locks", spec.lock)
-        options.update(lock.options)  # exec:PATH: where the program is
+        options.update(test.lock.entry.options)  # exec:PATH: where the program is
         nodes = [n.endpoint for n in cluster.nodes]
         redirects: dict[str, str] = {}
         if cluster.links is not None:  # the lock reaches its nodes through its own links
             nodes = [cluster.links.client_endpoint(process, n) for n in nodes]
             options = cluster.links.client_options(process, options)
             redirects = cluster.links.redirects(process)
-        return {
-            "process": process,
-            "t0_ns": t0,
-            "seed": spec.seed,
-            "source": backend.client_host(process),
-            "networks": backend.client_networks(),
-            "journal": str(self.run.journal(process)),
-            "lock_target": lock.target,
-            "workload_target": reg.entry("workloads", spec.workload).target,
-            "lock_name": lock_name(process, spec.keys),
-            "ttl": spec.ttl,
-            "op_timeout": float(spec.op_timeout or OP_TIMEOUT),
-            "nodes": nodes,
-            "redirects": redirects,
-            "harness_options": options,  # the lock's config.harness, beside seed and source
-            "lock_options": {**self._lock_option_defaults(), **spec.lock_options},
-            "workload_options": spec.workload_options(),
-            "crash_file": str(self.run.crash_file(process)),
-            "resource": cluster.resource.endpoint,
-            "resource_target": reg.entry("resources", str(spec.resource)).target,
-            "resource_mode": spec.resource_mode,
-            "end_ns": t0 + int((spec.time_limit + spec.quiesce) * 1e9),
-        }
-
-    def _lock_option_defaults(self) -> dict[str, Any]:
-        """The defaults of the options the lock declares, None included (``--lock-opt``
-        overrides them): every declared option is in ``config.options``."""
-        declared = getattr(self.registry.load("locks", self.spec.lock), "options", None) or {}
-        return {k: o.default for k, o in declared.items()}
+        declared = getattr(test.lock.cls, "options", None) or {}  # every one, None included
+        return ClientConfig(
+            process=process, t0_ns=t0, end_ns=t0 + int((spec.time_limit + spec.quiesce) * 1e9),
+            seed=int(spec.seed or 0), source=backend.client_host(process),
+            networks=backend.client_networks(), redirects=redirects,
+            journal=str(self.run.journal(process)), crash_file=str(self.run.crash_file(process)),
+            lock_target=test.lock.target, lock_name=lock_name(process, spec.keys),
+            lock_options={**{k: o.default for k, o in declared.items()}, **spec.lock_options},
+            harness_options=options,  # the lock's config.harness, beside seed and source
+            ttl=spec.ttl, op_timeout=float(spec.op_timeout or defaults.OP_TIMEOUT),
+            nodes=tuple(map(endpoint_node, nodes)), workload_target=test.workload.target,
+            workload_options=spec.workload_options(), resource=cluster.resource,
+            resource_target=test.resource.target, resource_mode=spec.resource_mode)
 
     def _await_started(self, node: Node) -> None:
         """A db that starts its members one after another (``started(node)``: may the next
@@ -430,13 +396,10 @@ class Run:
                 raise HarnessError(f"client {dead[0]} exited early: {last_lines(log, 1)} "
                                    f"(log: {log})")
 
-    def resource_class(self) -> Any:
-        return self.registry.load("resources", str(self.spec.resource))
-
     def _open_resource(self, cluster: Cluster) -> Any:
         assert cluster.resource is not None
-        return self.resource_class()(cluster.resource.host, cluster.resource.port,
-                                     mode=self.spec.resource_mode or "plain")
+        return self.test.resource.cls(cluster.resource.host, cluster.resource.port,
+                                      mode=self.spec.resource_mode)
 
     def _setup_resource(self, cluster: Cluster) -> None:
         """The resource's tables (or nothing, for Redis), once, before any client."""

@@ -1,4 +1,6 @@
-"""TestSpec: everything a run needs, from flags or a TOML file, validated up front.
+"""TestSpec: everything a run needs, from flags or a TOML file, validated up front and
+resolved once into the test the run receives (:class:`harness.controller.resolved.ResolvedTest`:
+each role loaded, every default applied).
 
 Bad values raise UsageError with one line naming the option and what to do. Whether the lock,
 the workload and the faults fit the DB is the registry's question
@@ -10,17 +12,22 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from harness.controller.backends import check_backend
+from harness.controller.checking import checks_of
 from harness.controller.hosts import check_fits
 from harness.controller.hosts import environment_unmet as hosts_environment
 from harness.controller.hosts import load as load_hosts
-from harness.controller.registry import Registry, default_registry
+from harness.controller.registry import Registry, default_registry, is_session_lock, requires
+from harness.controller.resolved import ResolvedTest, Role
+from harness.controller.resolved import make_db as make_db  # where search.py finds it
 from harness.controller.spec_keys import check_types
 from harness.controller.store import safe_name
+from harness.core import defaults
 from harness.core.capabilities import ClockFaults, clock_mechanism
 from harness.core.errors import UsageError
 from harness.core.options import Option, parse_options
@@ -32,7 +39,6 @@ from harness.core.text import show
 # a fault waits for at most an hour.
 MAX_TIME_LIMIT = MAX_SECONDS
 LINKS = ("direct", "proxy")  # --links: clients connect straight to the nodes, or via the proxy
-DEFAULT_OP_TIMEOUT = 1.0
 
 
 def parse_nemeses(text: str, registry: Registry | None = None) -> list[str]:
@@ -139,7 +145,7 @@ class TestSpec:
     time_limit: float = 20.0
     seed: int | None = None
     store: str = "results"
-    ttl: float = 2.0
+    ttl: float = defaults.TTL
     quiesce: float = 1.0
     name: str | None = None
     persistence: str = "none"  # the DB nodes' own: none | appendonly (where the db has it)
@@ -158,8 +164,8 @@ class TestSpec:
     # direct: clients connect straight to the nodes (unless a nemesis needs the link layer);
     # proxy: every client link (and peer link, where it can) goes through the link layer
     links: str = "direct"
-    op_timeout: float | None = None  # seconds a client waits for one reply (None: 1, or more
-    # if a nemesis needs it: stall-grant's late reply must still be awaited)
+    op_timeout: float | None = None  # seconds a client waits for one reply (None: the default,
+    # or more if a nemesis needs it: stall-grant's late reply must still be awaited)
     # The lock's own declarations, resolved by validate: does its release wait for a reply,
     # and how long does it wait for one request's (what the faults and their checker read)
     release_waits: bool = True
@@ -170,29 +176,35 @@ class TestSpec:
             self.seed = random.SystemRandom().randrange(1, 2**31)
 
     def validate(self, registry: Registry | None = None) -> TestSpec:
+        """The spec checked, every default applied (UsageError, one line, otherwise); the
+        test it resolves to is kept for the run (:meth:`resolved`)."""
+        self.resolve(registry)
+        return self
+
+    def resolved(self, registry: Registry | None = None) -> ResolvedTest:
+        """The test this spec was validated into (resolved now if it was not)."""
         reg = registry or default_registry()
-        db_cls = reg.load("dbs", self.db)
-        reg.load("locks", self.lock)
-        reg.load("workloads", self.workload)
+        known: tuple[Registry, ResolvedTest] | None = getattr(self, "_resolved", None)
+        return known[1] if known is not None and known[0] is reg else self.resolve(reg)
+
+    def resolve(self, registry: Registry | None = None) -> ResolvedTest:
+        """Check the spec, apply every default and build the test: each role loaded once,
+        the roles checked against each other once (:meth:`Registry.check_run`)."""
+        reg = registry or default_registry()
+        db, lock, workload = (role(reg, kind, name) for kind, name in (
+            ("dbs", self.db), ("locks", self.lock), ("workloads", self.workload)))
         check_backend(self.backend)
         for item in self.nemesis:
             check_role_word(item, reg)
-            cls = reg.load("nemeses", nemesis_name(item))
-            try:
-                cls.check_target(nemesis_target(item))  # type: ignore[attr-defined]
-            except AttributeError:
-                if nemesis_target(item) is not None:
-                    raise UsageError(f"--nemesis {item}: {cls.__name__} takes no target "
-                                     "roles") from None
-            except ValueError as e:
-                raise UsageError(f"--nemesis {item}: {e}") from None
+            check_aim(f"--nemesis {item}", reg.load("nemeses", nemesis_name(item)),
+                      nemesis_target(item))
         if self.nodes is None:
-            self.nodes = int(db_cls.default_nodes)
+            self.nodes = int(db.cls.default_nodes)
         positive("--nodes", self.nodes, integer=True, limit=9)
-        least = db_cls.min_nodes
+        least = db.cls.min_nodes
         if self.nodes < least:
             raise UsageError(f"--db {self.db} needs --nodes {least} or more, got {self.nodes}")
-        modes = tuple(db_cls.persistence_modes)
+        modes = tuple(db.cls.persistence_modes)
         if self.persistence not in modes:
             raise UsageError(f"--persistence {self.persistence!r}: --db {self.db} has "
                              f"{', '.join(modes)}")
@@ -203,12 +215,12 @@ class TestSpec:
             check_target_exists(f"--nemesis {item}", nemesis_target(item), self.nodes,
                                 self.clients)
         self._check_schedule(reg)
+        nemeses = {name: role(reg, "nemeses", name) for name in self.fault_names}
         self.nemesis_options = parse_options(
-            self.nemesis_options, self.nemesis_option_table(reg), "--nemesis-opt",
-            f"the nemeses of this run ({', '.join(self.nemesis) or 'none'})")
-        lock_table = getattr(reg.load("locks", self.lock), "options", {}) or {}
-        self.lock_options = parse_options(self.lock_options, lock_table, "--lock-opt",
-                                          f"lock {self.lock}")
+            self.nemesis_options, option_table(r.cls for r in nemeses.values()),
+            "--nemesis-opt", f"the nemeses of this run ({', '.join(self.nemesis) or 'none'})")
+        self.lock_options = parse_options(self.lock_options, option_table([lock.cls]),
+                                          "--lock-opt", f"lock {self.lock}")
         for option, value in (("--hold", self.hold), ("--think", self.think)):
             if value is not None:
                 parse_range(option, value)
@@ -216,17 +228,16 @@ class TestSpec:
             positive("--acquire-timeout", self.acquire_timeout, limit=MAX_WAIT)
         positive("--keys", self.keys, integer=True, limit=self.clients)
         self._check_hosts()
-        if self.backend == "ssh" and clock_mechanism(db_cls) == "vdso" and any(
-                ClockFaults in reg.nemesis_requires(n) for n in self.fault_names):
+        if self.backend == "ssh" and clock_mechanism(db.cls) == "vdso" and any(
+                ClockFaults in requires(n.cls) for n in nemeses.values()):
             raise UsageError(f"--db {self.db}: its clocks are moved by patching its vDSO on "
                              "this machine, not over ssh (--backend local or docker)")
         positive("--ttl", self.ttl, limit=MAX_WAIT)
         if self.links not in LINKS:
             raise UsageError(f"--links {self.links!r}: use {' or '.join(LINKS)}")
-        self.op_timeout = self.resolve_op_timeout(reg)
-        lock_cls = reg.load("locks", self.lock)
-        self.release_waits = bool(getattr(lock_cls, "release_waits", True))
-        per_request = getattr(lock_cls, "request_timeout", None)  # (ttl, op_timeout, options)
+        self.op_timeout = self.resolve_op_timeout({n: r.cls for n, r in nemeses.items()})
+        self.release_waits = bool(getattr(lock.cls, "release_waits", True))
+        per_request = getattr(lock.cls, "request_timeout", None)  # (ttl, op_timeout, options)
         wait = (per_request(self.ttl, self.op_timeout, self.lock_options)
                 if callable(per_request) else self.op_timeout)
         positive(f"lock {self.lock}: request_timeout", wait, limit=MAX_WAIT)
@@ -237,46 +248,46 @@ class TestSpec:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not (
                 0 <= self.seed < 2**63):
             raise UsageError(f"--seed must be an integer from 0 to 2**63-1, got {self.seed!r}")
-        self.resolve_resource(reg)
+        resource = role(reg, "resources", self.resolve_resource(lock.cls, workload.cls))
+        in_lock_db = is_session_lock(lock.cls) or (
+            getattr(lock.cls, "resource_in_lock_db", False)
+            and getattr(resource.cls, "db", "") == self.db)
+        test = ResolvedTest(self, db, lock, workload, resource,
+                            None if in_lock_db else reg.load("dbs", resource.cls.db),
+                            nemeses, tuple(checks_of(workload.cls, self.to_dict(), reg)))
         hosts = load_hosts(self.hosts) if self.hosts is not None else None
-        reg.check_run(db=self.db, db_obj=make_db(db_cls, self.persistence), lock=self.lock,
-                      workload=self.workload, nemeses=self.fault_names,
-                      environment=lambda cap: None if hosts is None
-                      else hosts_environment(hosts, cap), resource=self.resource,
-                      resource_mode=self.resource_mode, options=self.nemesis_options,
-                      ttl=self.ttl, op_timeout=self.op_timeout)
-        return self
+        reg.check_run(test, environment=None if hosts is None
+                      else lambda cap: hosts_environment(hosts, cap))
+        self._resolved = (reg, test)
+        return test
 
-    def resolve_resource(self, reg: Registry) -> None:
+    def resolve_resource(self, lock: type, workload: type) -> str:
         """The resource and its mode, when not given: a lock that writes in its own
         transaction needs the resource in its database, and a lock that keeps it there
         (``resource_in_lock_db``) gets it there; else the workload's choice (the
         ``idempotent`` workload stores keys in PostgreSQL), else Redis. The mode: ``fenced``
         for a workload that fences (``fenced = True``), else ``plain``."""
-        workload = reg.load("workloads", self.workload)
         if self.resource is None:
-            lock = reg.load("locks", self.lock)
-            if reg.lock_session(self.lock) or getattr(lock, "resource_in_lock_db", False):
+            if is_session_lock(lock) or getattr(lock, "resource_in_lock_db", False):
                 self.resource = self.db
             else:
-                self.resource = str(getattr(workload, "default_resource", "redis"))
-        reg.load("resources", self.resource)
+                self.resource = str(getattr(workload, "default_resource", defaults.RESOURCE))
         fenced = bool(getattr(workload, "fenced", False))
-        if self.resource_mode is None:
-            self.resource_mode = "fenced" if fenced else "plain"
-        elif fenced and self.resource_mode != "fenced":
+        if fenced and self.resource_mode not in (None, "fenced"):
             raise UsageError(f"--workload {self.workload} writes with fencing tokens: "
                              f"--resource-mode fenced, not {self.resource_mode}")
+        self.resource_mode = defaults.resource_mode(self.resource_mode, fenced)
+        return self.resource
 
-    def resolve_op_timeout(self, reg: Registry) -> float:
-        """The client's per-request timeout: as given, else 1 s, or what a nemesis needs
-        (``op_timeout(ttl, options)``: a fault that makes a reply late must not be outwaited
-        by the client's own timeout). Too short a given one is a usage error."""
-        needs = {name: float(need) for name in self.fault_names
-                 if callable(hook := getattr(reg.load("nemeses", name), "op_timeout", None))
+    def resolve_op_timeout(self, nemeses: dict[str, type]) -> float:
+        """The client's per-request timeout: as given, else the default, or what a nemesis
+        needs (``op_timeout(ttl, options)``: a fault that makes a reply late must not be
+        outwaited by the client's own timeout). Too short a given one is a usage error."""
+        needs = {name: float(need) for name, cls in nemeses.items()
+                 if callable(hook := getattr(cls, "op_timeout", None))
                  and (need := hook(self.ttl, self.nemesis_options)) is not None}
         if self.op_timeout is None:
-            return max([DEFAULT_OP_TIMEOUT, *needs.values()])
+            return max([defaults.OP_TIMEOUT, *needs.values()])
         positive("--op-timeout", self.op_timeout, limit=MAX_WAIT)
         for name, need in needs.items():
             if self.op_timeout < need:
@@ -322,14 +333,7 @@ class TestSpec:
                                  f"target = {nemesis_target(step.fault)!r}")
             check_role_word(step.fault, reg)
             cls = reg.load("nemeses", step.fault)
-            try:
-                cls.check_target(step.target)  # type: ignore[attr-defined]
-            except AttributeError:
-                if step.target is not None:
-                    raise UsageError(f"{where}: {cls.__name__} takes no target roles"
-                                     ) from None
-            except ValueError as e:
-                raise UsageError(f"{where}: {e}") from None
+            check_aim(where, cls, step.target)
             params = parse_options(step.params, getattr(cls, "options", {}) or {},
                                    f"{where} params", f"nemesis {step.fault}")
             check_step = getattr(cls, "check_step", None)  # params one step cannot change
@@ -337,12 +341,6 @@ class TestSpec:
                 raise UsageError(f"{where}: {reason}")
             steps.append(dataclasses.replace(step, params=params))
         self.schedule = Schedule(tuple(steps)).to_dict()
-
-    def nemesis_option_table(self, reg: Registry) -> dict[str, Option]:
-        table: dict[str, Option] = {}
-        for name in self.fault_names:
-            table.update(getattr(reg.load("nemeses", name), "options", {}) or {})
-        return table
 
     def workload_options(self) -> dict[str, float]:
         """The workload's shape as the spec gives it (the lock's defaults fill the rest)."""
@@ -409,11 +407,29 @@ class TestSpec:
         return cls(**norm)
 
 
-def make_db(db_cls: type, persistence: str = "none") -> Any:
-    """An instance of a DB class; ``persistence`` other than none only where it is known."""
-    if persistence == "none":
-        return db_cls()
-    return db_cls(persistence=persistence)
+def role(reg: Registry, kind: str, name: str) -> Role:
+    """A role of the run: its entry and its class (loaded and checked)."""
+    return Role(reg.entry(kind, name), reg.load(kind, name))
+
+
+def option_table(classes: Iterable[type]) -> dict[str, Option]:
+    """The options the classes declare, in one table."""
+    table: dict[str, Option] = {}
+    for cls in classes:
+        table.update(getattr(cls, "options", {}) or {})
+    return table
+
+
+def check_aim(where: str, nemesis: type, target: str | None) -> None:
+    """A nemesis aimed at ``target`` (a role word, node:NAME, client:N; None: its own
+    choice) takes it: one line naming ``where`` otherwise."""
+    try:
+        nemesis.check_target(target)  # type: ignore[attr-defined]
+    except AttributeError:
+        if target is not None:
+            raise UsageError(f"{where}: {nemesis.__name__} takes no target roles") from None
+    except ValueError as e:
+        raise UsageError(f"{where}: {e}") from None
 
 
 def positive(option: str, value: Any, *, integer: bool = False, limit: float | None = None

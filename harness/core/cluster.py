@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from harness.core import defaults
+
 
 @dataclass(frozen=True)
 class Node:
@@ -196,7 +198,7 @@ class NemesisContext:
     db: Any = None
     options: dict[str, Any] = field(default_factory=dict)
     links: LinkOps | None = None  # the link layer, when the run has one
-    op_timeout: float = 1.0  # how long a client waits for one request's reply
+    op_timeout: float = defaults.OP_TIMEOUT  # how long a client waits for one request's reply
     # Set when the run is over and the schedule heals: long verifications may be cut short.
     finishing: threading.Event = field(default_factory=threading.Event)
 

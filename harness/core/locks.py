@@ -47,6 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from harness.core import defaults
 from harness.core.cluster import Node
 
 Endpoint = Node  # what a lock is told about each DB node: name, host, port
@@ -79,8 +80,8 @@ class LockConfig:
 
     nodes: tuple[Node, ...]
     name: str = "lock"
-    ttl: float = 2.0
-    op_timeout: float = 1.0
+    ttl: float = defaults.TTL
+    op_timeout: float = defaults.OP_TIMEOUT
     process: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     harness: dict[str, Any] = field(default_factory=dict)
