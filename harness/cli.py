@@ -495,8 +495,8 @@ def list_one(reg: Any, kind: str, name: str) -> int:
 def cmd_clean(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from harness.controller.backends.ssh.hosts import load
     from harness.controller.cleanup import clean
-    from harness.controller.hosts import load
 
     given = load(args.hosts) if args.hosts is not None else None  # a bad file: exit 64 now
     out = clean(force=args.force)
@@ -512,7 +512,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
             except UsageError as e:
                 print(f"harness: cannot clean the hosts of a dead run: {e}", file=sys.stderr)
     for hosts in files:
-        from harness.controller.backends.ssh import clean_hosts
+        from harness.controller.backends.ssh.backend import clean_hosts
 
         runs, rules, addrs = clean_hosts(hosts, force=args.force)
         print(f"clean --hosts {hosts.path}: {runs} run(s) removed from "
@@ -522,7 +522,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_hosts(args: argparse.Namespace) -> int:
-    from harness.controller import docker_hosts
+    from harness.controller.backends.ssh import docker_hosts
 
     if args.hosts_command == "up":
         docker_hosts.up(args.count, args.file)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.controller.backends import check_backend
-from harness.controller.hosts import check_fits
-from harness.controller.hosts import environment_unmet as hosts_environment
-from harness.controller.hosts import load as load_hosts
+from harness.controller.backends.ssh.hosts import check_fits
+from harness.controller.backends.ssh.hosts import environment_unmet as hosts_environment
+from harness.controller.backends.ssh.hosts import load as load_hosts
 from harness.controller.registry import Registry, default_registry
 from harness.controller.spec_keys import check_types
 from harness.controller.store import safe_name
