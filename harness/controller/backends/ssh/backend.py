@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from harness.controller import netfilter
 from harness.controller import procs as procs_mod
 from harness.controller.backends.docker import ip_cmd
 from harness.controller.backends.local import LocalBackend, port_free
@@ -57,7 +58,6 @@ from harness.core.capabilities import clock_mechanism
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
-COMMENT_PREFIX = "lock-harness:"  # as on the control host (harness.controller.netfilter)
 INSTALL_TIMEOUT = 900.0
 STOP_TENTHS = 50
 
@@ -109,7 +109,7 @@ class SshBackend:
         self.file = hosts
         self.say = say or (lambda text: None)
         self.slug = run_id.replace("/", "__")
-        self.comment = COMMENT_PREFIX + run_id.replace("/", ":")
+        self.comment = netfilter.Netfilter(run_id).comment  # as on the control host
         self.node_hosts: list[Host] = []
         self.remotes: dict[str, Remote] = {}  # host name -> its connection
         self.claimed: list[Host] = []
