@@ -120,9 +120,6 @@ class RunDir:
     def links_state(self) -> Path:
         return self.path / "links" / "state.json"
 
-    def schedule_toml(self) -> Path:
-        return self.path / "schedule.toml"
-
     # reading and writing -------------------------------------------------------------------
     def is_run(self) -> bool:
         return self.test_json.is_file()

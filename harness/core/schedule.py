@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,10 +164,3 @@ def from_dict(data: Any, where: str = "schedule") -> Schedule:
     parsed = [step_from_dict(s, f"{where} step {i + 1}") for i, s in enumerate(steps)]
     return Schedule(tuple(sorted(parsed, key=lambda s: s.at)))
 
-
-def from_toml(text: str, where: str) -> Schedule:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{where} is not valid TOML: {e}") from None
-    return from_dict(data, where)
