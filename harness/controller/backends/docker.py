@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.controller import netfilter, vdso_clock
-from harness.controller.backends.process_nodes import ProcessNodes, last_lines, write_offset
-from harness.controller.dbs.faketime import LIBFAKETIME_PATHS, check_clock, faketime_env
+from harness.controller.backends.process_nodes import ProcessNodes, last_lines
+from harness.controller.dbs.faketime import LIBFAKETIME_PATHS, faketime_env
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
 from harness.core.capabilities import (
@@ -256,12 +256,8 @@ class DockerBackend(ProcessNodes):
         self.clock_env[node.name] = faketime_env(FAKETIME_LIB, "/node/faketime", clock)
         self.clock_modes[node.name] = clock
 
-    def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
-        if clock_mechanism(self.dbs.get(node.name)) == "vdso":  # a Go server: its vDSO patched
-            vdso_clock.shift_node(self.procs, self.dbs[node.name], node.name, clock, offset)
-            return
-        check_clock(node.name, self.clock_modes.get(node.name), clock)
-        write_offset(self.run.node_dir(node.name) / "faketime", offset)
+    def clock_file(self, node: Node) -> Path:
+        return self.run.node_dir(node.name) / "faketime"  # /node/faketime in the container
 
     def start(self, node: Node) -> None:
         db = self.dbs[node.name]
