@@ -20,7 +20,7 @@ from harness.core.errors import UsageError
 from harness.core.schedule import Schedule, Step, from_dict
 from tests.harness_runs import harness
 
-ROLES = ("holder", "waiter", "any", "client:2", None)
+TARGETS = ("holder", "waiter", "any", "client:2", None)
 tenths = st.integers(0, 200).map(lambda n: n / 10)
 
 
@@ -29,7 +29,7 @@ def schedules(draw: st.DrawFn) -> Schedule:
     steps = []
     for _ in range(draw(st.integers(0, 6))):
         fault = draw(st.sampled_from(["pause", "clock", "kill", "partition-minority"]))
-        target = {"pause": draw(st.sampled_from(ROLES)), "clock": "majority",
+        target = {"pause": draw(st.sampled_from(TARGETS)), "clock": "majority",
                   "kill": draw(st.sampled_from(["any", "node:n1", None])),
                   "partition-minority": None}[fault]
         params = {"clock-offset": draw(st.sampled_from([60.0, -30.0]))} if fault == "clock" else {}
@@ -111,7 +111,7 @@ def test_replaying_a_run_takes_the_durations_it_ran_with() -> None:
             "skipped-steps": [{"step": 2, "why": "no waiter right now"}]}
     steps = as_ran(test).steps
     assert [s.duration for s in steps] == [1.734, 3.0, None]
-    assert [s.target for s in steps] == ["any", "holder", "waiter"]  # roles, not endpoints
+    assert [s.target for s in steps] == ["any", "holder", "waiter"]  # targets, not endpoints
     with pytest.raises(UsageError, match="records no fault schedule"):
         as_ran({"faults": []})
 
