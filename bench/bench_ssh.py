@@ -28,7 +28,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from harness.controller.backends.ssh import SshBackend, docker_hosts  # noqa: E402
+from harness.controller.backends.ssh import docker_hosts  # noqa: E402
+from harness.controller.backends.ssh.backend import SshBackend  # noqa: E402
 from harness.controller.backends.ssh.hosts import load  # noqa: E402
 from harness.controller.backends.ssh.transport import Remote  # noqa: E402
 from harness.controller.procs import ProcessTable  # noqa: E402
