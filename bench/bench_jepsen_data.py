@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from checker.linearizable import check
 from checker.models import infer
-from harness.core.interop import load_any
+from harness.presentation.interop import load_any
 
 ROOT = Path(__file__).resolve().parents[1]
 

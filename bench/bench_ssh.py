@@ -28,13 +28,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from harness.controller import docker_hosts  # noqa: E402
-from harness.controller.backends.ssh import SshBackend  # noqa: E402
-from harness.controller.hosts import load  # noqa: E402
+from harness.controller.backends.ssh import docker_hosts  # noqa: E402
+from harness.controller.backends.ssh.backend import SshBackend  # noqa: E402
+from harness.controller.backends.ssh.hosts import load  # noqa: E402
+from harness.controller.backends.ssh.transport import Remote  # noqa: E402
 from harness.controller.procs import ProcessTable  # noqa: E402
 from harness.controller.registry import default_registry  # noqa: E402
 from harness.controller.spec import make_db  # noqa: E402
-from harness.controller.ssh import Remote  # noqa: E402
 from harness.controller.store import RunDir  # noqa: E402
 from harness.core.cluster import Node  # noqa: E402
 from harness.core.errors import HarnessError  # noqa: E402

@@ -15,22 +15,16 @@ import time
 
 from harness.check_argv import quick_check_args
 from harness.core.errors import (
-    EXIT_INVALID,
     EXIT_SETUP,
-    EXIT_UNKNOWN,
-    EXIT_USAGE,
     EXIT_VALID,
     HarnessError,
     UsageError,
-    exit_code_for,
 )
 from harness.core.history import HistoryError
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable
-    from os import PathLike
     from pathlib import Path
     from typing import Any
 
@@ -212,171 +206,14 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 # check / report / export --------------------------------------------------------------------------
 def cmd_check(args: argparse.Namespace) -> int:
-    limits = check_limits(args)
-    if len(args.run_dir) == 1:
-        return check_one(args.run_dir[0], args.model, limits)
-    worst = EXIT_VALID
-    for path in args.run_dir:
-        try:
-            code = check_one(path, args.model, limits)
-        except (HarnessError, HistoryError) as e:  # said, and the next one is checked
-            for line in str(e).splitlines() or [""]:
-                print(f"harness: {line}", file=sys.stderr)
-            code = e.exit_code if isinstance(e, HarnessError) else EXIT_SETUP
-        worst = min(worst, code, key=SEVERITY.index)
-    return worst
+    from harness.presentation.check_file import check_limits, check_paths
 
-
-SEVERITY = (EXIT_INVALID, EXIT_USAGE, EXIT_SETUP, EXIT_UNKNOWN, EXIT_VALID)  # worst first
-
-
-def check_one(path: str | PathLike[str], model: str | None, limits: dict[str, Any]) -> int:
-    """``path``: a str from :mod:`harness.check_argv`, a Path from argparse."""
-    if os.path.isfile(path):  # a history file: only the checker and the reader are imported
-        return check_file(path, model, limits)
-
-    from pathlib import Path
-
-    from harness.controller.checking import check_run, exit_code
-    from harness.controller.store import open_run
-    from harness.presentation.report import write_report
-    from harness.presentation.runs import could_not, print_summary
-
-    path = Path(path)
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or run directory")
-    if model is not None:
-        raise UsageError("--model is for a history file; a run directory is checked with the "
-                         "checkers of its workload")
-    run = open_run(path)
-    test = run.load_test()
-    spec, status = test["spec"], str(test.get("status") or "starting")
-    history = run.load_history()
-    results = check_run(run, spec, history, status=status, limits=limits)
-    write_report(run, spec, history, results)
-    print_summary(results, run, history=history)
-    code = exit_code(results)
-    if code == EXIT_SETUP:
-        print(f"harness: {could_not(results)}", file=sys.stderr)
-    return code
-
-
-def check_limits(args: argparse.Namespace) -> dict[str, Any]:
-    """--time-limit and --max-memory: finite and positive; the memory budget is enforced on
-    this process (a search that would pass it ends as unknown, with the reason)."""
-    import math
-
-    from harness.core.budget import limit_memory, states_for
-
-    if not math.isfinite(args.time_limit) or args.time_limit <= 0:
-        raise UsageError(f"--time-limit must be a positive number of seconds, got "
-                         f"{args.time_limit}")
-    max_memory = parse_size(args.max_memory)
-    limit_memory(max_memory)
-    return {"time_limit": args.time_limit, "max_states": states_for(max_memory),
-            "max_memory": max_memory}
-
-
-def parse_size(text: str | None) -> int:
-    from harness.core.budget import default_memory
-
-    if text is None:
-        return default_memory()
-    units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower().removesuffix("b").removesuffix("i")
-    unit = t[-1:] if t[-1:] in units else ""
-    try:
-        value = float(t[: len(t) - len(unit)] if unit else t) * units[unit]
-    except ValueError:
-        raise UsageError(f"--max-memory {text!r}: expected a size such as 512M or 2G") from None
-    if not value >= 64 << 20 or value > 1 << 50:
-        raise UsageError(f"--max-memory {text!r}: give at least 64M")
-    return int(value)
-
-
-PROGRESS_BYTES = 16 << 20  # a history file this large takes seconds: say what is going on
-
-
-def file_progress(path: str | PathLike[str]) -> tuple[Any, Callable[[int], None]] | None:
-    """For a large file read at a terminal: a progress reporter on stderr, and the callback
-    its reader calls with the bytes read so far. None for a small file, or when stderr is not
-    a terminal: in a script or a log, stderr keeps the one line of an error, if any."""
-    if not sys.stderr.isatty():
-        return None
-    try:
-        size = os.stat(path).st_size
-    except OSError:
-        return None
-    if size < PROGRESS_BYTES:
-        return None
-    from harness.controller.progress import Progress
-    from harness.core.text import line
-
-    name = os.path.basename(path)
-    progress = Progress()
-    progress.line(f"reading {line(str(path))} ({size / 2**20:.0f} MiB)")
-    return progress, lambda done: progress.fraction(f"reading {name}", done, size)
-
-
-def check_file(path: str | PathLike[str], model: str | None, limits: dict[str, Any]) -> int:
-    """A foreign (or our own) history file, checked for linearizability against ``model``
-    (inferred from its ops when not given)."""
-    from checker.linearizable import check
-    from checker.models import MODELS, infer
-    from harness.core.budget import file_fits
-    from harness.core.interop import load_any
-    from harness.core.text import line, show, verdict_word
-
-    given = model is not None
-    if model is not None and model not in MODELS:
-        raise UsageError(f"unknown model {model!r}: use one of {', '.join(sorted(MODELS))}")
-    reason = file_fits(path, limits["max_memory"])
-    if reason is not None:
-        print(f"UNKNOWN  {line(str(path))}: {reason}")
-        return exit_code_for("unknown")
-    progress = file_progress(path)
-    started = time.monotonic()
-    ops = load_any(path, None if progress is None else progress[1])
-    client = [op for op in ops if op.get("process") != "nemesis"]
-    fs = {str(op["f"]) for op in client}
-    tokens = any(op.get("token") is not None for op in client if op.get("f") == "acquire")
-    inferred = infer(fs, tokens)
-    if model is None or not client:  # no client op: nothing to test, whatever the model
-        if inferred is None:
-            print(f"UNKNOWN  {line(str(path))}: {len(client)} client ops, none of them an op a "
-                  f"model checks (f: {', '.join(sorted(fs)) or 'none'}); nothing was tested")
-            return exit_code_for("unknown")
-        model = inferred
-    elif not fs & MODELS[model].fs:
-        hint = f": check it with --model {inferred}" if inferred else ""
-        raise UsageError(f"{path}: the history has no op of model {model} "
-                         f"({', '.join(sorted(MODELS[model].fs))}); its ops are "
-                         f"{', '.join(sorted(fs)[:8]) or 'none'}{hint}")
-    if progress is not None:
-        progress[0].line(f"read {len(ops):,} ops in {time.monotonic() - started:.1f} s; "
-                         f"checking them as {model}")
-    result = check(ops, model, time_limit=limits["time_limit"],
-                   max_states=limits["max_states"])
-    how = "" if given else " (inferred from its ops)"
-    print(f"{verdict_word(result['valid'])}  {line(str(path))} as {model}{how}: "
-          f"{result['ops']} ops in {result['parts']} part(s)")
-    left = dict(result.get("ignored") or {})
-    if left:
-        print(f"  left out, not ops of {model}: "
-              + ", ".join(f"{n} {show(f)}" for f, n in sorted(left.items())))
-    if result.get("failed"):
-        print(f"  left out: {result['failed']} failed op(s) (they certainly did not happen)")
-    witness = result.get("witness")
-    if witness:
-        print(f"  {witness['explanation']}")
-    if result.get("reason"):
-        print(f"  {result['reason']}")
-    return exit_code_for(result["valid"])
+    return check_paths(args.run_dir, args.model, check_limits(args.time_limit, args.max_memory))
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from harness.controller.store import open_run
-    from harness.core.interop import write_edn_history
+    from harness.presentation.interop import write_edn_history
 
     run = open_run(args.run_dir)
     out = run.path / "history.edn"
@@ -402,96 +239,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 # list / clean -------------------------------------------------------------------------------------
-LIST_KINDS = (("dbs", "dbs"), ("locks", "locks"), ("workloads", "workloads"),
-              ("nemeses", "nemeses"), ("checkers", "checkers"), ("resources", "resources"))
-
-
 def cmd_list(args: argparse.Namespace) -> int:
-    from harness.controller.registry import DISTRIBUTION, default_registry
+    from harness.presentation.list_roles import list_roles
 
-    reg = default_registry()
-    if args.lock or args.nemesis:
-        return list_one(reg, "locks" if args.lock else "nemeses", args.lock or args.nemesis)
-    for kind, title in LIST_KINDS:
-        print(f"{title}:")
-        if kind == "nemeses":
-            print(f"  {'none':<22} no faults: the baseline every lock should pass")
-        for entry in reg.entries(kind):
-            summary = reg.summary(kind, entry.name)
-            tags = []
-            if kind == "locks":
-                tags += lock_tags(reg, entry.name)
-            if entry.distribution != DISTRIBUTION:
-                tags.append(f"from {entry.origin}")
-            tag = f" [{', '.join(tags)}]" if tags else ""
-            print(f"  {entry.name:<22} {summary}{tag}")
-        if kind == "locks":
-            print(f"  {'package.module:Class':<22} your own lock (see README)")
-            print(f"  {'exec:PATH':<22} a lock program in any language (docs/clients.md)")
-    for conflict in reg.conflicts:
-        print(f"note: {conflict}")
-    return 0
-
-
-def lock_tags(reg: Any, name: str) -> list[str]:
-    """``tokens``; for an external client (a program), whether it is built here."""
-    try:
-        cls = reg.load("locks", name)
-    except UsageError:
-        return []
-    tags = ["tokens"] if getattr(cls, "tokens", False) else []
-    if getattr(cls, "external", False):
-        built = reg.lock_unavailable(name) is None
-        tags.append("external, built" if built else "external, NOT BUILT: python -m "
-                    f"workloads.external.builds {getattr(cls, 'build', name)}")
-    return tags
-
-
-def list_one(reg: Any, kind: str, name: str) -> int:
-    """One role in detail: what it is, where it comes from, what it declares, its options."""
-    entry = reg.entry(kind, name)
-    cls = reg.load(kind, name)
-    print(f"{entry.name}: {getattr(cls, 'summary', '') or '(no summary)'}")
-    print(f"  from {entry.origin} ({entry.target})")
-    if kind == "locks":
-        dbs = reg.lock_dbs(name)
-        print(f"  dbs: {', '.join(dbs) if dbs else 'any'}")
-        print(f"  fencing tokens: {'yes' if reg.lock_tokens(name) else 'no'}")
-        defaults = getattr(cls, "workload_defaults", None) or {}
-        if defaults:
-            print("  used with: " + ", ".join(f"{k} {v:g}" for k, v in defaults.items()))
-        errors = getattr(cls, "timeout_errors", None) or ()
-        if errors:
-            print("  timeout errors (fail): " + ", ".join(e.__name__ for e in errors))
-        if getattr(cls, "external", False):
-            unavailable = reg.lock_unavailable(name)
-            print("  a program (docs/clients.md): "
-                  f"{'built' if unavailable is None else unavailable}")
-        flag = "--lock-opt"
-    else:
-        requires = reg.nemesis_requires(name)
-        if requires:
-            from harness.core.capabilities import describe
-
-            print("  requires: " + ", ".join(describe(c) for c in requires))
-        targets = getattr(cls, "targets", ()) or ()
-        print(f"  targets: {', '.join(targets) if targets else 'its own choice only'}")
-        flag = "--nemesis-opt"
-    options = getattr(cls, "options", None) or {}
-    if options:
-        print(f"  options ({flag} KEY=VALUE):")
-        for key, option in options.items():
-            print(f"    {key:<20} {option.describe()}")
-    else:
-        print("  options: none")
-    return 0
+    return list_roles(args.lock, args.nemesis)
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from harness.controller.backends.ssh.hosts import load
     from harness.controller.cleanup import clean
-    from harness.controller.hosts import load
 
     given = load(args.hosts) if args.hosts is not None else None  # a bad file: exit 64 now
     out = clean(force=args.force)
@@ -507,7 +265,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
             except UsageError as e:
                 print(f"harness: cannot clean the hosts of a dead run: {e}", file=sys.stderr)
     for hosts in files:
-        from harness.controller.backends.ssh import clean_hosts
+        from harness.controller.backends.ssh.backend import clean_hosts
 
         runs, rules, addrs = clean_hosts(hosts, force=args.force)
         print(f"clean --hosts {hosts.path}: {runs} run(s) removed from "
@@ -517,7 +275,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_hosts(args: argparse.Namespace) -> int:
-    from harness.controller import docker_hosts
+    from harness.controller.backends.ssh import docker_hosts
 
     if args.hosts_command == "up":
         docker_hosts.up(args.count, args.file)

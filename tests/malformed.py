@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.core.interop import dumps_edn, op_to_edn
+from harness.presentation.interop import dumps_edn, op_to_edn
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "tests" / "data" / "runs" / "redis-setnx-pause"

@@ -472,7 +472,7 @@ STEP_CASES = [
     step_case("target-node-n9", "at = 1\nfault = \"kill\"\ntarget = \"node:n9\"",
               "no DB node 'n9' in this run (nodes: n1)"),
     step_case("target-number", "at = 1\nfault = \"pause\"\ntarget = 3",
-              "target must be a role"),
+              "target must be a word such as holder"),
     step_case("target-wrong-kind", "at = 1\nfault = \"kill\"\ntarget = \"holder\"",
               "cannot target 'holder'"),
     step_case("params-unknown", "at = 1\nfault = \"pause\"\nparams = { x = 1 }",

@@ -73,8 +73,8 @@ def test_a_large_file_says_what_it_is_doing_on_stderr(tmp_path: Path, monkeypatc
     """A history of millions of ops takes seconds to read: at a terminal, progress on stderr,
     the verdict alone on stdout; a small file, or stderr not a terminal (a script, a log):
     nothing but the verdict."""
-    from harness import cli
     from harness.core import history
+    from harness.presentation import check_file
 
     h = tmp_path / "ok.jsonl"
     h.write_text("\n".join(f'{{"time": {t}, "process": 0, "type": "{typ}", "f": "{f}"}}'
@@ -82,15 +82,15 @@ def test_a_large_file_says_what_it_is_doing_on_stderr(tmp_path: Path, monkeypatc
                                                          ("invoke", "release"), ("ok", "release")]
                                                         * 3, 1)) + "\n")
     limits = {"time_limit": 60.0, "max_states": 10**6, "max_memory": 1 << 30}  # no RLIMIT_AS
-    assert cli.check_file(h, None, limits) == 0
+    assert check_file.check_file(h, None, limits) == 0
     small = capsys.readouterr()
     assert small.err == "" and small.out.startswith("VALID")
-    monkeypatch.setattr(cli, "PROGRESS_BYTES", 1)
+    monkeypatch.setattr(check_file, "PROGRESS_BYTES", 1)
     monkeypatch.setattr(history, "PROGRESS_LINES", 2)
-    assert cli.check_file(h, None, limits) == 0
+    assert check_file.check_file(h, None, limits) == 0
     assert capsys.readouterr() == small  # not a terminal
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    assert cli.check_file(h, None, limits) == 0
+    assert check_file.check_file(h, None, limits) == 0
     large = capsys.readouterr()
     assert large.out == small.out
     err = large.err.rstrip("\n").split("\n")  # not splitlines: "\r" ends a line there

@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.controller.hosts import check_fits, environment_unmet, load, parse_addresses
+from harness.controller.backends.ssh.hosts import (
+    check_fits,
+    environment_unmet,
+    load,
+    parse_addresses,
+)
 from harness.controller.spec import TestSpec
 from harness.core.capabilities import ClientLinks, Iptables
 from harness.core.errors import UsageError
@@ -167,7 +172,7 @@ def test_client_addresses_from_a_list_a_block_or_a_range() -> None:
 
 UNREADABLE = """
 import json, sys
-from harness.controller.hosts import load
+from harness.controller.backends.ssh.hosts import load
 from harness.core.errors import UsageError
 try:
     load(sys.argv[1])

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker.linearizable import check
-from harness.core import interop
 from harness.core.history import HistoryError, write_history
-from harness.core.interop import (
+from harness.presentation import interop
+from harness.presentation.interop import (
     Keyword,
     Symbol,
     Tagged,
@@ -190,7 +190,7 @@ def test_edn_writer_and_reader_agree_on_any_json_value(value: Any) -> None:
 
 
 def _plain(v: Any) -> Any:
-    from harness.core.interop import plain
+    from harness.presentation.interop import plain
 
     return plain(v)
 

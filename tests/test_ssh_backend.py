@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from harness.controller import procs
+from harness.controller.backends.ssh.hosts import HostsFile, load
+from harness.controller.backends.ssh.transport import Remote
 from harness.controller.cleanup import active_dir
-from harness.controller.hosts import HostsFile, load
-from harness.controller.ssh import Remote
 from tests.harness_runs import assert_jumped, docker_engine, harness, history
 from tests.harness_runs import run as run_harness
 

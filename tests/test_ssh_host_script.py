@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.controller.backends.ssh import parse_runs
+from harness.controller.backends.ssh.backend import parse_runs
+from harness.controller.backends.ssh.transport import HELPER
 from harness.controller.procs import start_time
-from harness.controller.ssh import HELPER
 
 SH = shutil.which("sh") or "/bin/sh"
 

@@ -23,6 +23,10 @@ clean`` reads as the run's (a tag in it would make an older ``clean`` take a liv
 rules for a dead run's).
 
 Rules are added, and removed, in one ``iptables-restore`` transaction per batch.
+
+The same rules, chain and comment serve a network namespace of the run's own (a docker node's:
+``Netfilter(run_id, netns=...)``, jumped to from INPUT and OUTPUT, as the node is both ends of
+its links): the backend says only in which namespace they live.
 """
 
 from __future__ import annotations
@@ -45,12 +49,21 @@ GID_BASE = 1_600_000_000  # + the low 24 bits of a node's address: one group id 
 LOSS = "-m statistic"  # what a loss rule has and a cut does not
 
 
-def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    binary = shutil.which("iptables")
+def _command(name: str, netns: str | None) -> list[str]:
+    """``name`` (iptables or iptables-restore) to run here, or in the network namespace
+    ``netns`` (a path such as ``/proc/<pid>/ns/net``)."""
+    binary = shutil.which(name)
     if binary is None:
-        raise HarnessError("iptables not found: run the set-up command `bash setup.sh`")
-    proc = subprocess.run([binary, "-w", "5", *args], capture_output=True, text=True,
-                          timeout=30)
+        raise HarnessError(f"{name} not found: run the set-up command `bash setup.sh`")
+    if netns is None:
+        return [binary, "-w", "5"]
+    return [shutil.which("nsenter") or "nsenter", f"--net={netns}", binary, "-w", "5"]
+
+
+def _iptables(*args: str, check: bool = True, netns: str | None = None
+              ) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([*_command("iptables", netns), *args], capture_output=True,
+                          text=True, timeout=30)
     if check and proc.returncode != 0:
         raise HarnessError(f"iptables {' '.join(args)} failed: {proc.stderr.strip()}")
     return proc
@@ -66,9 +79,9 @@ def check_available() -> None:
         raise HarnessError(f"iptables does not work here: {proc.stderr.strip()}")
 
 
-def rules(table: str = "filter") -> list[str]:
+def rules(table: str = "filter", netns: str | None = None) -> list[str]:
     """Our chain's rules as ``-A ...`` lines (empty when the chain does not exist)."""
-    proc = _iptables("-t", table, "-S", _chain(table), check=False)
+    proc = _iptables("-t", table, "-S", _chain(table), check=False, netns=netns)
     if proc.returncode != 0:
         return []
     return [line for line in proc.stdout.splitlines() if line.startswith("-A ")]
@@ -93,26 +106,46 @@ def _comment_of(rule: str) -> str | None:
     return None
 
 
-class Netfilter:
-    """One run's rules."""
+def drop_rule(comment: str, *match: str, probability: float | None = None) -> list[str]:
+    """A rule that drops what ``match`` matches, with the run's ``comment``; with
+    ``probability``, each such packet with that probability (loss)."""
+    chance: list[str] = []
+    if probability is not None:
+        chance = ["-m", "statistic", "--mode", "random", "--probability", f"{probability:.6f}"]
+    return [*match, *chance, "-m", "comment", "--comment", comment, "-j", "DROP"]
 
-    def __init__(self, run_id: str) -> None:
+
+class Netfilter:
+    """One run's rules: on this machine, or in a network namespace of the run's own
+    (``netns``, whose ``hooks`` jump to the chain)."""
+
+    def __init__(self, run_id: str, netns: str | None = None,
+                 hooks: tuple[str, ...] = ("INPUT",)) -> None:
         self.run_id = run_id.replace("/", ":")
         self.comment = COMMENT_PREFIX + self.run_id
+        self.netns = netns
+        self.hooks = hooks
 
     def ensure_chain(self) -> None:
-        if _iptables("-S", CHAIN, check=False).returncode != 0:
-            _iptables("-N", CHAIN, check=False)  # another run may create it at the same time
-        ensure_jump()
+        if _iptables("-S", CHAIN, check=False, netns=self.netns).returncode != 0:
+            # another run may create it at the same time
+            _iptables("-N", CHAIN, check=False, netns=self.netns)
+        self.ensure_jump()
+
+    def ensure_jump(self) -> None:
+        """Each hook jumps to our chain (exactly once)."""
+        for hook in self.hooks:
+            if _iptables("-C", hook, "-j", CHAIN, check=False, netns=self.netns).returncode:
+                _iptables("-I", hook, "1", "-j", CHAIN, netns=self.netns)
 
     def drop(self, src: str, dst: str) -> None:
         """Drop what ``src`` sends ``dst``, and every connection ``src`` made to ``dst``."""
         self.apply(self.drop_rules(src, dst))
 
     def drop_rules(self, src: str, dst: str) -> list[list[str]]:
-        comment = ["-m", "comment", "--comment", self.comment, "-j", "DROP"]
-        return [["-s", src, "-d", dst, *comment],
-                ["-m", "conntrack", "--ctreplsrc", dst, "--ctrepldst", src, *comment]]
+        return [drop_rule(self.comment, "-s", src, "-d", dst),
+                drop_rule(self.comment, "-m", "conntrack", "--ctreplsrc", dst,
+                          "--ctrepldst", src)]
 
     def drop_oneway(self, src: str, dst: str, probability: float | None = None) -> None:
         self.apply(self.oneway_rules(src, dst, probability))
@@ -123,14 +156,9 @@ class Netfilter:
         replies on connections ``dst`` made to it (whose replies may be addressed to the
         rewritten source, so they are matched by the connection's reply tuple). With
         ``probability``, each such packet is dropped with that probability (loss)."""
-        chance: list[str] = []
-        if probability is not None:
-            chance = ["-m", "statistic", "--mode", "random", "--probability",
-                      f"{probability:.6f}"]
-        tail = [*chance, "-m", "comment", "--comment", self.comment, "-j", "DROP"]
-        return [["-s", src, "-d", dst, *tail],
-                ["-m", "conntrack", "--ctdir", "REPLY", "--ctreplsrc", src, "--ctrepldst", dst,
-                 *tail]]
+        return [drop_rule(self.comment, "-s", src, "-d", dst, probability=probability),
+                drop_rule(self.comment, "-m", "conntrack", "--ctdir", "REPLY", "--ctreplsrc",
+                          src, "--ctrepldst", dst, probability=probability)]
 
     def apply(self, rules: list[list[str]]) -> None:
         """Append rules to our chain all at once (one iptables-restore transaction: a
@@ -140,12 +168,12 @@ class Netfilter:
         with chains_locked():  # harness clean may be removing an empty chain right now
             self.ensure_chain()
             restore(["*filter", *(f"-A {CHAIN} {' '.join(map(_word, r))}" for r in rules),
-                     "COMMIT"])
-            ensure_jump()  # a run of older code may have removed it meanwhile (see teardown)
+                     "COMMIT"], self.netns)
+            self.ensure_jump()  # a run of older code may have removed it meanwhile (teardown)
 
     def dropped(self) -> int:
         """Packets this run's loss rules dropped so far (their counters)."""
-        proc = _iptables("-S", CHAIN, "-v", check=False)
+        proc = _iptables("-S", CHAIN, "-v", check=False, netns=self.netns)
         total = 0
         for rule in proc.stdout.splitlines():
             if _comment_of(rule) == self.run_id and LOSS in rule and " -c " in rule:
@@ -170,17 +198,17 @@ class Netfilter:
     def heal(self) -> int:
         """Remove this run's cuts (not its loss). Returns how many rules were removed."""
         return remove_rules(lambda c: c == self.run_id, tables=("filter",),
-                            where=lambda rule: LOSS not in rule)
+                            where=lambda rule: LOSS not in rule, netns=self.netns)
 
     def heal_loss(self) -> int:
         return remove_rules(lambda c: c == self.run_id, tables=("filter",),
-                            where=lambda rule: LOSS in rule)
+                            where=lambda rule: LOSS in rule, netns=self.netns)
 
     def teardown(self) -> None:
         """Remove this run's rules. The chains and their jumps stay: another run may be adding
         rules to them right now (removing the jump under it would make its cuts silently cut
         nothing); ``harness clean`` removes them when no run is live."""
-        remove_rules(lambda c: c == self.run_id)
+        remove_rules(lambda c: c == self.run_id, netns=self.netns)
 
 
 def _word(arg: str) -> str:
@@ -192,39 +220,37 @@ def _word(arg: str) -> str:
     return f'"{arg}"'
 
 
-def restore(lines: list[str]) -> None:
+def restore(lines: list[str], netns: str | None = None) -> None:
     """One ``iptables-restore --noflush`` transaction (all or nothing)."""
-    binary = shutil.which("iptables-restore")
-    if binary is None:
-        raise HarnessError("iptables-restore not found: run the set-up command `bash setup.sh`")
-    proc = subprocess.run([binary, "-w", "5", "--noflush"], input="\n".join(lines) + "\n",
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run([*_command("iptables-restore", netns), "--noflush"],
+                          input="\n".join(lines) + "\n", capture_output=True, text=True,
+                          timeout=30)
     if proc.returncode != 0:
         raise HarnessError(f"iptables-restore failed: {proc.stderr.strip()[:300]}")
 
 
 def remove_rules(select: Callable[[str], bool], tables: tuple[str, ...] = ("filter", "nat"),
-                 where: Callable[[str], bool] | None = None) -> int:
+                 where: Callable[[str], bool] | None = None, netns: str | None = None) -> int:
     """Delete our rules whose comment (the run id) ``select`` accepts, and (``where``) whose
     text it accepts: all of a table's in one transaction, or one by one if that fails (a rule
     gone meanwhile)."""
     n = 0
     for table in tables:
-        chosen = [rule for rule in rules(table)
+        chosen = [rule for rule in rules(table, netns)
                   if (owner := _comment_of(rule)) is not None and select(owner)
                   and (where is None or where(rule))]
         if not chosen:
             continue
         deletions = ["-D" + rule[2:] for rule in chosen]  # "-A CHAIN ..." -> "-D CHAIN ..."
         try:
-            restore([f"*{table}", *deletions, "COMMIT"])
+            restore([f"*{table}", *deletions, "COMMIT"], netns)
             n += len(chosen)
             continue
         except HarnessError:
             pass
         for rule in chosen:
             args = [a.strip('"') for a in rule.split()[1:]]  # drop "-A"
-            if _iptables("-t", table, "-D", *args, check=False).returncode == 0:
+            if _iptables("-t", table, "-D", *args, check=False, netns=netns).returncode == 0:
                 n += 1
     return n
 
@@ -240,12 +266,6 @@ def chains_locked() -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def ensure_jump() -> None:
-    """INPUT jumps to our chain (exactly once)."""
-    if _iptables("-C", "INPUT", "-j", CHAIN, check=False).returncode != 0:
-        _iptables("-I", "INPUT", "1", "-j", CHAIN)
 
 
 def remove_chain_if_empty() -> bool:

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.controller.backends import check_backend
+from harness.controller.backends.ssh.hosts import check_fits
+from harness.controller.backends.ssh.hosts import environment_unmet as hosts_environment
+from harness.controller.backends.ssh.hosts import load as load_hosts
 from harness.controller.checking import checks_of
-from harness.controller.hosts import check_fits
-from harness.controller.hosts import environment_unmet as hosts_environment
-from harness.controller.hosts import load as load_hosts
 from harness.controller.registry import Registry, default_registry, is_session_lock, requires
 from harness.controller.resolved import ResolvedTest, Role
 from harness.controller.resolved import make_db as make_db  # where search.py finds it

@@ -37,6 +37,7 @@ from typing import Any
 
 from harness.controller.spec_keys import check_types
 from harness.core.atomic import write_json
+from harness.core.capped import read_capped
 from harness.core.errors import HarnessError, UsageError
 from harness.core.history import HistoryError, Op, read_history, write_history
 from harness.core.journal import merge_journals
@@ -120,9 +121,6 @@ class RunDir:
     def links_state(self) -> Path:
         return self.path / "links" / "state.json"
 
-    def schedule_toml(self) -> Path:
-        return self.path / "schedule.toml"
-
     # reading and writing -------------------------------------------------------------------
     def is_run(self) -> bool:
         return self.test_json.is_file()
@@ -192,16 +190,9 @@ def _save(path: Path, data: Any) -> None:
 
 
 def _load_json(path: Path, what: str) -> Any:
+    raw = read_capped(path, MAX_JSON_BYTES, str(path), what)
     try:
-        if path.stat().st_size > MAX_JSON_BYTES:
-            raise HarnessError(f"{path} is larger than {MAX_JSON_BYTES >> 20} MB: not a {what}")
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise HarnessError(f"{path} is missing: not a run directory?") from None
-    except IsADirectoryError:
-        raise HarnessError(f"{path} is a directory, not a {what}") from None
-    except OSError as e:
-        raise HarnessError(f"{path} cannot be read ({e.strerror})") from None
+        return json.loads(raw)
     except (ValueError, RecursionError):
         raise HarnessError(f"{path} is not valid JSON: not a {what}?") from None
 

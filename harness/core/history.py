@@ -431,23 +431,10 @@ def pairs(history: Iterable[Op]) -> Iterator[tuple[Op, Op | None]]:
     :mod:`harness.core.wellformed` refuses any other history before a checker runs. Handed one
     directly anyway, this takes an invoke followed by a second as never completed (``info``).
     """
-    _, invs, comps = _pairing(history, False)
-    return zip(invs, comps, strict=True)
-
-
-def indexed_pairs(history: Iterable[Op]) -> Iterator[tuple[int, Op, Op | None]]:
-    """:func:`pairs`, each with the invocation's position in ``history`` (as iterated)."""
-    at, invs, comps = _pairing(history, True)
-    return zip(at, invs, comps, strict=True)
-
-
-def _pairing(history: Iterable[Op], positions: bool
-             ) -> tuple[list[int], list[Op], list[Op | None]]:
     open_: dict[Any, int] = {}  # each process's open invocation, by its place in invs (a newer
-    at: list[int] = []          # one replaces it: the earlier one stays uncompleted)
-    invs: list[Op] = []
+    invs: list[Op] = []         # one replaces it: the earlier one stays uncompleted)
     comps: list[Op | None] = []
-    for i, op in enumerate(history):
+    for op in history:
         p = op["process"]
         if op["type"] == INVOKE:
             open_[p] = len(invs)
@@ -461,6 +448,4 @@ def _pairing(history: Iterable[Op], positions: bool
             # A completion with no invocation (a nemesis info, say): pair it with itself.
             invs.append(op)
             comps.append(op)
-        if positions:
-            at.append(i)
-    return at, invs, comps
+    return zip(invs, comps, strict=True)

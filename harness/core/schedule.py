@@ -1,11 +1,12 @@
-"""A fault schedule is data: steps at offsets, each a fault aimed at a target role.
+"""A fault schedule is data: steps at offsets, each a fault aimed at a target.
 
     [[step]]
     at = 3.1              # seconds after the load started (a step never starts before the
                           # previous one has healed: then it starts late, and says so)
     fault = "clock"       # a nemesis name
-    target = "holder"     # a role resolved when the step runs: holder, waiter, any, leader,
-                          # minority, majority, all, node:n2, client:3 (omitted: the fault's own)
+    target = "holder"     # whom it aims at, resolved when the step runs: holder, waiter, any,
+                          # leader, minority, majority, all, node:n2, client:3 (omitted: the
+                          # fault's own choice)
     duration = 4.0        # seconds the fault stays on (omitted: the fault's default)
     params = { clock-offset = 60 }   # the fault's options for this step
     background = true     # optional: a condition held while the other steps come and go
@@ -13,7 +14,7 @@
                           # them, nor they for it
 
 A run records its schedule in ``test.json``, so a run directory (or a TOML file of steps) can be
-replayed step for step: roles are resolved at run time, so "pause the holder" pauses whoever
+replayed step for step: targets are resolved at run time, so "pause the holder" pauses whoever
 holds the lock then.
 """
 
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,7 +141,7 @@ def step_from_dict(data: Any, where: str) -> Step:
         raise UsageError(f"{where}: fault must be a nemesis name, got {fault!r}")
     target = data.get("target")
     if target is not None and (not isinstance(target, str) or not target or len(target) > 100):
-        raise UsageError(f"{where}: target must be a role such as holder or node:n2, "
+        raise UsageError(f"{where}: target must be a word such as holder or node:n2, "
                          f"got {target!r}")
     params = data.get("params") or {}
     if not isinstance(params, Mapping) or not all(
@@ -165,10 +165,3 @@ def from_dict(data: Any, where: str = "schedule") -> Schedule:
     parsed = [step_from_dict(s, f"{where} step {i + 1}") for i, s in enumerate(steps)]
     return Schedule(tuple(sorted(parsed, key=lambda s: s.at)))
 
-
-def from_toml(text: str, where: str) -> Schedule:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{where} is not valid TOML: {e}") from None
-    return from_dict(data, where)

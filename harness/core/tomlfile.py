@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from harness.core.capped import read_capped
 from harness.core.errors import UsageError
 
 MAX_BYTES = 1 << 20  # a spec, hosts or suite file is a page or two; 1 MiB is far past any
@@ -20,18 +21,7 @@ def read_toml(path: Path | str, what: str) -> dict[str, Any]:
     """``path`` parsed; ``what`` names the file in the error ("spec", "suite", ...)."""
     path = Path(path)
     where = f"{what} {path}"
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise UsageError(f"{where}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{where}: a directory, not a TOML file") from None
-    except OSError as e:
-        raise UsageError(f"cannot read {where}: {e.strerror}") from None
-    if len(raw) > MAX_BYTES:
-        raise UsageError(f"{where} is larger than {MAX_BYTES >> 20} MiB: not a TOML file of "
-                         "ours")
+    raw = read_capped(path, MAX_BYTES, where, "TOML file", UsageError)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

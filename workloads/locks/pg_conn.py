@@ -44,7 +44,6 @@ NOT_DONE = {
     "25P02",  # in_failed_sql_transaction
     "57P03",  # cannot_connect_now (starting up, shutting down)
 }
-SESSION_ENDED = {"25P03", "57P05"}  # the server ended an idle session: its locks went with it
 
 
 class Timeout(Indeterminate):
@@ -53,14 +52,6 @@ class Timeout(Indeterminate):
 
 class NotDone(Exception):
     """The statement certainly did nothing (the server refused or had ended the session)."""
-
-    def __init__(self, message: str, sqlstate: str | None = None) -> None:
-        super().__init__(message)
-        self.sqlstate = sqlstate
-
-    @property
-    def session_ended(self) -> bool:
-        return self.sqlstate in SESSION_ENDED
 
 
 def conninfo(host: str, port: int, timeout: float, options: dict[str, Any] | None = None
@@ -85,8 +76,7 @@ def connect(host: str, port: int, timeout: float, *, autocommit: bool = True,
         return psycopg.connect(autocommit=autocommit,
                                **conninfo(host, port, timeout, options))
     except psycopg.Error as e:
-        raise NotDone(f"cannot connect to {host}:{port}: {one_line(e)}",
-                      getattr(e, "sqlstate", None)) from e
+        raise NotDone(f"cannot connect to {host}:{port}: {one_line(e)}") from e
 
 
 def probe(host: str, port: int) -> bool:
@@ -104,12 +94,9 @@ def one_line(e: BaseException) -> str:
 
 def classify(e: psycopg.Error) -> Exception:
     """NotDone when the server certainly did nothing, else Indeterminate."""
-    state = getattr(e, "sqlstate", None)
-    if state in NOT_DONE:
-        return NotDone(f"{type(e).__name__}: {one_line(e)}", state)
-    if isinstance(e, pg_errors.ProgrammingError | pg_errors.DataError
-                  | pg_errors.IntegrityError):
-        return NotDone(f"{type(e).__name__}: {one_line(e)}", state)
+    if getattr(e, "sqlstate", None) in NOT_DONE or isinstance(
+            e, pg_errors.ProgrammingError | pg_errors.DataError | pg_errors.IntegrityError):
+        return NotDone(f"{type(e).__name__}: {one_line(e)}")
     return Indeterminate(f"{type(e).__name__}: {one_line(e)}")
 
 

@@ -39,6 +39,15 @@ end
 return 0
 """
 
+# Take the lock (SET NX PX) and count it (INCR of a second key) in one step: the count is a
+# fencing token (redis-fenced; redlock-fenced, per master).
+SET_AND_INCR = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return redis.call('INCR', KEYS[2])
+end
+return false
+"""
+
 
 def connect(host: str, port: int, timeout: float) -> redis.Redis:
     """A redis-py client of one server that fails fast and never retries."""

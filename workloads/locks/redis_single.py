@@ -23,17 +23,11 @@ from harness.core.locks import Grant, LockConfig, LockRole
 from workloads import crash
 from workloads.locks.redis_conn import (
     COMPARE_AND_DELETE,
+    SET_AND_INCR,
     SINGLE_REDIS,
     attempt,
     recipe_client_for,
 )
-
-SET_AND_INCR = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return redis.call('INCR', KEYS[2])
-end
-return false
-"""
 
 
 class RedisSingleLock(LockRole):

@@ -33,18 +33,11 @@ from typing import Any
 import redis
 
 from harness.core.locks import Grant, Indeterminate, LockConfig, LockRole
-from workloads.locks.redis_conn import COMPARE_AND_DELETE, connect
+from workloads.locks.redis_conn import COMPARE_AND_DELETE, SET_AND_INCR, connect
 
 DRIFT_FACTOR = 0.01
 DRIFT_FIXED = 0.002  # seconds
 RETRY_DELAY = 0.1  # seconds: retries wait uniform(0, this)
-
-LOCK_AND_COUNT = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return redis.call('INCR', KEYS[2])
-end
-return false
-"""
 
 
 class RedlockLock(LockRole):
@@ -146,7 +139,7 @@ class FencedRedlockLock(RedlockLock):
 
     def __init__(self, config: LockConfig) -> None:
         super().__init__(config)
-        self._lock_and_count = [c.register_script(LOCK_AND_COUNT) for c in self.clients]
+        self._lock_and_count = [c.register_script(SET_AND_INCR) for c in self.clients]
 
     def lock_instance(self, i: int, value: str) -> Any:
         return self._lock_and_count[i](keys=[self.key, f"{self.key}:version"],

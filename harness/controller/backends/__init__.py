@@ -27,8 +27,8 @@ def make(name: str, run: RunDir, procs: ProcessTable, run_id: str, *, hosts: str
 
         return DockerBackend(run, procs, run_id)
     if name == "ssh":
-        from harness.controller import hosts as hosts_file
-        from harness.controller.backends.ssh import SshBackend
+        from harness.controller.backends.ssh import hosts as hosts_file
+        from harness.controller.backends.ssh.backend import SshBackend
 
         if hosts is None:
             raise UsageError("--backend ssh needs --hosts HOSTS.toml (make test hosts with "

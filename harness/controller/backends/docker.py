@@ -9,10 +9,11 @@ pause / resume / kill are plain signals to that pid, exactly as on the local bac
   ``<run>/logs/<name>.log`` (``/logs`` is mounted), so nothing needs copying out.
 - Clients stay on the host. Each gets its own address on the network's bridge (from the top of
   the subnet), which it binds before connecting, so iptables inside a node can match one client.
-- Partitions: iptables rules in a chain ``LOCK-HARNESS`` inside each node's network namespace
-  (containers get ``NET_ADMIN``); healing flushes that chain everywhere. A one-way cut drops
-  only what one side sends; packet loss lives in a chain of its own, ``LOCK-HARNESS-LOSS``
-  (``statistic --mode random``), so healing a cut leaves it.
+- Partitions: iptables rules inside each node's network namespace, made by
+  :mod:`harness.controller.netfilter` as on the local backend (its chain ``LOCK-HARNESS``, from
+  INPUT and OUTPUT here, and the run's comment); healing removes the run's cuts everywhere. A
+  one-way cut drops only what one side sends; packet loss is a ``statistic --mode random``
+  rule, so healing a cut leaves it.
 - The link layer (a proxy, :mod:`harness.controller.links`) runs on the host with the clients:
   its listeners are on 127.0.0.1 and its legs to the nodes leave from the clients' bridge
   addresses, so the rules above cut them. Links between nodes do not go through it (the nodes
@@ -46,9 +47,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dbs.faketime import LIBFAKETIME_PATHS, check_clock, faketime_env
+from dbs.faketime import LIBFAKETIME_PATHS, faketime_env
 from harness.controller import netfilter, vdso_clock
-from harness.controller.backends.process_nodes import ProcessNodes, last_lines, write_offset
+from harness.controller.backends.process_nodes import ProcessNodes, last_lines
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
 from harness.core.capabilities import (
@@ -65,8 +66,6 @@ from harness.core.errors import HarnessError
 LABEL = "lock-harness"
 RUN_LABEL = "lock-harness.run"
 IMAGE = "lock-harness/node:latest"
-CHAIN = "LOCK-HARNESS"
-LOSS_CHAIN = "LOCK-HARNESS-LOSS"
 FAKETIME_LIB = LIBFAKETIME_PATHS[0]  # where Debian's libfaketime is in the (amd64) node image
 REPO = Path(__file__).resolve().parents[3]
 
@@ -120,7 +119,8 @@ class DockerBackend(ProcessNodes):
         self._client_addrs: list[str] = []
         self._docker: Any = None
         self._partitions = False
-        self.net = netfilter.Netfilter(run_id)
+        self.net = netfilter.Netfilter(run_id)  # the host's: the clients' source nat
+        self.nets: dict[str, netfilter.Netfilter] = {}  # each container's network namespace
         self._client_groups: dict[int, int] = {}
 
     # set-up ----------------------------------------------------------------------------------
@@ -154,9 +154,9 @@ class DockerBackend(ProcessNodes):
             ctr.reload()
             ip = ctr.attrs["NetworkSettings"]["Networks"][self.network.name]["IPAddress"]
             self.hosts[name] = ip
-            self._exec(name, " && ".join(
-                f"iptables -w -N {chain} && iptables -w -I INPUT -j {chain} && "
-                f"iptables -w -I OUTPUT -j {chain}" for chain in (CHAIN, LOSS_CHAIN)))
+            self.nets[name] = netfilter.Netfilter(
+                self.run_id, netns=f"/proc/{ctr.attrs['State']['Pid']}/ns/net",
+                hooks=("INPUT", "OUTPUT"))
         for p in range(clients):
             addr = self.client_host(p)
             ip_cmd("addr", "add", f"{addr}/32", "dev", self.bridge)
@@ -256,12 +256,8 @@ class DockerBackend(ProcessNodes):
         self.clock_env[node.name] = faketime_env(FAKETIME_LIB, "/node/faketime", clock)
         self.clock_modes[node.name] = clock
 
-    def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
-        if clock_mechanism(self.dbs.get(node.name)) == "vdso":  # a Go server: its vDSO patched
-            vdso_clock.shift_node(self.procs, self.dbs[node.name], node.name, clock, offset)
-            return
-        check_clock(node.name, self.clock_modes.get(node.name), clock)
-        write_offset(self.run.node_dir(node.name) / "faketime", offset)
+    def clock_file(self, node: Node) -> Path:
+        return self.run.node_dir(node.name) / "faketime"  # /node/faketime in the container
 
     def start(self, node: Node) -> None:
         db = self.dbs[node.name]
@@ -317,73 +313,62 @@ class DockerBackend(ProcessNodes):
             raise HarnessError(f"{name}: `{script}` failed: "
                                f"{res.output.decode(errors='replace').strip()[:200]}")
 
+    def _apply(self, rules: dict[str, list[list[str]]]) -> None:
+        for name, batch in rules.items():
+            self.nets[name].apply(batch)
+
+    def _drop(self, *match: str, probability: float | None = None) -> list[str]:
+        return netfilter.drop_rule(self.net.comment, *match, probability=probability)
+
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
-        rules: dict[str, list[str]] = {}
+        rules: dict[str, list[list[str]]] = {}
         for a, b in links:
             for here, there in ((a, b), (b, a)):
                 if here in self.containers:
                     ip = self.hosts[there]
-                    rules.setdefault(here, []).extend([
-                        f"iptables -w -A {CHAIN} -s {ip} -j DROP",
-                        f"iptables -w -A {CHAIN} -d {ip} -j DROP",
-                    ])
-        for name, cmds in rules.items():
-            self._exec(name, " && ".join(cmds))
+                    rules.setdefault(here, []).extend([self._drop("-s", ip),
+                                                       self._drop("-d", ip)])
+        self._apply(rules)
 
     def cut_oneway(self, links: Iterable[tuple[str, str]]) -> None:
         """Drop what ``a`` sends ``b``: at ``b`` on the way in, at ``a`` on the way out."""
-        rules: dict[str, list[str]] = {}
+        rules: dict[str, list[list[str]]] = {}
         for a, b in links:
             if b in self.containers:
-                rules.setdefault(b, []).append(f"iptables -w -A {CHAIN} -s {self.hosts[a]} "
-                                               "-j DROP")
+                rules.setdefault(b, []).append(self._drop("-s", self.hosts[a]))
             if a in self.containers:
-                rules.setdefault(a, []).append(f"iptables -w -A {CHAIN} -d {self.hosts[b]} "
-                                               "-j DROP")
-        for name, cmds in rules.items():
-            self._exec(name, " && ".join(cmds))
+                rules.setdefault(a, []).append(self._drop("-d", self.hosts[b]))
+        self._apply(rules)
 
     def heal(self) -> None:
-        for name in self.containers:
+        for net in self.nets.values():
             with contextlib.suppress(HarnessError):
-                self._exec(name, f"iptables -w -F {CHAIN}")
+                net.heal()
 
     def lose(self, links: Iterable[tuple[str, str]], probability: float, *,
              both_ways: bool = True) -> None:
         """Each packet between the pair passes exactly one rule: in the container of the
         pair's node (the first one that is a node), on the way in or on the way out."""
-        chance = f"-m statistic --mode random --probability {probability:.6f} -j DROP"
-        rules: dict[str, list[str]] = {}
+        rules: dict[str, list[list[str]]] = {}
         for a, b in links:
             if b in self.containers:  # a -> b on the way into b; b -> a on its way out
-                here, inbound, outbound = b, self.hosts[a], self.hosts[a]
-                rules.setdefault(here, []).append(
-                    f"iptables -w -A {LOSS_CHAIN} -s {inbound} {chance}")
-                if both_ways:
-                    rules[here].append(f"iptables -w -A {LOSS_CHAIN} -d {outbound} {chance}")
-            elif a in self.containers:
-                rules.setdefault(a, []).append(
-                    f"iptables -w -A {LOSS_CHAIN} -d {self.hosts[b]} {chance}")
-                if both_ways:
-                    rules[a].append(f"iptables -w -A {LOSS_CHAIN} -s {self.hosts[b]} {chance}")
-        for name, cmds in rules.items():
-            self._exec(name, " && ".join(cmds))
+                here, peer, ways = b, self.hosts[a], ("-s", "-d")
+            elif a in self.containers:  # a -> b on its way out of a; b -> a on the way in
+                here, peer, ways = a, self.hosts[b], ("-d", "-s")
+            else:
+                continue
+            rules.setdefault(here, []).extend(
+                self._drop(way, peer, probability=probability)
+                for way in ways[:2 if both_ways else 1])
+        self._apply(rules)
 
     def heal_loss(self) -> None:
-        for name in self.containers:
+        for net in self.nets.values():
             with contextlib.suppress(HarnessError):
-                self._exec(name, f"iptables -w -F {LOSS_CHAIN}")
+                net.heal_loss()
 
     def lost_packets(self) -> int:
-        total = 0
-        for ctr in self.containers.values():
-            res = ctr.exec_run(["iptables", "-w", "-L", LOSS_CHAIN, "-v", "-x", "-n"],
-                               environment={"LD_PRELOAD": ""})
-            for line in res.output.decode(errors="replace").splitlines()[2:]:
-                fields = line.split()
-                if len(fields) > 2 and fields[2] == "DROP" and fields[0].isdigit():
-                    total += int(fields[0])
-        return total
+        return sum(net.dropped() for net in self.nets.values())
 
     def teardown(self) -> None:
         for name in self.containers:

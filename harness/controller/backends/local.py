@@ -37,13 +37,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dbs.faketime import check_clock, faketime_env, libfaketime
+from dbs.faketime import faketime_env, libfaketime
 from harness.controller import netfilter, vdso_clock
 from harness.controller.backends.process_nodes import (
     ProcessNodes,
     last_lines,
     stop_signal,
-    write_offset,
 )
 from harness.controller.places import active_dir, scratch_dir
 from harness.controller.procs import ProcessTable
@@ -240,18 +239,14 @@ class LocalBackend(ProcessNodes):
         host_dir = db.host_faketime_dir()
         if host_dir is not None:
             path = f"{host_dir}:{path}"
-        clock_file = self.node_dir(node) / "faketime"
+        clock_file = self.clock_file(node)
         clock_file.write_text("+0s\n")
         self.env[node.name] = {**os.environ, "PATH": path,
                                **faketime_env(lib, str(clock_file), clock)}
         self.clock_modes[node.name] = clock
 
-    def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
-        if clock_mechanism(self.dbs.get(node.name)) == "vdso":  # a Go server: its vDSO patched
-            vdso_clock.shift_node(self.procs, self.dbs[node.name], node.name, clock, offset)
-            return
-        check_clock(node.name, self.clock_modes.get(node.name), clock)
-        write_offset(self.node_dir(node) / "faketime", offset)
+    def clock_file(self, node: Node) -> Path:
+        return self.node_dir(node) / "faketime"
 
     def start(self, node: Node) -> None:
         db = self.dbs[node.name]

@@ -1,6 +1,8 @@
 """Node operations both backends share: once a server runs, it is a host pid in the run's
 ProcessTable (a child on the local backend, a process inside a container on the docker one),
-and stopping, killing, pausing and probing it are the same signals and probes.
+and stopping, killing, pausing and probing it are the same signals and probes; moving its clock
+is the same offset file for libfaketime (where the backend keeps it: ``clock_file``), or the
+same patch of a Go server's vDSO.
 
 Pause, resume and kill signal the server's whole process group (PostgreSQL is a postmaster and
 one backend per connection: stopping the postmaster alone would freeze nothing a client sees).
@@ -13,9 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dbs.faketime import check_clock
+from harness.controller import vdso_clock
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
 from harness.core.atomic import write_text
+from harness.core.capabilities import clock_mechanism
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -24,9 +29,21 @@ class ProcessNodes:
     procs: ProcessTable
     dbs: dict[str, Any]
     run: RunDir
+    clock_modes: dict[str, str]  # node -> the clock(s) libfaketime fakes there
 
     def log_file(self, node: Node) -> Path:
         return self.run.log(node.name)
+
+    def clock_file(self, node: Node) -> Path:
+        """Where this machine writes the offset libfaketime reads for the node's server."""
+        raise NotImplementedError
+
+    def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
+        if clock_mechanism(self.dbs.get(node.name)) == "vdso":  # a Go server: its vDSO patched
+            vdso_clock.shift_node(self.procs, self.dbs[node.name], node.name, clock, offset)
+            return
+        check_clock(node.name, self.clock_modes.get(node.name), clock)
+        write_offset(self.clock_file(node), offset)
 
     def stop(self, node: Node) -> None:
         self.procs.stop(node.name, timeout=5, sig=stop_signal(self.dbs.get(node.name)))

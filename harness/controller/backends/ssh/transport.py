@@ -25,13 +25,13 @@ from importlib import resources
 from pathlib import Path
 from typing import TypeVar
 
-from harness.controller.hosts import Host, Jump
+from harness.controller.backends.ssh.hosts import Host, Jump
 from harness.controller.procs import ProcessTable
 from harness.core.errors import HarnessError
 
 CONNECT_TIMEOUT = 10
 SSH_FAILED = 255  # what ssh exits with when it, not the remote command, failed
-HELPER = resources.files("harness.controller").joinpath("ssh_host.sh").read_bytes()
+HELPER = resources.files(__package__).joinpath("ssh_host.sh").read_bytes()
 T = TypeVar("T")
 R = TypeVar("R")
 

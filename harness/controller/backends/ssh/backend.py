@@ -1,13 +1,13 @@
 """The ssh backend: DB nodes on real machines (or VMs, or `harness hosts up` containers),
 driven only over SSH, with the clients on the control host.
 
-``--backend ssh --hosts HOSTS.toml`` (:mod:`harness.controller.hosts`): DB node ``n<i>`` runs on
-the i-th host, on the host's address; the protected resource on the ``[resource]`` host, or on
-the control host (the local backend's loopback slot) when there is none; companions (Redis
-Sentinels) on their node's host.
+``--backend ssh --hosts HOSTS.toml`` (:mod:`.hosts`): DB node ``n<i>`` runs on the i-th host,
+on the host's address; the protected resource on the ``[resource]`` host, or on the control
+host (the local backend's loopback slot) when there is none; companions (Redis Sentinels) on
+their node's host.
 
 Every node operation is a command over SSH: OpenSSH's client with one multiplexed connection
-per host (why: :mod:`harness.controller.ssh`) runs a small shell script (``ssh_host.sh``) that
+per host (why: :mod:`.transport`) runs a small shell script (``ssh_host.sh``) that
 starts a server in the foreground of a session of its own (``nohup setsid``) with its pid and
 start time recorded on the host, signals it only while that pid is still the same process
 (stop, kill, pause, resume), writes libfaketime's offset file, and adds or removes iptables
@@ -44,20 +44,20 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dbs.faketime import check_clock, faketime_env
+from harness.controller import netfilter
 from harness.controller import procs as procs_mod
 from harness.controller.backends.docker import ip_cmd
 from harness.controller.backends.local import LocalBackend, port_free
 from harness.controller.backends.process_nodes import last_lines, offset_text
-from harness.controller.hosts import Host, HostsFile, check_fits, environment_unmet
+from harness.controller.backends.ssh.hosts import Host, HostsFile, check_fits, environment_unmet
+from harness.controller.backends.ssh.transport import Remote, each, text_tail
 from harness.controller.places import active_dir
 from harness.controller.procs import ProcessTable
-from harness.controller.ssh import Remote, each, text_tail
 from harness.controller.store import RunDir
 from harness.core.capabilities import clock_mechanism
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
-COMMENT_PREFIX = "lock-harness:"  # as on the control host (harness.controller.netfilter)
 INSTALL_TIMEOUT = 900.0
 STOP_TENTHS = 50
 
@@ -109,7 +109,7 @@ class SshBackend:
         self.file = hosts
         self.say = say or (lambda text: None)
         self.slug = run_id.replace("/", "__")
-        self.comment = COMMENT_PREFIX + run_id.replace("/", ":")
+        self.comment = netfilter.Netfilter(run_id).comment  # as on the control host
         self.node_hosts: list[Host] = []
         self.remotes: dict[str, Remote] = {}  # host name -> its connection
         self.claimed: list[Host] = []
