@@ -169,6 +169,10 @@ def test_a_result_of_a_checker_that_is_not_installed_shows_its_raw_keys(tmp_path
     assert words.violation_words("demo-slow-grants", "slow-grant", 2) == "slow-grants"
     assert words.violation_words("mutex", "lock-overlaps", 2) == "lock overlaps"
     assert words.violation_words("mutex", "lock-overlaps", 1) == "lock overlap"
+    # a result filed under module:Class is not looked up: reading results imports nothing
+    by_path = {"valid": False, "lock-overlap-count": 1}
+    assert words.figures("checker.mutex:MutexChecker", by_path) == []
+    assert words.figures("mutex", by_path) == [("lock-overlap-count", 1)]
 
 
 class Words:

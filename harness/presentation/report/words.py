@@ -16,9 +16,13 @@ from harness.core.errors import UsageError
 
 @cache
 def declared(check: str) -> type | None:
-    """The class of the checker named ``check``; None when it is not installed."""
+    """The class of the checker named ``check``; None when it is not installed (a name of the
+    form ``module:Class`` is not looked up: reading a result imports no module it names)."""
+    registry = default_registry()
+    if check not in registry.names("checkers"):
+        return None
     try:
-        return default_registry().load("checkers", check)
+        return registry.load("checkers", check)
     except UsageError:
         return None
 
