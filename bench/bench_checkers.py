@@ -75,8 +75,8 @@ def generate(n_ops: int, procs: int, seed: int = 1) -> list[dict[str, Any]]:
     return ops
 
 
-CHECKERS = (("mutex (overlaps)", mutex.check, {}),
-            ("fencing", fencing.check, {}))
+CHECKERS = (("mutex (overlaps)", mutex.MutexChecker.check, {}),
+            ("fencing", fencing.FencingChecker.check, {}))
 
 
 def cpu_and_wall(fn: Any) -> tuple[float, float]:

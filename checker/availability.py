@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
+from checker.base import Checker
 from checker.intervals import Interval, subtract, total
 from checker.lives import Lives
 from harness.core import defaults
@@ -67,28 +68,28 @@ def lock_availability(wanted: list[Interval], held: list[Interval], outage_ns: i
     }
 
 
-def check(history: Sequence[Op], *, ttl: float = defaults.TTL) -> dict[str, Any]:
-    outage_ns = int(max(1.0, ttl / 2) * NS)
-    lives = Lives(history)
-    gs = lives.by_lock()
-    per_lock = {}
-    for lock in lives.locks():
-        per_lock[lock] = lock_availability(lives.wanted(lock), lives.held(gs.get(lock, [])),
-                                           outage_ns)
-        blocked = sum(1 for a in lives.attempts if a.lock == lock and lives.overdue(a))
-        if blocked:
-            per_lock[lock]["blocked-in-acquire"] = blocked  # pending past their own timeouts
-    result: dict[str, Any] = {"valid": True, "locks": per_lock}
-    if per_lock:
-        result["availability"] = min(v["availability"] for v in per_lock.values())
-        result["outage-count"] = sum(v["outage-count"] for v in per_lock.values())
-    else:
-        result["note"] = "no acquire was attempted"
-    return result
+class AvailabilityChecker(Checker):
+    name = "availability"
+    summary = ("the share of the time a lock was wanted that it could be had; "
+               "outages (informational)")
+    figures = {"outage-count": "outage"}
 
-
-class AvailabilityChecker:
-    name: ClassVar[str] = "availability"
-    summary: ClassVar[str] = ("the share of the time a lock was wanted that it could be had; "
-                              "outages (informational)")
-    check = staticmethod(check)
+    @staticmethod
+    def check(history: Sequence[Op], *, ttl: float = defaults.TTL) -> dict[str, Any]:
+        outage_ns = int(max(1.0, ttl / 2) * NS)
+        lives = Lives(history)
+        gs = lives.by_lock()
+        per_lock = {}
+        for lock in lives.locks():
+            per_lock[lock] = lock_availability(lives.wanted(lock), lives.held(gs.get(lock, [])),
+                                               outage_ns)
+            blocked = sum(1 for a in lives.attempts if a.lock == lock and lives.overdue(a))
+            if blocked:
+                per_lock[lock]["blocked-in-acquire"] = blocked  # pending past their own timeouts
+        result: dict[str, Any] = {"valid": True, "locks": per_lock}
+        if per_lock:
+            result["availability"] = min(v["availability"] for v in per_lock.values())
+            result["outage-count"] = sum(v["outage-count"] for v in per_lock.values())
+        else:
+            result["note"] = "no acquire was attempted"
+        return result

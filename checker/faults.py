@@ -31,8 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
+from checker.base import Checker
 from checker.lives import Lives
 from harness.core.history import INFO, INVOKE, NEMESIS, OK, Op, seconds
 from harness.core.text import show
@@ -102,109 +103,6 @@ def waiting_fs(release_waits: bool) -> frozenset[str]:
     if not isinstance(release_waits, bool):
         raise ValueError(f"release_waits must be true or false, got {show(release_waits)}")
     return LOCK_FS if release_waits else LOCK_FS - RELEASES
-
-
-def check(history: Sequence[Op], release_waits: bool = True,
-          asked: Sequence[str] = ()) -> dict[str, Any]:
-    """``asked``: the faults the run was asked for (its nemeses); when none of them ran (every
-    step skipped for want of a target), the run tested the lock without them: unknown."""
-    fs = waiting_fs(release_waits)
-    faults, failed = windows(history)
-    by_process: dict[int, list[Op]] = {}
-    for op in history:
-        p = op.get("process")
-        if isinstance(p, int) and not isinstance(p, bool):
-            by_process.setdefault(p, []).append(op)
-    ineffective: list[dict[str, Any]] = []
-    for w in faults:
-        lo, hi = w.start + GRACE_NS, w.stop
-        for p in _processes(w.expect.get("frozen")):
-            ran = [op for op in by_process.get(p, []) if lo < op["time"] < hi]
-            if ran:
-                ineffective.append({
-                    "fault": w.f, "process": p, "from": seconds(w.start),
-                    "until": seconds(w.stop), "ops": len(ran),
-                    "explanation": (f"{w.f} did not freeze process {p}: it recorded "
-                                    f"{len(ran)} op(s) between {seconds(w.start):.2f} s and "
-                                    f"{seconds(w.stop):.2f} s, while it should have been "
-                                    f"stopped (first at {seconds(ran[0]['time']):.2f} s)")})
-        for p in _processes(w.expect.get("cut-off")):
-            done = completed_lock_ops(by_process.get(p, []), lo, hi, fs=fs)
-            if done:
-                ineffective.append({
-                    "fault": w.f, "process": p, "from": seconds(w.start),
-                    "until": seconds(w.stop), "ops": len(done),
-                    "explanation": (f"{w.f} did not cut process {p} off: it completed "
-                                    f"{len(done)} lock op(s) ({', '.join(sorted(set(done)))}) "
-                                    f"between {seconds(w.start):.2f} s and "
-                                    f"{seconds(w.stop):.2f} s, while its links to the DB "
-                                    "nodes were cut (its connections do not come from its "
-                                    "own address?)")})
-        slowed = _claim(w, "slowed", "at-least")
-        if slowed is not None:
-            for p in slowed[0]:
-                timed = completed_lock_ops_timed(by_process.get(p, []), lo, hi, fs=fs)
-                fast = [(f, d) for f, d in timed if d < slowed[1] * NS - GRACE_NS]
-                if fast:
-                    f, d = min(fast, key=lambda x: x[1])
-                    ineffective.append({
-                        "fault": w.f, "process": p, "from": seconds(w.start),
-                        "until": seconds(w.stop), "ops": len(fast),
-                        "explanation": (f"{w.f} did not slow process {p} down: {len(fast)} of "
-                                        f"its lock ops took less than the {slowed[1]:g} s its "
-                                        f"delayed links allow (the fastest, a {f}, took "
-                                        f"{d / NS * 1000:.1f} ms) between {seconds(w.start):.2f}"
-                                        f" s and {seconds(w.stop):.2f} s: do its connections go "
-                                        "around the link layer?")})
-        stalled = _claim(w, "stalled", "seconds")
-        if stalled is not None:
-            until = min(hi, w.start + int(stalled[1] * NS) - GRACE_NS)
-            for p in stalled[0]:
-                done = completed_lock_ops(by_process.get(p, []), w.start - 1, until,
-                                          invoked_before=True, fs=fs)
-                if done:
-                    ineffective.append({
-                        "fault": w.f, "process": p, "from": seconds(w.start),
-                        "until": seconds(until), "ops": len(done),
-                        "explanation": (f"{w.f} did not hold process {p}'s replies: it "
-                                        f"completed {len(done)} lock op(s) "
-                                        f"({', '.join(sorted(set(done)))}) within the "
-                                        f"{stalled[1]:g} s its replies were to be held, from "
-                                        f"{seconds(w.start):.2f} s")})
-    held = ([(start, until) for _, _, start, until in Lives(history).holders()]
-            if any(w.expect.get("completes") for w in faults) else [])
-    idle = [u for w in faults
-            if (u := unavailable_only(w, by_process, fs, release_waits, held))]
-    only_idle = bool(faults) and len(idle) == len(faults)
-    none_ran = bool(asked) and not faults and not failed
-    valid: bool | str = ("unknown" if ineffective or failed or only_idle or none_ran
-                         else True)
-    result: dict[str, Any] = {
-        "valid": valid,
-        "fault-count": len(faults),
-        "ineffective-count": len(ineffective),
-        "ineffective": ineffective[:MAX_LISTED],
-        "not-injected-count": len(failed),
-        "not-injected": [{**f, "explanation": f"{f['fault']} could not be injected at "
-                          f"{f['at']:.2f} s: {f['error']}"} for f in failed[:MAX_LISTED]],
-        "unavailable-only-count": len(idle),
-        "unavailable-only": idle[:MAX_LISTED],
-        "release-waits": release_waits,
-    }
-    if none_ran:
-        result["note"] = (f"the run was asked for {', '.join(map(str, asked))} and no fault "
-                          "ran (every step was skipped: no target when it was due), so it "
-                          "tested the lock without the faults it was meant to; the verdict can "
-                          "only be unknown or invalid")
-    elif only_idle:
-        result["note"] = (f"every fault of this run ({len(faults)}) tested unavailability "
-                          "only: no lock op completed under any of them, so the run says "
-                          "nothing of the lock under those faults; the verdict can only be "
-                          "unknown or invalid")
-    elif valid != True:  # noqa: E712 (valid is True or a string)
-        result["note"] = ("a fault that did not bite (or was never injected) proves nothing: "
-                          "the run's verdict can only be unknown or invalid")
-    return result
 
 
 def unavailable_only(w: Window, by_process: dict[int, list[Op]], fs: frozenset[str],
@@ -277,10 +175,115 @@ def completed_lock_ops_timed(ops: list[Op], lo: int, hi: int, *,
             for call, done in lock_calls(ops, lo, hi, fs) if done["type"] == OK]
 
 
-class FaultsChecker:
-    name: ClassVar[str] = "faults"
-    summary: ClassVar[str] = ("every fault bit: a paused client recorded nothing, a cut-off "
-                              "client completed no lock op, a delayed one none faster than "
-                              "the delay, a stalled one none while held; every start was "
-                              "injected; not every fault tested unavailability only")
-    check = staticmethod(check)
+class FaultsChecker(Checker):
+    name = "faults"
+    summary = ("every fault bit: a paused client recorded nothing, a cut-off "
+               "client completed no lock op, a delayed one none faster than "
+               "the delay, a stalled one none while held; every start was "
+               "injected; not every fault tested unavailability only")
+    figures = {"fault-count": "fault", "ineffective-count": "ineffective",
+               "not-injected-count": "not-injected", "unavailable-only-count": "unavailable-only"}
+    caveats = ("ineffective", "not-injected", "unavailable-only")
+
+    @staticmethod
+    def check(history: Sequence[Op], release_waits: bool = True,
+              asked: Sequence[str] = ()) -> dict[str, Any]:
+        """``asked``: the faults the run was asked for (its nemeses); when none of them ran (every
+        step skipped for want of a target), the run tested the lock without them: unknown."""
+        fs = waiting_fs(release_waits)
+        faults, failed = windows(history)
+        by_process: dict[int, list[Op]] = {}
+        for op in history:
+            p = op.get("process")
+            if isinstance(p, int) and not isinstance(p, bool):
+                by_process.setdefault(p, []).append(op)
+        ineffective: list[dict[str, Any]] = []
+        for w in faults:
+            lo, hi = w.start + GRACE_NS, w.stop
+            for p in _processes(w.expect.get("frozen")):
+                ran = [op for op in by_process.get(p, []) if lo < op["time"] < hi]
+                if ran:
+                    ineffective.append({
+                        "fault": w.f, "process": p, "from": seconds(w.start),
+                        "until": seconds(w.stop), "ops": len(ran),
+                        "explanation": (f"{w.f} did not freeze process {p}: it recorded "
+                                        f"{len(ran)} op(s) between {seconds(w.start):.2f} s and "
+                                        f"{seconds(w.stop):.2f} s, while it should have been "
+                                        f"stopped (first at {seconds(ran[0]['time']):.2f} s)")})
+            for p in _processes(w.expect.get("cut-off")):
+                done = completed_lock_ops(by_process.get(p, []), lo, hi, fs=fs)
+                if done:
+                    ineffective.append({
+                        "fault": w.f, "process": p, "from": seconds(w.start),
+                        "until": seconds(w.stop), "ops": len(done),
+                        "explanation": (f"{w.f} did not cut process {p} off: it completed "
+                                        f"{len(done)} lock op(s) ({', '.join(sorted(set(done)))}) "
+                                        f"between {seconds(w.start):.2f} s and "
+                                        f"{seconds(w.stop):.2f} s, while its links to the DB "
+                                        "nodes were cut (its connections do not come from its "
+                                        "own address?)")})
+            slowed = _claim(w, "slowed", "at-least")
+            if slowed is not None:
+                for p in slowed[0]:
+                    timed = completed_lock_ops_timed(by_process.get(p, []), lo, hi, fs=fs)
+                    fast = [(f, d) for f, d in timed if d < slowed[1] * NS - GRACE_NS]
+                    if fast:
+                        f, d = min(fast, key=lambda x: x[1])
+                        ineffective.append({
+                            "fault": w.f, "process": p, "from": seconds(w.start),
+                            "until": seconds(w.stop), "ops": len(fast),
+                            "explanation": (
+                                f"{w.f} did not slow process {p} down: {len(fast)} of its lock "
+                                f"ops took less than the {slowed[1]:g} s its delayed links allow "
+                                f"(the fastest, a {f}, took {d / NS * 1000:.1f} ms) between "
+                                f"{seconds(w.start):.2f} s and {seconds(w.stop):.2f} s: do its "
+                                "connections go around the link layer?")})
+            stalled = _claim(w, "stalled", "seconds")
+            if stalled is not None:
+                until = min(hi, w.start + int(stalled[1] * NS) - GRACE_NS)
+                for p in stalled[0]:
+                    done = completed_lock_ops(by_process.get(p, []), w.start - 1, until,
+                                              invoked_before=True, fs=fs)
+                    if done:
+                        ineffective.append({
+                            "fault": w.f, "process": p, "from": seconds(w.start),
+                            "until": seconds(until), "ops": len(done),
+                            "explanation": (f"{w.f} did not hold process {p}'s replies: it "
+                                            f"completed {len(done)} lock op(s) "
+                                            f"({', '.join(sorted(set(done)))}) within the "
+                                            f"{stalled[1]:g} s its replies were to be held, from "
+                                            f"{seconds(w.start):.2f} s")})
+        held = ([(start, until) for _, _, start, until in Lives(history).holders()]
+                if any(w.expect.get("completes") for w in faults) else [])
+        idle = [u for w in faults
+                if (u := unavailable_only(w, by_process, fs, release_waits, held))]
+        only_idle = bool(faults) and len(idle) == len(faults)
+        none_ran = bool(asked) and not faults and not failed
+        valid: bool | str = ("unknown" if ineffective or failed or only_idle or none_ran
+                             else True)
+        result: dict[str, Any] = {
+            "valid": valid,
+            "fault-count": len(faults),
+            "ineffective-count": len(ineffective),
+            "ineffective": ineffective[:MAX_LISTED],
+            "not-injected-count": len(failed),
+            "not-injected": [{**f, "explanation": f"{f['fault']} could not be injected at "
+                              f"{f['at']:.2f} s: {f['error']}"} for f in failed[:MAX_LISTED]],
+            "unavailable-only-count": len(idle),
+            "unavailable-only": idle[:MAX_LISTED],
+            "release-waits": release_waits,
+        }
+        if none_ran:
+            result["note"] = (f"the run was asked for {', '.join(map(str, asked))} and no fault "
+                              "ran (every step was skipped: no target when it was due), so it "
+                              "tested the lock without the faults it was meant to; the verdict can "
+                              "only be unknown or invalid")
+        elif only_idle:
+            result["note"] = (f"every fault of this run ({len(faults)}) tested unavailability "
+                              "only: no lock op completed under any of them, so the run says "
+                              "nothing of the lock under those faults; the verdict can only be "
+                              "unknown or invalid")
+        elif valid != True:  # noqa: E712 (valid is True or a string)
+            result["note"] = ("a fault that did not bite (or was never injected) proves nothing: "
+                              "the run's verdict can only be unknown or invalid")
+        return result

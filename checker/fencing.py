@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
+from checker.base import Checker
 from checker.lives import Lives
 from checker.sessions import Grant, Pairs, by_lock, client_pairs, entries_by_lock, resource_log
 from harness.core.heap import gc_paused
@@ -116,46 +117,50 @@ def late_writes(history: Sequence[Op], gs: list[Grant], paired: Pairs | None = N
     return {"accepted": accepted, "rejected": rejected, "unknown": unknown}
 
 
-@gc_paused
-def check(history: Sequence[Op]) -> dict[str, Any]:
-    lives = Lives(history)
-    paired = lives.paired
-    entries, unknown = resource_log(history, paired)
-    stale, rejected = [], 0
-    for keyed in entries_by_lock(entries):  # each lock's data has its own highest token
-        found, refused = stale_acceptances(keyed)
-        stale.extend(found)
-        rejected += refused
-    stale.sort(key=lambda s: s["seq"])
-    all_grants = lives.grants
-    disorder: list[dict[str, Any]] = []
-    for gs in by_lock(all_grants).values():
-        disorder.extend(token_order(gs))
-    accepted = sum(1 for e in entries if e.accepted and e.kind != "read")
-    if stale or disorder:
-        valid: bool | str = False
-    elif unknown or accepted == 0:
-        valid = "unknown"
-    else:
-        valid = True
-    result: dict[str, Any] = {
-        "valid": valid,
-        "writes-accepted": accepted,
-        "stale-rejected": rejected,
-        "stale-accepted-count": len(stale),
-        "stale-accepted": stale[:MAX_LISTED],
-        "token-order-violation-count": len(disorder),
-        "token-order-violations": disorder[:MAX_LISTED],
-        "late-writes": late_writes(history, all_grants, paired),
-        "indeterminate-writes": unknown,
-    }
-    if accepted == 0:
-        result["note"] = "the resource accepted no write: nothing was protected, nothing tested"
-    return result
+class FencingChecker(Checker):
+    name = "fencing"
+    summary = ("stale tokens accepted by the resource, tokens out of grant order, "
+               "stale writes rejected")
+    figures = {"writes-accepted": None, "stale-rejected": None,
+               "stale-accepted-count": "stale-accepted",
+               "token-order-violation-count": "token-order-violation"}
+    violations = {"stale-accepted": ("stale write accepted", "stale writes accepted"),
+                  "token-order-violations": ("token-order violation", "token-order violations")}
 
-
-class FencingChecker:
-    name: ClassVar[str] = "fencing"
-    summary: ClassVar[str] = ("stale tokens accepted by the resource, tokens out of grant order, "
-                              "stale writes rejected")
-    check = staticmethod(check)
+    @staticmethod
+    @gc_paused
+    def check(history: Sequence[Op]) -> dict[str, Any]:
+        lives = Lives(history)
+        paired = lives.paired
+        entries, unknown = resource_log(history, paired)
+        stale, rejected = [], 0
+        for keyed in entries_by_lock(entries):  # each lock's data has its own highest token
+            found, refused = stale_acceptances(keyed)
+            stale.extend(found)
+            rejected += refused
+        stale.sort(key=lambda s: s["seq"])
+        all_grants = lives.grants
+        disorder: list[dict[str, Any]] = []
+        for gs in by_lock(all_grants).values():
+            disorder.extend(token_order(gs))
+        accepted = sum(1 for e in entries if e.accepted and e.kind != "read")
+        if stale or disorder:
+            valid: bool | str = False
+        elif unknown or accepted == 0:
+            valid = "unknown"
+        else:
+            valid = True
+        result: dict[str, Any] = {
+            "valid": valid,
+            "writes-accepted": accepted,
+            "stale-rejected": rejected,
+            "stale-accepted-count": len(stale),
+            "stale-accepted": stale[:MAX_LISTED],
+            "token-order-violation-count": len(disorder),
+            "token-order-violations": disorder[:MAX_LISTED],
+            "late-writes": late_writes(history, all_grants, paired),
+            "indeterminate-writes": unknown,
+        }
+        if accepted == 0:
+            result["note"] = "the resource accepted no write: nothing was protected, nothing tested"
+        return result

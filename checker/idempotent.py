@@ -23,8 +23,9 @@ are counted: they are the point. Pure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
+from checker.base import Checker
 from checker.lives import Lives
 from checker.sessions import Pairs, final_read, final_state
 from harness.core.history import INFO, OK, Op
@@ -64,86 +65,87 @@ def committed_sessions(paired: Pairs) -> set[tuple[int, Any]]:
     return out
 
 
-def check(history: Sequence[Op]) -> dict[str, Any]:
-    amounts, acked, retries, unknown = sent_operations(history)
-    log = final_read(history)
-    state = final_state(history)
-    base = {"operations-sent": len(amounts), "acknowledged": len(set(acked)),
-            "retries": retries, "indeterminate": unknown}
-    if log is None or state is None:
-        return {"valid": "unknown", **base,
-                "note": "the resource was never read back (the run was cut short)"}
-    applied: dict[str, list[dict[str, Any]]] = {}
-    problems: list[dict[str, Any]] = []
-    duplicates = 0
-    for e in sorted((e for e in log if e.get("key") is not None), key=lambda e: e["seq"]):
-        key = str(e["key"])
-        if e.get("accepted"):
-            applied.setdefault(key, []).append(e)
-            if len(applied[key]) == 2:
-                first = applied[key][0]
-                problems.append({"kind": "applied-twice", "key": key, "seqs": [first["seq"],
-                                                                             e["seq"]],
-                                 "explanation": (f"the resource applied {key} twice: seq "
-                                                 f"{first['seq']} (process {first['process']})"
-                                                 f" and seq {e['seq']} (process "
-                                                 f"{e['process']})")})
-        elif e.get("duplicate"):
-            duplicates += 1
-            if key not in applied:
-                problems.append({"kind": "duplicate-of-nothing", "key": key, "seq": e["seq"],
-                                 "explanation": (f"the resource refused {key} as a duplicate "
-                                                 f"(seq {e['seq']}) before ever applying it")})
-    for key, entries in applied.items():
-        sent = amounts.get(key)
-        got = int(entries[0].get("amount") or 0)
-        if sent is None or sent != got:
-            problems.append({"kind": "unknown-key", "key": key, "seq": entries[0]["seq"],
-                             "explanation": (f"the resource applied {key} (seq "
-                                             f"{entries[0]['seq']}, amount {got}) but no client "
-                                             "sent it" if sent is None else
-                                             f"the resource applied {key} with amount {got}; "
-                                             f"the client sent {sent}")})
-    for key in sorted(set(acked) - set(applied)):
-        problems.append({"kind": "acknowledged-not-applied", "key": key,
-                         "explanation": (f"a client was told {key} took effect, but the "
-                                         "resource never applied it")})
-    once: dict[str, int] = {}  # each lock's balance after one execution of each applied key
-    for es in applied.values():
-        lock = str(es[0].get("lock", "lock"))
-        once[lock] = once.get(lock, 0) + int(es[0].get("amount") or 0)
-    rows = state.get("locks") or {}
-    balances = {str(k): int((v or {}).get("balance") or 0) for k, v in rows.items()}
-    for lock in sorted(set(once) | {k for k, b in balances.items() if b}):
-        got, want = balances.get(lock, 0), once.get(lock, 0)
-        if got != want:
-            n = sum(1 for es in applied.values() if str(es[0].get("lock", "lock")) == lock)
-            problems.append({"kind": "state", "lock": lock, "balance": got, "expected": want,
-                             "explanation": (f"the final balance of {lock} is {got}; one "
-                                             f"execution of each of its {n} applied "
-                                             f"operations gives {want}")})
-    stored = set((state.get("keys") or {}).keys())
-    if stored != set(applied):
-        extra, missing = sorted(stored - set(applied)), sorted(set(applied) - stored)
-        problems.append({"kind": "state", "keys-not-logged": extra[:MAX_LISTED],
-                         "keys-not-stored": missing[:MAX_LISTED],
-                         "explanation": (f"the resource's key table has {len(extra)} key(s) "
-                                         f"the log never applied and lacks {len(missing)} it "
-                                         "did")})
-    return {
-        "valid": not problems,
-        **base,
-        "keys-applied-count": len(applied),
-        "duplicates-rejected": duplicates,
-        "final-balance": sum(balances.values()),
-        "expected-balance": sum(once.values()),
-        "violation-count": len(problems),
-        "violations": problems[:MAX_LISTED],
-    }
+class IdempotentChecker(Checker):
+    name = "idempotent"
+    summary = ("each idempotency key applied once, acknowledged keys applied, "
+               "final state = one execution of each operation")
+    figures = {"keys-applied-count": "keys-applied", "duplicates-rejected": None,
+               "violation-count": "violation"}
 
-
-class IdempotentChecker:
-    name: ClassVar[str] = "idempotent"
-    summary: ClassVar[str] = ("each idempotency key applied once, acknowledged keys applied, "
-                              "final state = one execution of each operation")
-    check = staticmethod(check)
+    @staticmethod
+    def check(history: Sequence[Op]) -> dict[str, Any]:
+        amounts, acked, retries, unknown = sent_operations(history)
+        log = final_read(history)
+        state = final_state(history)
+        base = {"operations-sent": len(amounts), "acknowledged": len(set(acked)),
+                "retries": retries, "indeterminate": unknown}
+        if log is None or state is None:
+            return {"valid": "unknown", **base,
+                    "note": "the resource was never read back (the run was cut short)"}
+        applied: dict[str, list[dict[str, Any]]] = {}
+        problems: list[dict[str, Any]] = []
+        duplicates = 0
+        for e in sorted((e for e in log if e.get("key") is not None), key=lambda e: e["seq"]):
+            key = str(e["key"])
+            if e.get("accepted"):
+                applied.setdefault(key, []).append(e)
+                if len(applied[key]) == 2:
+                    first = applied[key][0]
+                    problems.append({"kind": "applied-twice", "key": key, "seqs": [first["seq"],
+                                                                                 e["seq"]],
+                                     "explanation": (f"the resource applied {key} twice: seq "
+                                                     f"{first['seq']} (process {first['process']})"
+                                                     f" and seq {e['seq']} (process "
+                                                     f"{e['process']})")})
+            elif e.get("duplicate"):
+                duplicates += 1
+                if key not in applied:
+                    problems.append({"kind": "duplicate-of-nothing", "key": key, "seq": e["seq"],
+                                     "explanation": (f"the resource refused {key} as a duplicate "
+                                                     f"(seq {e['seq']}) before ever applying it")})
+        for key, entries in applied.items():
+            sent = amounts.get(key)
+            got = int(entries[0].get("amount") or 0)
+            if sent is None or sent != got:
+                problems.append({"kind": "unknown-key", "key": key, "seq": entries[0]["seq"],
+                                 "explanation": (f"the resource applied {key} (seq "
+                                                 f"{entries[0]['seq']}, amount {got}) but no "
+                                                 "client sent it" if sent is None else
+                                                 f"the resource applied {key} with amount {got}; "
+                                                 f"the client sent {sent}")})
+        for key in sorted(set(acked) - set(applied)):
+            problems.append({"kind": "acknowledged-not-applied", "key": key,
+                             "explanation": (f"a client was told {key} took effect, but the "
+                                             "resource never applied it")})
+        once: dict[str, int] = {}  # each lock's balance after one execution of each applied key
+        for es in applied.values():
+            lock = str(es[0].get("lock", "lock"))
+            once[lock] = once.get(lock, 0) + int(es[0].get("amount") or 0)
+        rows = state.get("locks") or {}
+        balances = {str(k): int((v or {}).get("balance") or 0) for k, v in rows.items()}
+        for lock in sorted(set(once) | {k for k, b in balances.items() if b}):
+            got, want = balances.get(lock, 0), once.get(lock, 0)
+            if got != want:
+                n = sum(1 for es in applied.values() if str(es[0].get("lock", "lock")) == lock)
+                problems.append({"kind": "state", "lock": lock, "balance": got, "expected": want,
+                                 "explanation": (f"the final balance of {lock} is {got}; one "
+                                                 f"execution of each of its {n} applied "
+                                                 f"operations gives {want}")})
+        stored = set((state.get("keys") or {}).keys())
+        if stored != set(applied):
+            extra, missing = sorted(stored - set(applied)), sorted(set(applied) - stored)
+            problems.append({"kind": "state", "keys-not-logged": extra[:MAX_LISTED],
+                             "keys-not-stored": missing[:MAX_LISTED],
+                             "explanation": (f"the resource's key table has {len(extra)} key(s) "
+                                             f"the log never applied and lacks {len(missing)} it "
+                                             "did")})
+        return {
+            "valid": not problems,
+            **base,
+            "keys-applied-count": len(applied),
+            "duplicates-rejected": duplicates,
+            "final-balance": sum(balances.values()),
+            "expected-balance": sum(once.values()),
+            "violation-count": len(problems),
+            "violations": problems[:MAX_LISTED],
+        }

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from checker import lockorder
+from checker.base import Checker
 from checker.calls import Prepared, prepare
 from checker.models import Model, get_model
 from checker.wgl import INVALID, UNKNOWN, VALID, Budget, Part, PartResult
@@ -41,7 +42,7 @@ from harness.core.history import Op
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
-    from typing import Any, ClassVar
+    from typing import Any
 
 
 @gc_paused
@@ -114,26 +115,27 @@ def _summarize(model: Model, prepared: Prepared, results: list[PartResult],
 LOCK_BUDGET_S = 60.0
 
 
-def check_lock(history: Sequence[Op], *, model: str = "mutex", informational: bool = False,
-               time_limit: float = LOCK_BUDGET_S, max_states: int | None = None
-               ) -> dict[str, Any]:
-    """Is the lock itself linearizable (as ``model``)? ``informational``: the resource protects
-    itself (the fenced workload), so, like lock overlaps, the lock's own verdict is reported
-    but does not decide the run's. So it is when every write went through the lock's own
-    transaction: they commit with the lock or not at all."""
-    from checker.sessions import writes_in_lock_transaction  # not on `harness check FILE`'s way
+class LinearizableChecker(Checker):
+    name = "linearizable"
+    summary = ("the lock's history against a sequential model (mutex, fenced-mutex): its "
+               "critical sections in one order, else the Wing & Gong search; P-compositional")
+    violations = {"witness": ("linearizability witness", "linearizability witnesses")}
+    budgeted = True  # takes time_limit (and max_states) from the run
 
-    result = check(history, model, time_limit=time_limit, max_states=max_states)
-    informational = informational or writes_in_lock_transaction(history)
-    if informational and result["valid"] is not True:
-        result = {**result, "lock-valid": result["valid"], "valid": True, "informational": True}
-    return result
+    @staticmethod
+    def check(history: Sequence[Op], *, model: str = "mutex", informational: bool = False,
+              time_limit: float = LOCK_BUDGET_S, max_states: int | None = None
+              ) -> dict[str, Any]:
+        """Is the lock itself linearizable (as ``model``: the module's :func:`check`)?
+        ``informational``: the resource protects itself (the fenced workload), so, like lock
+        overlaps, the lock's own verdict is reported but does not decide the run's. So it is
+        when every write went through the lock's own transaction: they commit with the lock or
+        not at all."""
+        from checker.sessions import writes_in_lock_transaction  # not on `harness check FILE`
 
-
-class LinearizableChecker:
-    budgeted: ClassVar[bool] = True  # takes time_limit (and max_states) from the run
-    name: ClassVar[str] = "linearizable"
-    summary: ClassVar[str] = ("the lock's history against a sequential model (mutex, "
-                              "fenced-mutex): its critical sections in one order, else the "
-                              "Wing & Gong search; P-compositional")
-    check = staticmethod(check_lock)
+        result = check(history, model, time_limit=time_limit, max_states=max_states)
+        informational = informational or writes_in_lock_transaction(history)
+        if informational and result["valid"] is not True:
+            result = {**result, "lock-valid": result["valid"], "valid": True,
+                      "informational": True}
+        return result

@@ -26,8 +26,9 @@ Pure function of the history (and of the lock's ``ttl``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
+from checker.base import Checker
 from checker.faults import Window, windows
 from checker.intervals import Interval, subtract, total, union
 from checker.lives import Attempt, Lives
@@ -116,40 +117,42 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
     }
 
 
-def check(history: Sequence[Op], *, ttl: float = defaults.TTL,
-          acquire_timeout: float | None = None) -> dict[str, Any]:
-    """``acquire_timeout``: the run's, for acquires that do not record their own."""
-    threshold = threshold_s(ttl)
-    lives = Lives(history, acquire_timeout=acquire_timeout)
-    crashes = lives.crashes
-    all_attempts = lives.attempts
-    gs = lives.by_lock()
-    faults, _ = windows(history)
-    stuck, unjudged = [], []
-    for lock in sorted({a.lock for a in all_attempts}):
-        tries = [a for a in all_attempts if a.lock == lock]
-        ends = [lives.grant_end(g) for g in gs.get(lock, [])]
-        found = stuck_lock(lock, tries, ends, lives, int(threshold * NS), faults,
-                           int(ttl * NS))
-        if found is not None:
-            (stuck if found.pop("judged", True) else unjudged).append(found)
-    result: dict[str, Any] = {
-        "valid": not stuck,
-        "stuck-lock-count": len(stuck),
-        "stuck-locks": stuck,
-        "threshold-s": threshold,
-        "crashed-processes": {str(p): seconds(t) for p, t in sorted(crashes.items())},
-    }
-    if unjudged:
-        result["not-judged-count"] = len(unjudged)
-        result["not-judged"] = unjudged
-        result["not-judged-informational"] = True  # outages, not violations
-    if not all_attempts:
-        result["note"] = "no acquire was attempted: nothing to be stuck"
-    return result
+class LivenessChecker(Checker):
+    name = "liveness"
+    summary = "a stuck lock: free, wanted, and never acquired again"
+    figures = {"stuck-lock-count": "stuck-lock", "not-judged-count": "not-judged"}
+    violations = {"stuck-locks": ("stuck lock", "stuck locks")}
+    caveats = ("not-judged",)
 
-
-class LivenessChecker:
-    name: ClassVar[str] = "liveness"
-    summary: ClassVar[str] = "a stuck lock: free, wanted, and never acquired again"
-    check = staticmethod(check)
+    @staticmethod
+    def check(history: Sequence[Op], *, ttl: float = defaults.TTL,
+              acquire_timeout: float | None = None) -> dict[str, Any]:
+        """``acquire_timeout``: the run's, for acquires that do not record their own."""
+        threshold = threshold_s(ttl)
+        lives = Lives(history, acquire_timeout=acquire_timeout)
+        crashes = lives.crashes
+        all_attempts = lives.attempts
+        gs = lives.by_lock()
+        faults, _ = windows(history)
+        stuck, unjudged = [], []
+        for lock in sorted({a.lock for a in all_attempts}):
+            tries = [a for a in all_attempts if a.lock == lock]
+            ends = [lives.grant_end(g) for g in gs.get(lock, [])]
+            found = stuck_lock(lock, tries, ends, lives, int(threshold * NS), faults,
+                               int(ttl * NS))
+            if found is not None:
+                (stuck if found.pop("judged", True) else unjudged).append(found)
+        result: dict[str, Any] = {
+            "valid": not stuck,
+            "stuck-lock-count": len(stuck),
+            "stuck-locks": stuck,
+            "threshold-s": threshold,
+            "crashed-processes": {str(p): seconds(t) for p, t in sorted(crashes.items())},
+        }
+        if unjudged:
+            result["not-judged-count"] = len(unjudged)
+            result["not-judged"] = unjudged
+            result["not-judged-informational"] = True  # outages, not violations
+        if not all_attempts:
+            result["note"] = "no acquire was attempted: nothing to be stuck"
+        return result

@@ -12,58 +12,14 @@ the ones a user would notice. Pure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
+from checker.base import Checker
 from checker.lives import Lives
 from checker.sessions import final_read
 from harness.core.history import INFO, OK, Op
 
 MAX_LISTED = 50
-
-
-def check(history: Sequence[Op]) -> dict[str, Any]:
-    acked = unknown = 0
-    for inv, done in Lives(history).paired:
-        if inv["f"] != "write" or (inv.get("value") or {}).get("kind") != "increment":
-            continue
-        if done is not None and done["type"] == OK:
-            acked += 1
-        elif done is None or done["type"] == INFO:
-            unknown += 1
-    log = final_read(history)
-    if log is None:
-        return {"valid": "unknown", "acknowledged": acked, "indeterminate": unknown,
-                "note": "the resource was never read back (the run was cut short)"}
-    applied = sorted((e for e in log if e.get("kind") == "increment" and e.get("accepted")),
-                     key=lambda e: e["seq"])
-    finals: dict[str, int] = {}  # each lock's counter: its last increment's result
-    breaks = []
-    for e in applied:  # serialised, each increment starts from the previous one's result
-        key = str(e.get("lock", "lock"))
-        counter = finals.get(key, 0)
-        if e["from"] != counter:
-            lost_here = counter - e["from"]
-            breaks.append({
-                "seq": e["seq"], "process": e["process"], "read": e["from"], "over": counter,
-                "lost": lost_here,
-                "explanation": (f"process {e['process']} wrote {e['to']} (seq {e['seq']}), "
-                                f"computed from {e['from']} it had read earlier, over "
-                                f"{counter}: the counter {moved(counter, e['to'])} instead of "
-                                "going up by 1"),
-            })
-        finals[key] = e["to"]
-    final = sum(finals.values())
-    lost = len(applied) - final
-    return {
-        "valid": lost == 0,
-        "final-value": final,
-        "increments-applied": len(applied),
-        "acknowledged": acked,
-        "indeterminate": unknown,
-        "lost-update-count": lost,
-        "acknowledged-missing": max(0, acked - final),
-        "lost-updates": breaks[:MAX_LISTED],
-    }
 
 
 def moved(before: int, after: int) -> str:
@@ -72,7 +28,53 @@ def moved(before: int, after: int) -> str:
     return f"went {'back' if after < before else 'forward'} by {abs(after - before)}"
 
 
-class LostUpdatesChecker:
-    name: ClassVar[str] = "lost-updates"
-    summary: ClassVar[str] = "increments of the counter workload lost to overlapping holders"
-    check = staticmethod(check)
+class LostUpdatesChecker(Checker):
+    name = "lost-updates"
+    summary = "increments of the counter workload lost to overlapping holders"
+    figures = {"lost-update-count": "lost-update"}
+    violations = {"lost-updates": ("lost update", "lost updates")}
+
+    @staticmethod
+    def check(history: Sequence[Op]) -> dict[str, Any]:
+        acked = unknown = 0
+        for inv, done in Lives(history).paired:
+            if inv["f"] != "write" or (inv.get("value") or {}).get("kind") != "increment":
+                continue
+            if done is not None and done["type"] == OK:
+                acked += 1
+            elif done is None or done["type"] == INFO:
+                unknown += 1
+        log = final_read(history)
+        if log is None:
+            return {"valid": "unknown", "acknowledged": acked, "indeterminate": unknown,
+                    "note": "the resource was never read back (the run was cut short)"}
+        applied = sorted((e for e in log if e.get("kind") == "increment" and e.get("accepted")),
+                         key=lambda e: e["seq"])
+        finals: dict[str, int] = {}  # each lock's counter: its last increment's result
+        breaks = []
+        for e in applied:  # serialised, each increment starts from the previous one's result
+            key = str(e.get("lock", "lock"))
+            counter = finals.get(key, 0)
+            if e["from"] != counter:
+                lost_here = counter - e["from"]
+                breaks.append({
+                    "seq": e["seq"], "process": e["process"], "read": e["from"], "over": counter,
+                    "lost": lost_here,
+                    "explanation": (f"process {e['process']} wrote {e['to']} (seq {e['seq']}), "
+                                    f"computed from {e['from']} it had read earlier, over "
+                                    f"{counter}: the counter {moved(counter, e['to'])} instead of "
+                                    "going up by 1"),
+                })
+            finals[key] = e["to"]
+        final = sum(finals.values())
+        lost = len(applied) - final
+        return {
+            "valid": lost == 0,
+            "final-value": final,
+            "increments-applied": len(applied),
+            "acknowledged": acked,
+            "indeterminate": unknown,
+            "lost-update-count": lost,
+            "acknowledged-missing": max(0, acked - final),
+            "lost-updates": breaks[:MAX_LISTED],
+        }

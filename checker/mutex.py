@@ -30,8 +30,9 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
+from checker.base import Checker
 from checker.intervals import overlapping
 from checker.lives import Lives
 from checker.sessions import (
@@ -175,72 +176,75 @@ def describe_interleaving(span: tuple[Entry, Entry], intruder: Entry) -> str:
             f"{then}: two critical sections interleaved on the data")
 
 
-@gc_paused
-def check(history: Sequence[Op], *, overlaps_informational: bool = False) -> dict[str, Any]:
-    """``overlaps_informational``: the resource checks tokens (the fenced workload), so lock
-    overlaps are reported but only interleavings on the data decide the verdict."""
-    transactional = writes_in_lock_transaction(history)
-    informational = overlaps_informational or transactional
-    lives = Lives(history)
-    paired = lives.paired
-    n_overlaps = n_broken = 0
-    overlaps: list[tuple[Grant, Grant]] = []
-    for gs in lives.by_lock().values():
-        n, listed = lock_overlaps(gs)
-        n_overlaps += n
-        overlaps.extend(listed)
-        if n:
-            n_broken += lease_broken_count(gs)
-    overlaps.sort(key=lambda ab: ab[1].start)
-    end = lives.horizon
-    entries, unknown_writes = resource_log(history, paired)
-    n_inter = 0
-    inter: list[tuple[tuple[Entry, Entry], Entry]] = []
-    for keyed in entries_by_lock(entries):
-        n, listed_inter = interleavings(keyed)
-        n_inter += n
-        inter.extend(listed_inter)
-    inter.sort(key=lambda x: x[1].seq)
+class MutexChecker(Checker):
+    name = "mutex"
+    summary = ("two clients in the critical section at once: lock overlaps in "
+               "real time, interleavings in the resource's log")
+    figures = {"lock-overlap-count": "lock-overlap", "lease-broken-count": "lease-broken",
+               "resource-interleaving-count": "resource-interleaving"}
+    violations = {"lock-overlaps": ("lock overlap", "lock overlaps"),
+                  "resource-interleavings": ("resource interleaving", "resource interleavings")}
 
-    if n_inter or (n_overlaps and not informational):
-        valid: bool | str = False
-    elif unknown_writes:
-        valid = "unknown"
-    else:
-        valid = True
-    first = None
-    if overlaps and not informational:
-        first = seconds(overlaps[0][1].start)
-    result: dict[str, Any] = {
-        "valid": valid,
-        "lock-overlap-count": n_overlaps,
-        "lock-overlaps-informational": informational,
-        "lock-overlaps": [overlap_record(a, b, end) for a, b in overlaps[:MAX_LISTED]],
-        "lease-broken-count": n_broken,
-        "resource-interleaving-count": n_inter,
-        "resource-interleavings": [
-            {"processes": [s[0].process, x.process], "seqs": [s[0].seq, x.seq, s[1].seq],
-             "explanation": describe_interleaving(s, x)}
-            for s, x in inter[:MAX_LISTED]
-        ],
-        "indeterminate-writes": unknown_writes,
-        "first-violation-at": first,
-    }
-    if transactional and overlaps:
-        result["note"] = ("lock-level overlaps are informational: every write went through the "
-                          "lock's own transaction, so a holder that lost its session lost its "
-                          "writes with it; the resource's log decides")
-    elif informational and overlaps:
-        result["note"] = ("lock-level overlaps are informational: the resource guards itself "
-                          "(fencing tokens, versions, check-and-set, idempotency keys)")
-    if unknown_writes and valid == "unknown":
-        result["note"] = (f"{unknown_writes} writes have unknown outcomes and the resource log "
-                          "was never read back (the run was cut short)")
-    return result
+    @staticmethod
+    @gc_paused
+    def check(history: Sequence[Op], *, overlaps_informational: bool = False) -> dict[str, Any]:
+        """``overlaps_informational``: the resource checks tokens (the fenced workload), so lock
+        overlaps are reported but only interleavings on the data decide the verdict."""
+        transactional = writes_in_lock_transaction(history)
+        informational = overlaps_informational or transactional
+        lives = Lives(history)
+        paired = lives.paired
+        n_overlaps = n_broken = 0
+        overlaps: list[tuple[Grant, Grant]] = []
+        for gs in lives.by_lock().values():
+            n, listed = lock_overlaps(gs)
+            n_overlaps += n
+            overlaps.extend(listed)
+            if n:
+                n_broken += lease_broken_count(gs)
+        overlaps.sort(key=lambda ab: ab[1].start)
+        end = lives.horizon
+        entries, unknown_writes = resource_log(history, paired)
+        n_inter = 0
+        inter: list[tuple[tuple[Entry, Entry], Entry]] = []
+        for keyed in entries_by_lock(entries):
+            n, listed_inter = interleavings(keyed)
+            n_inter += n
+            inter.extend(listed_inter)
+        inter.sort(key=lambda x: x[1].seq)
 
-
-class MutexChecker:
-    name: ClassVar[str] = "mutex"
-    summary: ClassVar[str] = ("two clients in the critical section at once: lock overlaps in "
-                              "real time, interleavings in the resource's log")
-    check = staticmethod(check)
+        if n_inter or (n_overlaps and not informational):
+            valid: bool | str = False
+        elif unknown_writes:
+            valid = "unknown"
+        else:
+            valid = True
+        first = None
+        if overlaps and not informational:
+            first = seconds(overlaps[0][1].start)
+        result: dict[str, Any] = {
+            "valid": valid,
+            "lock-overlap-count": n_overlaps,
+            "lock-overlaps-informational": informational,
+            "lock-overlaps": [overlap_record(a, b, end) for a, b in overlaps[:MAX_LISTED]],
+            "lease-broken-count": n_broken,
+            "resource-interleaving-count": n_inter,
+            "resource-interleavings": [
+                {"processes": [s[0].process, x.process], "seqs": [s[0].seq, x.seq, s[1].seq],
+                 "explanation": describe_interleaving(s, x)}
+                for s, x in inter[:MAX_LISTED]
+            ],
+            "indeterminate-writes": unknown_writes,
+            "first-violation-at": first,
+        }
+        if transactional and overlaps:
+            result["note"] = ("lock-level overlaps are informational: every write went through the "
+                              "lock's own transaction, so a holder that lost its session lost its "
+                              "writes with it; the resource's log decides")
+        elif informational and overlaps:
+            result["note"] = ("lock-level overlaps are informational: the resource guards itself "
+                              "(fencing tokens, versions, check-and-set, idempotency keys)")
+        if unknown_writes and valid == "unknown":
+            result["note"] = (f"{unknown_writes} writes have unknown outcomes and the resource log "
+                              "was never read back (the run was cut short)")
+        return result

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
+from checker.base import Checker
 from checker.lives import Lives
 from checker.sessions import count_types
 from harness.core.history import OK, Op
@@ -22,30 +23,29 @@ def quantiles(values: list[float], qs: Sequence[float] = (0.5, 0.95, 0.99, 1.0)
     return out
 
 
-def check(history: Sequence[Op]) -> dict[str, Any]:
-    counts = count_types(history)
-    lives = Lives(history)
-    latencies: dict[str, list[float]] = {}
-    for inv, done in lives.paired:
-        if done is not None and done["type"] == OK:
-            latencies.setdefault(inv["f"], []).append((done["time"] - inv["time"]) / 1e6)
-    duration = lives.horizon / 1e9
-    acquired = counts.get("acquire", {}).get(OK, 0)
-    result: dict[str, Any] = {
-        "valid": True if acquired else "unknown",
-        "counts": counts,
-        "latency-ms": {f: quantiles(v) for f, v in sorted(latencies.items())},
-        "acquires-per-second": round(acquired / duration, 2) if duration else 0.0,
-        "duration-s": round(duration, 3),
-        "crashed-processes": len(lives.crashes),
-        "blocked-in-acquire": sum(1 for a in lives.attempts if lives.overdue(a)),
-    }
-    if not acquired:
-        result["note"] = "no acquire succeeded: the run tested nothing"
-    return result
+class StatsChecker(Checker):
+    name = "stats"
+    summary = "counts by f and type, latency quantiles, throughput"
 
-
-class StatsChecker:
-    name: ClassVar[str] = "stats"
-    summary: ClassVar[str] = "counts by f and type, latency quantiles, throughput"
-    check = staticmethod(check)
+    @staticmethod
+    def check(history: Sequence[Op]) -> dict[str, Any]:
+        counts = count_types(history)
+        lives = Lives(history)
+        latencies: dict[str, list[float]] = {}
+        for inv, done in lives.paired:
+            if done is not None and done["type"] == OK:
+                latencies.setdefault(inv["f"], []).append((done["time"] - inv["time"]) / 1e6)
+        duration = lives.horizon / 1e9
+        acquired = counts.get("acquire", {}).get(OK, 0)
+        result: dict[str, Any] = {
+            "valid": True if acquired else "unknown",
+            "counts": counts,
+            "latency-ms": {f: quantiles(v) for f, v in sorted(latencies.items())},
+            "acquires-per-second": round(acquired / duration, 2) if duration else 0.0,
+            "duration-s": round(duration, 3),
+            "crashed-processes": len(lives.crashes),
+            "blocked-in-acquire": sum(1 for a in lives.attempts if lives.overdue(a)),
+        }
+        if not acquired:
+            result["note"] = "no acquire succeeded: the run tested nothing"
+        return result

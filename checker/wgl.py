@@ -129,6 +129,13 @@ def _intern(state: State | None, states: list[State], sid_of: dict[State, int]) 
     return sid
 
 
+def _move(step: Any, c: Call, state: int, states: list[State], number_of: dict[State, int]
+          ) -> int:
+    """The number of the state op ``c`` leads to from state number ``state`` (-1: it cannot
+    happen there), the model asked (``step``)."""
+    return _intern(step(states[state], c.f, c.value, c.completion), states, number_of)
+
+
 class _Seen:
     """The configurations already explored: for each (linearized ops with a known outcome,
     state), the sets of indeterminate ops linearized with it, kept as an antichain.
@@ -176,7 +183,16 @@ class _Seen:
 
 class Part:
     """The WGL search over one part (one lock). Build once, then :meth:`search`. ``init``: the
-    state to start from (the model's own by default)."""
+    state to start from (the model's own by default).
+
+    The search works on two doubly linked lists kept as arrays of indices (``next_*`` and
+    ``prev_*``), so that taking an op out and putting it back are O(1) and allocate nothing:
+
+    - the **entries**: each op with a known outcome (numbered 0..m-1 in call order) has a call
+      entry and a return entry, all 2m in time order; entry 0 is the head, 2m+1 the tail;
+    - the **indeterminate ops** (numbered 0..k-1 in call order; k is the head, k+1 the tail):
+      only the earliest pending op of each look is in it (see ``twin_after``).
+    """
 
     def __init__(self, key: Hashable, calls: list[Call], model: Model,
                  init: State | None = None) -> None:
@@ -187,7 +203,7 @@ class Part:
         for c in calls:  # what :class:`_Remaining` counts it under
             failed = c.known and c.comp is not None and c.comp.get("type") == FAIL
             c.ckey = (c.process, c.f, FAIL) if failed else (c.process, c.f)
-        events: list[tuple[int, int, int, Call]] = []
+        events: list[tuple[int, int, int, Call]] = []  # (time, 0 call | 1 return, seq, op)
         for c in calls:
             events.append((c.start, 0, c.seq, c))
             if c.known:
@@ -196,244 +212,265 @@ class Part:
         events.sort(key=lambda e: (e[0], e[1], e[2]))
         self.known: list[Call] = [e[3] for e in events if e[1] == 0 and e[3].known]
         self.unknown: list[Call] = [e[3] for e in events if e[1] == 0 and not e[3].known]
-        self._build_main_list(events)
+        self._build_entries(events)
         self._build_info_list(events)
 
-    def _build_main_list(self, events: list[tuple[int, int, int, Call]]) -> None:
+    def _build_entries(self, events: list[tuple[int, int, int, Call]]) -> None:
         """Entries 1..2m for the known ops, in time order; 0 is the head, 2m+1 the tail."""
         m = len(self.known)
-        kid = {id(c): i for i, c in enumerate(self.known)}
+        number = {id(c): i for i, c in enumerate(self.known)}
         self.tail = 2 * m + 1
-        self.ent_op = [-1] * (2 * m + 2)
-        self.ent_call = [False] * (2 * m + 2)
-        self.ent_pos = [0] * (2 * m + 2)
-        self.call_ent = [0] * m
-        self.ret_ent = [0] * m
+        self.entry_op = [-1] * (2 * m + 2)  # the known op of each entry
+        self.is_call = [False] * (2 * m + 2)  # a call entry; else a return entry
+        self.entry_pos = [0] * (2 * m + 2)  # its place among all events (for the info ops)
+        self.call_entry = [0] * m
+        self.return_entry = [0] * m
         e = 0
         for pos, (_, kind, _, c) in enumerate(events):
             if not c.known:
                 continue
             e += 1
-            x = kid[id(c)]
-            self.ent_op[e] = x
-            self.ent_call[e] = kind == 0
-            self.ent_pos[e] = pos
+            x = number[id(c)]
+            self.entry_op[e] = x
+            self.is_call[e] = kind == 0
+            self.entry_pos[e] = pos
             if kind == 0:
-                self.call_ent[x] = e
+                self.call_entry[x] = e
             else:
-                self.ret_ent[x] = e
-        self.ent_pos[self.tail] = len(events)
-        self.nxt = [*range(1, 2 * m + 2), self.tail]
-        self.prv = [0, *range(0, 2 * m + 1)]
+                self.return_entry[x] = e
+        self.entry_pos[self.tail] = len(events)
+        self.next_entry = [*range(1, 2 * m + 2), self.tail]
+        self.prev_entry = [0, *range(0, 2 * m + 1)]
 
     def _build_info_list(self, events: list[tuple[int, int, int, Call]]) -> None:
-        """Indeterminate ops 0..k-1 in call order (k: head, k+1: tail), with their symmetry."""
+        """Indeterminate ops 0..k-1 in call order (k: head, k+1: tail), with their twins."""
         k = len(self.unknown)
-        uid = {id(c): i for i, c in enumerate(self.unknown)}
-        self.ihead, self.itail = k, k + 1
-        self.info_pos = [0] * (k + 2)
+        number = {id(c): i for i, c in enumerate(self.unknown)}
+        self.info_head, self.info_tail = k, k + 1
+        self.info_pos = [0] * (k + 2)  # its place among all events
         for pos, (_, _, _, c) in enumerate(events):
             if not c.known:
-                self.info_pos[uid[id(c)]] = pos
-        self.info_pos[self.itail] = len(events) + 1
-        self.info_pos[self.ihead] = -1
-        # Only the earliest pending op of each signature is in the list (the others wait for
-        # it to be linearized, see ``sig_next``): same-looking pending ops are interchangeable
+                self.info_pos[number[id(c)]] = pos
+        self.info_pos[self.info_tail] = len(events) + 1
+        self.info_pos[self.info_head] = -1
+        # Only the earliest pending op of each look is in the list (the others wait for it to
+        # be linearized, see ``twin_after``): same-looking pending ops are interchangeable
         # (the process is part of the look unless the model never reads it).
         last: dict[Hashable, int] = {}
-        self.sig_next = [-1] * k
+        self.twin_after = [-1] * k  # the next op of the same look, invoked later
         leaders = []
         blind = self.model.process_blind
         for j, c in enumerate(self.unknown):
-            sig = (c.f, freeze(c.value)) if blind else (c.f, freeze(c.value), c.process)
-            if sig in last:
-                self.sig_next[last[sig]] = j
+            look = (c.f, freeze(c.value)) if blind else (c.f, freeze(c.value), c.process)
+            if look in last:
+                self.twin_after[last[look]] = j
             else:
                 leaders.append(j)
-            last[sig] = j
-        self.inxt = [self.itail] * (k + 2)
-        self.iprv = [self.ihead] * (k + 2)
-        for a, b in itertools.pairwise([self.ihead, *leaders, self.itail]):
-            self.inxt[a] = b
-            self.iprv[b] = a
+            last[look] = j
+        self.next_info = [self.info_tail] * (k + 2)
+        self.prev_info = [self.info_head] * (k + 2)
+        for a, b in itertools.pairwise([self.info_head, *leaders, self.info_tail]):
+            self.next_info[a] = b
+            self.prev_info[b] = a
+
+    def _take_info(self, j: int) -> None:
+        """Take indeterminate op ``j`` out of its list (it is linearized); its twin, if any,
+        leads its look now: put it in, in call order."""
+        next_info, prev_info, info_pos = self.next_info, self.prev_info, self.info_pos
+        after, before = next_info[j], prev_info[j]
+        next_info[before] = after
+        prev_info[after] = before
+        twin = self.twin_after[j]
+        if twin >= 0:
+            at = after
+            while info_pos[at] < info_pos[twin]:
+                at = next_info[at]
+            before = prev_info[at]
+            next_info[before] = twin
+            prev_info[twin] = before
+            next_info[twin] = at
+            prev_info[at] = twin
+
+    def _put_info_back(self, j: int) -> None:
+        """Undo :meth:`_take_info`: its twin out, ``j`` back where it was."""
+        next_info, prev_info = self.next_info, self.prev_info
+        twin = self.twin_after[j]
+        if twin >= 0:
+            next_info[prev_info[twin]] = next_info[twin]
+            prev_info[next_info[twin]] = prev_info[twin]
+        next_info[prev_info[j]] = j
+        prev_info[next_info[j]] = j
 
     def search(self, budget: Budget, witness: bool = True) -> PartResult:
         """Run the search; return valid / invalid (with a witness, unless ``witness`` is
-        False: then only the prefix and the state it ends in) / unknown (budget spent)."""
+        False: then only the prefix and the state it ends in) / unknown (budget spent).
+
+        Wing & Gong's search with Lowe's just-in-time linearization: walk the entries from the
+        head. A call entry met before any return entry is an op that may take effect now: if
+        the model takes it in the current state, and the configuration it leads to (the set of
+        linearized ops, the state) is not in the cache, linearize it (take its two entries out
+        of the list, push the choice) and walk again from the head. A return entry met first
+        is an op that must have taken effect already: try the indeterminate ops invoked before
+        it (one of them may have taken effect first, the same way); when none can, pop the
+        latest choice, put its op back, and walk on from its call entry. Every known op
+        linearized: valid. Nothing left to pop: invalid, the deepest path is the witness.
+        """
         model = self.model
         step, stuck = model.step, model.stuck
         known, unknown = self.known, self.unknown
-        nxt, prv, ent_op, ent_call, ent_pos = (self.nxt, self.prv, self.ent_op, self.ent_call,
-                                               self.ent_pos)
-        call_ent, ret_ent = self.call_ent, self.ret_ent
-        inxt, iprv, info_pos, sig_next = self.inxt, self.iprv, self.info_pos, self.sig_next
-        rem = _Remaining(self.calls, len(known))
-        counts = rem.counts
+        # The lists, bound to locals: this loop is the checker's hot path.
+        next_entry, prev_entry = self.next_entry, self.prev_entry
+        entry_op, is_call, entry_pos = self.entry_op, self.is_call, self.entry_pos
+        call_entry, return_entry = self.call_entry, self.return_entry
+        next_info, info_pos = self.next_info, self.info_pos
+        take_info, put_info_back = self._take_info, self._put_info_back
+        remaining = _Remaining(self.calls, len(known))
+        pending = remaining.counts  # ops not yet linearized, by process and f (Model.stuck)
         # States are interned (a state is its number in ``states``) and each op's transitions
-        # are memoised: the model is asked once per (op, state), however often the search
-        # comes back to it.
+        # are memoised (op -> {state: state after, -1: the op cannot happen there}): the model
+        # is asked once per (op, state), however often the search comes back to it.
         states: list[State] = [self.init]
-        sid_of: dict[State, int] = {self.init: 0}
-        ktr: list[dict[int, int]] = [{} for _ in known]
-        utr: list[dict[int, int]] = [{} for _ in unknown]
-        seen = _Seen()
+        number_of: dict[State, int] = {self.init: 0}
+        known_moves: list[dict[int, int]] = [{} for _ in known]
+        info_moves: list[dict[int, int]] = [{} for _ in unknown]
+        seen = _Seen()  # the cache of configurations explored
         visit = seen.visit
-
-        sid = 0
-        lo = w = bits = 0  # known ops below lo all linearized; w: those above; bits: info ops
+        # The configuration: the state, and the linearized ops: the known ones below ``low``,
+        # those above it as the bits of ``window`` (bit i: op low + i), the indeterminate ones
+        # as the bits of ``info_done``.
+        state = low = window = info_done = 0
         visit((0, 0, 0), 0)
-        stack: list[tuple[Any, ...]] = []
-        path: tuple[Any, ...] | None = None  # cons list of (kind, id, state after, parent)
-        best: tuple[tuple[Any, ...] | None, State, int] = (None, self.init, 0)
+        # The choices made, to undo: (True, known op, state, low, window before) or (False,
+        # indeterminate op, state before, the return entry it was tried for).
+        choices: list[tuple[Any, ...]] = []
+        path: tuple[Any, ...] | None = None  # cons list of (known?, op, state after, parent)
+        deepest: tuple[tuple[Any, ...] | None, State, int] = (None, self.init, 0)
         depth = 0
-        entry = nxt[0]
-        main = True  # scanning the main list; False: trying info ops before return entry r
-        r = icur = 0
-        ticks = 0
+        entry = next_entry[0]
+        on_entries = True  # walking the entries; False: trying indeterminate ops before ...
+        blocking = info_at = 0  # ... the return entry ``blocking``, from ``info_at`` on
+        steps = 0
 
         while True:
-            ticks += 1
-            if ticks % _CHECK_CLOCK_EVERY == 0 and budget.out_of_time():
+            steps += 1
+            if steps % _CHECK_CLOCK_EVERY == 0 and budget.out_of_time():
                 return self._unknown(budget, seen)
-            if rem.required == 0:
+            if remaining.required == 0:
                 return self._done(budget, seen)
-            if main:
-                if ent_call[entry]:
-                    x = ent_op[entry]
-                    tr = ktr[x]
-                    nsid = tr.get(sid, -2)
-                    if nsid == -2:
-                        c = known[x]
-                        nsid = _intern(step(states[sid], c.f, c.value, c.completion), states,
-                                       sid_of)
-                        tr[sid] = nsid
-                    if nsid >= 0:
-                        ck = known[x].ckey
-                        counts[ck] -= 1
-                        rem.required -= 1
-                        ok = True
-                        if stuck is not None and rem.required and stuck(states[nsid], rem):
-                            if depth >= best[2]:  # the witness may end in a hopeless state
-                                best = ((True, x, states[nsid], path), states[nsid], depth + 1)
-                            ok = False
+            if on_entries:
+                if is_call[entry]:  # may known op x take effect now?
+                    x = entry_op[entry]
+                    moves = known_moves[x]
+                    after = moves.get(state, -2)
+                    if after == -2:
+                        after = moves[state] = _move(step, known[x], state, states, number_of)
+                    if after >= 0:
+                        op_key = known[x].ckey
+                        pending[op_key] -= 1
+                        remaining.required -= 1
+                        taken = False
+                        if stuck is not None and remaining.required and stuck(states[after],
+                                                                               remaining):
+                            if depth >= deepest[2]:  # the witness may end in a hopeless state
+                                deepest = ((True, x, states[after], path), states[after],
+                                           depth + 1)
                         else:
-                            bit = x - lo
-                            w2 = w | (1 << bit)
-                            lo2 = lo
+                            # The linearized set with x: when x is op ``low``, the run of
+                            # linearized ops from it on moves ``low`` up past them.
+                            bit = x - low
+                            new_window = window | (1 << bit)
+                            new_low = low
                             if bit == 0:
-                                t = (~w2 & (w2 + 1)).bit_length() - 1
-                                w2 >>= t
-                                lo2 = lo + t
-                            if not visit((lo2, w2, nsid), bits):
-                                ok = False
-                            elif budget.out_of_states(seen.size):
-                                return self._unknown(budget, seen)
-                            else:
-                                stack.append((True, x, sid, lo, w))
-                                sid, lo, w = nsid, lo2, w2
-                                ce, re_ = entry, ret_ent[x]
-                                nxt[prv[ce]] = nxt[ce]
-                                prv[nxt[ce]] = prv[ce]
-                                nxt[prv[re_]] = nxt[re_]
-                                prv[nxt[re_]] = prv[re_]
-                                path = (True, x, states[nsid], path)
-                                depth += 1
-                                if depth > best[2]:
-                                    best = (path, states[nsid], depth)
-                                entry = nxt[0]
-                                continue
-                        if not ok:
-                            counts[ck] += 1
-                            rem.required += 1
-                    entry = nxt[entry]
+                                run = (~new_window & (new_window + 1)).bit_length() - 1
+                                new_window >>= run
+                                new_low = low + run
+                            if visit((new_low, new_window, after), info_done):
+                                if budget.out_of_states(seen.size):
+                                    return self._unknown(budget, seen)
+                                taken = True
+                        if taken:
+                            choices.append((True, x, state, low, window))
+                            state, low, window = after, new_low, new_window
+                            ret = return_entry[x]  # take both its entries out of the list
+                            next_entry[prev_entry[entry]] = next_entry[entry]
+                            prev_entry[next_entry[entry]] = prev_entry[entry]
+                            next_entry[prev_entry[ret]] = next_entry[ret]
+                            prev_entry[next_entry[ret]] = prev_entry[ret]
+                            path = (True, x, states[after], path)
+                            depth += 1
+                            if depth > deepest[2]:
+                                deepest = (path, states[after], depth)
+                            entry = next_entry[0]
+                            continue
+                        pending[op_key] += 1
+                        remaining.required += 1
+                    entry = next_entry[entry]
                     continue
-                main = False
-                r = entry
-                icur = inxt[self.ihead]
-            # Trying the indeterminate ops invoked before return entry r.
-            rpos = ent_pos[r]
-            while info_pos[icur] < rpos:
-                j = icur
-                icur = inxt[j]
-                tr = utr[j]
-                nsid = tr.get(sid, -2)
-                if nsid == -2:
-                    c = unknown[j]
-                    nsid = _intern(step(states[sid], c.f, c.value, c.completion), states,
-                                   sid_of)
-                    tr[sid] = nsid
+                on_entries = False  # a return entry: its op should have taken effect by now
+                blocking = entry
+                info_at = next_info[self.info_head]
+            # Trying the indeterminate ops invoked before the return entry ``blocking``.
+            blocking_pos = entry_pos[blocking]
+            while info_pos[info_at] < blocking_pos:
+                j = info_at
+                info_at = next_info[j]
+                moves = info_moves[j]
+                after = moves.get(state, -2)
+                if after == -2:
+                    after = moves[state] = _move(step, unknown[j], state, states, number_of)
                 # An op that cannot happen here, or changes nothing (a read whose outcome is
                 # unknown): leaving it out is never worse, it may still happen later.
-                if nsid < 0 or nsid == sid:
+                if after < 0 or after == state:
                     continue
-                ns = states[nsid]
-                ck = unknown[j].ckey
-                counts[ck] -= 1
-                if stuck is not None and stuck(ns, rem):
-                    if depth >= best[2]:
-                        best = ((False, j, ns, path), ns, depth + 1)
-                    counts[ck] += 1
+                after_state = states[after]
+                op_key = unknown[j].ckey
+                pending[op_key] -= 1
+                if stuck is not None and stuck(after_state, remaining):
+                    if depth >= deepest[2]:
+                        deepest = ((False, j, after_state, path), after_state, depth + 1)
+                    pending[op_key] += 1
                     continue
-                if not visit((lo, w, nsid), bits | (1 << j)):
-                    counts[ck] += 1
+                if not visit((low, window, after), info_done | (1 << j)):
+                    pending[op_key] += 1
                     continue
                 if budget.out_of_states(seen.size):
                     return self._unknown(budget, seen)
-                stack.append((False, j, sid, r))
-                sid, bits = nsid, bits | (1 << j)
-                nxt_j, prv_j = inxt[j], iprv[j]
-                inxt[prv_j] = nxt_j
-                iprv[nxt_j] = prv_j
-                n = sig_next[j]
-                if n >= 0:  # its twin, invoked later, now leads: insert it in call order
-                    at = nxt_j
-                    while info_pos[at] < info_pos[n]:
-                        at = inxt[at]
-                    before = iprv[at]
-                    inxt[before] = n
-                    iprv[n] = before
-                    inxt[n] = at
-                    iprv[at] = n
-                path = (False, j, ns, path)
+                choices.append((False, j, state, blocking))
+                state, info_done = after, info_done | (1 << j)
+                take_info(j)
+                path = (False, j, after_state, path)
                 depth += 1
-                if depth > best[2]:
-                    best = (path, ns, depth)
-                main = True
-                entry = nxt[0]
+                if depth > deepest[2]:
+                    deepest = (path, after_state, depth)
+                on_entries = True
+                entry = next_entry[0]
                 break
-            if main:
+            if on_entries:
                 continue
             # Nothing can be linearized here: undo the latest choice.
-            if not stack:
-                return self._invalid(budget, seen, best, witness)
-            frame = stack.pop()
+            if not choices:
+                return self._invalid(budget, seen, deepest, witness)
+            choice = choices.pop()
             path = path[3] if path is not None else None
             depth -= 1
-            if frame[0]:
-                _, x, sid, lo, w = frame
-                c = known[x]
-                counts[c.ckey] += 1
-                rem.required += 1
-                ce, re_ = call_ent[x], ret_ent[x]
-                nxt[prv[re_]] = re_
-                prv[nxt[re_]] = re_
-                nxt[prv[ce]] = ce
-                prv[nxt[ce]] = ce
-                entry = nxt[ce]
-                main = True
-            else:
-                _, j, sid, r = frame
-                c = unknown[j]
-                counts[c.ckey] += 1
-                bits &= ~(1 << j)
-                n = sig_next[j]
-                if n >= 0:
-                    inxt[iprv[n]] = inxt[n]
-                    iprv[inxt[n]] = iprv[n]
-                inxt[iprv[j]] = j
-                iprv[inxt[j]] = j
-                icur = inxt[j]
-                main = False
+            if choice[0]:  # a known op: its entries back in the list, walk on after its call
+                _, x, state, low, window = choice
+                pending[known[x].ckey] += 1
+                remaining.required += 1
+                call, ret = call_entry[x], return_entry[x]
+                next_entry[prev_entry[ret]] = ret
+                prev_entry[next_entry[ret]] = ret
+                next_entry[prev_entry[call]] = call
+                prev_entry[next_entry[call]] = call
+                entry = next_entry[call]
+                on_entries = True
+            else:  # an indeterminate op: back in its list, try the ones after it
+                _, j, state, blocking = choice
+                pending[unknown[j].ckey] += 1
+                info_done &= ~(1 << j)
+                put_info_back(j)
+                info_at = next_info[j]
+                on_entries = False
 
     # -- outcomes ----------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ SETTINGS = settings(max_examples=150, deadline=None,
 @SETTINGS
 @given(valid_histories())
 def test_valid_mutex_histories_pass(built: Built) -> None:
-    result = mutex.check(built.history)
+    result = mutex.MutexChecker.check(built.history)
     assert result["valid"] is True, result
     assert result["lock-overlap-count"] == 0
     assert check_all(built.history, {"workload": "mutex"})["valid"] is True
@@ -42,7 +42,7 @@ def test_valid_mutex_histories_pass(built: Built) -> None:
 @SETTINGS
 @given(valid_histories(fenced=True))
 def test_valid_fenced_histories_pass(built: Built) -> None:
-    result = fencing.check(built.history)
+    result = fencing.FencingChecker.check(built.history)
     assert result["valid"] is True, result
     assert check_all(built.history, {"workload": "fenced"})["valid"] is True
 
@@ -53,7 +53,7 @@ def test_overlaps_are_caught(built: Built, data: st.DataObject) -> None:
     assume(len(built.sessions) >= 2)
     k = data.draw(st.integers(1, len(built.sessions) - 1))
     assume(built.sessions[k]["process"] != built.sessions[k - 1]["process"])
-    result = mutex.check(with_overlap(built, k))
+    result = mutex.MutexChecker.check(with_overlap(built, k))
     assert result["valid"] is False
     first = result["lock-overlaps"][0]
     assert set(first["processes"]) == {built.sessions[k - 1]["process"],
@@ -67,7 +67,7 @@ def test_overlaps_are_informational_when_fenced(built: Built, data: st.DataObjec
     assume(len(built.sessions) >= 2)
     k = data.draw(st.integers(1, len(built.sessions) - 1))
     assume(built.sessions[k]["process"] != built.sessions[k - 1]["process"])
-    result = mutex.check(with_overlap(built, k), overlaps_informational=True)
+    result = mutex.MutexChecker.check(with_overlap(built, k), overlaps_informational=True)
     assert result["lock-overlap-count"] >= 1
     assert result["valid"] is True
 
@@ -77,7 +77,7 @@ def test_overlaps_are_informational_when_fenced(built: Built, data: st.DataObjec
 def test_resource_interleavings_are_caught(built: Built, data: st.DataObject) -> None:
     assume(len(built.sessions) >= 2)
     k = data.draw(st.integers(1, len(built.sessions) - 1))
-    result = mutex.check(with_interleaving(built, k))
+    result = mutex.MutexChecker.check(with_interleaving(built, k))
     assert result["valid"] is False
     assert result["resource-interleaving-count"] >= 1
 
@@ -93,14 +93,14 @@ def test_info_writes_are_not_dropped(built: Built, data: st.DataObject) -> None:
         if op["f"] == "write" and op["type"] == "ok":
             op["type"] = "info"
             op["value"] = {k2: v for k2, v in op["value"].items() if k2 != "seq"}
-    assert mutex.check(h)["valid"] is False
+    assert mutex.MutexChecker.check(h)["valid"] is False
 
 
 @SETTINGS
 @given(valid_histories(final_read=False))
 def test_unknown_writes_without_the_final_read_are_unknown(built: Built) -> None:
     has_info = any(o["f"] == "write" and o["type"] == "info" for o in built.history)
-    result = mutex.check(built.history)
+    result = mutex.MutexChecker.check(built.history)
     assert result["valid"] == ("unknown" if has_info else True)
 
 
@@ -109,7 +109,7 @@ def test_unknown_writes_without_the_final_read_are_unknown(built: Built) -> None
 def test_stale_token_acceptance_is_caught(built: Built, data: st.DataObject) -> None:
     assume(len(built.sessions) >= 2)
     k = data.draw(st.integers(1, len(built.sessions) - 1))
-    result = fencing.check(with_stale_acceptance(built, k))
+    result = fencing.FencingChecker.check(with_stale_acceptance(built, k))
     assert result["valid"] is False
     assert result["stale-accepted-count"] >= 1
     assert "after accepting token" in result["stale-accepted"][0]["explanation"]
@@ -127,7 +127,7 @@ def test_tokens_out_of_order_are_caught(built: Built, data: st.DataObject) -> No
         if (op["f"] == "acquire" and op["type"] == "ok" and op["process"] == cur["process"]
                 and op["value"]["session"] == cur["session"]):
             op["token"] = lower
-    result = fencing.check(h)
+    result = fencing.FencingChecker.check(h)
     assert result["valid"] is False
     assert result["token-order-violation-count"] >= 1
 
@@ -154,14 +154,14 @@ def test_rejected_stale_writes_are_counted_not_failed() -> None:
              "accepted": False},
         ]},
     ]
-    f = fencing.check(h)
+    f = fencing.FencingChecker.check(h)
     assert f["valid"] is True
     assert f["stale-rejected"] == 1
     assert f["late-writes"]["rejected"] == 1
-    m = mutex.check(h, overlaps_informational=True)
+    m = mutex.MutexChecker.check(h, overlaps_informational=True)
     assert m["valid"] is True and m["lock-overlap-count"] == 1
     assert m["lock-overlaps-informational"] is True
-    assert mutex.check(h)["valid"] is False
+    assert mutex.MutexChecker.check(h)["valid"] is False
 
 
 def test_a_holder_that_never_releases_overlaps_to_the_end() -> None:
@@ -171,7 +171,7 @@ def test_a_holder_that_never_releases_overlaps_to_the_end() -> None:
         {"index": 2, "time": 3, "process": 1, "type": "invoke", "f": "acquire"},
         {"index": 3, "time": 4, "process": 1, "type": "ok", "f": "acquire"},
     ]
-    result = mutex.check(h)
+    result = mutex.MutexChecker.check(h)
     assert result["valid"] is False
     assert "never released" in result["lock-overlaps"][0]["explanation"]
 
@@ -181,7 +181,7 @@ def test_stats_counts_and_unknown_when_nothing_acquired() -> None:
         {"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "acquire"},
         {"index": 1, "time": 2, "process": 0, "type": "fail", "f": "acquire"},
     ]
-    s = stats.check(h)
+    s = stats.StatsChecker.check(h)
     assert s["valid"] == "unknown"
     assert s["counts"]["acquire"]["fail"] == 1
 
@@ -221,9 +221,9 @@ def test_independent_keys_are_checked_each_on_its_own() -> None:
         ops.sort(key=lambda op: op["time"])
         return [{"index": i, "value": None, **op} for i, op in enumerate(ops)]
 
-    apart = mutex.check(history("lock-1"))
+    apart = mutex.MutexChecker.check(history("lock-1"))
     assert apart["valid"] is True and apart["resource-interleaving-count"] == 0
-    together = mutex.check(history("lock-0"))
+    together = mutex.MutexChecker.check(history("lock-0"))
     assert together["valid"] is False
     assert together["lock-overlap-count"] == 1 and together["resource-interleaving-count"] == 1
 
@@ -245,20 +245,20 @@ def grant_pair(second_at_ms: int, validity: float | None, second_invoked_ms: int
 
 
 def test_a_grant_inside_the_previous_lease_is_a_broken_lease() -> None:
-    m = mutex.check(grant_pair(1500, 2.0))  # 1.5 s < 0.1 s + 2 s: the lease still ran
+    m = mutex.MutexChecker.check(grant_pair(1500, 2.0))  # 1.5 s < 0.1 s + 2 s: the lease still ran
     assert m["lock-overlap-count"] == 1 and m["lease-broken-count"] == 1
     assert m["lock-overlaps"][0]["lease-broken"] is True
 
 
 def test_a_holder_that_outlived_its_lease_is_no_broken_lease() -> None:
-    m = mutex.check(grant_pair(2200, 2.0))  # past 0.1 s + 2 s: the holder outlived it
+    m = mutex.MutexChecker.check(grant_pair(2200, 2.0))  # past 0.1 s + 2 s: the holder outlived it
     assert m["lock-overlap-count"] == 1 and m["lease-broken-count"] == 0
     assert m["lock-overlaps"][0]["lease-broken"] is False
-    unknown = mutex.check(grant_pair(1500, None))  # no validity: no way to tell
+    unknown = mutex.MutexChecker.check(grant_pair(1500, None))  # no validity: no way to tell
     assert unknown["lease-broken-count"] == 0
     assert unknown["lock-overlaps"][0]["lease-broken"] is None
     # asked before the first grant, heard of after it: granted when? (a stalled reply, say)
-    late = mutex.check(grant_pair(1500, 2.0, second_invoked_ms=50))
+    late = mutex.MutexChecker.check(grant_pair(1500, 2.0, second_invoked_ms=50))
     assert late["lock-overlap-count"] == 1 and late["lease-broken-count"] == 0
 
 
@@ -284,7 +284,7 @@ def test_many_holders_that_never_release_are_counted_not_listed() -> None:
                   "f": "acquire"})
         h.append({"index": 2 * p + 1, "time": 10 * p + 1, "process": p, "type": "ok",
                   "f": "acquire"})
-    result = mutex.check(h)
+    result = mutex.MutexChecker.check(h)
     assert result["lock-overlap-count"] == 2000 * 1999 // 2
     assert len(result["lock-overlaps"]) == mutex.MAX_LISTED
     assert result["lock-overlaps"][0]["processes"] == [0, 1]

@@ -39,7 +39,7 @@ def test_a_pause_that_froze_the_client_passes() -> None:
     h = ordered([op(0.5, 1, "invoke", "acquire"), op(0.6, 1, "ok", "acquire"),
                  *pause(1.0, 4.0, 1),
                  op(4.2, 1, "invoke", "release"), op(4.3, 1, "fail", "release")])
-    r = faults.check(h)
+    r = faults.FaultsChecker.check(h)
     assert r["valid"] is True and r["fault-count"] == 1
 
 
@@ -47,7 +47,7 @@ def test_a_client_that_kept_recording_while_paused_makes_it_unknown() -> None:
     h = ordered([op(0.5, 1, "invoke", "acquire"), op(0.6, 1, "ok", "acquire"),
                  *pause(1.0, 4.0, 1),
                  op(2.0, 1, "invoke", "release"), op(2.1, 1, "ok", "release")])
-    r = faults.check(h)
+    r = faults.FaultsChecker.check(h)
     assert r["valid"] == "unknown"
     assert "pause did not freeze process 1: it recorded 2 op(s)" in \
         r["ineffective"][0]["explanation"]
@@ -58,7 +58,7 @@ def test_a_cut_client_completing_lock_ops_makes_it_unknown() -> None:
                  op(1.5, 2, "invoke", "acquire"), op(1.6, 2, "ok", "acquire"),
                  op(1.7, 2, "invoke", "write", {"kind": "enter"}),
                  op(1.8, 2, "ok", "write", {"kind": "enter", "seq": 1})])
-    r = faults.check(h)
+    r = faults.FaultsChecker.check(h)
     assert r["valid"] == "unknown"
     assert "partition did not cut process 2 off" in r["ineffective"][0]["explanation"]
 
@@ -69,20 +69,20 @@ def test_a_cut_client_may_write_to_the_resource_and_time_out_on_the_lock() -> No
                  op(1.8, 2, "ok", "write", {"kind": "exit", "seq": 1}),
                  op(1.9, 2, "invoke", "release"), op(2.9, 2, "info", "release"),
                  op(0.5, 2, "invoke", "acquire"), op(1.2, 2, "ok", "acquire")])
-    assert faults.check(h)["valid"] is True
+    assert faults.FaultsChecker.check(h)["valid"] is True
 
 
 def test_a_fault_that_could_not_be_injected_makes_it_unknown() -> None:
     h = ordered([op(1.0, "nemesis", "invoke", "clock", "start", step=0),
                  op(1.1, "nemesis", "info", "clock", "start", step=0,
                     error="n1: clock offset is +0.00 s, not +60 s")])
-    r = faults.check(h)
+    r = faults.FaultsChecker.check(h)
     assert r["valid"] == "unknown" and r["not-injected-count"] == 1
     assert "could not be injected" in r["not-injected"][0]["explanation"]
 
 
 def test_no_faults_is_valid() -> None:
-    assert faults.check(ordered([op(0.1, 0, "invoke", "acquire")]))["valid"] is True
+    assert faults.FaultsChecker.check(ordered([op(0.1, 0, "invoke", "acquire")]))["valid"] is True
 
 
 def window(f: str, t0: float, t1: float, targets: list[str], expect: dict[str, Any]
@@ -104,14 +104,14 @@ def test_a_delay_that_slowed_every_lock_op_passes() -> None:
                  op(1.801, 1, "ok", "write", {"kind": "enter", "seq": 1}),
                  op(2.0, 1, "invoke", "release"), op(2.21, 1, "ok", "release"),
                  op(0.1, 1, "invoke", "acquire"), op(0.15, 1, "fail", "acquire")])
-    assert faults.check(h)["valid"] is True
+    assert faults.FaultsChecker.check(h)["valid"] is True
 
 
 def test_a_lock_op_faster_than_the_delay_allows_makes_it_unknown() -> None:
     h = ordered([*window("delay", 1.0, 5.0, ["c1"], SLOWED),
                  op(1.5, 1, "invoke", "acquire"), op(1.75, 1, "ok", "acquire"),
                  op(2.0, 1, "invoke", "release"), op(2.003, 1, "ok", "release")])
-    r = faults.check(h)
+    r = faults.FaultsChecker.check(h)
     assert r["valid"] == "unknown" and r["ineffective-count"] == 1
     text = r["ineffective"][0]["explanation"]
     assert "delay did not slow process 1 down" in text and "a release, took 3.0 ms" in text
@@ -121,7 +121,7 @@ def test_a_fast_op_outside_the_delay_window_is_no_evidence() -> None:
     h = ordered([*window("delay", 1.0, 5.0, ["c1"], SLOWED),
                  op(0.9, 1, "invoke", "acquire"), op(1.01, 1, "ok", "acquire"),  # began before
                  op(5.1, 1, "invoke", "release"), op(5.101, 1, "ok", "release")])  # after
-    assert faults.check(h)["valid"] is True
+    assert faults.FaultsChecker.check(h)["valid"] is True
 
 
 STALLED = {"stalled": {"processes": [2, 3], "seconds": 3.0}}
@@ -131,13 +131,13 @@ def test_a_stall_that_held_every_reply_passes() -> None:
     h = ordered([*window("stall-grant", 1.0, 6.0, ["c2", "c3"], STALLED),
                  op(0.5, 2, "invoke", "acquire"), op(4.2, 2, "ok", "acquire"),  # the late grant
                  op(0.6, 3, "invoke", "acquire"), op(4.3, 3, "info", "acquire")])
-    assert faults.check(h)["valid"] is True
+    assert faults.FaultsChecker.check(h)["valid"] is True
 
 
 def test_a_stalled_client_that_completed_an_acquire_makes_it_unknown() -> None:
     h = ordered([*window("stall-grant", 1.0, 6.0, ["c2", "c3"], STALLED),
                  op(0.5, 2, "invoke", "acquire"), op(1.5, 2, "ok", "acquire")])
-    r = faults.check(h)
+    r = faults.FaultsChecker.check(h)
     assert r["valid"] == "unknown"
     assert "did not hold process 2's replies" in r["ineffective"][0]["explanation"]
 
@@ -147,7 +147,7 @@ def test_malformed_claims_are_ignored_not_crashed_on() -> None:
                                                                "at-least": "slow"}}),
                  *window("stall-grant", 6.0, 9.0, ["c1"], {"stalled": [1]}),
                  op(1.5, 1, "invoke", "acquire"), op(1.501, 1, "ok", "acquire")])
-    assert faults.check(h)["valid"] is True
+    assert faults.FaultsChecker.check(h)["valid"] is True
 
 
 # evidence is what waited for a reply; a fault must test the lock, not only its absence -------
@@ -158,9 +158,9 @@ def test_a_release_that_does_not_wait_is_no_evidence_the_delay_did_not_bite() ->
     h = ordered([*window("delay", 1.0, 5.0, ["c1"], DELAYED),
                  op(1.5, 1, "invoke", "acquire"), op(1.75, 1, "ok", "acquire"),
                  op(2.0, 1, "invoke", "release"), op(2.003, 1, "ok", "release")])
-    waits = faults.check(h)
+    waits = faults.FaultsChecker.check(h)
     assert waits["valid"] == "unknown" and waits["ineffective-count"] == 1  # it waited: fast
-    r = faults.check(h, release_waits=False)
+    r = faults.FaultsChecker.check(h, release_waits=False)
     assert r["valid"] is True and r["ineffective-count"] == 0
     assert r["unavailable-only-count"] == 0  # the slow acquire is the evidence
     assert r["release-waits"] is False
@@ -169,16 +169,16 @@ def test_a_release_that_does_not_wait_is_no_evidence_the_delay_did_not_bite() ->
 def test_a_partition_is_not_disproved_by_a_release_that_does_not_wait() -> None:
     h = ordered([*partition(1.0, 5.0, 2),
                  op(1.5, 2, "invoke", "release"), op(1.501, 2, "ok", "release")])
-    assert faults.check(h)["valid"] == "unknown"
-    assert faults.check(h, release_waits=False)["valid"] is True
+    assert faults.FaultsChecker.check(h)["valid"] == "unknown"
+    assert faults.FaultsChecker.check(h, release_waits=False)["valid"] is True
 
 
 def test_a_stall_is_not_disproved_by_a_release_that_does_not_wait() -> None:
     h = ordered([*window("stall-grant", 1.0, 6.0, ["c2"], {"stalled": {"processes": [2],
                                                                        "seconds": 3.0}}),
                  op(1.5, 2, "invoke", "rerelease"), op(1.6, 2, "ok", "rerelease")])
-    assert faults.check(h)["valid"] == "unknown"
-    assert faults.check(h, release_waits=False)["valid"] is True
+    assert faults.FaultsChecker.check(h)["valid"] == "unknown"
+    assert faults.FaultsChecker.check(h, release_waits=False)["valid"] is True
 
 
 def test_a_delay_under_which_no_lock_op_completed_tested_unavailability_only() -> None:
@@ -190,7 +190,7 @@ def test_a_delay_under_which_no_lock_op_completed_tested_unavailability_only() -
                  op(3.6, 1, "invoke", "write", {"kind": "enter"}),  # not a lock op
                  op(3.61, 1, "ok", "write", {"kind": "enter", "seq": 1}),
                  op(5.5, 1, "invoke", "acquire"), op(5.6, 1, "ok", "acquire")])  # after it
-    r = faults.check(h)
+    r = faults.FaultsChecker.check(h)
     assert r["valid"] == "unknown" and r["ineffective-count"] == 0
     assert r["unavailable-only-count"] == 1
     text = r["unavailable-only"][0]["explanation"]
@@ -205,7 +205,7 @@ def test_one_window_without_completed_ops_is_reported_but_another_that_tested_co
                  op(1.5, 1, "invoke", "acquire"), op(2.5, 1, "info", "acquire"),
                  *[{**o, "step": 1} for o in window("delay", 6.0, 9.0, ["c1"], DELAYED)],
                  op(6.5, 1, "invoke", "acquire"), op(6.8, 1, "ok", "acquire")])
-    r = faults.check(h)
+    r = faults.FaultsChecker.check(h)
     assert r["valid"] is True and r["fault-count"] == 2
     assert r["unavailable-only-count"] == 1 and r["unavailable-only"][0]["from"] == 1.001
 
@@ -215,8 +215,8 @@ def test_a_release_that_does_not_wait_does_not_show_a_lock_op_completed() -> Non
                  op(0.5, 1, "invoke", "acquire"), op(0.6, 1, "ok", "acquire"),
                  op(2.0, 1, "invoke", "release"), op(2.3, 1, "ok", "release"),
                  op(2.4, 1, "invoke", "acquire"), op(4.4, 1, "fail", "acquire")])
-    assert faults.check(h)["valid"] is True  # its release waited, slowly: evidence
-    r = faults.check(h, release_waits=False)
+    assert faults.FaultsChecker.check(h)["valid"] is True  # its release waited, slowly: evidence
+    r = faults.FaultsChecker.check(h, release_waits=False)
     assert r["valid"] == "unknown" and r["unavailable-only-count"] == 1
     assert "no lock op (releases aside: this lock's wait for no reply) of process(es) 1" in \
         r["unavailable-only"][0]["explanation"]
@@ -227,14 +227,14 @@ def test_faults_that_claim_nothing_of_completion_are_not_judged_unavailable() ->
     what it should show."""
     h = ordered([*pause(1.0, 4.0, 1), op(0.5, 1, "invoke", "acquire"),
                  op(4.5, 1, "ok", "acquire")])
-    r = faults.check(h)
+    r = faults.FaultsChecker.check(h)
     assert r["valid"] is True and r["unavailable-only-count"] == 0
 
 
 def test_a_window_in_which_nothing_ended_at_all_says_so() -> None:
     h = ordered([*window("loss", 1.0, 5.0, ["c3"], {"completes": [3]}),
                  op(0.5, 3, "invoke", "acquire"), op(5.5, 3, "info", "acquire")])
-    r = faults.check(h)
+    r = faults.FaultsChecker.check(h)
     assert r["valid"] == "unknown"
     assert "(none even ended inside it)" in r["unavailable-only"][0]["explanation"]
 
@@ -242,14 +242,14 @@ def test_a_window_in_which_nothing_ended_at_all_says_so() -> None:
 @pytest.mark.parametrize("bad", [None, "false", 0, 1, [True]])
 def test_release_waits_must_be_a_bool(bad: Any) -> None:
     with pytest.raises(ValueError, match="release_waits must be true or false"):
-        faults.check(ordered([op(0.1, 0, "invoke", "acquire")]), release_waits=bad)
+        faults.FaultsChecker.check(ordered([op(0.1, 0, "invoke", "acquire")]), release_waits=bad)
 
 
 @pytest.mark.parametrize("claim", [3, "c1", {"processes": [1]}, [True, "1", None], []])
 def test_malformed_completion_claims_are_ignored_not_crashed_on(claim: Any) -> None:
     h = ordered([*window("delay", 1.0, 5.0, ["c1"], {"completes": claim}),
                  op(1.5, 1, "invoke", "acquire"), op(2.5, 1, "info", "acquire")])
-    r = faults.check(h)
+    r = faults.FaultsChecker.check(h)
     assert r["valid"] is True and r["unavailable-only-count"] == 0
 
 
@@ -259,11 +259,11 @@ def test_a_window_a_client_held_the_lock_through_is_not_judged() -> None:
     holder = [op(0.5, 0, "invoke", "acquire"), op(0.9, 0, "ok", "acquire", {"session": 1}),
               op(6.0, 0, "invoke", "release"), op(6.4, 0, "ok", "release")]
     waiter = [op(0.6, 1, "invoke", "acquire"), op(6.5, 1, "ok", "acquire", {"session": 1})]
-    r = faults.check(ordered([*window("delay", 1.0, 5.0, ["c0", "c1"],
+    r = faults.FaultsChecker.check(ordered([*window("delay", 1.0, 5.0, ["c0", "c1"],
                                       {"completes": [0, 1]}), *holder, *waiter]))
     assert r["valid"] is True and r["unavailable-only-count"] == 0
     early = [{**o, "time": o["time"] - 4 * S} if o["f"] == "release" else o for o in holder]
-    r = faults.check(ordered([*window("delay", 1.0, 5.0, ["c0", "c1"],
+    r = faults.FaultsChecker.check(ordered([*window("delay", 1.0, 5.0, ["c0", "c1"],
                                       {"completes": [0, 1]}), *early, *waiter]),
                      release_waits=False)
     assert r["valid"] == "unknown" and r["unavailable-only-count"] == 1  # released at 2.0 s
@@ -274,12 +274,12 @@ def test_a_run_asked_for_faults_none_of_which_ran_is_unknown() -> None:
     the run was asked for, which is no pass (seen: partition-minority on a one-node DB)."""
     h = ordered([op(0.5, 1, "invoke", "acquire"), op(0.6, 1, "ok", "acquire"),
                  op(0.7, 1, "invoke", "release"), op(0.8, 1, "ok", "release")])
-    r = faults.check(h, asked=["partition-minority"])
+    r = faults.FaultsChecker.check(h, asked=["partition-minority"])
     assert r["valid"] == "unknown" and r["fault-count"] == 0
     assert "asked for partition-minority and no fault ran" in r["note"]
-    assert faults.check(h)["valid"] is True  # a run asked for none: nothing to prove
+    assert faults.FaultsChecker.check(h)["valid"] is True  # a run asked for none: nothing to prove
     ran = ordered([*h, *pause(1.0, 2.0, 2)])
-    assert faults.check(ran, asked=["pause"])["valid"] is True
+    assert faults.FaultsChecker.check(ran, asked=["pause"])["valid"] is True
 
 
 def test_the_workload_passes_the_faults_it_was_asked_for() -> None:

@@ -517,7 +517,7 @@ def test_a_release_that_waits_for_no_reply_is_no_proof_a_delay_did_not_bite(
     assert [t for f, ty, t in done if f == "release" and ty == "ok" and t < least]  # fast
     slow = [t for f, ty, t in done if f == "acquire" and ty == "ok"]
     assert slow and min(slow) >= least - 5e6  # the evidence: acquires as slow as the delay
-    counted = faults.check(history(run_dir))  # had the release been taken at its word
+    counted = faults.FaultsChecker.check(history(run_dir))  # had the release been taken at its word
     assert counted["valid"] == "unknown" and "a release, took" in \
         counted["ineffective"][0]["explanation"]
 

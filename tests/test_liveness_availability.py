@@ -146,9 +146,9 @@ def expected_availability(h: list[dict[str, Any]]) -> tuple[float, float]:
 @SETTINGS
 @given(valid_histories())
 def test_valid_histories_are_live_and_available(built: Built) -> None:
-    live = liveness.check(built.history, ttl=SPEC["ttl"])
+    live = liveness.LivenessChecker.check(built.history, ttl=SPEC["ttl"])
     assert live["valid"] is True, live
-    avail = availability.check(built.history, ttl=SPEC["ttl"])
+    avail = availability.AvailabilityChecker.check(built.history, ttl=SPEC["ttl"])
     assert avail["valid"] is True  # informational, always
     figures = avail["locks"]["lock"]
     assert (figures["availability"], figures["held-s"]) == expected_availability(
@@ -159,7 +159,7 @@ def test_valid_histories_are_live_and_available(built: Built) -> None:
 @given(stuck_histories())
 def test_stuck_locks_are_caught(case: tuple[list[dict[str, Any]], int, int, int]) -> None:
     history, crashed, free_since, end = case
-    result = liveness.check(history, ttl=SPEC["ttl"])
+    result = liveness.LivenessChecker.check(history, ttl=SPEC["ttl"])
     assert result["valid"] is False
     stuck = result["stuck-locks"][0]
     assert stuck["crashed-in-acquire"] == [crashed]
@@ -167,7 +167,7 @@ def test_stuck_locks_are_caught(case: tuple[list[dict[str, Any]], int, int, int]
     assert crashed not in stuck["processes"]
     assert "nothing acquired it" in stuck["explanation"]
     assert check_all(history, SPEC)["valid"] is False  # a stuck lock fails the whole run
-    avail = availability.check(history, ttl=SPEC["ttl"])["locks"]["lock"]
+    avail = availability.AvailabilityChecker.check(history, ttl=SPEC["ttl"])["locks"]["lock"]
     assert avail["longest-unavailable"]["seconds"] >= 10.0
     assert avail["outage-count"] >= 1
 
@@ -175,7 +175,7 @@ def test_stuck_locks_are_caught(case: tuple[list[dict[str, Any]], int, int, int]
 @SETTINGS
 @given(recovering_histories())
 def test_outages_that_end_are_not_stuck(history: list[dict[str, Any]]) -> None:
-    assert liveness.check(history, ttl=SPEC["ttl"])["valid"] is True
+    assert liveness.LivenessChecker.check(history, ttl=SPEC["ttl"])["valid"] is True
 
 
 @SETTINGS
@@ -183,7 +183,8 @@ def test_outages_that_end_are_not_stuck(history: list[dict[str, Any]]) -> None:
 def test_a_longer_ttl_raises_the_threshold(case: tuple[list[dict[str, Any]], int, int, int]
                                            ) -> None:
     history, *_ = case
-    assert liveness.check(history, ttl=60.0)["valid"] is True  # 300 s: not yet stuck
+    # 300 s: not yet stuck
+    assert liveness.LivenessChecker.check(history, ttl=60.0)["valid"] is True
 
 
 def test_a_holder_to_the_end_is_not_stuck() -> None:
@@ -192,7 +193,7 @@ def test_a_holder_to_the_end_is_not_stuck() -> None:
     for i in range(30):
         attempt(h, 1, (10 + i) * S // 1, S // 2, "fail")
     # process 0 holds it (a lease)
-    assert liveness.check(retime(h), ttl=SPEC["ttl"])["valid"] is True
+    assert liveness.LivenessChecker.check(retime(h), ttl=SPEC["ttl"])["valid"] is True
 
 
 def test_a_crashed_holder_stops_holding_at_its_crash() -> None:
@@ -202,10 +203,10 @@ def test_a_crashed_holder_stops_holding_at_its_crash() -> None:
               "value": "start", "targets": ["c0"], "detail": {"crashed": True}})
     for i in range(30):
         attempt(h, 1, i * S + 10 * MS, S // 2, "fail")
-    result = liveness.check(retime(h), ttl=SPEC["ttl"])
+    result = liveness.LivenessChecker.check(retime(h), ttl=SPEC["ttl"])
     assert result["valid"] is False
     assert result["stuck-locks"][0]["free-since"] == 0.005
-    avail = availability.check(retime(h), ttl=SPEC["ttl"])["locks"]["lock"]
+    avail = availability.AvailabilityChecker.check(retime(h), ttl=SPEC["ttl"])["locks"]["lock"]
     assert avail["availability"] < 0.1
 
 
@@ -240,7 +241,7 @@ def test_only_fault_free_time_makes_a_lock_stuck(
     lease = int(SPEC["ttl"] * S)
     covered = max(0, min(last, stop + lease) - max(free_since, start))
     fault_free = (last - free_since) - covered
-    result = liveness.check(retime(h), ttl=SPEC["ttl"])
+    result = liveness.LivenessChecker.check(retime(h), ttl=SPEC["ttl"])
     assert result["valid"] is (fault_free < 10 * S), (fault_free, result)
     listed = (result["stuck-locks"] or result["not-judged"])[0]
     assert listed["fault-free-s"] == round(fault_free / 1e9, 3)
@@ -257,7 +258,7 @@ def test_a_fault_on_one_client_excuses_nothing(
                      and op["time"] >= free_since and op["process"] != crashed})
     h = copy.deepcopy(history)
     fault(h, "partition", [f"c{trying[0]}"], free_since, end + 60 * S)
-    result = liveness.check(retime(h), ttl=SPEC["ttl"])
+    result = liveness.LivenessChecker.check(retime(h), ttl=SPEC["ttl"])
     if len(trying) > 1:
         assert result["valid"] is False and "not-judged" not in result
     else:  # the one client trying was cut off: that is a fault on the service for it
@@ -277,7 +278,7 @@ def test_a_server_paused_again_and_again_is_an_outage_not_a_stuck_lock() -> None
     for p in range(5):
         for t in range(1_560, 16_000, 1_030):
             attempt(h, p, (t + 7 * p) * MS, 1_000 * MS, "info" if t < 15_000 else "fail")
-    result = liveness.check(retime(h), ttl=SPEC["ttl"])
+    result = liveness.LivenessChecker.check(retime(h), ttl=SPEC["ttl"])
     assert result["valid"] is True and result["stuck-lock-count"] == 0
     unjudged = result["not-judged"][0]
     assert unjudged["free-since"] == 1.5 and unjudged["fault-free-s"] < 1.0
@@ -285,7 +286,7 @@ def test_a_server_paused_again_and_again_is_an_outage_not_a_stuck_lock() -> None
     assert result["not-judged-informational"] is True  # the report shows it, not as a violation
     # the same attempts with no fault: stuck
     calm = [op for op in h if op["process"] != "nemesis"]
-    assert liveness.check(retime(calm), ttl=SPEC["ttl"])["valid"] is False
+    assert liveness.LivenessChecker.check(retime(calm), ttl=SPEC["ttl"])["valid"] is False
 
 
 def test_a_stretch_not_judged_is_informational_next_to_a_stuck_lock() -> None:
@@ -303,7 +304,7 @@ def test_a_stretch_not_judged_is_informational_next_to_a_stuck_lock() -> None:
                 h.append({"time": t + S // 2, "process": p, "type": "fail", "f": "acquire",
                           "value": None, "lock": lock})
     fault(h, "partition", ["c3", "c4"], 0, 20 * S)
-    result = liveness.check(retime(h), ttl=SPEC["ttl"])
+    result = liveness.LivenessChecker.check(retime(h), ttl=SPEC["ttl"])
     assert result["valid"] is False
     assert [s["lock"] for s in result["stuck-locks"]] == ["a"]
     assert [s["lock"] for s in result["not-judged"]] == ["b"]

@@ -130,23 +130,23 @@ def test_every_checker_sees_the_grants_the_history_made(case: tuple[list[Op], Tr
     lives = Lives(history)
     assert lives.holders() == truth
     pairs = overlapping_pairs(truth, lives.horizon)
-    result = mutex.check(history)
+    result = mutex.MutexChecker.check(history)
     assert result["lock-overlap-count"] == pairs
     assert result["valid"] is (pairs == 0)
     lin = linearizable.check(history, "mutex")
     if lin["ops"]:  # else nothing to check: unknown
         assert lin["valid"] is (pairs == 0), lin.get("witness")
-    avail = availability.check(history)
+    avail = availability.AvailabilityChecker.check(history)
     for lock in {g[0] for g in truth}:
         assert avail["locks"][lock]["held-s"] == held_seconds(truth, lock)
     crashed = {o["targets"][0] for o in history if o["process"] == "nemesis"}
-    assert stats.check(history)["crashed-processes"] == len(crashed)
-    live = liveness.check(history)
+    assert stats.StatsChecker.check(history)["crashed-processes"] == len(crashed)
+    live = liveness.LivenessChecker.check(history)
     for stuck in live["stuck-locks"]:
         ends = [g[3] for g in truth if g[0] == stuck["lock"]]
         if ends:
             assert stuck["free-since"] == round(max(ends) / S, 3)
-    fenced = fencing.check(history)
+    fenced = fencing.FencingChecker.check(history)
     assert fenced["token-order-violation-count"] == 0  # no tokens: nothing to order
 
 
@@ -179,14 +179,14 @@ CRASHED_HOLDER = hist(
 
 def test_a_crashed_holder_then_another_grant_is_valid() -> None:
     """Issue 24 case 1: the dead holder's grant ends at its crash, for every checker."""
-    result = mutex.check(CRASHED_HOLDER)
+    result = mutex.MutexChecker.check(CRASHED_HOLDER)
     assert result["valid"] is True and result["lock-overlap-count"] == 0
     for model in ("mutex", "fenced-mutex"):
         assert linearizable.check(CRASHED_HOLDER, model)["valid"] is True
-    assert linearizable.check_lock(CRASHED_HOLDER)["valid"] is True
+    assert linearizable.LinearizableChecker.check(CRASHED_HOLDER)["valid"] is True
     assert Lives(CRASHED_HOLDER).holders() == [("lock", 1, 6363 * MS, 6500 * MS),
                                                 ("lock", 4, 4353 * MS, 4373 * MS)]
-    assert liveness.check(CRASHED_HOLDER)["valid"] is True
+    assert liveness.LivenessChecker.check(CRASHED_HOLDER)["valid"] is True
 
 
 def test_a_grant_before_the_crash_still_overlaps() -> None:
@@ -196,7 +196,7 @@ def test_a_grant_before_the_crash_still_overlaps() -> None:
         (4.360, 1, "invoke", "acquire"), (4.365, 1, "ok", "acquire", GRANT),
         (4.373, "crash", 4),
     )
-    result = mutex.check(h)
+    result = mutex.MutexChecker.check(h)
     assert result["valid"] is False and result["lock-overlap-count"] == 1
     assert "crashed at 4.37 s" in result["lock-overlaps"][0]["explanation"]
     assert linearizable.check(h, "mutex")["valid"] is False
@@ -206,11 +206,11 @@ def test_a_holder_that_did_not_crash_overlapping_is_invalid() -> None:
     """The crash record names another process: process 4 held on, and 1 was granted."""
     h = [({**o, "targets": ["c2"]} if o["process"] == "nemesis" else o)
          for o in CRASHED_HOLDER]
-    result = mutex.check(h)
+    result = mutex.MutexChecker.check(h)
     assert result["valid"] is False and result["lock-overlap-count"] == 1
     assert result["lock-overlaps"][0]["processes"] == [4, 1]
     assert linearizable.check(h, "mutex")["valid"] is False
-    assert linearizable.check_lock(h)["valid"] is False
+    assert linearizable.LinearizableChecker.check(h)["valid"] is False
 
 
 def test_a_crash_that_ended_nothing_never_let_the_holder_re_acquire() -> None:
@@ -222,7 +222,7 @@ def test_a_crash_that_ended_nothing_never_let_the_holder_re_acquire() -> None:
         (1.4, 2, "invoke", "acquire"), (1.5, 2, "ok", "acquire", GRANT),
         (2.0, 1, "invoke", "release"), (2.1, 1, "ok", "release"),
     )
-    assert mutex.check(h)["lock-overlap-count"] == 1
+    assert mutex.MutexChecker.check(h)["lock-overlap-count"] == 1
     assert linearizable.check(h, "mutex")["valid"] is False
 
 
@@ -241,25 +241,26 @@ def blocked_forever(timeout: float | None) -> list[Op]:
 
 def test_an_acquire_blocked_past_its_timeout_is_a_stuck_lock() -> None:
     h = blocked_forever(5.0)
-    result = liveness.check(h)
+    result = liveness.LivenessChecker.check(h)
     assert result["valid"] is False and result["stuck-lock-count"] == 1
     stuck = result["stuck-locks"][0]
     assert stuck["free-since"] == 0.5 and stuck["until"] == 41.0
     assert stuck["blocked-in-acquire"] == [1, 2, 3]
     assert "process 1 has been in an acquire since 0.62 s" in stuck["explanation"]
-    avail = availability.check(h)["locks"]["lock"]
+    avail = availability.AvailabilityChecker.check(h)["locks"]["lock"]
     assert avail["blocked-in-acquire"] == 3
     assert avail["unavailable-s"] == 40.48  # wanted 0.1-0.2 s and 0.62-41 s, held 0.2-0.5 s
     assert avail["held-s"] == 0.3
-    assert stats.check(h)["blocked-in-acquire"] == 3
+    assert stats.StatsChecker.check(h)["blocked-in-acquire"] == 3
 
 
 def test_an_acquire_inside_its_timeout_is_not_yet_unmet_demand() -> None:
     """The same history with a 60 s timeout (none has run out by 41 s): not stuck; nor is
     an old history that never recorded a timeout, unless the run's is given."""
-    assert liveness.check(blocked_forever(60.0))["valid"] is True
-    assert liveness.check(blocked_forever(None))["valid"] is True
-    assert liveness.check(blocked_forever(None), acquire_timeout=5.0)["valid"] is False
+    assert liveness.LivenessChecker.check(blocked_forever(60.0))["valid"] is True
+    assert liveness.LivenessChecker.check(blocked_forever(None))["valid"] is True
+    assert liveness.LivenessChecker.check(blocked_forever(None),
+                                          acquire_timeout=5.0)["valid"] is False
 
 
 def test_clients_blocked_under_a_fault_on_the_service_are_an_outage() -> None:
@@ -271,7 +272,7 @@ def test_clients_blocked_under_a_fault_on_the_service_are_an_outage() -> None:
           {"index": 101, "time": 40 * S, "process": "nemesis", "type": "info",
            "f": "pause-node", "value": "stop", "step": 1}]
     h.sort(key=lambda o: o["time"])
-    result = liveness.check(h)
+    result = liveness.LivenessChecker.check(h)
     assert result["valid"] is True and result["stuck-lock-count"] == 0
     assert result["not-judged"][0]["fault-free-s"] == 0.5  # 0.5 .. 1 s
 
@@ -282,15 +283,17 @@ def test_a_crashed_client_blocked_in_acquire_wants_nothing() -> None:
            "f": "crash-client", "value": "start", "targets": [f"c{p}"],
            "detail": {"crashed": True}} for i, p in enumerate((1, 2, 3))]
     h.sort(key=lambda o: o["time"])
-    assert liveness.check(h)["valid"] is True
-    assert availability.check(h)["locks"]["lock"]["unavailable-s"] == 1.48  # to the crashes
+    assert liveness.LivenessChecker.check(h)["valid"] is True
+    unavailable = availability.AvailabilityChecker.check(h)["locks"]["lock"]["unavailable-s"]
+    assert unavailable == 1.48  # to the crashes
 
 
 # malformed: refused, never judged --------------------------------------------------------------
 def test_an_op_after_its_process_crashed_is_refused() -> None:
     h = hist((1.0, 1, "invoke", "acquire"), (1.1, 1, "ok", "acquire", GRANT),
              (1.2, "crash", 1), (1.3, 1, "invoke", "release"))
-    for check in (mutex.check, availability.check, liveness.check, stats.check,
+    for check in (mutex.MutexChecker.check, availability.AvailabilityChecker.check,
+                  liveness.LivenessChecker.check, stats.StatsChecker.check,
                   lambda h: linearizable.check(h, "mutex")):
         with pytest.raises(ValueError, match=r"after its crash at 1\.200 s: a process has one"):
             check(h)
@@ -302,7 +305,7 @@ def test_a_timeout_that_is_not_a_duration_is_refused(timeout: Any) -> None:
     with pytest.raises(ValueError, match="not a positive number of seconds"):
         Lives(h).attempts  # noqa: B018
     with pytest.raises(ValueError, match="not a positive number of seconds"):
-        liveness.check(h)
+        liveness.LivenessChecker.check(h)
 
 
 def test_a_crash_of_a_process_that_never_ran_changes_nothing() -> None:
@@ -310,7 +313,7 @@ def test_a_crash_of_a_process_that_never_ran_changes_nothing() -> None:
     h.insert(1, {"time": 1, "process": "nemesis", "type": "info", "f": "crash-client",
                  "targets": ["c9"], "detail": {"crashed": True}})
     assert Lives(h).crashes == {9: 1}
-    assert mutex.check(h)["lock-overlap-count"] == 1
+    assert mutex.MutexChecker.check(h)["lock-overlap-count"] == 1
 
 
 # real runs -------------------------------------------------------------------------------------
@@ -335,7 +338,7 @@ def test_crash_client_holding_on_a_lease_lock_is_valid(tmp_path: Path) -> None:
     assert crashed, "no holder crashed: the run tested nothing of case 1"
     assert any(g.start > lives.grant_end(c) for c in crashed for g in lives.grants)
     calm = [o for o in h if o["process"] != "nemesis"]
-    assert mutex.check(calm)["valid"] is False
+    assert mutex.MutexChecker.check(calm)["valid"] is False
     assert linearizable.check(calm, "mutex")["valid"] is False
 
 

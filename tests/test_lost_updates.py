@@ -38,7 +38,7 @@ outcomes = st.sampled_from(["ok", "ok", "ok", "info"])
 @given(st.lists(st.tuples(st.integers(0, 4), outcomes), min_size=1, max_size=30))
 def test_serial_increments_lose_nothing(steps: list[tuple[int, str]]) -> None:
     h = history([(p, i, outcome) for i, (p, outcome) in enumerate(steps)])
-    r = lost_updates.check(h)
+    r = lost_updates.LostUpdatesChecker.check(h)
     assert r["valid"] is True and r["lost-update-count"] == 0
     assert r["final-value"] == len(steps)
 
@@ -51,7 +51,7 @@ def test_two_clients_reading_the_same_value_lose_one(
     reads = list(range(len(steps)))
     # from k on, every client read one less: increment k collided with increment k-1
     incs = [(p, reads[i] - (1 if i >= k else 0), outcome) for i, (p, outcome) in enumerate(steps)]
-    r = lost_updates.check(history(incs))
+    r = lost_updates.LostUpdatesChecker.check(history(incs))
     assert r["valid"] is False
     assert r["lost-update-count"] == 1
     assert r["lost-updates"][0]["seq"] == k + 1
@@ -60,4 +60,4 @@ def test_two_clients_reading_the_same_value_lose_one(
 
 def test_without_the_final_read_it_is_unknown() -> None:
     h = history([(0, 0, "ok")])[:-2]
-    assert lost_updates.check(h)["valid"] == "unknown"
+    assert lost_updates.LostUpdatesChecker.check(h)["valid"] == "unknown"

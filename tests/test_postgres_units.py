@@ -107,7 +107,7 @@ def idempotent_runs(draw: st.DrawFn) -> Sim:
 @settings(max_examples=150, deadline=None)
 @given(idempotent_runs())
 def test_a_correct_idempotent_resource_is_valid(sim: Sim) -> None:
-    result = idempotent.check(sim.history())
+    result = idempotent.IdempotentChecker.check(sim.history())
     assert result["valid"] is True, result["violations"]
     assert result["keys-applied-count"] == len(sim.keys)
     assert result["final-balance"] == sum(amount(int(k[4:])) for k in sim.keys)
@@ -153,7 +153,7 @@ def test_every_way_of_breaking_it_is_caught(sim: Sim, how: str, rnd: Any) -> Non
         state["keys"]["job-999999"] = 1
     elif how == "amount":
         victim["amount"] += 1
-    result = idempotent.check(history)
+    result = idempotent.IdempotentChecker.check(history)
     assert result["valid"] is False, (how, result)
 
 
@@ -167,7 +167,7 @@ def test_acknowledged_in_an_aborted_lock_transaction_is_not_owed() -> None:
     sim.balance = 0
     sim.op(0, "invoke", "release", {"session": 1}, lock="lock")
     sim.op(0, "fail", "release", {"session": 1}, lock="lock")
-    assert idempotent.check(sim.history())["valid"] is True
+    assert idempotent.IdempotentChecker.check(sim.history())["valid"] is True
     committed = Sim()
     committed.op(0, "invoke", "acquire", lock="lock")
     committed.op(0, "ok", "acquire", {"session": 1}, lock="lock")
@@ -177,7 +177,7 @@ def test_acknowledged_in_an_aborted_lock_transaction_is_not_owed() -> None:
     committed.balance = 0
     committed.op(0, "invoke", "release", {"session": 1}, lock="lock")
     committed.op(0, "ok", "release", {"session": 1}, lock="lock")  # committed, yet missing
-    result = idempotent.check(committed.history())
+    result = idempotent.IdempotentChecker.check(committed.history())
     assert result["valid"] is False
     assert result["violations"][0]["kind"] == "acknowledged-not-applied"
 
@@ -185,7 +185,7 @@ def test_acknowledged_in_an_aborted_lock_transaction_is_not_owed() -> None:
 def test_without_the_final_read_the_verdict_is_unknown() -> None:
     sim = Sim()
     sim.apply(0, 1, 1, 1, "ok")
-    assert idempotent.check(sim.ops)["valid"] == "unknown"
+    assert idempotent.IdempotentChecker.check(sim.ops)["valid"] == "unknown"
 
 
 # the mutex checker with logged reads ------------------------------------------------------
@@ -202,7 +202,7 @@ def test_check_and_set_hole_a_read_inside_another_section_then_accepted_writes()
     # A enters (owner := A), B reads owner A, A's exit (owner stays A) and B's enter both pass
     log = [entry(1, 0, "read"), entry(2, 0, "enter"), entry(3, 1, "read"),
            entry(4, 0, "exit"), entry(5, 1, "enter"), entry(6, 1, "exit")]
-    result = mutex.check(with_log(log), overlaps_informational=True)
+    result = mutex.MutexChecker.check(with_log(log), overlaps_informational=True)
     assert result["valid"] is False
     assert "read the data (seq 3)" in result["resource-interleavings"][0]["explanation"]
 
@@ -210,13 +210,13 @@ def test_check_and_set_hole_a_read_inside_another_section_then_accepted_writes()
 def test_version_check_a_stale_reader_whose_writes_were_rejected_did_nothing() -> None:
     log = [entry(1, 0, "read"), entry(2, 0, "enter"), entry(3, 1, "read"),
            entry(4, 0, "exit"), entry(5, 1, "enter", accepted=False)]
-    assert mutex.check(with_log(log), overlaps_informational=True)["valid"] is True
+    assert mutex.MutexChecker.check(with_log(log), overlaps_informational=True)["valid"] is True
 
 
 def test_fencing_leaves_logged_reads_aside() -> None:
     log = [{**entry(1, 0, "read")}, {**entry(2, 0, "enter"), "token": 3},
            {**entry(3, 1, "read")}, {**entry(4, 1, "enter", accepted=False), "token": 2}]
-    result = fencing.check(with_log(log))
+    result = fencing.FencingChecker.check(with_log(log))
     assert result["stale-accepted-count"] == 0 and result["stale-rejected"] == 1
     assert result["writes-accepted"] == 1
 
@@ -238,7 +238,7 @@ def test_overlaps_of_a_lock_whose_writes_are_in_its_transaction_are_informationa
     ops.sort(key=lambda o: o["time"])
     history = [{"index": i, **o} for i, o in enumerate(ops)]
     history += with_log([entry(2, 1, "enter")])  # p0's transaction was rolled back
-    result = mutex.check(history)
+    result = mutex.MutexChecker.check(history)
     assert result["lock-overlap-count"] == 1 and result["valid"] is True
     assert "own transaction" in result["note"]
 

@@ -161,7 +161,7 @@ def test_redlock_fenced_tokens_go_backwards_and_the_fencing_checker_says_where()
          "value": {"session": 1, "validity": second.validity}, "token": second.token},
     ]
     history = [{"index": i, **op} for i, op in enumerate(history)]
-    result = fencing.check(history)
+    result = fencing.FencingChecker.check(history)
     assert result["valid"] is False
     assert result["token-order-violation-count"] == 1
     assert "yet got a lower token" in result["token-order-violations"][0]["explanation"]

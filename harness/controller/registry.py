@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -385,24 +385,22 @@ def requires(nemesis: type, options: Mapping[str, Any] | None = None) -> tuple[t
 def declaration_problem(kind: str, cls: type) -> str | None:
     """What is wrong with what a role class declares, as ``field: reason`` (None: nothing).
     Every kind: ``options``; a lock also ``workload_defaults``, ``timeout_errors``, ``dbs``,
-    ``crash_steps``."""
+    ``crash_steps``; a checker its words (``figures``, ``violations``, ``caveats``)."""
     options = getattr(cls, "options", None)
     if options is not None:
         problem = options_problem(options)
         if problem is not None:
             return f"options: {problem}"
+    if kind == "checkers":
+        return _fields_problem(cls, (("figures", _figures_problem),
+                                     ("violations", _violations_problem),
+                                     ("caveats", _names_problem)))
     if kind != "locks":
         return None
     checks = (("workload_defaults", _workload_defaults_problem),
               ("timeout_errors", _timeout_errors_problem),
               ("dbs", _names_problem), ("crash_steps", _names_problem))
-    for field, check in checks:
-        value = getattr(cls, field, None)
-        if value is not None:
-            problem = check(value)
-            if problem is not None:
-                return f"{field}: {problem}"
-    return None
+    return _fields_problem(cls, checks)
 
 
 def _workload_defaults_problem(value: Any) -> str | None:
@@ -436,6 +434,35 @@ def _names_problem(value: Any) -> str | None:
     if isinstance(value, str) or not isinstance(value, tuple | list) or not all(
             isinstance(v, str) and v for v in value):
         return f"must be a tuple of names, got {show(value, 60)}"
+    return None
+
+
+def _figures_problem(value: Any) -> str | None:
+    if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and k and (w is None or (isinstance(w, str) and w))
+            for k, w in value.items()):
+        return f"must be a dict of result key -> words (or None), got {show(value, 60)}"
+    return None
+
+
+def _violations_problem(value: Any) -> str | None:
+    if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and k and isinstance(w, tuple | list) and len(w) == 2
+            and all(isinstance(x, str) and x for x in w) for k, w in value.items()):
+        return (f"must be a dict of result key -> (singular, plural) words, got "
+                f"{show(value, 60)}")
+    return None
+
+
+def _fields_problem(cls: type, checks: Iterable[tuple[str, Callable[[Any], str | None]]]
+                    ) -> str | None:
+    """The first of ``cls``'s declared fields its check finds wrong, as ``field: reason``."""
+    for field, check in checks:
+        value = getattr(cls, field, None)
+        if value is not None:
+            problem = check(value)
+            if problem is not None:
+                return f"{field}: {problem}"
     return None
 
 

@@ -28,11 +28,10 @@ from harness.core.text import line
 from harness.presentation.report import verdict_word, write_report
 from harness.presentation.report.incidents import incidents
 from harness.presentation.report.narrative import step_outcomes
+from harness.presentation.report.words import caveats, figures, violation_kinds
 
 STOP_GRACE_S = 30.0
 MAX_INCIDENTS = 5  # printed; the report lists them all
-SUMMARY_KEYS = ("lock-overlaps", "resource-interleavings", "stale-accepted",
-                "token-order-violations", "stuck-locks", "lost-updates")
 
 
 def run_and_report(spec: TestSpec, progress: Progress, *, run: RunDir | None = None,
@@ -129,19 +128,16 @@ def _print_checks(results: dict[str, Any], out: TextIO) -> None:
         word = verdict_word(check.get("valid"))
         if check.get("informational") and check.get("lock-valid") is not True:
             word += f" (informational; the lock alone: {verdict_word(check.get('lock-valid'))})"
-        line = f"  {name:<13} {word:<8}"
-        facts = [f"{k} {v}" for k, v in check.items()
-                 if k.endswith(("-count", "-rejected", "-accepted")) and not isinstance(v, list)]
-        print(line + ", ".join(facts), file=out)
-        for key in SUMMARY_KEYS:
-            items = check.get(key) or []
-            if items:
+        facts = [f"{k} {v}" for k, v in figures(name, check)]
+        print(f"  {name:<13} {word:<8}" + ", ".join(facts), file=out)
+        for key in violation_kinds(name):
+            items = check.get(key)
+            if isinstance(items, list) and items:
                 note = (" (informational: the resource guards the data)"
-                        if key == "lock-overlaps" and check.get("lock-overlaps-informational")
-                        else "")
+                        if check.get(f"{key}-informational") else "")
                 print(f"                first of {key}{note}: {items[0]['explanation']}",
                       file=out)
-        for key in ("ineffective", "not-injected", "unavailable-only", "not-judged"):
+        for key in caveats(name):
             for item in (check.get(key) or [])[:3]:
                 print(f"                {item['explanation']}", file=out)
         if check.get("valid") == "unknown" and check.get("note"):

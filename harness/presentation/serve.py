@@ -34,6 +34,7 @@ from typing import Any
 from harness.controller.store import RunDir, Store
 from harness.core.errors import HarnessError
 from harness.presentation.report.html import verdict_class, verdict_word
+from harness.presentation.report.words import figure_words
 
 DEFAULT_PORT = 8765
 FILTERS = ("db", "lock", "workload", "nemesis", "verdict")
@@ -138,14 +139,12 @@ def read_run(store: Store, run: RunDir, mtime: float) -> RunInfo | None:
     status = str(test.get("status") or "")
     if status == "starting":
         status = "running" if not results else "did not finish"
-    facts = []
-    for check in (results.get("checks") or {}).values():
-        if isinstance(check, dict):
-            facts.extend(f"{v} {k.removesuffix('-count')}" for k, v in check.items()
-                         if k.endswith("-count") and isinstance(v, int) and v)
+    facts = [figure_words(name, check) for name, check in (results.get("checks") or {}).items()
+             if isinstance(check, dict)]
     return RunInfo(path=store.relative(run), stamp=run.name,
                    spec=test["spec"], valid=results.get("valid", "unknown"), status=status,
-                   facts=", ".join(facts), has_report=run.report.exists(), mtime=mtime)
+                   facts=", ".join(filter(None, facts)), has_report=run.report.exists(),
+                   mtime=mtime)
 
 
 def zip_run(run_dir: Path) -> bytes:

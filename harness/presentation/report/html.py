@@ -30,6 +30,7 @@ from harness.core.text import verdict_word
 from harness.presentation.report import model as report_model
 from harness.presentation.report import narrative
 from harness.presentation.report.incidents import Incident, incidents
+from harness.presentation.report.words import figure_words
 
 VERDICT_CLASS = {True: "v-true", False: "v-false"}
 
@@ -65,20 +66,13 @@ def replay_command(spec: dict[str, Any]) -> str:
 
 
 # sections -----------------------------------------------------------------------------------------
-def facts_of(check: dict[str, Any]) -> str:
-    """The scalar facts of a check as a short phrase (counts first, for the chips)."""
-    counts = [f"{v} {k.removesuffix('-count')}" for k, v in check.items()
-              if k.endswith("-count") and isinstance(v, int) and v]
-    return ", ".join(counts)
-
-
 def banner(spec: dict[str, Any], results: dict[str, Any]) -> str:
     valid = results.get("valid")
     chips = []
     for name, check in (results.get("checks") or {}).items():
         if not isinstance(check, dict):
             continue
-        facts = facts_of(check)
+        facts = figure_words(name, check)
         chips.append(f'<a class="chip {verdict_class(check.get("valid"))}" href="#check-{e(name)}"'
                      f'>{e(name)} {verdict_word(check.get("valid"))}'
                      f'{f" <span>· {e(facts)}</span>" if facts else ""}</a>')

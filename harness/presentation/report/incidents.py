@@ -17,7 +17,8 @@ before the first overlap, the one aimed at the holder itself, else the latest to
 stale holders are two incidents even under one fault (each lost its lease on its own), and so
 are two grants of one process.
 
-Pure: a function of the history, the checkers' results and the schedule.
+Pure: a function of the history, the checkers' results and the schedule (the violations are
+called in their checkers' words, :mod:`harness.presentation.report.words`).
 """
 
 from __future__ import annotations
@@ -31,13 +32,10 @@ from harness.core.history import Op
 from harness.core.schedule import Schedule
 from harness.presentation.report.model import Explained, explained_items, locate, places_of
 from harness.presentation.report.narrative import FaultRun, describe, fault_runs
+from harness.presentation.report.words import violation_words
 
 AFTERMATH_S = 5.0  # a violation this long after a fault healed may still be its doing
 SLACK_S = 0.01  # checkers round the times they report to the millisecond
-KIND_WORDS = {"lock-overlaps": "lock overlap", "resource-interleavings": "resource interleaving",
-              "witness": "linearizability witness", "stale-accepted": "stale write accepted",
-              "token-order-violations": "token-order violation", "lost-updates": "lost update",
-              "stuck-locks": "stuck lock"}
 
 
 @dataclass
@@ -100,7 +98,7 @@ class Incident:
         else:
             v = self.violations[0]
             when = "" if v.t0 is None else f" at {v.t0:.2f} s"
-            what = f"a {KIND_WORDS.get(v.kind, v.kind)}{when}"
+            what = f"a {violation_words(v.check, v.kind)}{when}"
         return f"{what}; {self.cause()}"
 
     def cause(self) -> str:
@@ -112,12 +110,11 @@ class Incident:
         return f"opened by {describe(self.fault)}{step}"
 
     def folded(self) -> str:
-        """``33 lock overlaps, 33 resource interleavings, 1 linearizability witness``."""
-        parts = []
-        for kind, n in self.counts().items():
-            word = KIND_WORDS.get(kind, kind)
-            parts.append(f"{n} {word}" + ("" if n == 1 or word.endswith("s") else "s"))
-        return ", ".join(parts)
+        """``33 lock overlaps, 33 resource interleavings, 1 linearizability witness``, in the
+        words of the checkers that found them."""
+        check = {v.kind: v.check for v in self.violations}
+        return ", ".join(f"{n} {violation_words(check[kind], kind, n)}"
+                         for kind, n in self.counts().items())
 
     def to_dict(self) -> dict[str, Any]:
         f = self.fault
