@@ -1,8 +1,10 @@
-"""A checker carries its own words: a package of a third party's own, installed through entry
-points, adds a checker in one file (and a workload that asks for it), and the words it declares
-for its figures and its violations are what the summary, the incidents, serve and report.html
-say. Presentation keeps no table of checker names: a result of a checker that is not installed
-is shown with its raw keys, and a checker that declares its words wrongly is one line."""
+"""A checker and a nemesis carry their own words: a package of a third party's own, installed
+through entry points, adds a checker in one file, a nemesis in one file (and a workload that asks
+for the checker), and the words they declare (the checker's figures and violations, the
+nemesis's description of its faults and its colour) are what the summary, the incidents, serve
+and report.html say. Presentation keeps no table of role names: a result of a checker that is
+not installed is shown with its raw keys, a fault of a nemesis that is not installed in generic
+words, and a checker that declares its words wrongly is one line."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ import pytest
 from harness.controller.registry import Registry
 from harness.controller.store import Store
 from harness.core.errors import UsageError
-from harness.presentation.report import words
+from harness.core.fault_run import FaultRun
+from harness.presentation.report import narrative, words
 from harness.presentation.serve import read_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +73,35 @@ class SlowGrantsWorkload(LockWorkload):
         return [*super().checkers(spec), ("demo-slow-grants", {})]
 '''
 
+NEMESIS = '''
+"""Slow the holder's network card down: the demo package's nemesis, in one file."""
+from nemesis.base import CLIENT_TARGETS, BaseNemesis, client_target
+
+
+class Molasses(BaseNemesis):
+    name = "demo-molasses"
+    summary = "pour molasses on a client's network card"
+    targets = CLIENT_TARGETS
+    colour = "#7a4f1d"
+
+    @classmethod
+    def describe(cls, run):
+        return f"molasses poured on {run.who()} {run.when()}"
+
+    def select(self, ctx, target=None):
+        return client_target(ctx, target)
+
+    def start(self, ctx, targets):
+        return None
+
+    def stop(self, ctx, targets):
+        return None
+'''
+
 ENTRY_POINTS = """
+[lock_harness.nemeses]
+demo-molasses = demo_molasses:Molasses
+
 [lock_harness.checkers]
 demo-slow-grants = demo_slow_checker:SlowGrants
 
@@ -85,6 +116,7 @@ def installed(site: Path) -> dict[str, str]:
     site.mkdir()
     (site / "demo_slow_checker.py").write_text(CHECKER)
     (site / "demo_slow_workload.py").write_text(WORKLOAD)
+    (site / "demo_molasses.py").write_text(NEMESIS)
     info = site / "lockharness_demo_slow-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lockharness-demo-slow\n"
@@ -98,9 +130,10 @@ def op(index: int, t: float, process: int, type_: str, f: str, value: Any) -> di
             "value": value, "lock": "lock"}
 
 
-def history() -> list[dict[str, Any]]:
+def history(fault: bool = False) -> list[dict[str, Any]]:
     """Process 0 holds the lock from 0.1 s to 2.0 s; process 1, which asked at 0.2 s, gets it
-    at 2.1 s (1.9 s later) and releases it at 2.5 s. No fault, no overlap."""
+    at 2.1 s (1.9 s later) and releases it at 2.5 s. No overlap; with ``fault``, the demo
+    nemesis is on process 1 from 0.15 s to 2.2 s."""
     steps = [(0.0, 0, "invoke", "acquire", {"timeout": 15.0}),
              (0.1, 0, "ok", "acquire", {"session": 1, "validity": None}),
              (0.2, 1, "invoke", "acquire", {"timeout": 15.0}),
@@ -109,7 +142,21 @@ def history() -> list[dict[str, Any]]:
              (2.1, 1, "ok", "acquire", {"session": 1, "validity": None}),
              (2.4, 1, "invoke", "release", {"session": 1}),
              (2.5, 1, "ok", "release", {"session": 1})]
-    return [op(i, *s) for i, s in enumerate(steps)]
+    ops = [op(i, *s) for i, s in enumerate(steps)]
+    if fault:
+        on = {"step": 0, "target": "waiter", "targets": ["c1"]}
+        ops += [{"index": 0, "time": 140_000_000, "process": "nemesis", "type": "invoke",
+                 "f": "demo-molasses", "value": "start", "step": 0, "target": "waiter"},
+                {"index": 0, "time": 150_000_000, "process": "nemesis", "type": "info",
+                 "f": "demo-molasses", "value": "start", **on},
+                {"index": 0, "time": 2_190_000_000, "process": "nemesis", "type": "invoke",
+                 "f": "demo-molasses", "value": "stop", **on},
+                {"index": 0, "time": 2_200_000_000, "process": "nemesis", "type": "info",
+                 "f": "demo-molasses", "value": "stop", **on}]
+        ops.sort(key=lambda o: o["time"])
+        for i, o in enumerate(ops):
+            o["index"] = i
+    return ops
 
 
 def test_a_plugin_checker_speaks_its_own_words_in_summary_incidents_serve_and_report(
@@ -150,6 +197,30 @@ def test_a_plugin_checker_speaks_its_own_words_in_summary_incidents_serve_and_re
     facts = subprocess.run([sys.executable, "-c", probe, str(store.root), str(run.path)],
                            capture_output=True, text=True, timeout=60, env=env)
     assert facts.stdout.strip() == "1 sluggish grants", facts.stderr
+
+
+def test_a_plugin_nemesis_describes_its_own_faults_in_the_incidents_and_report(
+        tmp_path: Path) -> None:
+    """The same run with the demo nemesis on the waiter: the incident is opened by the fault
+    in the nemesis's own words, and report.html draws its bar in its own colour."""
+    env = installed(tmp_path / "site")
+    run = Store(tmp_path / "store").create("demo")
+    run.save_test({"spec": {"workload": "demo-slow", "db": "redis", "lock": "redis-setnx",
+                            "nemesis": ["demo-molasses"], "clients": 2, "ttl": 2.0},
+                   "status": "complete"})
+    run.history.write_text("".join(json.dumps(o) + "\n" for o in history(fault=True)))
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(run.path)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    words_of_fault = "molasses poured on c1 (the waiter) at 0.1 s for 2.1 s"
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("  1. "))
+    assert line.endswith(f"; opened by {words_of_fault} (step 1)"), line
+    report = run.report.read_text()
+    assert words_of_fault in report
+    assert '"colour": "#7a4f1d"' in report or '"colour":"#7a4f1d"' in report
+    # here, where the package is not installed, the same fault is worded generically
+    fault = FaultRun("demo-molasses", 0, "waiter", ("c1",), 0.14, 2.2)
+    assert narrative.describe(fault) == "demo-molasses on c1 (the waiter) at 0.1 s for 2.1 s"
 
 
 def test_a_result_of_a_checker_that_is_not_installed_shows_its_raw_keys(tmp_path: Path) -> None:
