@@ -73,7 +73,7 @@ def test_a_large_file_says_what_it_is_doing_on_stderr(tmp_path: Path, monkeypatc
     """A history of millions of ops takes seconds to read: at a terminal, progress on stderr,
     the verdict alone on stdout; a small file, or stderr not a terminal (a script, a log):
     nothing but the verdict."""
-    from harness.core import history
+    from harness.core import history_file
     from harness.presentation import check_file
 
     h = tmp_path / "ok.jsonl"
@@ -86,7 +86,7 @@ def test_a_large_file_says_what_it_is_doing_on_stderr(tmp_path: Path, monkeypatc
     small = capsys.readouterr()
     assert small.err == "" and small.out.startswith("VALID")
     monkeypatch.setattr(check_file, "PROGRESS_BYTES", 1)
-    monkeypatch.setattr(history, "PROGRESS_LINES", 2)
+    monkeypatch.setattr(history_file, "PROGRESS_LINES", 2)
     assert check_file.check_file(h, None, limits) == 0
     assert capsys.readouterr() == small  # not a terminal
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)

@@ -71,9 +71,8 @@ def check(name: str, db: str, missing: str | None, options: dict[str, Any]) -> N
     """The run's spec resolved (the roles checked against each other), then checked against an
     environment missing the capability named ``missing``."""
     spec = TestSpec(db=db, lock=LOCK[db], nemesis=[name], nemesis_options=dict(options), seed=1)
-    REG.check_run(spec.resolve(REG),
-                  environment=lambda cap: f"no {cap.__name__}" if cap.__name__ == missing
-                  else None)
+    spec.resolve(REG).check(REG, environment=lambda cap: f"no {cap.__name__}"
+                            if cap.__name__ == missing else None)
 
 
 def test_the_registry_s_aliases_are_the_old_names() -> None:

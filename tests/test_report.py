@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from harness.controller.store import RunDir
-from harness.core.history import read_history
+from harness.core.history_file import read_history
 from harness.presentation.report import model as report_model
 from harness.presentation.report import write_report
 from harness.presentation.report.html import render, replay_command

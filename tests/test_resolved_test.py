@@ -16,6 +16,7 @@ import pytest
 
 from harness.controller.progress import Progress
 from harness.controller.registry import Registry
+from harness.controller.resolved import ResolvedTest
 from harness.controller.run import Run
 from harness.controller.spec import TestSpec
 from harness.controller.store import Store
@@ -30,10 +31,10 @@ def test_a_run_checks_its_roles_once_and_looks_no_role_up_by_name(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reg = Registry(entry_points=False)
     calls: list[Any] = []
-    check_run = Registry.check_run
-    monkeypatch.setattr(Registry, "check_run",
-                        lambda self, test, environment: calls.append(test)
-                        or check_run(self, test, environment))
+    check = ResolvedTest.check
+    monkeypatch.setattr(ResolvedTest, "check",
+                        lambda self, registry, environment: calls.append(self)
+                        or check(self, registry, environment))
     spec = TestSpec.from_dict({"db": "zookeeper", "nemesis": "pause,partition",
                                "store": str(tmp_path)}).validate(reg)
     assert len(calls) == 1

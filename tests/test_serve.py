@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.controller.store import RunDir
-from harness.core.history import read_history
+from harness.core.history_file import read_history
 from harness.presentation.report import write_report
 from harness.presentation.serve import make_server
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.history import HistoryError, read_history
+from harness.core.history import HistoryError
+from harness.core.history_file import read_history
 from harness.core.journal import JournalWriter, merge_journals
 from harness.core.wellformed import problem
 from tests.malformed import (

@@ -20,8 +20,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.controller.registry import Registry, default_registry
-from harness.controller.resolved import Check
+from harness.controller.registry import Check, Registry, default_registry
 from harness.controller.store import RunDir
 from harness.core.checks import compose
 from harness.core.errors import EXIT_INVALID, EXIT_SETUP, exit_code_for

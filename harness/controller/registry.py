@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dbs.base import DB
 from harness.core import capabilities
@@ -37,9 +37,6 @@ from harness.core.options import declaration_problem as options_problem
 from harness.core.roles import RoleError, load_object
 from harness.core.schedule import MAX_WAIT
 from harness.core.text import show
-
-if TYPE_CHECKING:
-    from harness.controller.resolved import ResolvedTest
 
 DISTRIBUTION = "lock-harness"
 GROUPS = {
@@ -173,6 +170,9 @@ class Entry:
         return out
 
 
+Check = tuple[Entry, Callable[..., Any], dict[str, Any]]  # a checker, its function, params
+
+
 @cache
 def own_version() -> str:
     try:
@@ -294,53 +294,6 @@ class Registry:
                 out.append(name)
         return out
 
-    # the one place a run's roles are checked against each other ------------------------------
-    def check_run(self, test: ResolvedTest, environment: Any) -> None:
-        """Raise UsageError (one line) if the lock, workload and faults cannot run on the
-        test's db, or the protected resource cannot take the lock's writes.
-        ``environment(capability) -> reason | None`` answers for environment capabilities
-        (None: the backend answers them when the run starts); a nemesis may refuse its options
-        on this db (``refuse(db, options, ttl, op_timeout)``, a reason or None): a stall on a
-        link the db does not have, say."""
-        spec, lock, wl = test.spec, test.lock.cls, test.workload.cls
-        dbs = tuple(getattr(lock, "dbs", ()) or ())
-        if dbs and spec.db not in dbs:
-            raise UsageError(f"lock {spec.lock!r} runs on --db {', '.join(dbs)}, not "
-                             f"{spec.db!r}")
-        modes = getattr(wl, "resource_modes", None)
-        mode = str(spec.resource_mode)
-        if modes is not None and mode not in modes:
-            raise UsageError(f"--workload {spec.workload} uses --resource-mode "
-                             f"{' or '.join(modes)}, not {mode!r} (it writes nothing a "
-                             "resource could guard: use --workload mutex or fenced)")
-        if ((getattr(wl, "needs_tokens", False) or mode == "fenced")
-                and not getattr(lock, "tokens", False)):
-            what = f"--workload {spec.workload}" if getattr(wl, "needs_tokens", False) else \
-                "--resource-mode fenced"
-            raise UsageError(f"{what} needs a lock with fencing tokens; "
-                             f"{spec.lock!r} has no fencing tokens (a lock class declares them "
-                             "with tokens = True)")
-        check_resource(test)
-        db_obj = test.make_db()
-        for name in test.nemeses:
-            for cap in test.requires(name):
-                if capabilities.is_environment(cap):
-                    check_environment(name, (cap,), environment)
-                    continue
-                reason = capabilities.unmet(cap, db_obj)
-                if reason == capabilities.GENERIC:
-                    others = self.dbs_with(cap)
-                    hint = f" ({', '.join(others)})" if others else ""
-                    raise UsageError(f"--nemesis {name} needs {capabilities.describe(cap)}"
-                                     f"{hint}, not {spec.db!r}")
-                if reason is not None:
-                    raise UsageError(f"--nemesis {name}: {reason}")
-            refuse = getattr(test.nemeses[name].cls, "refuse", None)
-            if callable(refuse):
-                reason = refuse(db_obj, dict(spec.nemesis_options), spec.ttl, spec.op_timeout)
-                if reason:
-                    raise UsageError(f"--nemesis {name}: {reason}")
-
 
 def check_environment(name: str, needs: Iterable[type], environment: Any) -> None:
     """UsageError, one line, if ``environment(capability)`` (None: not asked) gives a reason
@@ -350,21 +303,6 @@ def check_environment(name: str, needs: Iterable[type], environment: Any) -> Non
             reason = environment(cap)
             if reason is not None:
                 raise UsageError(f"--nemesis {name}: {reason}")
-
-
-def check_resource(test: ResolvedTest) -> None:
-    """The resource has the run's mode, and a lock that writes in its own transaction has
-    the resource in its own database."""
-    spec, res = test.spec, test.resource.cls
-    modes = tuple(getattr(res, "modes", ()))
-    if spec.resource_mode not in modes:
-        raise UsageError(f"--resource-mode {spec.resource_mode}: --resource {spec.resource} "
-                         f"has {', '.join(modes)}")
-    if is_session_lock(test.lock.cls) and (not getattr(res, "accepts_session", False)
-                                           or getattr(res, "db", "") != spec.db):
-        raise UsageError(f"lock {spec.lock!r} writes in its own transaction: it needs "
-                         f"--resource {spec.db} (the resource in the lock's database), "
-                         f"not {spec.resource!r}")
 
 
 def is_session_lock(lock: type) -> bool:

@@ -4,7 +4,7 @@ each role loaded, every default applied).
 
 Bad values raise UsageError with one line naming the option and what to do. Whether the lock,
 the workload and the faults fit the DB is the registry's question
-(:meth:`harness.controller.registry.Registry.check_run`), asked here once.
+(:meth:`harness.controller.resolved.ResolvedTest.check`), asked here once.
 """
 
 from __future__ import annotations
@@ -189,7 +189,7 @@ class TestSpec:
 
     def resolve(self, registry: Registry | None = None) -> ResolvedTest:
         """Check the spec, apply every default and build the test: each role loaded once,
-        the roles checked against each other once (:meth:`Registry.check_run`)."""
+        the roles checked against each other once (:meth:`ResolvedTest.check`)."""
         reg = registry or default_registry()
         db, lock, workload = (role(reg, kind, name) for kind, name in (
             ("dbs", self.db), ("locks", self.lock), ("workloads", self.workload)))
@@ -256,8 +256,8 @@ class TestSpec:
                             None if in_lock_db else reg.load("dbs", resource.cls.db),
                             nemeses, tuple(checks_of(workload.cls, self.to_dict(), reg)))
         hosts = load_hosts(self.hosts) if self.hosts is not None else None
-        reg.check_run(test, environment=None if hosts is None
-                      else lambda cap: hosts_environment(hosts, cap))
+        test.check(reg, environment=None if hosts is None
+                   else lambda cap: hosts_environment(hosts, cap))
         self._resolved = (reg, test)
         return test
 

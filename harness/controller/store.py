@@ -39,7 +39,8 @@ from harness.controller.spec_keys import check_types
 from harness.core.atomic import write_json
 from harness.core.capped import read_capped
 from harness.core.errors import HarnessError, UsageError
-from harness.core.history import HistoryError, Op, read_history, write_history
+from harness.core.history import HistoryError, Op, write_history
+from harness.core.history_file import read_history
 from harness.core.journal import merge_journals
 
 LATEST = "latest"

@@ -32,7 +32,8 @@ import re
 from collections.abc import Callable, Iterator
 
 from harness.core.atomic import write_lines
-from harness.core.history import HistoryError, Op, read_history, validate_op
+from harness.core.history import HistoryError, Op, validate_op
+from harness.core.history_file import read_history
 from harness.core.text import show
 from harness.core.wellformed import require
 
