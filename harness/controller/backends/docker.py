@@ -46,7 +46,7 @@ import tarfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from dbs.faketime import LIBFAKETIME_PATHS, faketime_env
 from harness.controller import netfilter, vdso_clock
@@ -104,6 +104,16 @@ def ensure_image(c: Any) -> str:
 
 class DockerBackend(ProcessNodes):
     name = "docker"
+    debian_packages: ClassVar[dict[str, str]] = {"docker": "docker.io"}
+
+    @staticmethod
+    def unavailable() -> str | None:
+        """Why no run can start here (no engine answers), or None."""
+        try:
+            client().close()
+        except HarnessError as e:
+            return str(e).split(":")[0]
+        return None
 
     def __init__(self, run: RunDir, procs: ProcessTable, run_id: str) -> None:
         self.run = run
