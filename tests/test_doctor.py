@@ -107,7 +107,7 @@ def test_setup_installs_only_the_declared_packages_that_lack(
     assert len(steps) == 1
     what, argv = steps[0]
     assert what == "installing Debian packages: redis-server"
-    assert argv[-1].endswith("apt-get install -y -qq --no-install-recommends redis-server")
+    assert argv[-1].endswith("--no-install-recommends redis-server >/dev/null")
 
 
 def test_setup_chooses_by_name_or_all_and_refuses_an_unknown_name() -> None:
@@ -124,7 +124,8 @@ def test_setup_chooses_by_name_or_all_and_refuses_an_unknown_name() -> None:
 def test_setup_dry_run_prints_the_commands_of_the_chosen_steps() -> None:
     proc = harness("setup", "--backend", "docker", "--clients", "curator", "--dry-run")
     assert proc.returncode == 0, proc.stderr
-    lines = [line for line in proc.stdout.splitlines() if not line.startswith(("setup: ", "sh -c apt-get"))]
+    lines = [line for line in proc.stdout.splitlines()
+             if not line.startswith(("setup: ", "sh -c apt-get"))]
     assert lines[0].endswith("docker/engine.sh") and lines[1].endswith("docker/build_image.py")
     assert lines[2].endswith("docker/build_redis_libc.sh")
     assert lines[3].endswith("-m workloads.external.builds curator") and len(lines) == 4

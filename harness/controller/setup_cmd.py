@@ -95,8 +95,8 @@ def commands(c: Choice, reg: Registry) -> list[tuple[str, list[str]]]:
     missing = [p for p, whats in wanted.items() if not installed(p, whats)]
     if missing:
         steps.append((f"installing Debian packages: {' '.join(missing)}",
-                      ["sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive "
-                       "apt-get install -y -qq --no-install-recommends " + " ".join(missing)]))
+                      ["sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
+                       f"install -y -qq --no-install-recommends {' '.join(missing)} >/dev/null"]))
     else:
         print(f"setup: Debian packages: all {len(wanted)} installed")
     if "docker" in c.backends:
