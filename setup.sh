@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Set-up for a fresh Debian 12 machine, as root. Idempotent: run it again any time.
-#  - Debian packages: what each DB declares (its servers, libfaketime for its clock faults) and
-#    the harness's own (iptables, iproute2, procps, openssh-client), derived from the classes
-#    by harness/controller/packages.py; venv, chromium, the clients' toolchains
+#  - Python, its venv, chromium (the report tests render report.html headless)
 #  - the Python package and its dependencies in ./.venv, and `harness` on PATH
-#  - the lock clients in other languages (clients/: Curator, etcd's Go Mutex, npm's redlock and
-#    redis-semaphore), built offline from Debian's jars and Go sources and npm, cached
+#  - then `harness setup` of everything: the Debian packages each role declares (the DBs'
+#    servers, iptables for partitions, libfaketime for clocks, the clients' toolchains), the
+#    lock clients in other languages (clients/: Curator, etcd's Go Mutex, npm's redlock and
+#    redis-semaphore, built offline and cached), the docker engine, the node image and the
+#    libc Redis. `harness doctor` says what is there; `harness setup --help` the parts.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -16,22 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(python3 python3-venv python3-pip
-          chromium fonts-dejavu-core  # the report tests render report.html headless
-          # the external lock clients (docs/clients.md): Curator from Debian's jars with javac,
-          # etcd's Go client from Debian's sources with Go 1.19
-          openjdk-17-jdk-headless libcurator-recipes-java golang-go golang-etcd-server-dev)
-# The servers' and the harness's own: each DB class declares its packages, and this derives the
-# list from them with the system Python (the standard library alone: no venv yet).
-if ! command -v python3 >/dev/null; then
-  say "installing python3 (to read the DBs' packages)"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 >/dev/null
-fi
-derived=$(python3 -m harness.controller.packages) ||
-  { echo "setup: python3 -m harness.controller.packages failed (see above)" >&2; exit 3; }
-mapfile -t -O "${#packages[@]}" packages <<<"$derived"
-# npm's clients need Node and npm: Debian's, unless a Node is installed already
-command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+          chromium fonts-dejavu-core)  # the report tests render report.html headless
 # PostgreSQL: no default cluster at install time (the harness runs initdb per node, per run).
 if ! dpkg-query -W -f='${Status}' postgresql 2>/dev/null | grep -q "install ok installed"; then
   mkdir -p /etc/postgresql-common
@@ -82,33 +68,19 @@ if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 fi
 ln -sf "$PWD/.venv/bin/harness" /usr/local/bin/harness
 
-# The lock clients in other languages, each built by its clients/<name>/build.sh into
+# What each role needs (harness/controller/setup_cmd.py): its Debian packages, then the lock
+# clients, each built by its clients/<name>/build.sh into
 # /var/cache/lock-harness/clients/<name>-<hash of its sources>/ (nothing is rebuilt when the
-# sources did not change). A build that fails fails the set-up, naming it (the tests of that
-# client would otherwise be skipped quietly); SETUP_CLIENTS=0 skips them all on purpose.
-if [ "${SETUP_CLIENTS:-1}" != "0" ]; then
-  failed=()
-  for client in $(.venv/bin/python -c \
-      'from workloads.external.builds import names; print(*names())'); do
-    .venv/bin/python -m workloads.external.builds "$client" || failed+=("$client")
-  done
-  if [ ${#failed[@]} -gt 0 ]; then
-    echo "setup: lock client build failed: ${failed[*]} (see above; retry with .venv/bin/python" \
-      "-m workloads.external.builds ${failed[*]}, or SETUP_CLIENTS=0 to go without them)" >&2
-    exit 3
-  fi
-fi
-
-# The docker backend: an engine (Debian's docker.io, dockerd started if none answers) and the
-# node image, built offline and cached (docker/README.md). SETUP_DOCKER=0 skips both.
-if [ "${SETUP_DOCKER:-1}" != "0" ]; then
-  build() {  # build NAME COMMAND...: run it, or fail the set-up in one line naming the build
-    local name=$1; shift
-    "$@" || { echo "setup: $name failed (exit $?); SETUP_DOCKER=0 goes without it" >&2; exit 3; }
-  }
-  build "the docker engine (docker/engine.sh)" bash docker/engine.sh
-  build "the node image (docker/build_image.py)" .venv/bin/python docker/build_image.py >/dev/null
-  # The local backend's clock faults need a Redis that libfaketime can hook (cached).
-  build "the libc Redis (docker/build_redis_libc.sh)" bash docker/build_redis_libc.sh >/dev/null
+# sources did not change; a build that fails fails the set-up, naming it: SETUP_CLIENTS=0 skips
+# them all on purpose), then the docker backend's engine (Debian's docker.io, dockerd started if
+# none answers), its node image and the local backend's libc Redis for clock faults, built
+# offline and cached (docker/README.md): SETUP_DOCKER=0 skips them.
+parts=(--db all --nemesis all --backend local,ssh)
+[ "${SETUP_CLIENTS:-1}" = "0" ] || parts+=(--clients all)
+[ "${SETUP_DOCKER:-1}" = "0" ] || parts+=(--backend docker)
+if ! .venv/bin/harness setup "${parts[@]}"; then
+  echo "setup: harness setup ${parts[*]} failed (see above); SETUP_CLIENTS=0 goes without the" \
+    "lock clients, SETUP_DOCKER=0 without the docker engine and image" >&2
+  exit 3
 fi
 say "ready: $(command -v harness) ($(redis-server --version | cut -d' ' -f1-3))"

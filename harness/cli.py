@@ -175,11 +175,14 @@ def load_toml(path: Path) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from harness.controller.needs import unmet
     from harness.controller.progress import Progress
     from harness.controller.spec import TestSpec
     from harness.presentation.runs import run_and_report
 
     spec = TestSpec.from_dict(spec_data(args)).validate()  # resolved once, for the run
+    if (missing := unmet(spec)) is not None:  # as `harness doctor` says it
+        raise HarnessError(missing)
     return run_and_report(spec, Progress(quiet=args.quiet))
 
 
@@ -243,6 +246,25 @@ def cmd_list(args: argparse.Namespace) -> int:
     from harness.presentation.list_roles import list_roles
 
     return list_roles(args.lock, args.nemesis)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from harness.controller.spec import parse_nemeses
+    from harness.presentation.doctor import doctor
+
+    asked = {k: getattr(args, k) for k in ("db", "backend", "lock") if getattr(args, k)}
+    if args.nemesis is not None:
+        asked["nemesis"] = parse_nemeses(args.nemesis)
+    return doctor(asked)
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from harness.controller.registry import default_registry
+    from harness.controller.setup_cmd import choice, setup
+
+    reg = default_registry()
+    return setup(choice(args.db, args.backend, args.nemesis, args.clients, args.all, reg),
+                 args.dry_run, reg)
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
@@ -380,7 +402,7 @@ def suite_finish(suite: Suite, outcomes: list[Outcome], started: float, out_dir:
 
 COMMANDS = {"run": cmd_run, "explore": cmd_explore, "check": cmd_check, "export": cmd_export,
             "report": cmd_report, "list": cmd_list, "clean": cmd_clean, "serve": cmd_serve,
-            "suite": cmd_suite, "hosts": cmd_hosts}
+            "suite": cmd_suite, "hosts": cmd_hosts, "doctor": cmd_doctor, "setup": cmd_setup}
 
 
 if __name__ == "__main__":  # pragma: no cover

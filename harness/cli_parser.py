@@ -180,6 +180,24 @@ def build_parser(only: str | None = None) -> Parser:
                         help="one lock in detail (a name or module:Class)")
         ls.add_argument("--nemesis", metavar="NAME", help="one nemesis in detail")
 
+    if want("doctor"):
+        dr = sub.add_parser("doctor", help="what this machine has and lacks for each db, backend, "
+                            "fault and client, and the `harness setup` that installs it")
+        for flag in ("--db", "--backend", "--lock", "--nemesis"):
+            dr.add_argument(flag, help=f"exit 1 unless this {flag[2:]} can run here "
+                            "(default: harness run's)")
+
+    if want("setup"):
+        se = sub.add_parser("setup", help="install what the chosen dbs, backends, faults and "
+                            "clients need (Debian packages, the node image, the clients' builds)")
+        for flag, what in (("--db", "dbs"), ("--backend", "backends"), ("--nemesis", "faults")):
+            se.add_argument(flag, action="append", default=[], metavar="NAME,...|all",
+                            help=f"{what} to set up")
+        se.add_argument("--clients", action="append", default=[], nargs="?", const="all",
+                        metavar="NAME,...", help="build the external lock clients (default all)")
+        se.add_argument("--all", action="store_true", help="everything")
+        se.add_argument("--dry-run", action="store_true", help="print the commands only")
+
     if want("clean"):
         cl = sub.add_parser("clean", help="remove anything runs left behind")
         cl.add_argument("--force", action="store_true", help="also stop runs still in progress")

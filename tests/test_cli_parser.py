@@ -23,6 +23,8 @@ SAMPLES = [
     ["hosts", "down", "--all"],
     ["serve", "--port", "0", "--quiet"],
     ["suite", "nightly.toml", "--shard", "1/4", "--dry-run"],
+    ["doctor", "--db", "zookeeper", "--lock", "curator", "--nemesis", "pause"],
+    ["setup", "--db", "redis", "--backend", "docker", "--clients", "--dry-run"],
 ]
 
 

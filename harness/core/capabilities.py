@@ -118,6 +118,8 @@ class RoutedPeers(Protocol):
 class Iptables:
     """Environment: the backend can cut links with iptables (root, the project's chain)."""
 
+    debian_packages = {"iptables": "iptables"}  # what a host needs for it (harness doctor)
+
 
 class ClientLinks:
     """Environment: one client's links can be cut alone (each client connects from an address
@@ -131,6 +133,7 @@ class PacketRules:
     and a random share of a link's packets (iptables ``statistic``)."""
 
     environment = True
+    debian_packages = {"iptables": "iptables"}
 
 
 class LinkLayer:

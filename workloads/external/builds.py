@@ -26,7 +26,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-CLIENTS = Path(__file__).resolve().parents[2] / "clients"
+from harness.core.shipped import shipped
+
+CLIENTS = shipped("clients")  # the checkout's, or the installed package's
 DEFAULT_CACHE = Path("/var/cache/lock-harness/clients")
 COMPLETE = ".complete"  # written last into a finished build
 BUILD_TIMEOUT = 900.0
@@ -85,7 +87,7 @@ def not_built_reason(name: str) -> str:
         lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
         last = lines[-1].strip() if lines else "no output"
         return f"its last build failed ({last[:160]}; log {log}); {fix}"
-    return f"not built; {fix} (setup.sh builds every client)"
+    return f"not built; {fix} (`harness setup --clients` builds every client)"
 
 
 @contextlib.contextmanager

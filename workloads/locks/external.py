@@ -258,6 +258,8 @@ class CuratorLock(ExternalLock):
     dbs = ("zookeeper",)
     tokens = True
     build = "curator"
+    debian_packages = {"javac": "openjdk-17-jdk-headless",  # its client's build toolchain
+                       "/usr/share/java/curator-recipes.jar": "libcurator-recipes-java"}
     start_timeout = 30.0  # a JVM
     workload_defaults: ClassVar[dict[str, float]] = LONG_CRITICAL_SECTIONS
 
@@ -268,6 +270,8 @@ class GoEtcdMutexLock(ExternalLock):
     dbs = ("etcd",)
     tokens = True
     build = "go-etcd-mutex"
+    debian_packages = {"go": "golang-go", "/usr/share/gocode/src/go.etcd.io/etcd/clientv3/"
+                       "concurrency": "golang-etcd-server-dev"}
     workload_defaults: ClassVar[dict[str, float]] = LONG_CRITICAL_SECTIONS
 
 
@@ -276,6 +280,7 @@ class NodeRedlockLock(ExternalLock):
     summary = "npm's redlock 4 over independent masters (a Node program)"
     dbs = ("redis-masters", "redis")
     build = "node-redlock"
+    debian_packages = {"node": "nodejs", "npm": "npm"}
     entry = "redlock"
 
 
@@ -284,4 +289,5 @@ class RedisSemaphoreLock(ExternalLock):
     summary = "npm's redis-semaphore Mutex, refreshed every 0.8 x TTL (a Node program)"
     dbs = ("redis",)
     build = "node-redlock"
+    debian_packages = {"node": "nodejs", "npm": "npm"}
     entry = "semaphore"

@@ -41,11 +41,12 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import tarfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from dbs.faketime import LIBFAKETIME_PATHS, faketime_env
 from harness.controller import netfilter, vdso_clock
@@ -62,12 +63,12 @@ from harness.core.capabilities import (
 )
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
+from harness.core.shipped import shipped
 
 LABEL = "lock-harness"
 RUN_LABEL = "lock-harness.run"
 IMAGE = "lock-harness/node:latest"
 FAKETIME_LIB = LIBFAKETIME_PATHS[0]  # where Debian's libfaketime is in the (amd64) node image
-REPO = Path(__file__).resolve().parents[3]
 
 
 def client() -> Any:
@@ -92,10 +93,10 @@ def ensure_image(c: Any) -> str:
         return IMAGE
     except docker.errors.ImageNotFound:
         pass
-    script = REPO / "docker" / "build_image.py"
-    print(f"building the node image ({script.relative_to(REPO)}); this takes a few minutes "
+    script = shipped("docker") / "build_image.py"
+    print(f"building the node image ({script}); this takes a few minutes "
           "the first time", flush=True)
-    proc = subprocess.run([os.environ.get("PYTHON", "python3"), str(script)], timeout=3600)
+    proc = subprocess.run([os.environ.get("PYTHON", sys.executable), str(script)], timeout=3600)
     if proc.returncode != 0:
         raise HarnessError(f"the node image could not be built: see {script.parent}/README.md")
     return IMAGE
@@ -103,6 +104,16 @@ def ensure_image(c: Any) -> str:
 
 class DockerBackend(ProcessNodes):
     name = "docker"
+    debian_packages: ClassVar[dict[str, str]] = {"docker": "docker.io"}
+
+    @staticmethod
+    def unavailable() -> str | None:
+        """Why no run can start here (no engine answers), or None."""
+        try:
+            client().close()
+        except HarnessError as e:
+            return str(e).split(":")[0]
+        return None
 
     def __init__(self, run: RunDir, procs: ProcessTable, run_id: str) -> None:
         self.run = run

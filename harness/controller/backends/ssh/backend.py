@@ -41,7 +41,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, ClassVar
 
 from dbs.faketime import check_clock, faketime_env
 from harness.controller import netfilter
@@ -100,6 +100,7 @@ def parse_runs(text: str) -> tuple[dict[str, dict[str, Any]], str | None]:
 
 class SshBackend:
     name = "ssh"
+    debian_packages: ClassVar[dict[str, str]] = {"ssh": "openssh-client"}  # on this host
 
     def __init__(self, run: RunDir, procs: ProcessTable, run_id: str, hosts: HostsFile,
                  say: Callable[[str], None] | None = None) -> None:

@@ -1,0 +1,131 @@
+"""harness doctor and harness setup (issue 28): the table of what this machine has, read from
+the roles' declarations; a missing server named with the command that installs it, by doctor
+and by `harness run` (exit 3, before anything starts); setup's commands for what lacks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.controller import needs, setup_cmd
+from harness.controller.registry import default_registry
+from harness.core.errors import UsageError
+
+REPO = Path(__file__).resolve().parents[1]
+LINE = ("db redis: redis-server is missing (Debian package redis-server): run "
+        "`harness setup --db redis`")
+
+
+def harness(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *argv], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def without_redis(tmp_path: Path) -> dict[str, str]:
+    """An environment whose PATH has every command of this one's except redis-server."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server missing: run `bash setup.sh`")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(folder):
+            continue
+        for entry in os.scandir(folder):
+            link = bin_dir / entry.name
+            if entry.name != "redis-server" and not link.exists() and not link.is_symlink():
+                link.symlink_to(entry.path)
+    return {**os.environ, "PATH": str(bin_dir)}
+
+
+def test_doctor_names_a_hidden_server_and_the_command_that_installs_it(
+        without_redis: dict[str, str]) -> None:
+    proc = harness("doctor", "--db", "redis", env=without_redis)
+    assert proc.returncode == 1, proc.stderr
+    rows = {tuple(line.split()[:2]): line for line in proc.stdout.splitlines()}
+    assert rows[("db", "redis")].split()[2:] == ["MISSING", "harness", "setup", "--db", "redis"]
+    assert rows[("db", "zookeeper")].split()[2:] == ["available"]
+    assert f"doctor: {LINE}" in proc.stdout.splitlines()
+
+
+def test_run_refuses_a_missing_server_with_doctors_line_before_anything_starts(
+        tmp_path: Path, without_redis: dict[str, str]) -> None:
+    store = tmp_path / "results"
+    proc = harness("run", "--db", "redis", "--store", str(store), "--quiet", env=without_redis)
+    assert proc.returncode == 3
+    assert proc.stderr.strip().splitlines() == [f"harness: {LINE}"]
+    assert not store.exists()  # no run directory: nothing started
+
+
+def test_doctor_exits_1_for_a_backend_that_is_missing_and_0_for_what_is_here(
+        without_redis: dict[str, str]) -> None:
+    assert harness("doctor", "--db", "zookeeper", "--nemesis", "none",
+                   env=without_redis).returncode == 1  # the resource is a Redis
+    env = {**without_redis, "PATH": os.environ["PATH"]}
+    proc = harness("doctor", "--db", "redis", "--nemesis", "partition,clock", env=env)
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.splitlines()[-1] == ("doctor: ready for --db redis --lock redis-setnx "
+                                            "--backend local --nemesis partition,clock")
+
+
+def test_the_table_has_one_row_per_role_and_family_from_their_declarations() -> None:
+    reg = default_registry()
+    rows = needs.table(reg)
+    assert [r.name for r in rows if r.kind == "db"] == reg.names("dbs")
+    assert [r.name for r in rows if r.kind == "backend"] == ["local", "docker", "ssh"]
+    faults = [r.name for r in rows if r.kind == "fault"]
+    assert "partition" in faults and "partition-halves" not in faults  # aliases are families'
+    assert [r.name for r in rows if r.kind == "client"] == ["curator", "go-etcd-mutex",
+                                                            "node-redlock"]
+    partition = next(r for r in rows if r.name == "partition")
+    assert partition.packages == {"iptables": "iptables"}
+    clock = next(r for r in rows if r.name == "clock")
+    assert list(clock.packages.values()) == ["libfaketime"]
+
+
+def test_a_row_says_what_it_lacks_and_its_fix_in_one_line() -> None:
+    row = needs.row("client", "curator", [], {"/nonexistent/javac": "openjdk-17-jdk-headless"})
+    assert not row.available
+    assert row.line() == ("client curator: /nonexistent/javac is missing (Debian package "
+                          "openjdk-17-jdk-headless): run `harness setup --clients curator`")
+    fault = needs.row("fault", "loss", [], {"/nonexistent/iptables": "iptables"})
+    assert fault.fix == "harness setup --nemesis loss"
+
+
+def test_setup_installs_only_the_declared_packages_that_lack(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    reg = default_registry()
+    monkeypatch.setattr(setup_cmd, "installed",
+                        lambda package, whats=(): package not in {"redis-server", "etcd-server"})
+    c = setup_cmd.choice(["redis"], [], [], [], False, reg)
+    steps = setup_cmd.commands(c, reg)
+    assert len(steps) == 1
+    what, argv = steps[0]
+    assert what == "installing Debian packages: redis-server"
+    assert argv[-1].endswith("--no-install-recommends redis-server >/dev/null")
+
+
+def test_setup_chooses_by_name_or_all_and_refuses_an_unknown_name() -> None:
+    reg = default_registry()
+    every = setup_cmd.choice([], [], [], [], True, reg)
+    assert every.dbs == reg.names("dbs") and every.backends == ["local", "docker", "ssh"]
+    assert every.clients == ["curator", "go-etcd-mutex", "node-redlock"]
+    assert setup_cmd.choice([], ["docker,ssh"], [], ["curator"], False, reg).backends == [
+        "docker", "ssh"]
+    with pytest.raises(UsageError, match="unknown client 'nope'"):
+        setup_cmd.choice([], [], [], ["nope"], False, reg)
+
+
+def test_setup_dry_run_prints_the_commands_of_the_chosen_steps() -> None:
+    proc = harness("setup", "--backend", "docker", "--clients", "curator", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines()
+             if not line.startswith(("setup: ", "sh -c apt-get"))]
+    assert lines[0].endswith("docker/engine.sh") and lines[1].endswith("docker/build_image.py")
+    assert lines[2].endswith("docker/build_redis_libc.sh")
+    assert lines[3].endswith("-m workloads.external.builds curator") and len(lines) == 4

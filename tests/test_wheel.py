@@ -1,0 +1,108 @@
+"""The wheel carries everything an installed harness runs: every module, the report's assets,
+the ssh backend's host script, the clients' sources and the node image's build (issue 28)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("harness", "workloads", "nemesis", "checker", "dbs")
+GENERATED = {"docker/packages.txt"}  # written by build_image.py, not in git
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel of this checkout, built once per test session (`pip wheel .`: ~10 s)."""
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                           "--disable-pip-version-check", "-w", str(out), str(REPO)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (built,) = out.glob("lock_harness-*.whl")
+    return built
+
+
+def tracked(*paths: str) -> list[str]:
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", *paths], capture_output=True,
+                            text=True, check=True).stdout.split()
+    return [p for p in listed if p not in GENERATED and (REPO / p).is_file()]
+
+
+def test_the_wheel_holds_every_file_the_harness_runs(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = tracked(*PACKAGES)
+    shipped = [f"harness/shipped/{p}" for p in tracked("clients", "docker")]
+    missing = [p for p in (*modules, *shipped) if p not in names]
+    assert missing == []
+    assert "harness/shipped/clients/curator/build.sh" in names
+    assert "harness/shipped/docker/build_image.py" in names
+    assert "harness/controller/backends/ssh/ssh_host.sh" in names
+    assert not [n for n in names if "__pycache__" in n or n.startswith(("tests/", "clients/"))]
+
+
+# the acceptance test: the wheel installed outside the checkout ------------------------------
+@pytest.fixture(scope="session")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv in a temporary directory with the wheel and its dependencies (PyPI, or
+    pip's cache): its bin/."""
+    venv = tmp_path_factory.mktemp("installed") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
+                           "--disable-pip-version-check", str(wheel)], capture_output=True,
+                          text=True, timeout=900, env=outside())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return venv / "bin"
+
+
+def outside() -> dict[str, str]:
+    """This environment without any path to the checkout."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
+def from_venv(bin_dir: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(bin_dir / argv[0]), *argv[1:]], cwd=cwd, env=outside(),
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+@pytest.mark.servers
+@pytest.mark.skipif(shutil.which("redis-server") is None,
+                    reason="redis-server missing: run `bash setup.sh`")
+def test_the_installed_wheel_runs_as_the_checkout_does(installed: Path, tmp_path: Path) -> None:
+    where = from_venv(installed, "python", "-c", "import harness, workloads.external.builds as b"
+                      "; from harness.core.shipped import shipped; print(harness.__file__); "
+                      "print(shipped('docker')); print(b.CLIENTS)", cwd=tmp_path)
+    assert where.returncode == 0, where.stderr
+    site = Path(where.stdout.split()[0]).parents[1]
+    assert site.is_relative_to(installed.parent) and not site.is_relative_to(REPO)
+    assert where.stdout.split()[1:] == [str(site / "harness" / "shipped" / "docker"),
+                                        str(site / "harness" / "shipped" / "clients")]
+    # the clients and the image are the checkout's: the same sources, the same cache keys
+    tags = [subprocess.run([python, str(docker / "build_image.py"), "--print-tag"],
+                           capture_output=True, text=True, timeout=60, env=env).stdout
+            for python, docker, env in ((sys.executable, REPO / "docker", os.environ),
+                                        (str(installed / "python"),
+                                         site / "harness" / "shipped" / "docker", outside()))]
+    assert tags[0] and tags[0] == tags[1]
+    for db, lock in (("redis", "redis-setnx"), ("zookeeper", "curator")):  # curator: built
+        doctor = from_venv(installed, "harness", "doctor", "--db", db, "--lock", lock,
+                           cwd=tmp_path)
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    argv = ("run", "--db", "redis", "--nemesis", "none", "--time-limit", "4", "--seed", "1",
+            "--quiet")
+    there = from_venv(installed, "harness", *argv, "--store", str(tmp_path / "a"), cwd=tmp_path)
+    here = subprocess.run([sys.executable, "-m", "harness.cli", *argv, "--store",
+                           str(tmp_path / "b")], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert (there.returncode, here.returncode) == (0, 0), there.stderr + here.stderr
+    verdicts = [json.loads(next((tmp_path / d).rglob("results.json")).read_text())["valid"]
+                for d in ("a", "b")]
+    assert verdicts == [True, True]
