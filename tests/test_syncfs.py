@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,10 +25,24 @@ pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailabl
 
 @pytest.fixture
 def fs(tmp_path: Path) -> Iterator[tuple[SyncMounts, Path]]:
+    yield from mounted_over(tmp_path, tmp_path / "data")
+
+
+@pytest.fixture
+def open_fs(tmp_path: Path) -> Iterator[tuple[SyncMounts, Path]]:
+    """Mounted over a directory every user reaches (pytest's own are root's alone)."""
+    data = Path(tempfile.mkdtemp(prefix="syncfs-"))
+    data.chmod(0o777)
+    try:
+        yield from mounted_over(tmp_path, data)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def mounted_over(tmp_path: Path, data: Path) -> Iterator[tuple[SyncMounts, Path]]:
     run = RunDir(tmp_path / "run")
     run.path.mkdir()
-    data = tmp_path / "data"
-    data.mkdir()
+    data.mkdir(exist_ok=True)
     (data / "before").write_bytes(b"there before the mount")
     procs = ProcessTable(run.pids)
     mounts = SyncMounts(run, procs)
@@ -116,3 +134,13 @@ def test_unmount_writes_back_and_leaves_the_directory(tmp_path: Path,
     assert not mounted(data)
     assert mounts.procs.pid("syncfs-n1") is None
     assert (data / "late").read_bytes() == b"clean shutdown"
+
+
+def test_what_a_user_makes_is_the_users(open_fs: tuple[SyncMounts, Path]) -> None:
+    _, data = open_fs
+    nobody = pwd.getpwnam("nobody")
+    made = subprocess.run(["sh", "-c", f"mkdir {data}/d && echo x > {data}/d/f"],
+                          user=nobody.pw_uid, group=nobody.pw_gid, capture_output=True,
+                          text=True, check=False)
+    assert made.returncode == 0, made.stderr
+    assert {(data / p).stat().st_uid for p in ("d", "d/f")} == {nobody.pw_uid}

@@ -28,7 +28,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from mfusepy import FuseOSError, Operations
+from mfusepy import FuseOSError, Operations, fuse_get_context
 
 SYNC_FLAGS = os.O_SYNC | os.O_DSYNC
 STAT_KEYS = ("st_mode", "st_ino", "st_dev", "st_nlink", "st_uid", "st_gid", "st_size",
@@ -117,6 +117,7 @@ class SyncFS(Operations):  # type: ignore[misc]
 
     def create(self, path: str, mode: int, flags: int = os.O_WRONLY) -> int:
         fd = os.open(self._p(path), backing_flags(flags) | os.O_CREAT, mode)
+        self._own(path)
         return self._handle(path, fd, flags)
 
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
@@ -226,8 +227,20 @@ class SyncFS(Operations):  # type: ignore[misc]
     def readlink(self, path: str) -> str:
         return os.readlink(self._p(path))
 
+    def _own(self, path: str) -> None:
+        """What a caller other than root makes is the caller's (this process runs as root)."""
+        uid, gid, _ = fuse_get_context()
+        if uid:
+            os.lchown(self._p(path), uid, gid)
+
     def mkdir(self, path: str, mode: int) -> int:
         os.mkdir(self._p(path), mode)
+        self._own(path)
+        return 0
+
+    def mknod(self, path: str, mode: int, dev: int) -> int:
+        os.mknod(self._p(path), mode, dev)
+        self._own(path)
         return 0
 
     def rmdir(self, path: str) -> int:
@@ -240,6 +253,7 @@ class SyncFS(Operations):  # type: ignore[misc]
 
     def symlink(self, target: str, source: str) -> int:
         os.symlink(source, self._p(target))
+        self._own(target)
         return 0
 
     def link(self, target: str, source: str) -> int:
