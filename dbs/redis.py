@@ -29,10 +29,14 @@ class RedisDB(DB):
     summary: ClassVar[str] = "independent redis-server nodes (single-instance locks use n1)"
     default_nodes: ClassVar[int] = 1
     port: ClassVar[int] = 16379
-    # the append-only file and how often it is fsynced: appendonly (each write, appendfsync
-    # always), everysec (once a second: a power loss loses up to a second), nofsync (never:
-    # the kernel writes it when it likes)
-    persistence_modes: ClassVar[tuple[str, ...]] = ("none", "appendonly", "everysec", "nofsync")
+    persistence_words: ClassVar[dict[str, str]] = {
+        "none": "no append-only file: a restarted node comes back empty",
+        "appendonly": "appendonly yes, appendfsync always: each write fsynced before its reply",
+        "everysec": "appendonly yes, appendfsync everysec: fsynced once a second (a power "
+                    "loss loses up to a second)",
+        "nofsync": "appendonly yes, appendfsync no: never fsynced (the kernel writes it when "
+                   "it likes)"}
+    persistence_modes: ClassVar[tuple[str, ...]] = tuple(persistence_words)
     # what a host needs to run a node, and the Debian package that brings it (ssh backend)
     debian_packages: ClassVar[dict[str, str]] = {"redis-server": "redis-server"}
     # libfaketime moves the wall clock (TIME, key expiry) or both clocks by one offset
