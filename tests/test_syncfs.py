@@ -82,6 +82,15 @@ def test_unsynced_writes_are_dropped_synced_ones_stay(fs: tuple[SyncMounts, Path
     assert mounts.drop("n1")["files"] == {}  # nothing left to lose
 
 
+def test_directories_list_through_the_mount(fs: tuple[SyncMounts, Path]) -> None:
+    _, data = fs
+    (data / "wal.tmp").mkdir()
+    write(data / "wal.tmp" / "0.wal", b"header", sync=True)
+    os.rename(data / "wal.tmp", data / "wal")  # etcd makes its WAL directory so
+    assert sorted(os.listdir(data)) == ["before", "wal"]
+    assert os.listdir(data / "wal") == ["0.wal"]
+
+
 def test_o_sync_writes_are_synced_each(fs: tuple[SyncMounts, Path]) -> None:
     mounts, data = fs
     write(data / "dsync", b"durable", flags=os.O_DSYNC)

@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
     fs = BackedHere(os.open(directory, os.O_RDONLY | os.O_DIRECTORY))
     threading.Thread(target=serve, args=(fs, name, record), daemon=True).start()
     FUSE(fs, directory, foreground=True, allow_other=True, default_permissions=True,
-         hard_remove=True, use_ino=True, attr_timeout=0, entry_timeout=0,
+         hard_remove=True, attr_timeout=0, entry_timeout=0,
          negative_timeout=0, fsname="lock-harness-syncfs")
     return 0
 
