@@ -78,3 +78,27 @@ def test_harness_list_db_offers_the_persistence_modes(capsys: pytest.CaptureFixt
     modes = out[out.index("  persistence (--persistence MODE):") + 1:]
     assert [line.split()[0] for line in modes] == ["none", "appendonly", "everysec", "nofsync"]
     assert "appendfsync everysec: fsynced once a second" in modes[2]
+
+
+@pytest.mark.parametrize(("mode", "line"), [("none", "forceSync=no"),
+                                            ("forcesync", "forceSync=yes")])
+def test_zookeeper_persistence_sets_force_sync(mode: str, line: str) -> None:
+    from dbs.zookeeper import ZooKeeperDB
+
+    node = Node("n1", "127.0.0.2", 2181)
+    cfg = ZooKeeperDB(persistence=mode).files(node, [node], Path("/node"))["zoo.cfg"]
+    assert line in cfg.splitlines()
+
+
+@pytest.mark.parametrize(("mode", "settings"), [
+    ("none", ["fsync=off", "full_page_writes=off", "synchronous_commit=on"]),
+    ("fsync", ["fsync=on", "full_page_writes=on", "synchronous_commit=on"]),
+    ("async-commit", ["fsync=on", "full_page_writes=on", "synchronous_commit=off"])])
+def test_postgres_persistence_sets_fsync_and_synchronous_commit(
+        mode: str, settings: list[str]) -> None:
+    from dbs.postgres import PostgresDB
+
+    argv = PostgresDB(persistence=mode).argv(Node("n1", "127.0.0.2", 5432), Path("/node"))
+    given = [argv[i + 1] for i, a in enumerate(argv) if a == "-c"]
+    assert [s for s in given if s.split("=")[0] in
+            ("fsync", "full_page_writes", "synchronous_commit")] == settings
