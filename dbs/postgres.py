@@ -57,10 +57,12 @@ SETTINGS: dict[str, str] = {
 }
 
 
-# the settings a --persistence mode changes
+# the settings a --persistence mode changes; crash recovery begins with one syncfs(2), not an
+# fsync of every file of the cluster (as durable on Linux, and seconds faster on a FUSE mount)
 DURABLE: dict[str, dict[str, str]] = {
-    "fsync": {"fsync": "on", "full_page_writes": "on"},
-    "async-commit": {"fsync": "on", "full_page_writes": "on", "synchronous_commit": "off"}}
+    "fsync": {"fsync": "on", "full_page_writes": "on", "recovery_init_sync_method": "syncfs"},
+    "async-commit": {"fsync": "on", "full_page_writes": "on", "synchronous_commit": "off",
+                     "recovery_init_sync_method": "syncfs"}}
 
 
 class PostgresDB(DB):

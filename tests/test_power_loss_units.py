@@ -59,14 +59,18 @@ def test_power_loss_is_refused_on_the_docker_and_ssh_backends() -> None:
     assert ssh_unmet(None, OnSyncFS) == "the ssh backend has no PowerLoss"  # type: ignore[arg-type]
 
 
-def test_the_power_loss_suite_holds_issue_27s_redis_rows() -> None:
+def test_the_power_loss_suite_holds_issue_27s_rows() -> None:
     from harness.presentation import suite as suite_mod
 
     s = suite_mod.load(ROOT / "suites" / "power-loss.toml")
-    rows = sorted((e.options["persistence"], str(e.options.get("nemesis-opt", {})), e.expect)
-                  for e in s.entries)
-    assert rows == sorted(3 * [("everysec", "{}", "invalid"), ("appendonly", "{}", "valid"),
-                               ("everysec", "{'restart': 'delayed'}", "valid")])
+    rows = sorted((e.options["db"], e.options.get("persistence", "none"),
+                   str(e.options.get("nemesis-opt", {})), e.expect) for e in s.entries)
+    assert rows == sorted(3 * [("redis-masters", "everysec", "{}", "invalid"),
+                               ("redis-masters", "appendonly", "{}", "valid"),
+                               ("redis-masters", "everysec", "{'restart': 'delayed'}", "valid"),
+                               ("etcd", "none", "{}", "valid"),
+                               ("postgres", "fsync", "{}", "valid")])
+    assert all(e.options["nemesis"] == "power-loss" for e in s.entries)
 
 
 def test_harness_list_db_offers_the_persistence_modes(capsys: pytest.CaptureFixture[str]
