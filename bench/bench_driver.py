@@ -114,17 +114,22 @@ def bare_pairs(db: str, hosts: str, clients: int, seconds: float) -> float:
 
 
 def driver_pairs(store: Path, clients: int, time_limit: float, db: str = "redis",
-                 workload: str = "lock") -> float:
+                 workload: str = "lock", extra: tuple[str, ...] = ("--nemesis", "none")
+                 ) -> float:
+    """Pairs per second of the driver in a run (``extra``: its nemesis and more), counted
+    until the run's first fault, if it has one."""
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--db", db, "--nemesis", "none",
+        [sys.executable, "-m", "harness.cli", "run", "--db", db, *extra,
          "--workload", workload,
          "--hold", "0", "--think", "0", "--clients", str(clients), "--keys", str(clients),
          "--time-limit", str(time_limit), "--store", str(store), "--quiet"],
         cwd=REPO, capture_output=True, text=True, timeout=time_limit * 4 + 120)
-    if proc.returncode != 0:
-        raise RuntimeError(f"harness run exited {proc.returncode}: {proc.stderr.strip()}")
     run = (store / "latest").resolve()
+    if proc.returncode != 0 and not (run / "history.jsonl").exists():
+        raise RuntimeError(f"harness run exited {proc.returncode}: {proc.stderr.strip()}")
     ops = [json.loads(x) for x in (run / "history.jsonl").read_text().splitlines()]
+    fault = next((op["time"] for op in ops if op["process"] == "nemesis"), None)
+    ops = [op for op in ops if fault is None or op["time"] < fault]
     releases = [op for op in ops if op["f"] == "release" and op["type"] == "ok"]
     acquires = [op for op in ops if op["f"] == "acquire" and op["type"] == "invoke"]
     span = (releases[-1]["time"] - acquires[0]["time"]) / 1e9

@@ -7,6 +7,9 @@ operation (a partition of the client from the DB nodes: its lock requests cannot
 (``{"processes": [...], "at-least": seconds}``), ``stalled`` clients complete no lock op for
 the first ``seconds`` of the fault (``{"processes": [...], "seconds": s}``: their replies are
 held).
+A power loss claims what it dropped (``{"dropped": bytes}``): one that dropped nothing while no
+client had a lock op in flight was a plain crash (the expected outcome of a DB that syncs each
+write), listed as losing nothing, never as a power loss that bit; it does not change the verdict.
 A fault whose start failed (``error``) could not be injected at all. Either makes this check
 ``unknown``, with the reason in words: the run then proves nothing about that fault, whatever
 the other checkers say. It is never ``False``: a fault that did not bite is the harness's (or
@@ -140,6 +143,16 @@ def unavailable_only(w: Window, by_process: dict[int, list[Op]], fs: frozenset[s
                         + ", so it tested the lock without its service, not under the fault")}
 
 
+def in_flight(ops: list[Op], at: int, fs: frozenset[str]) -> bool:
+    """Had one process (its ``ops``) a lock op (of ``fs``) invoked and not ended at ``at``?"""
+    last: Op | None = None
+    for op in ops:
+        if op["time"] > at:
+            break
+        last = op
+    return last is not None and last["type"] == INVOKE and last["f"] in fs
+
+
 def lock_calls(ops: list[Op], lo: int, hi: int, fs: frozenset[str], *,
                invoked_before: bool = False) -> list[tuple[Op, Op]]:
     """(invoke, completion) of one process's lock ops in ``fs`` invoked after ``lo`` and
@@ -253,6 +266,12 @@ class FaultsChecker(Checker):
                                             f"({', '.join(sorted(set(done)))}) within the "
                                             f"{stalled[1]:g} s its replies were to be held, from "
                                             f"{seconds(w.start):.2f} s")})
+        lost_nothing = [{"fault": w.f, "at": seconds(w.start),
+                         "explanation": (f"{w.f} at {seconds(w.start):.2f} s dropped nothing "
+                                         "unsynced and no lock op was in flight: a plain "
+                                         "crash, not a loss")}
+                        for w in faults if w.expect.get("dropped") == 0
+                        and not any(in_flight(ops, w.start, fs) for ops in by_process.values())]
         held = ([(start, until) for _, _, start, until in Lives(history).holders()]
                 if any(w.expect.get("completes") for w in faults) else [])
         idle = [u for w in faults
@@ -273,6 +292,9 @@ class FaultsChecker(Checker):
             "unavailable-only": idle[:MAX_LISTED],
             "release-waits": release_waits,
         }
+        if lost_nothing:
+            result["lost-nothing-count"] = len(lost_nothing)
+            result["lost-nothing"] = lost_nothing[:MAX_LISTED]
         if none_ran:
             result["note"] = (f"the run was asked for {', '.join(map(str, asked))} and no fault "
                               "ran (every step was skipped: no target when it was due), so it "

@@ -21,12 +21,22 @@ if TYPE_CHECKING:
 LIBC_BUILD = Path(os.environ.get("LOCK_HARNESS_CACHE", "/var/cache/lock-harness")) / "redis-libc"
 
 
+APPENDFSYNC = {"everysec": "everysec", "nofsync": "no"}  # persistence mode -> appendfsync
+
+
 class RedisDB(DB):
     name: ClassVar[str] = "redis"
     summary: ClassVar[str] = "independent redis-server nodes (single-instance locks use n1)"
     default_nodes: ClassVar[int] = 1
     port: ClassVar[int] = 16379
-    persistence_modes: ClassVar[tuple[str, ...]] = ("none", "appendonly")
+    persistence_words: ClassVar[dict[str, str]] = {
+        "none": "no append-only file: a restarted node comes back empty",
+        "appendonly": "appendonly yes, appendfsync always: each write fsynced before its reply",
+        "everysec": "appendonly yes, appendfsync everysec: fsynced once a second (a power "
+                    "loss loses up to a second)",
+        "nofsync": "appendonly yes, appendfsync no: never fsynced (the kernel writes it when "
+                   "it likes)"}
+    persistence_modes: ClassVar[tuple[str, ...]] = tuple(persistence_words)
     # what a host needs to run a node, and the Debian package that brings it (ssh backend)
     debian_packages: ClassVar[dict[str, str]] = {"redis-server": "redis-server"}
     # libfaketime moves the wall clock (TIME, key expiry) or both clocks by one offset
@@ -47,8 +57,8 @@ class RedisDB(DB):
         lines = [
             *base_conf(node, node_dir),
             'save ""',
-            f"appendonly {'yes' if self.persistence == 'appendonly' else 'no'}",
-            "appendfsync always",
+            f"appendonly {'no' if self.persistence == 'none' else 'yes'}",
+            f"appendfsync {APPENDFSYNC.get(self.persistence, 'always')}",
             "hz 100",
         ]
         return {"redis.conf": "\n".join(lines) + "\n"}

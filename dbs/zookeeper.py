@@ -74,8 +74,15 @@ class ZooKeeperDB(DB):
     clock_mechanism: ClassVar[str] = "libfaketime"
     clocks: ClassVar[tuple[str, ...]] = ("wall", "both")
 
-    def __init__(self, java: str | None = None) -> None:
+    persistence_words: ClassVar[dict[str, str]] = {
+        "none": "forceSync=no: the transaction log is written, not fsynced (a kill loses none "
+                "of it, a power loss what the kernel had not written)",
+        "forcesync": "forceSync=yes: each transaction fsynced before it is acknowledged"}
+    persistence_modes: ClassVar[tuple[str, ...]] = tuple(persistence_words)
+
+    def __init__(self, java: str | None = None, persistence: str = "none") -> None:
         self.java = java or shutil.which("java") or "java"
+        self.persistence = persistence
         self.doors: dict[tuple[str, int], tuple[str, int]] = {}
 
     def check_environment(self) -> None:
@@ -87,7 +94,8 @@ class ZooKeeperDB(DB):
                                "set-up command `bash setup.sh`")
 
     def files(self, node: Node, cluster: list[Node], node_dir: Path) -> dict[str, str]:
-        return {"zoo.cfg": zoo_cfg(node, cluster, node_dir, self.doors),
+        return {"zoo.cfg": zoo_cfg(node, cluster, node_dir, self.doors,
+                                   force_sync=self.persistence == "forcesync"),
                 "myid": f"{myid(node, cluster)}\n"}
 
     # capabilities: RoutedPeers, Replication ----------------------------------------------------
@@ -173,7 +181,8 @@ def myid(node: Node, cluster: list[Node]) -> int:
 
 
 def zoo_cfg(node: Node, cluster: list[Node], node_dir: Path,
-            doors: Mapping[tuple[str, int], tuple[str, int]] | None = None) -> str:
+            doors: Mapping[tuple[str, int], tuple[str, int]] | None = None,
+            force_sync: bool = False) -> str:
     lines = [
         f"tickTime={TICK_MS}",
         f"initLimit={INIT_LIMIT}",
@@ -185,9 +194,9 @@ def zoo_cfg(node: Node, cluster: list[Node], node_dir: Path,
         f"clientPort={node.port}",
         "4lw.commands.whitelist=srvr,ruok,mntr,cons",
         "admin.enableServer=false",
-        # The faults are process crashes, never power loss: the page cache survives them, so
-        # fsync per transaction buys nothing here but jitter on a shared disk.
-        "forceSync=no",
+        # A process crash leaves the page cache: fsync per transaction buys nothing under it
+        # but jitter on a shared disk; a power loss is another matter (--persistence).
+        f"forceSync={'yes' if force_sync else 'no'}",
         "preAllocSize=4096",  # KB per transaction log file (the default is 64 MB)
         "maxClientCnxns=0",
     ]

@@ -245,7 +245,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from harness.presentation.list_roles import list_roles
 
-    return list_roles(args.lock, args.nemesis)
+    return list_roles(args.lock, args.nemesis, args.db)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

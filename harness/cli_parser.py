@@ -78,8 +78,8 @@ def add_run_options(r: argparse.ArgumentParser, time_limit_default: str = "20") 
     r.add_argument("--seed", type=int, help="random seed (default: a random one, recorded)")
     r.add_argument("--store", help="results directory (default ./results)")
     r.add_argument("--ttl", type=float, help="lock TTL / lease in seconds (default 2)")
-    r.add_argument("--persistence", help="DB nodes' persistence: none (default) or appendonly "
-                   "(redis: appendfsync always)")
+    r.add_argument("--persistence", help="DB nodes' persistence: none (default), appendonly "
+                   "(redis: appendfsync always), everysec, nofsync (harness list --db NAME)")
     r.add_argument("--links", help="direct (default: unless a nemesis needs the link layer) "
                    "or proxy: every client link through the link layer's proxy")
     r.add_argument("--op-timeout", type=float, help="seconds a client waits for one reply "
@@ -174,11 +174,12 @@ def build_parser(only: str | None = None) -> Parser:
 
     if want("list"):
         ls = sub.add_parser("list", help="dbs, locks, workloads, nemeses and checkers, with "
-                            "their origin; --lock NAME or --nemesis NAME: one in detail, with "
-                            "its options")
+                            "their origin; --lock NAME, --nemesis NAME or --db NAME: one in "
+                            "detail, with its options")
         ls.add_argument("--lock", metavar="NAME",
                         help="one lock in detail (a name or module:Class)")
         ls.add_argument("--nemesis", metavar="NAME", help="one nemesis in detail")
+        ls.add_argument("--db", metavar="NAME", help="one db in detail (its persistence modes)")
 
     if want("doctor"):
         dr = sub.add_parser("doctor", help="what this machine has and lacks for each db, backend, "

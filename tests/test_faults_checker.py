@@ -291,3 +291,27 @@ def test_the_workload_passes_the_faults_it_was_asked_for() -> None:
     assert asked_faults({"nemesis": ["none"]}) == []
     assert asked_faults({"schedule": {"steps": [{"fault": "kill"}, {"fault": "pause"},
                                                 {"fault": "kill"}]}}) == ["kill", "pause"]
+
+
+def test_a_power_loss_that_dropped_nothing_with_nothing_in_flight_lost_nothing() -> None:
+    h = ordered([op(0.5, 1, "invoke", "acquire"), op(0.6, 1, "ok", "acquire"),
+                 *window("power-loss", 1.0, 1.2, ["n1", "n2", "n3"], {"dropped": 0}),
+                 op(2.0, 1, "invoke", "release"), op(2.1, 1, "ok", "release")])
+    result = faults.FaultsChecker.check(h)
+    assert result["valid"] is True  # the expected outcome of a DB that syncs each write
+    assert result["lost-nothing-count"] == 1
+    assert "dropped nothing unsynced and no lock op was in flight" in (
+        result["lost-nothing"][0]["explanation"])
+    assert result["ineffective-count"] == 0
+
+
+@pytest.mark.parametrize("history", [
+    [op(0.9, 2, "invoke", "acquire"), *window("power-loss", 1.0, 1.2, ["n1"], {"dropped": 0}),
+     op(1.5, 2, "ok", "acquire")],  # an acquire in flight when the power went
+    [*window("power-loss", 1.0, 1.2, ["n1"], {"dropped": 312})],  # it dropped data
+])
+def test_a_power_loss_that_dropped_data_or_caught_an_op_in_flight_bit(
+        history: list[dict[str, Any]]) -> None:
+    result = faults.FaultsChecker.check(ordered(history))
+    assert result["valid"] is True
+    assert "lost-nothing-count" not in result

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from harness.controller import syncfs_mounts
 from harness.controller.places import scratch_dir
 from tests.harness_runs import alive, docker_engine, harness, killed_mid_run, own_rules
 
@@ -111,3 +112,27 @@ def test_clean_removes_everything_a_run_killed_with_sigkill_left(
     assert str(run_dir) not in table
     assert not [m for m in merged if m and m in table], "container mounts left after clean"
     assert not scratch.exists(), f"{scratch} left after clean"
+
+
+LOSS = '[[step]]\nat = 0.5\nfault = "power-loss"\nduration = 100\n'
+
+
+@pytest.mark.skipif(syncfs_mounts.unavailable() is not None, reason="no FUSE here")
+def test_clean_unmounts_the_power_loss_filesystem_a_killed_run_left(
+        store: Path, tmp_path: Path) -> None:
+    config = tmp_path / "loss.toml"
+    config.write_text(LOSS)
+    run_dir = killed_mid_run(store, "--db", "redis", "--persistence", "everysec", "--config",
+                             str(config), until='"type":"info","f":"power-loss","value":"start"')
+    mounted = json.loads((run_dir / "syncfs" / "mounts.json").read_text())
+    assert list(mounted) == ["n1"]
+    assert syncfs_mounts.mounted(Path(mounted["n1"])), "the killed run's mount stays"
+    fs_pid = json.loads((run_dir / "pids.json").read_text())["processes"]["syncfs-n1"][0]
+    assert alive(fs_pid), "and so does its filesystem's process"
+
+    cleaned = harness("clean")
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    assert not syncfs_mounts.mounted(Path(mounted["n1"])), "the mount left after clean"
+    assert not alive(fs_pid), "the filesystem's process left after clean"
+    assert str(run_dir) not in mounts()
+

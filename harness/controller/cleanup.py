@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.controller import netfilter, procs, vdso_clock
+from harness.controller import netfilter, procs, syncfs_mounts, vdso_clock
 from harness.controller.places import active_dir, scratch_dir
 from harness.controller.store import RunDir
 from harness.core.atomic import write_json
@@ -101,6 +101,8 @@ def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
             out.hosts_files.append(hosts)
         for pid in vdso_clock.reset_recorded(run.path) if run.path.is_dir() else []:
             say(f"undid the vDSO clock patch in pid {pid} of {run_id}")
+        for directory in syncfs_mounts.unmount_recorded(run.path) if run.path.is_dir() else []:
+            say(f"unmounted {directory} of {run_id}")
         killed = procs.kill_recorded(run.pids) if run.path.is_dir() else []
         for k in killed:
             say(f"killed {k} of {run_id}")

@@ -31,6 +31,7 @@ HARNESS = (
     "iptables",  # partitions, one-way and lossy links (netfilter)
     "iproute2",  # `ip`: the addresses of nodes and clients
     "procps",  # ps and pkill, to look into a node
+    "fuse3",  # libfuse3 and fusermount3: the power-loss filesystem (syncfs)
 )
 HOST = ("openssh-client",)  # the ssh backend (and ssh-keygen for `harness hosts up`)
 IMAGE = (

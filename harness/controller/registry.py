@@ -112,6 +112,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "loss": "nemesis.loss:Loss",
         "partition-oneway": "nemesis.partition:Partition",
         "lag-replication": "nemesis.lag_replication:LagReplication",
+        "power-loss": "nemesis.power_loss:PowerLoss",
     },
     "checkers": {
         "mutex": "checker.mutex:MutexChecker",

@@ -225,6 +225,8 @@ class Run:
             if clock_ids and capabilities.clock_mechanism(self.db) == "libfaketime":
                 for node in cluster.nodes:  # one mode per run: the clock-id option is one
                     backend.enable_clock(node, "both" if clock_ids - {"wall"} else "wall")
+            if any(capabilities.PowerLoss in test.requires(n) for n in test.nemeses):
+                backend.enable_power_loss([n.name for n in cluster.nodes])
             everything = [*cluster.nodes, *cluster.separate_resource]
             for node in everything:
                 backend.start(node)

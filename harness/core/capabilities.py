@@ -150,6 +150,13 @@ class PeerLinks:
     environment = True
 
 
+class PowerLoss:
+    """Environment: each node's data directory is on a filesystem that holds what was not
+    synced and can drop it (the backend mounts it, :mod:`harness.controller.syncfs`)."""
+
+    environment = True
+
+
 NEEDS: dict[type, str] = {
     HasLeader: "a db with a leader",
     HasCompanions: "a db with companion processes",
@@ -163,6 +170,7 @@ NEEDS: dict[type, str] = {
     PacketRules: "one-way and lossy links (iptables)",
     LinkLayer: "the link layer (a proxy on every client link)",
     PeerLinks: "links between the DB nodes through the link layer",
+    PowerLoss: "a filesystem that forgets unsynced data (FUSE)",
 }
 
 

@@ -67,6 +67,10 @@ class NodeOps(Protocol):
 
     def wait_ready(self, node: Node, timeout: float) -> None: ...
 
+    def drop_unsynced(self, node: Node) -> dict[str, Any]:
+        """Forget what the node's server wrote and did not sync (a power loss; backends with
+        the PowerLoss capability): ``{"files": {path: bytes}, "bytes": n}``."""
+
     def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
         """Move the node's clock ``offset`` seconds from the true time (0 heals): ``clock`` is
         ``"wall"``, ``"monotonic"`` or ``"both"`` (see capabilities.ClockFaults)."""

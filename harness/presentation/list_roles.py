@@ -11,12 +11,15 @@ LIST_KINDS = (("dbs", "dbs"), ("locks", "locks"), ("workloads", "workloads"),
               ("nemeses", "nemeses"), ("checkers", "checkers"), ("resources", "resources"))
 
 
-def list_roles(lock: str | None = None, nemesis: str | None = None) -> int:
-    """Every role of every kind, one line each (or, with ``lock`` or ``nemesis``, that one
-    in detail)."""
+def list_roles(lock: str | None = None, nemesis: str | None = None,
+               db: str | None = None) -> int:
+    """Every role of every kind, one line each (or, with ``lock``, ``nemesis`` or ``db``, that
+    one in detail)."""
     from harness.controller.registry import DISTRIBUTION, default_registry
 
     reg = default_registry()
+    if db:
+        return list_db(reg, db)
     if lock or nemesis:
         return list_one(reg, "locks" if lock else "nemeses", lock or nemesis)
     for kind, title in LIST_KINDS:
@@ -52,6 +55,20 @@ def lock_tags(reg: Any, name: str) -> list[str]:
         tags.append("external, built" if built else "external, NOT BUILT: python -m "
                     f"workloads.external.builds {getattr(cls, 'build', name)}")
     return tags
+
+
+def list_db(reg: Any, name: str) -> int:
+    """One DB in detail: its nodes and its persistence modes (``--persistence``), in its words."""
+    entry = reg.entry("dbs", name)
+    cls = reg.load("dbs", name)
+    print(f"{entry.name}: {getattr(cls, 'summary', '') or '(no summary)'}")
+    print(f"  from {entry.origin} ({entry.target})")
+    print(f"  nodes: {cls.default_nodes} by default, at least {cls.min_nodes}")
+    words = getattr(cls, "persistence_words", {}) or {}
+    print("  persistence (--persistence MODE):")
+    for mode in cls.persistence_modes:
+        print(f"    {mode:<20} {words.get(mode, '')}".rstrip())
+    return 0
 
 
 def list_one(reg: Any, kind: str, name: str) -> int:

@@ -92,5 +92,9 @@ class Backend(Protocol):
     def enable_doors(self) -> None:
         """The run's nodes have doors: cuts cover them too."""
 
+    def enable_power_loss(self, names: list[str]) -> None:
+        """Mount the filesystem that forgets unsynced data over these nodes' data directories
+        at their first start (backends with the PowerLoss capability)."""
+
     def teardown(self) -> None:
         """Stop every node and remove everything this backend created."""

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from dbs.faketime import faketime_env, libfaketime
-from harness.controller import netfilter, vdso_clock
+from harness.controller import netfilter, syncfs_mounts, vdso_clock
 from harness.controller.backends.process_nodes import (
     ProcessNodes,
     last_lines,
@@ -53,6 +53,7 @@ from harness.core.capabilities import (
     LinkLayer,
     PacketRules,
     PeerLinks,
+    PowerLoss,
     clock_mechanism,
 )
 from harness.core.cluster import Node
@@ -82,6 +83,8 @@ class LocalBackend(ProcessNodes):
         self.clock_modes: dict[str, str] = {}  # node -> the clock(s) libfaketime fakes there
         self._started: set[str] = set()  # nodes started at least once in this run
         self.scratch = scratch_dir(run_id)
+        self.syncfs: syncfs_mounts.SyncMounts | None = None
+        self._syncfs_nodes: list[str] = []
 
     # addresses -------------------------------------------------------------------------------
     def node_host(self, index: int) -> str:
@@ -169,6 +172,8 @@ class LocalBackend(ProcessNodes):
             return None
         if capability in (LinkLayer, PacketRules):
             return None
+        if capability is PowerLoss:
+            return syncfs_mounts.unavailable()
         if capability is PeerLinks:  # the doors tell peers apart by their source addresses
             try:
                 netfilter.check_available()
@@ -258,10 +263,22 @@ class LocalBackend(ProcessNodes):
         first = not any(type(self.dbs[n]) is type(db) for n in self._started)
         argv = db.local_argv(node, self.node_dir(node), first)
         self._started.add(node.name)
+        if self.syncfs is not None and node.name in self._syncfs_nodes:
+            self.syncfs.mount(node.name, self.node_dir(node))
         self.procs.spawn(node.name, argv, self.log_file(node), env=self.env.get(node.name),
                          group=group, user=db.user)
         if clock_mechanism(db) == "vdso":  # restarted while its clock was moved: again
             vdso_clock.reapply(self.procs, db, node.name)
+
+    def enable_power_loss(self, names: list[str]) -> None:
+        self.syncfs = syncfs_mounts.SyncMounts(self.run, self.procs)
+        self._syncfs_nodes = list(names)
+
+    def drop_unsynced(self, node: Node) -> dict[str, Any]:
+        if self.syncfs is None:
+            raise HarnessError(f"{node.name}: its data directory is not on the power-loss "
+                               "filesystem")
+        return self.syncfs.drop(node.name)
 
     # network ---------------------------------------------------------------------------------
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
@@ -316,6 +333,8 @@ class LocalBackend(ProcessNodes):
             if not self.procs.wait_gone(name, 3.0 if name in graceful else 5.0):
                 self.procs.send(name, signal.SIGKILL, group=True)
                 self.procs.wait_gone(name, 5.0)
+        if self.syncfs is not None:
+            self.syncfs.unmount_all()
         if self.scratch.is_dir():
             shutil.rmtree(self.scratch, ignore_errors=True)
         if self._used_iptables:

@@ -1,0 +1,68 @@
+"""The process that mounts a :class:`~harness.controller.syncfs.SyncFS` over a directory and
+takes its orders: ``python -m harness.controller.syncfs_runner DIR SOCKET RECORD``.
+
+It changes into ``DIR`` before mounting over it, so the directory's own contents stay its
+backing store (reached by relative paths, under the mount). It listens on the abstract Unix
+socket ``SOCKET`` for one-line commands: ``drop`` forgets every unsynced byte, appends what it
+dropped to ``RECORD`` (one JSON line: time, files, bytes) and answers that line; ``ping``
+answers ``ok``. It runs until unmounted (``fusermount3 -u DIR``), syncing everything then.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+from mfusepy import FUSE
+
+from harness.controller.syncfs import SyncFS
+
+
+class BackedHere(SyncFS):
+    """The filesystem over the directory it is mounted on: reached through a descriptor of the
+    directory opened before the mount (the process's working directory, set once mounted:
+    libfuse moves it to / on the way), by relative paths."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(".")
+        self.fd = fd
+
+    def init(self, path: str) -> None:
+        os.fchdir(self.fd)
+
+
+def serve(fs: SyncFS, name: str, record: str) -> None:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind("\0" + name)
+    server.listen(4)
+    while True:
+        conn, _ = server.accept()
+        with conn:
+            command = conn.makefile().readline().strip()
+            if command == "drop":
+                files = fs.drop()
+                line = json.dumps({"time": time.time(), "files": files,
+                                   "bytes": sum(files.values())})
+                with open(record, "a") as fh:
+                    fh.write(line + "\n")
+                conn.sendall(line.encode() + b"\n")
+            else:
+                conn.sendall(b"ok\n")
+
+
+def main(argv: list[str]) -> int:
+    directory, name, record = argv
+    fs = BackedHere(os.open(directory, os.O_RDONLY | os.O_DIRECTORY))
+    threading.Thread(target=serve, args=(fs, name, record), daemon=True).start()
+    FUSE(fs, directory, foreground=True, allow_other=True, default_permissions=True,
+         hard_remove=True, attr_timeout=0, entry_timeout=0,
+         negative_timeout=0, fsname="lock-harness-syncfs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
