@@ -287,3 +287,51 @@ def test_a_paused_process_is_patched_and_stays_paused(py: Probe) -> None:
     assert state() == "T" and vdso_clock.pristine(py.proc.pid)
     os.kill(py.proc.pid, signal.SIGCONT)
     assert near(py_offsets(py)["realtime"], 0.0, 0.1)
+
+
+# why ZooKeeper's monotonic clock is not moved alone by the patch ------------------------------
+
+JVM_PROBE = """
+public class JvmProbe {
+    public static void main(String[] a) throws Exception {
+        java.io.BufferedReader in = new java.io.BufferedReader(
+            new java.io.InputStreamReader(System.in));
+        System.out.println("ready");
+        while (in.readLine() != null) {
+            long nano = System.nanoTime(), t0 = System.currentTimeMillis();
+            Thread.sleep(200);
+            System.out.println(nano + " " + (System.currentTimeMillis() - t0));
+        }
+    }
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_jvms_timed_waits_last_as_long_as_its_monotonic_clock_is_moved(
+        tmp_path: Path) -> None:
+    """The evidence for refusing clock-id monotonic on ZooKeeper: the patch does move a JVM's
+    ``nanoTime`` (libc's clock_gettime ends in the vDSO), but the JVM sleeps to absolute
+    CLOCK_MONOTONIC deadlines (pthread_cond_timedwait) that the kernel counts on the true
+    clock, so after a +5 s move a Thread.sleep(200) lasts 5.2 s: every timer of the server
+    would run late by the offset (libfaketime, which fakes both clocks, rewrites those
+    deadlines; its wall-only mode cannot)."""
+    java = shutil.which("java")
+    assert java is not None, "ZooKeeper's JVM is part of the set-up (setup.sh)"
+    source = tmp_path / "JvmProbe.java"
+    source.write_text(JVM_PROBE)
+    p = Probe([java, str(source)])
+    try:
+        def ask() -> tuple[float, float]:
+            mono0 = time.monotonic_ns()
+            nano, slept_ms = p.ask()
+            return (nano - mono0) / 1e9, slept_ms / 1e3
+
+        base, slept = ask()
+        assert slept < 1.0
+        vdso_clock.shift(p.proc.pid, "monotonic", 5.0)
+        moved, slept = ask()
+        assert near(moved - base, 5.0, 0.5) and slept >= 5.0, (moved - base, slept)
+        vdso_clock.reset(p.proc.pid)
+    finally:
+        p.close()
