@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from dbs.faketime import check_clock, faketime_env
+from dbs.postgres import PostgresDB
 from dbs.redis import RedisDB
+from dbs.zookeeper import ZooKeeperDB
 from harness.cli import main
 from harness.core.capabilities import clock_unmet
 from harness.core.errors import EXIT_USAGE, HarnessError
@@ -34,6 +36,8 @@ class OldDB:
     (OldDB(), "wall", None),
     (OldDB(), "both", "old-db moves its wall clock, not clock-id both"),
     (OldDB(), "monotonic", "cannot move the monotonic clock alone"),
+    (PostgresDB(), "monotonic", "cannot move the monotonic clock alone"),
+    (ZooKeeperDB(), "monotonic", None),  # libfaketime both, the wall set back by the vDSO patch
     (VdsoDB(), "monotonic", None),
     (VdsoDB(), "both", None),
 ])

@@ -269,6 +269,22 @@ def test_a_clock_fault_on_etcd_over_ssh_is_refused_before_start(tmp_path: Path) 
     TestSpec.from_dict({**spec, "nemesis": "pause"}).validate()  # other faults: as before
 
 
+def test_what_goes_with_a_patch_runs_while_the_process_is_stopped(py: Probe) -> None:
+    """The monotonic clock alone of a server under libfaketime: its offset file is written
+    while the process is stopped for the patch, so it sees both moves at once."""
+    states: list[str] = []
+
+    def during() -> None:
+        stat = Path(f"/proc/{py.proc.pid}/stat").read_text()
+        states.append(stat.rsplit(")", 1)[1].split()[0])
+
+    vdso_clock.shift(py.proc.pid, "wall", -5.0, during)  # the patch goes in
+    vdso_clock.shift(py.proc.pid, "wall", -6.0, during)  # its data rewritten
+    assert near(py_offsets(py)["realtime"], -6.0, 0.1)
+    vdso_clock.reset(py.proc.pid, during)  # the patch comes out
+    assert states == ["t", "t", "t"] and vdso_clock.pristine(py.proc.pid)
+
+
 def test_a_paused_process_is_patched_and_stays_paused(py: Probe) -> None:
     """A pause fault (SIGSTOP) and a clock fault at once: the patch goes in and out without
     resuming the process (ptrace's stops are its own, not the job control stop)."""

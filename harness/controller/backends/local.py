@@ -53,7 +53,6 @@ from harness.core.capabilities import (
     LinkLayer,
     PacketRules,
     PeerLinks,
-    clock_mechanism,
 )
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
@@ -260,8 +259,7 @@ class LocalBackend(ProcessNodes):
         self._started.add(node.name)
         self.procs.spawn(node.name, argv, self.log_file(node), env=self.env.get(node.name),
                          group=group, user=db.user)
-        if clock_mechanism(db) == "vdso":  # restarted while its clock was moved: again
-            vdso_clock.reapply(self.procs, db, node.name)
+        vdso_clock.reapply(self.procs, db, node.name)  # restarted while patched: again
 
     # network ---------------------------------------------------------------------------------
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
