@@ -267,6 +267,10 @@ def test_a_clock_fault_on_etcd_over_ssh_is_refused_before_start(tmp_path: Path) 
                                          r"vDSO on this machine, not over ssh"):
         TestSpec.from_dict({**spec, "nemesis": "clock"}).validate()
     TestSpec.from_dict({**spec, "nemesis": "pause"}).validate()  # other faults: as before
+    zk = {**spec, "db": "zookeeper", "nemesis": "clock"}  # its monotonic clock alone: patched
+    with pytest.raises(UsageError, match=r"^--db zookeeper: its clocks are moved by patching"):
+        TestSpec.from_dict({**zk, "nemesis_options": {"clock-id": "monotonic"}}).validate()
+    TestSpec.from_dict({**zk, "nemesis_options": {"clock-id": "both"}}).validate()  # libfaketime
 
 
 def test_what_goes_with_a_patch_runs_while_the_process_is_stopped(py: Probe) -> None:
