@@ -6,8 +6,10 @@ then moves the clocks of a set of DB nodes. Its data:
 - ``clock-id``: ``wall`` (default: the realtime clock, Redis ``TIME`` and key expiry),
   ``monotonic``, or ``both`` (one offset for both clocks). A DB lists the ids it can move
   (``clocks``); libfaketime moves the wall clock alone or both, never the monotonic clock
-  alone, so a DB whose clocks it moves refuses ``monotonic`` before start (exit 64). The id
-  is one for the run: a server under libfaketime is started faking what its faults move.
+  alone: ZooKeeper's is moved alone by libfaketime moving both and the vDSO patch setting the
+  wall clock back, read back from its ``nanoTime`` (``lresp``); Redis and PostgreSQL refuse
+  ``monotonic`` before start (exit 64). The id is one for the run: a server under
+  libfaketime is started faking what its faults move.
 - ``clock-pattern``:
 
   - ``jump``: a jump by ``clock-offset`` seconds (default +60): a lease stored there expires
@@ -237,7 +239,7 @@ class Clock(BaseNemesis):
         """Each node ``offset`` from where a rate left it, read back (the observed offsets
         from the true time)."""
         self._asked = {n: round(self._base.get(n, 0.0) + offset, 3) for n in targets}
-        return move_each(ctx, dict(self._asked))
+        return move_each(ctx, dict(self._asked), self._mono_base)
 
     def _run(self, ctx: NemesisContext, targets: list[str], pattern: str) -> None:
         """A strobe or a rate: a first move now, then steps on a thread until ``stop``."""
@@ -310,7 +312,7 @@ class Clock(BaseNemesis):
             for name in targets:
                 try:
                     before = self._asked.get(name, 0.0)
-                    seen = observed_offset(ctx, name)
+                    seen = observed_offset(ctx, name, self._mono_base)
                     low, high = sorted((before, self._asked.get(name, 0.0)))  # rate < 1: down
                 except Exception as e:
                     self._errors.append(f"{name}: {e}")
@@ -416,12 +418,14 @@ def move(ctx: NemesisContext, targets: list[str], offset: float) -> dict[str, fl
     return move_each(ctx, dict.fromkeys(targets, offset))
 
 
-def move_each(ctx: NemesisContext, offsets: dict[str, float]) -> dict[str, float]:
-    """Set each node's own offset, then read each back until it shows."""
+def move_each(ctx: NemesisContext, offsets: dict[str, float],
+              mono_base: dict[str, float] | None = None) -> dict[str, float]:
+    """Set each node's own offset, then read each back until it shows (``mono_base``: see
+    :func:`observed_offset`)."""
     clock = Clock.clock_id(ctx.options)
     for name, offset in offsets.items():
         ctx.cluster.set_clock(ctx.node(name), offset, clock)
-    return {name: verify(ctx, name, offset) for name, offset in offsets.items()}
+    return {name: verify(ctx, name, offset, mono_base) for name, offset in offsets.items()}
 
 
 def monotonic_offsets(ctx: NemesisContext, targets: list[str]) -> dict[str, float]:
@@ -443,14 +447,25 @@ def monotonic_offsets(ctx: NemesisContext, targets: list[str]) -> dict[str, floa
 def monotonic_read_back(ctx: NemesisContext, targets: list[str],
                         base: dict[str, float]) -> dict[str, Any]:
     """``{"observed-monotonic": {node: offset}}``: how far each node's monotonic clock moved
-    from ``base`` (read before the first fault, at offset 0)."""
+    from ``base`` (read before the first fault, at offset 0); with the monotonic clock moved
+    alone, ``observed-wall`` too: the wall clock it left where it was."""
     seen = monotonic_offsets(ctx, targets)
     if not seen:
         return {}
-    return {"observed-monotonic": {n: round(v - base.get(n, 0.0), 3) for n, v in seen.items()}}
+    out: dict[str, Any] = {"observed-monotonic": {n: round(v - base.get(n, 0.0), 3)
+                                                  for n, v in seen.items()}}
+    if Clock.clock_id(ctx.options) == "monotonic":
+        out["observed-wall"] = {n: round(observed_offset(ctx, n), 3) for n in seen}
+    return out
 
 
-def observed_offset(ctx: NemesisContext, name: str) -> float:
+def observed_offset(ctx: NemesisContext, name: str,
+                    mono_base: dict[str, float] | None = None) -> float:
+    """The node's clock against ours: the wall clock (``read_clock``), or, when the fault
+    moves the monotonic clock alone and the DB reports it (ZooKeeper), how far its monotonic
+    clock moved from ``mono_base`` (read at offset 0, :func:`monotonic_offsets`)."""
+    if mono_base and name in mono_base and Clock.clock_id(ctx.options) == "monotonic":
+        return monotonic_offsets(ctx, [name])[name] - mono_base[name]
     before = time.time()
     db: ClockFaults = ctx.db
     node_clock = db.read_clock(ctx.node(name))
@@ -458,12 +473,13 @@ def observed_offset(ctx: NemesisContext, name: str) -> float:
     return node_clock - (before + after) / 2
 
 
-def verify(ctx: NemesisContext, name: str, offset: float, timeout: float = 3.0) -> float:
+def verify(ctx: NemesisContext, name: str, offset: float,
+           mono_base: dict[str, float] | None = None, timeout: float = 3.0) -> float:
     """Read the node's clock until it shows ``offset``; raise if it never does."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            seen = observed_offset(ctx, name)
+            seen = observed_offset(ctx, name, mono_base)
         except Exception as e:  # a server that crashed under the fault, say: one line
             said = " ".join(str(e).split()) or type(e).__name__
             raise RuntimeError(f"{name}: cannot read its clock back: {said}") from None

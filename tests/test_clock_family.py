@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from dbs.faketime import check_clock, faketime_env
+from dbs.postgres import PostgresDB
 from dbs.redis import RedisDB
+from dbs.zookeeper import ZooKeeperDB
 from harness.cli import main
 from harness.core.capabilities import clock_unmet
 from harness.core.errors import EXIT_USAGE, HarnessError
@@ -34,6 +36,8 @@ class OldDB:
     (OldDB(), "wall", None),
     (OldDB(), "both", "old-db moves its wall clock, not clock-id both"),
     (OldDB(), "monotonic", "cannot move the monotonic clock alone"),
+    (PostgresDB(), "monotonic", "cannot move the monotonic clock alone"),
+    (ZooKeeperDB(), "monotonic", None),  # libfaketime both, the wall set back by the vDSO patch
     (VdsoDB(), "monotonic", None),
     (VdsoDB(), "both", None),
 ])
@@ -94,13 +98,14 @@ def test_the_clock_rows_suite_holds_issue_26s_rows() -> None:
     from harness.presentation import suite as suite_mod
 
     s = suite_mod.load(Path(__file__).parent.parent / "suites" / "clocks.toml")
-    assert len(s.entries) == 25 and s.estimate() <= 30 * 60, len(s.entries)
+    assert len(s.entries) == 42 and s.estimate() <= 30 * 60, len(s.entries)
     assert all(str(e.options["nemesis"]).split(":")[0].startswith("clock") for e in s.entries)
     rows = {(e.options["db"], e.options.get("workload", "mutex"), e.expect) for e in s.entries}
     assert rows == {("redis", "mutex", "invalid"), ("redis-masters", "mutex", "invalid"),
                     ("redis-masters", "mutex", "valid"), ("zookeeper", "mutex", "valid"),
                     ("zookeeper", "mutex", "invalid"), ("zookeeper", "fenced", "valid"),
-                    ("postgres", "mutex", "valid")}
+                    ("postgres", "mutex", "valid"), ("etcd", "mutex", "valid"),
+                    ("etcd", "mutex", "invalid"), ("etcd", "fenced", "valid")}
 
 
 def test_a_steps_params_cannot_change_the_runs_clock_id(

@@ -170,15 +170,24 @@ def test_observed_rate_is_the_slope_of_the_read_backs() -> None:
     assert observed_rate([(0.0, 1.0)]) is None
 
 
-def test_a_move_of_the_monotonic_clock_is_read_back_where_the_db_reports_it() -> None:
-    ctx = context({"clock-pattern": "jump", "clock-id": "both", "clock-offset": 30.0})
+def monotonic_jump(clock: str) -> tuple[Any, Clock]:
+    """A +30 s jump of clock id ``clock`` on n1 of nodes that report their monotonic clock
+    (as ZooKeeper's cons does); with the monotonic clock alone their wall clock stays."""
+    ctx = context({"clock-pattern": "jump", "clock-id": clock, "clock-offset": 30.0})
     nodes = ctx.cluster
+    if clock == "monotonic":
+        nodes.read_clock = lambda node: time.time()
     # libfaketime gives a faked monotonic clock a base of its own: only its changes count
     nodes.read_monotonic = lambda node: (time.monotonic() + 1.8e9
                                          + nodes.offsets.get(node.name, 0.0))
     nem = Clock()
     nem.setup(ctx)
     nem.start(ctx, ["n1"])
+    return ctx, nem
+
+
+def test_a_move_of_the_monotonic_clock_is_read_back_where_the_db_reports_it() -> None:
+    ctx, nem = monotonic_jump("both")
     started = nem.detail()
     assert started is not None and started["observed-monotonic"]["n1"] == pytest.approx(30.0,
                                                                                         abs=0.1)
@@ -190,6 +199,20 @@ def test_a_move_of_the_monotonic_clock_is_read_back_where_the_db_reports_it() ->
     ctx.options = {"clock-pattern": "jump", "clock-id": "wall"}
     nem.start(ctx, ["n1"])
     assert "observed-monotonic" not in nem.detail()  # type: ignore[operator]
+
+
+def test_the_monotonic_clock_alone_is_read_back_from_it_and_the_wall_clock_is_not_moved(
+        ) -> None:
+    ctx, nem = monotonic_jump("monotonic")
+    nodes = ctx.cluster
+    started = nem.detail()
+    assert started is not None and nodes.moves[-1] == ("n1", 30.0, "monotonic")
+    assert started["observed"]["n1"] == pytest.approx(30.0, abs=0.1)
+    assert started["observed-monotonic"]["n1"] == pytest.approx(30.0, abs=0.1)
+    assert started["observed-wall"]["n1"] == pytest.approx(0.0, abs=0.1)
+    nodes.deaf = ("n2",)  # a server the move does not reach: its monotonic clock stays
+    with pytest.raises(RuntimeError, match=r"n2: clock offset is [-+]0.00 s, not \+30.00 s"):
+        nem.start(ctx, ["n2"])
 
 
 def test_a_slow_rate_sets_the_wall_clock_behind_steadily() -> None:

@@ -158,3 +158,21 @@ def test_zookeeper_with_the_leaders_monotonic_clock_run_fast_or_jumped(
     assert got == code, out
     steps = assert_read_back(run_dir, "both", pattern, 5.0 if pattern == "rate" else None)
     monotonic_read_back(steps)
+
+
+@pytest.mark.slow
+@needs_java
+def test_zookeeper_with_the_leaders_monotonic_clock_alone_run_fast_is_invalid(
+        store: Path) -> None:
+    """The issue's row itself: the leader's nanoTime alone at rate 5 (libfaketime moves both
+    clocks, the vDSO patch sets the wall clock back as far), its wall clock read back where it
+    was: the session tracker expires the holder's session early. Invalid."""
+    got, _, run_dir, out = run(store, "--db", "zookeeper", "--nemesis", "clock:leader",
+                               "--nemesis-opt", "clock-id=monotonic", "--nemesis-opt",
+                               "clock-pattern=rate", "--nemesis-opt", "clock-rate=5",
+                               "--hold", "1.0", "--time-limit", "15", "--seed", "1")
+    assert got == 1, out
+    steps = assert_read_back(run_dir, "monotonic", "rate", 5.0)
+    monotonic_read_back(steps)
+    for op in steps:
+        assert all(abs(v) <= TOLERANCE for v in op["detail"]["observed-wall"].values()), op

@@ -267,6 +267,26 @@ def test_a_clock_fault_on_etcd_over_ssh_is_refused_before_start(tmp_path: Path) 
                                          r"vDSO on this machine, not over ssh"):
         TestSpec.from_dict({**spec, "nemesis": "clock"}).validate()
     TestSpec.from_dict({**spec, "nemesis": "pause"}).validate()  # other faults: as before
+    zk = {**spec, "db": "zookeeper", "nemesis": "clock"}  # its monotonic clock alone: patched
+    with pytest.raises(UsageError, match=r"^--db zookeeper: its clocks are moved by patching"):
+        TestSpec.from_dict({**zk, "nemesis_options": {"clock-id": "monotonic"}}).validate()
+    TestSpec.from_dict({**zk, "nemesis_options": {"clock-id": "both"}}).validate()  # libfaketime
+
+
+def test_what_goes_with_a_patch_runs_while_the_process_is_stopped(py: Probe) -> None:
+    """The monotonic clock alone of a server under libfaketime: its offset file is written
+    while the process is stopped for the patch, so it sees both moves at once."""
+    states: list[str] = []
+
+    def during() -> None:
+        stat = Path(f"/proc/{py.proc.pid}/stat").read_text()
+        states.append(stat.rsplit(")", 1)[1].split()[0])
+
+    vdso_clock.shift(py.proc.pid, "wall", -5.0, during)  # the patch goes in
+    vdso_clock.shift(py.proc.pid, "wall", -6.0, during)  # its data rewritten
+    assert near(py_offsets(py)["realtime"], -6.0, 0.1)
+    vdso_clock.reset(py.proc.pid, during)  # the patch comes out
+    assert states == ["t", "t", "t"] and vdso_clock.pristine(py.proc.pid)
 
 
 def test_a_paused_process_is_patched_and_stays_paused(py: Probe) -> None:
@@ -287,3 +307,51 @@ def test_a_paused_process_is_patched_and_stays_paused(py: Probe) -> None:
     assert state() == "T" and vdso_clock.pristine(py.proc.pid)
     os.kill(py.proc.pid, signal.SIGCONT)
     assert near(py_offsets(py)["realtime"], 0.0, 0.1)
+
+
+# why ZooKeeper's monotonic clock is not moved alone by the patch ------------------------------
+
+JVM_PROBE = """
+public class JvmProbe {
+    public static void main(String[] a) throws Exception {
+        java.io.BufferedReader in = new java.io.BufferedReader(
+            new java.io.InputStreamReader(System.in));
+        System.out.println("ready");
+        while (in.readLine() != null) {
+            long nano = System.nanoTime(), t0 = System.currentTimeMillis();
+            Thread.sleep(200);
+            System.out.println(nano + " " + (System.currentTimeMillis() - t0));
+        }
+    }
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_jvms_timed_waits_last_as_long_as_its_monotonic_clock_is_moved(
+        tmp_path: Path) -> None:
+    """The evidence for refusing clock-id monotonic on ZooKeeper: the patch does move a JVM's
+    ``nanoTime`` (libc's clock_gettime ends in the vDSO), but the JVM sleeps to absolute
+    CLOCK_MONOTONIC deadlines (pthread_cond_timedwait) that the kernel counts on the true
+    clock, so after a +5 s move a Thread.sleep(200) lasts 5.2 s: every timer of the server
+    would run late by the offset (libfaketime, which fakes both clocks, rewrites those
+    deadlines; its wall-only mode cannot)."""
+    java = shutil.which("java")
+    assert java is not None, "ZooKeeper's JVM is part of the set-up (setup.sh)"
+    source = tmp_path / "JvmProbe.java"
+    source.write_text(JVM_PROBE)
+    p = Probe([java, str(source)])
+    try:
+        def ask() -> tuple[float, float]:
+            mono0 = time.monotonic_ns()
+            nano, slept_ms = p.ask()
+            return (nano - mono0) / 1e9, slept_ms / 1e3
+
+        base, slept = ask()
+        assert slept < 1.0
+        vdso_clock.shift(p.proc.pid, "monotonic", 5.0)
+        moved, slept = ask()
+        assert near(moved - base, 5.0, 0.5) and slept >= 5.0, (moved - base, slept)
+        vdso_clock.reset(p.proc.pid)
+    finally:
+        p.close()

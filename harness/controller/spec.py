@@ -28,7 +28,7 @@ from harness.controller.resolved import make_db as make_db  # where search.py fi
 from harness.controller.spec_keys import check_types
 from harness.controller.store import safe_name
 from harness.core import defaults
-from harness.core.capabilities import ClockFaults, clock_mechanism
+from harness.core.capabilities import ClockFaults, patches_vdso
 from harness.core.errors import UsageError
 from harness.core.options import Option, parse_options
 from harness.core.schedule import MAX_SECONDS, MAX_WAIT, Schedule, from_dict
@@ -228,8 +228,9 @@ class TestSpec:
             positive("--acquire-timeout", self.acquire_timeout, limit=MAX_WAIT)
         positive("--keys", self.keys, integer=True, limit=self.clients)
         self._check_hosts()
-        if self.backend == "ssh" and clock_mechanism(db.cls) == "vdso" and any(
-                ClockFaults in requires(n.cls) for n in nemeses.values()):
+        if self.backend == "ssh" and any(
+                ClockFaults in requires(n.cls) and patches_vdso(
+                    db.cls, n.cls.clock_id(self.nemesis_options)) for n in nemeses.values()):
             raise UsageError(f"--db {self.db}: its clocks are moved by patching its vDSO on "
                              "this machine, not over ssh (--backend local or docker)")
         positive("--ttl", self.ttl, limit=MAX_WAIT)

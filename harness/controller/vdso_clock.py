@@ -73,7 +73,7 @@ import platform
 import signal
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,9 +131,11 @@ class Vdso:
         return (mask, sec + nsec / 1e9) if magic == MAGIC else None
 
 
-def shift(pid: int, clock: str, offset: float) -> None:
+def shift(pid: int, clock: str, offset: float, during: Callable[[], None] | None = None) -> None:
     """Move ``clock`` (wall, monotonic, both) of process ``pid`` to ``offset`` seconds from the
-    true time; 0 puts it back (and removes the patch once no clock is moved)."""
+    true time; 0 puts it back (and removes the patch once no clock is moved). ``during`` runs
+    while the process is stopped, before the patch is written: a move that goes with it (an
+    offset file libfaketime reads) is seen by the process at the same moment."""
     if clock not in MASKS:
         raise VdsoError(f"unknown clock {clock!r} (one of {', '.join(CLOCKS)})")
     if not math.isfinite(offset):
@@ -144,7 +146,7 @@ def shift(pid: int, clock: str, offset: float) -> None:
     if offset == 0:
         mask &= ~MASKS[clock]
         if mask == 0 or old == 0:
-            reset(pid)
+            reset(pid, during)
             return
         offset = old  # the other clock stays where it is
     elif current is not None and mask & ~MASKS[clock] and old != offset:
@@ -157,21 +159,25 @@ def shift(pid: int, clock: str, offset: float) -> None:
     data = DATA.pack(MAGIC, mask, sec, nsec, nsec // 1000)
     if current is not None:
         with stopped(pid, ()):
+            _call(during)
             _write(pid, vdso.start + vdso.stub, data)
         return
     code = data + STUB[DATA.size:]
     jumps = {vdso.entries[name]: _jump(vdso.entries[name], vdso.stub + at)
              for name, at in ENTRIES.items()}
     with stopped(pid, [(vdso.start + e + 1, vdso.start + e + JUMP) for e in jumps]):
+        _call(during)
         _write(pid, vdso.start + vdso.stub, code)
         for entry, jump in jumps.items():
             _write(pid, vdso.start + entry, jump)
 
 
-def reset(pid: int) -> None:
-    """Remove the patch from ``pid`` (nothing to do when it has none): its vDSO is pristine."""
+def reset(pid: int, during: Callable[[], None] | None = None) -> None:
+    """Remove the patch from ``pid`` (nothing to do when it has none): its vDSO is pristine.
+    ``during`` as in :func:`shift`."""
     vdso = locate(pid)
     if vdso.data() is None:
+        _call(during)
         return
     pristine = own_vdso()[1]
     if len(pristine) != len(vdso.image) or pristine[:64] != vdso.image[:64]:
@@ -180,10 +186,16 @@ def reset(pid: int) -> None:
              for n in ENTRIES]
     code = (vdso.start + vdso.stub, vdso.start + vdso.stub + len(STUB))
     with stopped(pid, jumps):  # first the jumps: no thread enters the injected code after this
+        _call(during)
         _write(pid, vdso.start, pristine[:vdso.stub])
         _write(pid, code[1], pristine[vdso.stub + len(STUB):])
     with stopped(pid, [code]):  # then the code, once no thread is still inside it
         _write(pid, code[0], pristine[vdso.stub:vdso.stub + len(STUB)])
+
+
+def _call(during: Callable[[], None] | None) -> None:
+    if during is not None:
+        during()
 
 
 def patched(pid: int) -> tuple[int, float] | None:
@@ -205,12 +217,14 @@ def pristine(pid: int) -> bool:
     return locate(pid).image == own_vdso()[1]
 
 
-def shift_node(procs: ProcessTable, db: object, name: str, clock: str, offset: float) -> None:
+def shift_node(procs: ProcessTable, db: object, name: str, clock: str, offset: float,
+               during: Callable[[], None] | None = None) -> None:
     """A backend's ``set_clock`` for a DB whose clocks are moved this way: patch the node's
     server process (its host pid: a container's server is a process of this machine too).
     The run dir keeps its pid while it is patched (for ``harness clean``) and what is moved
     on the node (for :func:`reapply`); the DB's ``vdso_clocks`` (when it has one) learns
-    how to read the patch back (:func:`moved_clocks` of the pid)."""
+    how to read the patch back (:func:`moved_clocks` of the pid). ``during`` as in
+    :func:`shift`."""
     pid = procs.pid(name)
     if pid is None:
         raise VdsoError(f"{name}: its server is not running, so its clock cannot be moved")
@@ -222,7 +236,7 @@ def shift_node(procs: ProcessTable, db: object, name: str, clock: str, offset: f
     pids[str(pid)] = start_time(pid)
     _save(record, pids, moved)  # before the patch
     try:
-        shift(pid, clock, offset)
+        shift(pid, clock, offset, during)
     except VdsoError as e:
         with suppress(VdsoError):
             if patched(pid) is None:  # nothing was written: nothing for harness clean

@@ -59,7 +59,6 @@ from harness.core.capabilities import (
     LinkLayer,
     PacketRules,
     PeerLinks,
-    clock_mechanism,
 )
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
@@ -284,8 +283,7 @@ class DockerBackend(ProcessNodes):
         self.containers[ctr].exec_run(["sh", "-c", script], detach=True,
                                       environment=self.clock_env.get(node.name, {}))
         self.procs.adopt(node.name, self._host_pid(ctr, pidfile))
-        if clock_mechanism(db) == "vdso":  # restarted while its clock was moved: again
-            vdso_clock.reapply(self.procs, db, node.name)
+        vdso_clock.reapply(self.procs, db, node.name)  # restarted while patched: again
 
     def _host_pid(self, name: str, pidfile: Path, timeout: float = 10.0) -> int:
         """The host pid of the server, from the pid it has inside the container."""

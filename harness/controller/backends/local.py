@@ -54,7 +54,6 @@ from harness.core.capabilities import (
     PacketRules,
     PeerLinks,
     PowerLoss,
-    clock_mechanism,
 )
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
@@ -267,8 +266,7 @@ class LocalBackend(ProcessNodes):
             self.syncfs.mount(node.name, self.node_dir(node))
         self.procs.spawn(node.name, argv, self.log_file(node), env=self.env.get(node.name),
                          group=group, user=db.user)
-        if clock_mechanism(db) == "vdso":  # restarted while its clock was moved: again
-            vdso_clock.reapply(self.procs, db, node.name)
+        vdso_clock.reapply(self.procs, db, node.name)  # restarted while patched: again
 
     def enable_power_loss(self, names: list[str]) -> None:
         self.syncfs = syncfs_mounts.SyncMounts(self.run, self.procs)

@@ -2,7 +2,8 @@
 ProcessTable (a child on the local backend, a process inside a container on the docker one),
 and stopping, killing, pausing and probing it are the same signals and probes; moving its clock
 is the same offset file for libfaketime (where the backend keeps it: ``clock_file``), or the
-same patch of a Go server's vDSO.
+same patch of a Go server's vDSO, or both: the monotonic clock alone of a server under
+libfaketime is both its clocks moved by the file and its wall clock moved back by the patch.
 
 Pause, resume and kill signal the server's whole process group (PostgreSQL is a postmaster and
 one backend per connection: stopping the postmaster alone would freeze nothing a client sees).
@@ -41,6 +42,12 @@ class ProcessNodes:
     def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
         if clock_mechanism(self.dbs.get(node.name)) == "vdso":  # a Go server: its vDSO patched
             vdso_clock.shift_node(self.procs, self.dbs[node.name], node.name, clock, offset)
+            return
+        if clock == "monotonic":  # libfaketime moves both clocks (its timed waits follow), the
+            # vDSO patch sets the wall clock back as far, both while the server is stopped
+            check_clock(node.name, self.clock_modes.get(node.name), "both")
+            vdso_clock.shift_node(self.procs, self.dbs[node.name], node.name, "wall", -offset,
+                                  lambda: write_offset(self.clock_file(node), offset))
             return
         check_clock(node.name, self.clock_modes.get(node.name), clock)
         write_offset(self.clock_file(node), offset)
