@@ -90,11 +90,5 @@ def cuts(reach: nx.Graph) -> list[tuple[str, str]]:
     return sorted(tuple(sorted(e)) for e in nx.complement(reach).edges())  # type: ignore[misc]
 
 
-def quorum_sides(reach: nx.Graph, db_nodes: list[str]) -> list[set[str]]:
-    """Connected components holding a strict majority of the DB nodes."""
-    need = len(db_nodes) // 2 + 1
-    return [c for c in nx.connected_components(reach) if len(c & set(db_nodes)) >= need]
-
-
 def describe(reach: nx.Graph) -> list[list[str]]:
     return sorted(sorted(c) for c in nx.connected_components(reach))

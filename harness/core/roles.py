@@ -120,8 +120,14 @@ class Nemesis(Protocol):
 
 
 class Checker(Protocol):
+    """:class:`checker.base.Checker` gives the defaults of the words (none) and ``budgeted``."""
+
     name: ClassVar[str]
     summary: ClassVar[str]
+    figures: ClassVar[Mapping[str, str | None]]  # result key -> words (summary line, chips)
+    violations: ClassVar[Mapping[str, tuple[str, str]]]  # result key -> (singular, plural)
+    caveats: ClassVar[tuple[str, ...]]  # result keys of what its verdict does not cover
+    budgeted: ClassVar[bool]  # takes the run's time_limit and max_states
 
     @staticmethod
     def check(history: Sequence[Op], **params: Any) -> dict[str, Any]: ...
