@@ -510,7 +510,12 @@ def test_a_release_that_waits_for_no_reply_is_no_proof_a_delay_did_not_bite(
     assert code == 0, out
     check = results["checks"]["faults"]  # type: ignore[index]
     assert check["valid"] is True and check["ineffective-count"] == 0, check
-    assert check["release-waits"] is False and check["unavailable-only-count"] == 0
+    assert check["release-waits"] is False
+    # no whole window tested unavailability only; one the end of the run cut short may have
+    # (a CI run: a second window from 7.41 s to the end at 8.0 s, in which two acquires
+    # failed 'lock busy' and none was granted)
+    short = [u for u in check["unavailable-only"] if u["until"] >= 8.0 - 0.05]
+    assert check["unavailable-only-count"] == len(short), check["unavailable-only"]
     expect, done = in_windows(run_dir, "delay")
     least = expect["slowed"]["at-least"] * 1e9  # type: ignore[index]
     assert least == 0.2e9  # the lock waits its op timeout (1 s) for a reply: the old default

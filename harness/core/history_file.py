@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from harness.core.heap import collector_paused
 from harness.core.history import MAX_LINE, HistoryError, Op, parse_lines
 from harness.core.wellformed import require
+
+TYPE_CHECKING = False  # `typing` for type checkers only, as in harness.core.history
+if TYPE_CHECKING:
+    from typing import Any
 
 _BOM = b"\xef\xbb\xbf"
 PROGRESS_LINES = 1 << 16  # lines between two calls of a reader's progress callback
