@@ -1,5 +1,8 @@
-"""One real DB node brought up through the harness's own local backend, for tests that need a
-live server but not a whole run (a probe, an API, a config key)."""
+"""Real DB nodes brought up through a backend of the harness (the local one by default), for
+tests that need a live server but not a whole run (a probe, an API, a config key, a clock).
+
+They are marked as a run in progress, as a run marks itself: a `harness clean` from a test
+running beside this one (pytest-xdist) leaves their processes, containers and rules alone."""
 
 from __future__ import annotations
 
@@ -10,27 +13,39 @@ from pathlib import Path
 from typing import Any
 
 from harness.controller.backends.local import LocalBackend
+from harness.controller.cleanup import mark_active
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
 from harness.core.cluster import Node
 
 
 @contextlib.contextmanager
-def one_node(db: Any, tmp_path: Path, nodes: int = 1) -> Iterator[list[Node]]:
+def nodes_up(backend_cls: Any, db: Any, tmp_path: Path, n: int = 1
+             ) -> Iterator[tuple[Any, list[Node]]]:
+    """``n`` nodes of ``db`` up and answering through ``backend_cls``: (the backend, nodes)."""
     run = RunDir(tmp_path / "run")
     run.path.mkdir(parents=True, exist_ok=True)
     procs = ProcessTable(run.pids)
-    backend = LocalBackend(run, procs, f"test/{uuid.uuid4().hex[:8]}")
+    run_id = f"test/{uuid.uuid4().hex[:8]}"
+    marker = mark_active(run, run_id)
+    backend = backend_cls(run, procs, run_id)
     try:
-        backend.prepare(db.port, nodes, 0)
-        cluster = [Node(f"n{i + 1}", backend.node_host(i), db.port) for i in range(nodes)]
+        backend.prepare(db.port, n, 0)
+        cluster = [Node(f"n{i + 1}", backend.node_host(i), db.port) for i in range(n)]
         backend.preflight(db, cluster, False)
         backend.provision(db, cluster)
         for node in cluster:
             backend.start(node)
         for node in cluster:
             backend.wait_ready(node, 30)
-        yield cluster
+        yield backend, cluster
     finally:
         backend.teardown()
         procs.kill_all()
+        marker.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def one_node(db: Any, tmp_path: Path, nodes: int = 1) -> Iterator[list[Node]]:
+    with nodes_up(LocalBackend, db, tmp_path, nodes) as (_, cluster):
+        yield cluster

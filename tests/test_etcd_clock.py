@@ -15,7 +15,6 @@ import json
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,11 +25,11 @@ from dbs.etcd import EtcdDB, date_edge, grant, ttl_left
 from harness.controller import vdso_clock
 from harness.controller.backends.docker import DockerBackend
 from harness.controller.backends.local import LocalBackend
-from harness.controller.procs import ProcessTable, owned
-from harness.controller.store import RunDir
+from harness.controller.procs import owned
 from harness.core.cluster import Node
 from tests.consensus_runs import RunResult, run
 from tests.harness_runs import docker_engine, harness, killed_mid_run
+from tests.one_node import nodes_up
 
 pytestmark = [pytest.mark.servers]
 
@@ -41,24 +40,9 @@ EDGE_SLACK = 0.01  # s: allowed beyond the edge's own error bound
 def members(backend_cls: Any, tmp_path: Path, n: int = 1
             ) -> Iterator[tuple[Any, EtcdDB, list[Node]]]:
     """``n`` etcd members up through a backend of the harness (the backend, the DB, nodes)."""
-    run_dir = RunDir(tmp_path / "run")
-    run_dir.path.mkdir(parents=True, exist_ok=True)
-    procs = ProcessTable(run_dir.pids)
-    backend = backend_cls(run_dir, procs, f"test/{uuid.uuid4().hex[:8]}")
     db = EtcdDB()
-    try:
-        backend.prepare(db.port, n, 0)
-        nodes = [Node(f"n{i + 1}", backend.node_host(i), db.port) for i in range(n)]
-        backend.preflight(db, nodes, False)
-        backend.provision(db, nodes)
-        for node in nodes:
-            backend.start(node)
-        for node in nodes:
-            backend.wait_ready(node, 30)
+    with nodes_up(backend_cls, db, tmp_path, n) as (backend, nodes):
         yield backend, db, nodes
-    finally:
-        backend.teardown()
-        procs.kill_all()
 
 
 def offset_at_edge(node: Node, want: float) -> bool:
