@@ -106,3 +106,16 @@ def test_the_installed_wheel_runs_as_the_checkout_does(installed: Path, tmp_path
     verdicts = [json.loads(next((tmp_path / d).rglob("results.json")).read_text())["valid"]
                 for d in ("a", "b")]
     assert verdicts == [True, True]
+    # the runs: a real client in another language, built from the package's sources,
+    # broken by a pause as from the checkout; and the docker backend, its image found from the
+    # package's docker/ (the checkout's tag, above)
+    curator = ("run", "--db", "zookeeper", "--lock", "curator", "--nemesis", "pause",
+               "--time-limit", "10", "--seed", "1", "--quiet", "--store", str(tmp_path / "c"))
+    broken = from_venv(installed, "harness", *curator, cwd=tmp_path)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    overlaps = json.loads(next((tmp_path / "c").rglob("results.json")).read_text())
+    assert overlaps["checks"]["mutex"]["lock-overlap-count"] >= 1
+    docker = ("run", "--backend", "docker", "--nemesis", "none", "--time-limit", "4",
+              "--seed", "1", "--quiet", "--store", str(tmp_path / "d"))
+    contained = from_venv(installed, "harness", *docker, cwd=tmp_path)
+    assert contained.returncode == 0, contained.stdout + contained.stderr
