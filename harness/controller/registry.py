@@ -228,6 +228,16 @@ class Registry:
         hatch = ", or package.module:Class, or exec:PATH" if kind == "locks" else ""
         raise UsageError(f"unknown {SINGULAR[kind]} {name!r}: use one of {known}{hatch}")
 
+    def installed(self, kind: str, name: str) -> type | None:
+        """The class registered under ``name``, or None when none is installed here (what
+        presentation asks of a recorded name: a ``module:Class`` it names is never imported)."""
+        if name not in self.names(kind):
+            return None
+        try:
+            return self.load(kind, name)
+        except UsageError:
+            return None
+
     def load(self, kind: str, name: str) -> type:
         """The class for ``name``, imported and checked (UsageError, one line, otherwise)."""
         key = (kind, name)

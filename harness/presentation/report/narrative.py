@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.controller.registry import default_registry
-from harness.core.errors import UsageError
 from harness.core.fault_run import FaultRun, generic_words
 from harness.core.history import INFO, INVOKE, NEMESIS, Op, seconds
 
@@ -74,13 +73,7 @@ def from_record(record: Mapping[str, Any]) -> FaultRun:
 def nemesis_of(f: str) -> type | None:
     """The nemesis class of a recorded fault, by its registered name (a history never names
     code to import); None when it is not installed here."""
-    registry = default_registry()
-    if f not in registry.names("nemeses"):
-        return None
-    try:
-        return registry.load("nemeses", f)
-    except UsageError:
-        return None
+    return default_registry().installed("nemeses", f)
 
 
 def describe(run: FaultRun) -> str:

@@ -11,20 +11,13 @@ from functools import cache
 from typing import Any
 
 from harness.controller.registry import default_registry
-from harness.core.errors import UsageError
 
 
 @cache
 def declared(check: str) -> type | None:
     """The class of the checker named ``check``; None when it is not installed (a name of the
     form ``module:Class`` is not looked up: reading a result imports no module it names)."""
-    registry = default_registry()
-    if check not in registry.names("checkers"):
-        return None
-    try:
-        return registry.load("checkers", check)
-    except UsageError:
-        return None
+    return default_registry().installed("checkers", check)
 
 
 def _attribute(check: str, name: str, default: Any) -> Any:
