@@ -132,6 +132,14 @@ def wait_for_holder(ctx: NemesisContext, timeout: float = HOLDER_WAIT) -> int | 
     return wait_for(ctx, ctx.live.holders, timeout)
 
 
+def wait_for_fresh_grant(ctx: NemesisContext, timeout: float = 2 * HOLDER_WAIT) -> int | None:
+    """The client holding a grant that began after this call, as soon as there is one: a fault
+    struck then meets the whole of that hold, not whatever was left of one half done."""
+    before = {p: ctx.live.held_since(p) for p in ctx.live.holders()}
+    return wait_for(ctx, lambda: [p for p in ctx.live.holders()
+                                  if ctx.live.held_since(p) != before.get(p)], timeout)
+
+
 def client_target(ctx: NemesisContext, target: str | None, default: str = "holder"
                   ) -> list[str] | None:
     """The client endpoint a client fault hits now, or None when there is none."""

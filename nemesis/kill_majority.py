@@ -1,6 +1,7 @@
 """Crash-restart of a majority of the DB nodes at once, while a lock is held.
 
-``kill-majority``: SIGKILL N/2+1 nodes together and restart them together right away. A node
+``kill-majority``: SIGKILL N/2+1 nodes together, as a fresh grant begins (so the holder has its
+whole hold ahead of it), and restart them together right away. A node
 without persistence comes back empty, having forgotten the lock it granted, so together with
 the minority that still has it there is a fresh majority to grant it again: Redlock breaks.
 With ``--persistence appendonly`` (``appendfsync always``) they come back with the key.
@@ -16,7 +17,7 @@ from __future__ import annotations
 from harness.core.cluster import NemesisContext
 from harness.core.fault_run import FaultRun
 from harness.core.options import Option
-from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_holder
+from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_fresh_grant
 from nemesis.process_faults import KILLED, kill, killed, restart
 
 
@@ -38,7 +39,7 @@ class KillMajority(BaseNemesis):
         return killed(run)
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
-        wait_for_holder(ctx)  # crash while a lock is held: that is when forgetting it hurts
+        wait_for_fresh_grant(ctx)  # forgetting a held lock hurts: strike as a hold begins
         return node_target(ctx, target, "majority")
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:

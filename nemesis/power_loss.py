@@ -21,7 +21,7 @@ from harness.core.capabilities import PowerLoss as OnSyncFS
 from harness.core.cluster import NemesisContext
 from harness.core.fault_run import FaultRun
 from harness.core.options import Option
-from nemesis.base import HOLDER_WAIT, NODE_TARGETS, BaseNemesis, node_target, wait_for
+from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_fresh_grant
 from nemesis.process_faults import KILLED, kill, restart
 
 
@@ -57,9 +57,7 @@ class PowerLoss(BaseNemesis):
                 f"{run.start:.1f} s{dropped_words(run.detail)}{back}")
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
-        before = {p: ctx.live.held_since(p) for p in ctx.live.holders()}
-        wait_for(ctx, lambda: [p for p in ctx.live.holders()
-                               if ctx.live.held_since(p) != before.get(p)], 2 * HOLDER_WAIT)
+        wait_for_fresh_grant(ctx)
         return node_target(ctx, target, "majority")
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:

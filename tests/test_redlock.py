@@ -208,8 +208,13 @@ def test_a_majority_clock_jump_breaks_redlock(store: Path) -> None:
 @needs_redis
 def test_restarting_a_majority_without_persistence_breaks_redlock_and_with_it_does_not(
         store: Path) -> None:
+    # Each restart breaks the lock only if a waiter wins the restarted majority before the
+    # holder's own held() check sees the lease gone and lets go: about half of them do, loaded
+    # or idle (16 of 30 faults in 6 runs, 3 of them beside 3 CPU burners). 18 s is about 8
+    # faults: none breaking by chance is about 0.5**8 = 0.4 %. (CI once saw 0 of 5 when the
+    # nemesis struck any holder, often at the end of its hold; it now strikes a fresh grant.)
     code, results, _, out = run(store, "--lock", "redlock", "--nemesis", "kill-majority",
-                                "--time-limit", "12", "--seed", "2")
+                                "--time-limit", "18", "--seed", "2")
     assert code == 1, out
     assert results["checks"]["mutex"]["lock-overlap-count"] >= 1
     code, results, run_dir, out = run(store, "--lock", "redlock", "--nemesis", "kill-majority",
