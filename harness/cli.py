@@ -204,7 +204,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     spec = TestSpec.from_dict(data).validate()
     return Explore(spec, menu, budget=args.budget, replays=args.replays,
                    reproduce=args.reproduce, max_steps=args.max_steps,
-                   progress=Progress(quiet=args.quiet)).execute()
+                   progress=Progress(quiet=args.quiet), jobs=args.jobs).execute()
 
 
 # check / report / export --------------------------------------------------------------------------
@@ -322,12 +322,13 @@ def cmd_suite(args: argparse.Namespace) -> int:
     a summary; or merge shards' results."""
     from pathlib import Path
 
+    from harness.presentation.parallel import check_jobs
     from harness.presentation.suite import load, numbers, parse_shard
 
     if args.paths[0] == "merge":
-        if args.shard is not None or args.dry_run:
+        if args.shard is not None or args.dry_run or args.jobs is not None:
             raise UsageError("suite merge takes DIR... [--store DIR] [--junit PATH], not "
-                             "--shard or --dry-run")
+                             "--shard, --jobs or --dry-run")
         if len(args.paths) < 2:
             raise UsageError("suite merge needs the directories the shards wrote")
         return suite_merge([Path(p) for p in args.paths[1:]], args.store, args.junit)
@@ -335,6 +336,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
         raise UsageError(f"suite takes one file, got {len(args.paths)} (to merge shards: "
                          "harness suite merge DIR...)")
     path = Path(args.paths[0])
+    jobs = check_jobs(args.jobs)
     suite = load(path)
     if args.shard is not None:
         suite = suite.sharded(parse_shard(args.shard))
@@ -348,17 +350,17 @@ def cmd_suite(args: argparse.Namespace) -> int:
         for entry in suite.entries:
             print(f"  {entry.number:>3}. {entry.command()}  # expect {entry.expect}")
         return EXIT_VALID
-    return suite_run(suite, args.store, args.junit)
+    return suite_run(suite, args.store, args.junit, jobs)
 
 
-def suite_run(suite: Suite, store: Path, junit: Path | None) -> int:
+def suite_run(suite: Suite, store: Path, junit: Path | None, jobs: int = 1) -> int:
     from harness.controller.store import Store
     from harness.presentation.suite import run_suite
 
     label = f"shard-{suite.shard.index}-of-{suite.shard.count}" if suite.shard else ""
     out_dir = Store(store).suites_dir(suite.name, label)
     started = time.time()
-    outcomes = run_suite(suite, store, out_dir)
+    outcomes = run_suite(suite, store, out_dir, jobs=jobs)
     return suite_finish(suite, outcomes, started, out_dir, junit)
 
 

@@ -148,6 +148,9 @@ def build_parser(only: str | None = None) -> Parser:
         xp.add_argument("--max-steps", type=int, metavar="N",
                         help="steps a schedule may have (default: one per 2 s of --time-limit, "
                         "at most 8)")
+        xp.add_argument("--jobs", type=int, metavar="N",
+                        help="runs at once on the local backend (default: the cores); the "
+                        "search and its shrinking are the same as with 1")
         xp.add_argument("--quiet", action="store_true", help="no progress output")
 
     if want("check"):
@@ -241,5 +244,8 @@ def build_parser(only: str | None = None) -> Parser:
                         "directory under the store)")
         su.add_argument("--store", type=Path, default=Path("results"),
                         help="results directory (default ./results)")
+        su.add_argument("--jobs", type=int, metavar="N",
+                        help="local runs at once (default: the cores); docker and ssh runs go "
+                        "one at a time")
         su.add_argument("--dry-run", action="store_true", help="validate and list the runs only")
     return p

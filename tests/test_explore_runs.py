@@ -75,7 +75,8 @@ def test_a_replayed_run_resolves_the_same_roles_at_run_time(store: Path, tmp_pat
 def test_a_real_search_finds_shrinks_writes_and_reproduces(store: Path) -> None:
     proc = harness("explore", "--store", str(store), "--quiet", "--lock", "redis-setnx",
                    "--menu", "pause,pause-node", "--budget", "10", "--time-limit", "6",
-                   "--replays", "1", "--reproduce", "2", "--seed", "5", timeout=900)
+                   "--replays", "1", "--reproduce", "2", "--seed", "5", "--jobs", "2",
+                   timeout=900)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "VIOLATION FOUND" in proc.stdout
     (out,) = list((store / "_explore").glob("*/*"))
@@ -85,8 +86,11 @@ def test_a_real_search_finds_shrinks_writes_and_reproduces(store: Path) -> None:
     minimal = from_dict(summary["minimal"]["schedule"])
     assert any(s.fault == "pause" for s in minimal.steps)
     runs = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines()]
-    assert len(runs) == summary["runs"] + 2
-    assert {r["phase"] for r in runs} == {"search", "reproduce"}
+    phases = [r["phase"] for r in runs]
+    assert (phases.count("search"), phases.count("reproduce")) == (summary["runs"], 2)
+    assert phases.count("spare") == summary["spare-runs"] == len(runs) - summary["runs"] - 2
+    assert [r["trial"] for r in runs if r["phase"] == "search"] == sorted(
+        r["trial"] for r in runs if r["phase"] == "search")  # in the search's order
     for link in ("first-failure", "minimal"):
         assert (out / link / "report.html").is_file()
     minimal_run = (out / "minimal").resolve()

@@ -5,6 +5,8 @@ test_explore_runs.py."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,20 @@ def lease_bug(schedule: Schedule, trial: Trial) -> Outcome:
     return Outcome(1 if any(breaks(s) for s in schedule.steps) else 0, seconds=1.0)
 
 
+def redlock_space() -> Space:
+    spec = TestSpec.from_dict({"lock": "redlock", "db": "redis-masters", "time_limit": 8.0,
+                               "nemesis": "pause,kill"}).validate()
+    return space_for(spec, spec.nemesis)
+
+
+def noisy(schedule: Schedule, trial: Trial) -> Outcome:
+    """The lease bug, and schedules with a kill failing on their first replay only (luck)."""
+    if any(breaks(s) for s in schedule.steps):
+        return Outcome(1)
+    lucky = any(s.fault == "kill" for s in schedule.steps) and not trial.outcomes
+    return Outcome(1 if lucky else 0)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_shrinks_to_the_one_fault_that_matters(seed: int) -> None:
     search = Search(setnx_space(), lease_bug, budget=80, replays=2, seed=seed).execute()
@@ -52,15 +68,7 @@ def test_shrinks_to_the_one_fault_that_matters(seed: int) -> None:
 def test_noise_is_not_chased() -> None:
     """Schedules with a kill fail on their first replay only (luck of the timing): never
     counted as failing, so the minimal schedule is the real bug, with no kill in it."""
-    spec = TestSpec.from_dict({"lock": "redlock", "db": "redis-masters", "time_limit": 8.0,
-                               "nemesis": "pause,kill"}).validate()
-    space = space_for(spec, spec.nemesis)
-
-    def noisy(schedule: Schedule, trial: Trial) -> Outcome:
-        if any(breaks(s) for s in schedule.steps):
-            return Outcome(1)
-        lucky = any(s.fault == "kill" for s in schedule.steps) and not trial.outcomes
-        return Outcome(1 if lucky else 0)
+    space = redlock_space()
 
     search = Search(space, noisy, budget=80, replays=2, seed=3).execute()
     assert search.minimal is not None
@@ -165,3 +173,66 @@ def test_a_fault_that_cannot_run_on_this_cluster_is_left_out_saying_why() -> Non
     spec = TestSpec.from_dict({"nemesis": "partition-minority"}).validate()
     with pytest.raises(UsageError, match="nothing in --menu can run here"):
         space_for(spec, spec.nemesis)
+
+
+# --jobs: runs made ahead, the same search (issue 30) -----------------------------------------
+def path_of(search: Search) -> tuple[Any, ...]:
+    """What a search did, as the user sees it: the schedules in order with their verdicts,
+    the runs charged, the first failure, the minimal schedule, why it stopped."""
+    return ([(t.schedule.key(), [o.code for o in t.outcomes]) for t in search.trials],
+            search.runs, search.first.n if search.first else None,
+            search.minimal.schedule.key() if search.minimal else None, search.stopped)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_jobs_find_and_shrink_exactly_as_one_job(seed: int) -> None:
+    one = Search(setnx_space(), lease_bug, budget=80, replays=2, seed=seed).execute()
+    two = Search(setnx_space(), lease_bug, budget=80, replays=2, seed=seed, jobs=2).execute()
+    three = Search(setnx_space(), lease_bug, budget=80, replays=3, seed=seed, jobs=3).execute()
+    assert one.minimal is not None and len(one.minimal.schedule.steps) == 1
+    assert path_of(two) == path_of(one)
+    assert path_of(three) == path_of(Search(setnx_space(), lease_bug, budget=80, replays=3,
+                                            seed=seed).execute())
+    assert two.spare, "nothing was run ahead: the lookahead did nothing"
+    assert len(two.spare) + two.runs <= 80 + 1 + 2  # the budget bounds what starts
+
+
+def test_jobs_keep_the_replay_a_run_is_told_and_the_budget() -> None:
+    """The noise of the first replay (the run function sees which replay it is) is not chased
+    with jobs either; a tight budget ends the search at the same run."""
+    space = redlock_space()
+
+    for budget in (80, 9):
+        one = Search(space, noisy, budget=budget, replays=2, seed=3).execute()
+        two = Search(space, noisy, budget=budget, replays=2, seed=3, jobs=2).execute()
+        assert path_of(two) == path_of(one)
+    assert one.runs == 9 and not one.failing_trials
+
+
+def test_jobs_run_at_once_and_stop_as_one_job_does() -> None:
+    lock = threading.Lock()
+    now, most = [0], [0]
+
+    def slow(schedule: Schedule, trial: Trial) -> Outcome:
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.05)
+        with lock:
+            now[0] -= 1
+        return lease_bug(schedule, trial)
+
+    two = Search(setnx_space(), slow, budget=12, replays=2, seed=1, jobs=2).execute()
+    assert most[0] == 2
+    assert path_of(two) == path_of(Search(setnx_space(), lease_bug, budget=12, seed=1).execute())
+
+    one = Search(setnx_space(), lambda s, t: Outcome(0), budget=30, seed=0).execute()
+    fourth = one.trials[3].schedule.key()
+
+    def interrupted(schedule: Schedule, trial: Trial) -> Outcome:
+        return Outcome(0, interrupted=schedule.key() == fourth)
+
+    stop1 = Search(setnx_space(), interrupted, budget=30, seed=0).execute()
+    stop2 = Search(setnx_space(), interrupted, budget=30, seed=0, jobs=2).execute()
+    assert stop1.stopped == "interrupted" == stop2.stopped
+    assert path_of(stop2) == path_of(stop1) and stop2.runs == 4

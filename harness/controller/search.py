@@ -13,6 +13,12 @@ found) costs nothing and always gets the same answer. ``budget`` caps the runs: 
 spent, every new schedule is answered "passes" without running, which ends generation and
 shrinking at once; the trial under way still finishes its K replays (so a failure found on
 the last run of the budget is confirmed, at most K - 1 runs past it).
+
+With ``jobs`` > 1, :class:`harness.controller.lookahead.Lookahead` runs the runs the search is
+likely to need next while it waits for the one it needs now; the search consumes them in its
+own order, so for the same seed it tries, finds and shrinks to the same schedules as with one
+job (given the same verdicts). Runs made ahead and never needed are ``spare``: recorded, not
+charged to the budget (at most ``budget`` runs are started in all, besides those needed).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.controller.lookahead import Lookahead, Spare
 from harness.controller.registry import Registry, default_registry
 from harness.controller.spec import TestSpec, make_db, nemesis_name, nemesis_target
 from harness.core.capabilities import HasLeader
@@ -206,8 +213,12 @@ class Search:
     stopped: str | None = None
     started: float = field(default_factory=time.monotonic)
     hypothesis_minimal: Schedule | None = None
+    jobs: int = 1
+    on_interrupt: Callable[[], None] | None = None  # Ctrl-C while runs are in worker threads
+    spare: list[Spare[Outcome]] = field(default_factory=list)
     _seen: dict[str, Trial] = field(default_factory=dict)
     _could_not: int = 0
+    _ahead: Lookahead[Outcome] | None = None
 
     def __post_init__(self) -> None:
         check_limits(self.budget, self.replays)
@@ -223,6 +234,9 @@ class Search:
         config = settings(max_examples=max(100, 5 * self.budget), deadline=None,
                           database=None, phases=[Phase.generate, Phase.shrink],
                           verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
+        if self.jobs > 1:
+            self._ahead = Lookahead(self._run_replay, self.jobs, self.replays,
+                                    self.generated(config), self.budget, self.on_interrupt)
         try:
             with _patient_shrinker():
                 self.hypothesis_minimal = find(self.space.strategy(), self.failing,
@@ -231,7 +245,34 @@ class Search:
             pass
         except KeyboardInterrupt:
             self.stopped = "interrupted"
+        finally:
+            if self._ahead is not None:
+                self.spare = self._ahead.close()
         return self
+
+    def generated(self, config: Any) -> list[Schedule]:
+        """The schedules this seeded search generates while every answer is "passes", in its
+        order, each once (nothing runs: hypothesis is answered at once); at most ``budget``."""
+        from hypothesis import find
+        from hypothesis.errors import NoSuchExample
+
+        order: dict[str, Schedule] = {}
+
+        def passes(schedule: Schedule) -> bool:
+            order.setdefault(schedule.key(), schedule)
+            if len(order) >= self.budget:
+                raise _Enough
+            return False
+
+        with contextlib.suppress(NoSuchExample, _Enough):
+            find(self.space.strategy(), passes, settings=config, random=random.Random(self.seed))
+        return list(order.values())[:self.budget]  # past it, hypothesis shrank _Enough
+
+    def _run_replay(self, schedule: Schedule, replay: int) -> Outcome:
+        """A run of the lookahead (in a worker thread): the run function sees the trial as the
+        search would when it asks for this replay (the earlier ones failed)."""
+        earlier = [Outcome(EXIT_INVALID) for _ in range(replay)]
+        return self._call(schedule, Trial(0, schedule, self.replays, earlier))
 
     def failing(self, schedule: Schedule) -> bool:
         """The condition hypothesis searches with: does ``schedule`` fail K of K times?"""
@@ -255,11 +296,17 @@ class Search:
             self.first = trial
         return trial.failing
 
-    def _one(self, schedule: Schedule, trial: Trial) -> Outcome:
+    def _call(self, schedule: Schedule, trial: Trial) -> Outcome:
         try:
-            outcome = self.run(schedule, trial)
+            return self.run(schedule, trial)
         except Exception as e:  # a bug of the run function: stop, saying what it was
-            outcome = Outcome(EXIT_SETUP, note=f"{type(e).__name__}: {e}")
+            return Outcome(EXIT_SETUP, note=f"{type(e).__name__}: {e}")
+
+    def _one(self, schedule: Schedule, trial: Trial) -> Outcome:
+        if self._ahead is not None:
+            outcome = self._ahead.outcome(schedule, len(trial.outcomes))
+        else:
+            outcome = self._call(schedule, trial)
         if outcome.interrupted:
             self.stopped = "interrupted"
         elif outcome.could_not_run:
@@ -295,6 +342,11 @@ class Search:
     def mean_run_seconds(self) -> float | None:
         times = [o.seconds for t in self.trials for o in t.outcomes if o.seconds > 0]
         return sum(times) / len(times) if times else None
+
+
+class _Enough(Exception):
+    """Ends the dry search of :meth:`Search.generated`: it has as many schedules as the budget
+    can run."""
 
 
 def check_limits(budget: int, replays: int) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,10 +41,11 @@ from harness.core.errors import (
     UsageError,
 )
 from harness.core.schedule import Schedule
+from harness.presentation.parallel import check_jobs, run_all
 from harness.presentation.report import verdict_word, write_report
 from harness.presentation.report.incidents import incidents
 from harness.presentation.report.narrative import describe, from_record, removed
-from harness.presentation.runs import Child, run_in_child
+from harness.presentation.runs import Child, interrupt_children, run_in_child
 
 WORDS = {0: "VALID", 1: "INVALID", 2: "UNKNOWN", 3: "COULD NOT RUN", 64: "BAD USAGE"}
 Runner = Callable[[TestSpec, RunDir, Path], Child]
@@ -67,8 +69,9 @@ class Explore:
     def __init__(self, spec: TestSpec, menu: list[str], *, budget: int, replays: int = 2,
                  reproduce: int = 10, max_steps: int | None = None,
                  progress: Progress | None = None, out: TextIO | None = None,
-                 runner: Runner | None = None) -> None:
+                 runner: Runner | None = None, jobs: int | None = 1) -> None:
         check_limits(budget, replays)
+        self.jobs = check_jobs(jobs)
         if not 0 <= reproduce <= 100:
             raise UsageError(f"--reproduce must be 0 to 100 replays, got {reproduce}")
         self.spec = spec
@@ -84,39 +87,52 @@ class Explore:
         self.dir: ExploreDir | None = None
         self.search: Search | None = None
         self.n = 0  # runs started, search and reproduction
+        self.numbers: dict[str, int] = {}  # a run's directory -> its n (its log's number)
+        self.lock = threading.Lock()  # runs start in worker threads with --jobs
         self.replayed: list[Outcome] = []
         self.started = time.monotonic()
         self.search_seconds = 0.0
         self.load_seen = [load()]
 
     # the run function ----------------------------------------------------------------------
-    def run_schedule(self, schedule: Schedule, trial: Trial | None, phase: str = "search"
-                     ) -> Outcome:
-        """One real run of ``schedule``, in a child process, recorded in runs.jsonl."""
+    def run_schedule(self, schedule: Schedule, trial: Trial | None = None) -> Outcome:
+        """One real run of ``schedule``, in a child process (from a worker thread too); what
+        it was for is recorded in runs.jsonl when the search takes it (:meth:`record`)."""
         assert self.dir is not None
-        self.n += 1
+        with self.lock:
+            self.n += 1
+            n = self.n
         spec = dataclasses.replace(self.spec, schedule=schedule.to_dict())
         run = self.store.create(spec.test_name)
+        with self.lock:
+            self.numbers[str(run.path)] = n
         started = time.monotonic()
-        child = self.runner(spec, run, self.dir.log(self.n))
+        child = self.runner(spec, run, self.dir.log(n))
         seconds = time.monotonic() - started
         code = child.code if child.code is not None else EXIT_SETUP
         note = ""
         if code not in (EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN):
             errors = [x for x in child.output.splitlines() if x.startswith("harness:")]
             note = (errors[-1].removeprefix("harness:").strip() if errors
-                    else f"exit {code}, see {self.dir.log(self.n)}")
-        self.dir.add_run({"n": self.n, "phase": phase, "trial": trial.n if trial else None,
-                          "replay": (len(trial.outcomes) + 1) if trial else None,
-                          "schedule": schedule.to_dict(), "exit": code,
-                          "verdict": WORDS.get(code, str(code)), "run": str(run.path),
-                          "seconds": round(seconds, 1), "note": note or None})
+                    else f"exit {code}, see {self.dir.log(n)}")
         return Outcome(code, str(run.path), seconds, note, child.interrupted)
+
+    def record(self, outcome: Outcome, schedule: Schedule, phase: str,
+               trial: Trial | None = None, replay: int | None = None) -> None:
+        """A line of runs.jsonl: the run, what it was for and how it ended."""
+        assert self.dir is not None
+        n = self.numbers.get(outcome.run or "", 0)
+        self.dir.add_run({"n": n, "phase": phase, "trial": trial.n if trial else None,
+                          "replay": replay, "schedule": schedule.to_dict(), "exit": outcome.code,
+                          "verdict": WORDS.get(outcome.code, str(outcome.code)),
+                          "run": outcome.run, "seconds": round(outcome.seconds, 1),
+                          "note": outcome.note or None})
 
     # progress --------------------------------------------------------------------------------
     def on_run(self, search: Search, trial: Trial, outcome: Outcome) -> None:
         self.load_seen.append(load())
         k = len(trial.outcomes)
+        self.record(outcome, trial.schedule, "search", trial, k)
         steps = trial.schedule.describe()
         self.progress.line(
             f"[run {search.runs:>3}/{search.budget} {clock(search.elapsed())}, "
@@ -138,7 +154,7 @@ class Explore:
         left = max(0, search.budget - search.runs)
         if search.first is not None:
             left += self.reproduce
-        return left * mean
+        return left * mean / self.jobs
 
     # the search ------------------------------------------------------------------------------
     def execute(self) -> int:
@@ -152,11 +168,23 @@ class Explore:
                            f"schedule fails only if it fails {self.replays} of {self.replays}")
         self.progress.line(f"  schedules: {self.space.describe()}")
         self.progress.line(f"  output: {self.dir.path}")
+        if self.jobs > 1 and spec.backend != "local":
+            self.progress.line(f"  --backend {spec.backend}: one run at a time (its nodes are "
+                               "not shared between runs)")
+            self.jobs = 1
+        if self.jobs > 1:
+            self.progress.line(f"  {self.jobs} runs at once: the search runs ahead what it is "
+                               "likely to need next, and takes the answers in its own order")
         search = self.search = Search(
             self.space, self.run_schedule, self.budget, self.replays, seed=int(spec.seed or 0),
-            on_run=self.on_run)
+            on_run=self.on_run, jobs=self.jobs, on_interrupt=interrupt_children)
         search.execute()
         self.search_seconds = search.elapsed()
+        for spare in search.spare:
+            self.record(spare.outcome, spare.schedule, "spare", None, spare.replay + 1)
+        if search.spare:
+            self.progress.line(f"  {len(search.spare)} run(s) made ahead were not needed "
+                               "(runs.jsonl: phase spare)")
         minimal = search.minimal
         self.progress.line(
             f"search over after {search.runs} run(s) in {clock(search.elapsed())}: "
@@ -172,15 +200,18 @@ class Explore:
 
     def measure(self, minimal: Trial) -> None:
         """Replay the minimal schedule ``reproduce`` times: how often does it fail?"""
-        for i in range(self.reproduce):
-            outcome = self.run_schedule(minimal.schedule, None, phase="reproduce")
+        def done(_: int, outcome: Outcome) -> None:
             self.replayed.append(outcome)
+            self.record(outcome, minimal.schedule, "reproduce")
             fails = sum(o.invalid for o in self.replayed)
-            self.progress.line(f"[reproduce {i + 1}/{self.reproduce}] "
+            i = len(self.replayed)
+            self.progress.line(f"[reproduce {i}/{self.reproduce}] "
                                f"{WORDS.get(outcome.code, outcome.code)} in "
-                               f"{outcome.seconds:.0f} s: {fails} of {i + 1} failed so far")
-            if outcome.interrupted:
-                break
+                               f"{outcome.seconds:.0f} s: {fails} of {i} failed so far")
+
+        results, _ = run_all([minimal.schedule] * self.reproduce, self.run_schedule, self.jobs,
+                             done=done, stop=lambda o: o.interrupted)
+        self.replayed = [o for o in results if o is not None]  # in the order they started
 
     # what it found ---------------------------------------------------------------------------
     def finish(self, search: Search) -> dict[str, Any]:
@@ -189,6 +220,7 @@ class Explore:
         summary: dict[str, Any] = {
             "spec": self.spec.to_dict(), "menu": self.menu, "budget": self.budget,
             "replays": self.replays, "runs": search.runs, "schedules": len(search.trials),
+            "jobs": self.jobs, "spare-runs": len(search.spare),
             "invalid-runs": search.invalid_runs, "stopped": search.stopped,
             "seconds": round(self.search_seconds, 1),
             "seconds-total": round(time.monotonic() - self.started, 1),
@@ -290,6 +322,9 @@ class Explore:
         rate = s.get("reproduced")
         more = (f" (+{rate['of']} replays: {clock(s['seconds-total'] - s['seconds'])})"
                 if rate else "")
+        if s["jobs"] > 1:
+            more += (f", {s['jobs']} at a time (+{s['spare-runs']} run(s) made ahead, not "
+                     "needed)")
         lines.append(f"  search         {runs} in {clock(s['seconds'])}{more}, "
                      f"{s['schedules']} schedule(s), {s['invalid-runs']} invalid run(s); "
                      "outcomes " + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()))

@@ -8,10 +8,12 @@ directory through the store's API, so it never has to learn it from the child's 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -31,6 +33,9 @@ from harness.presentation.report.narrative import step_outcomes
 from harness.presentation.report.words import caveats, figures, violation_kinds
 
 STOP_GRACE_S = 30.0
+_LIVE: dict[int, subprocess.Popen[str]] = {}  # children running now, by pid
+_ASKED: set[int] = set()  # of them, those interrupt_children() asked to stop
+_LIVE_LOCK = threading.Lock()
 MAX_INCIDENTS = 5  # printed; the report lists them all
 
 
@@ -180,6 +185,8 @@ def run_in_child(spec: TestSpec, run: RunDir, log: Path, *, budget: float | None
     with log.open("w") as fh:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=fh, text=True,
                                 start_new_session=True, env=env)
+        with _LIVE_LOCK:
+            _LIVE[proc.pid] = proc
         try:
             out, _ = proc.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
@@ -188,8 +195,25 @@ def run_in_child(spec: TestSpec, run: RunDir, log: Path, *, budget: float | None
         except KeyboardInterrupt:
             interrupted = True
             out = stop(proc, signal.SIGINT)
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.pop(proc.pid, None)
+                interrupted = interrupted or proc.pid in _ASKED
+                _ASKED.discard(proc.pid)
         fh.write(out or "")
     return Child(proc.returncode, log.read_text(errors="replace"), interrupted)
+
+
+def interrupt_children(sig: signal.Signals = signal.SIGINT) -> int:
+    """Ctrl-C for runs in worker threads (only the main thread sees KeyboardInterrupt): send
+    ``sig`` to every child running now (SIGINT: it heals and saves what it recorded; SIGKILL:
+    past the grace). Their :func:`run_in_child` returns them as interrupted. How many."""
+    with _LIVE_LOCK:
+        for pid, proc in _LIVE.items():
+            _ASKED.add(pid)
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
+        return len(_LIVE)
 
 
 def stop(proc: subprocess.Popen[str], sig: signal.Signals) -> str:

@@ -391,12 +391,15 @@ def last_line(text: str) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
-def run_suite(suite: Suite, store: Path, out_dir: Path, *, echo: Any = print
+def run_suite(suite: Suite, store: Path, out_dir: Path, *, echo: Any = print, jobs: int = 1
               ) -> list[Outcome]:
-    """Run the suite's entries (a shard's: its own) in order, printing one line each; Ctrl-C
-    stops after the current run has healed and saved, and the rest are reported as skipped."""
+    """Run the suite's entries (a shard's: its own), one line each; ``jobs`` > 1: that many at
+    once (:func:`run_parallel`). Ctrl-C stops after the current runs have healed and saved,
+    and the rest are reported as skipped. The outcomes are in suite order either way."""
     log_dir = out_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
+    if jobs > 1 and len(suite.entries) > 1:
+        return run_parallel(suite, store, log_dir, jobs, echo)
     outcomes: list[Outcome] = []
     total = len(suite.entries)
     width = len(str(total))
@@ -407,15 +410,67 @@ def run_suite(suite: Suite, store: Path, out_dir: Path, *, echo: Any = print
              f"~{left / 60:.0f} min left) ...", end=" ", flush=True)
         outcome = run_entry(entry, store, log_dir)
         outcomes.append(outcome)
-        mark = "ok" if outcome.as_expected else "DIFFERS"
-        where = f"  {outcome.report}" if not outcome.as_expected and outcome.report else ""
-        why = f"  {outcome.first_violation}" if outcome.verdict == "error" else ""
-        echo(f"{outcome.verdict.upper()} {mark} ({outcome.seconds:.1f} s){where}{why}",
-             flush=True)
+        echo(outcome_words(outcome), flush=True)
         if outcome.verdict == "interrupted":
             outcomes.extend(Outcome(e, "skipped", None, 0.0, None, "")
                             for e in suite.entries[i + 1:])
             break
+    return outcomes
+
+
+def outcome_words(outcome: Outcome) -> str:
+    """``INVALID ok (12.3 s)``, with the report and the error where it differs."""
+    mark = "ok" if outcome.as_expected else "DIFFERS"
+    where = f"  {outcome.report}" if not outcome.as_expected and outcome.report else ""
+    why = f"  {outcome.first_violation}" if outcome.verdict == "error" else ""
+    return f"{outcome.verdict.upper()} {mark} ({outcome.seconds:.1f} s){where}{why}"
+
+
+def local(entry: Entry) -> bool:
+    """Runs on this machine's local backend: it may share the machine with other runs (each
+    takes its own 127.x block). Docker and SSH runs go one at a time, as before."""
+    return str(entry.options.get("backend", "local")) == "local"
+
+
+def run_parallel(suite: Suite, store: Path, log_dir: Path, jobs: int, echo: Any
+                 ) -> list[Outcome]:
+    """``jobs`` local runs at once, longest first (the suite ends sooner); then the others one
+    at a time. A line per run as it finishes; the outcomes in suite order."""
+    from harness.presentation.parallel import run_all
+
+    total = len(suite.entries)
+    width = len(str(total))
+    shared = sorted((e for e in suite.entries if local(e)),
+                    key=lambda e: (-e.estimate(), e.number))
+    alone = [e for e in suite.entries if not local(e)]
+    left = [sum(e.estimate() for e in shared) / jobs + sum(e.estimate() for e in alone)]
+    finished: dict[int, Outcome] = {}
+    echo(f"{len(shared)} local run(s), {jobs} at a time"
+         + (f"; then {len(alone)} on other backends, one at a time" if alone else ""),
+         flush=True)
+
+    def done(_: int, outcome: Outcome) -> None:
+        finished[outcome.entry.number] = outcome
+        e = outcome.entry
+        left[0] -= e.estimate() / (jobs if local(e) else 1)
+        echo(f"[{len(finished):>{width}}/{total}] #{e.number} {e.label()} (expect {e.expect}): "
+             f"{outcome_words(outcome)}  ~{max(0.0, left[0]) / 60:.0f} min left", flush=True)
+
+    def work(entry: Entry) -> Outcome:
+        return run_entry(entry, store, log_dir)
+
+    def interrupted(outcome: Outcome) -> bool:
+        return outcome.verdict == "interrupted"
+
+    started = time.monotonic()
+    _, stopped = run_all(shared, work, jobs, done=done, stop=interrupted)
+    if not stopped:
+        run_all(alone, work, 1, done=done, stop=interrupted)
+    outcomes = [finished.get(e.number) or Outcome(e, "skipped", None, 0.0, None, "")
+                for e in suite.entries]
+    runs = sum(o.seconds for o in outcomes)
+    echo(f"{runs / 60:.1f} min of runs in {(time.monotonic() - started) / 60:.1f} min, "
+         f"{jobs} at a time", flush=True)
     return outcomes
 
 
