@@ -341,11 +341,13 @@ def cmd_suite(args: argparse.Namespace) -> int:
     if args.shard is not None:
         suite = suite.sharded(parse_shard(args.shard))
         print(f"suite {suite.title}: {len(suite.entries)} of {suite.total} run(s) from {path}, "
-              f"about {suite.estimate() / 60:.0f} min; {len(suite.elsewhere)} skipped here (they "
+              f"about {suite.wall_estimate(jobs) / 60:.0f} min; {len(suite.elsewhere)} skipped "
+              f"here (they "
               f"run in the other shards): {numbers(suite.elsewhere) or 'none'}", flush=True)
     else:
         print(f"suite {suite.name}: {suite.total} run(s) from {path}, about "
-              f"{suite.estimate() / 60:.0f} min", flush=True)
+              f"{suite.wall_estimate(jobs) / 60:.0f} min"
+              f"{f' ({jobs} local runs at once)' if jobs > 1 else ''}", flush=True)
     if args.dry_run:
         for entry in suite.entries:
             print(f"  {entry.number:>3}. {entry.command()}  # expect {entry.expect}")

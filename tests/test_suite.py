@@ -1,6 +1,7 @@
 """``harness suite``: parsing and validation (pure), JUnit XML and index.html, the shipped
 nightly suite (every lock, within 31 minutes), and a real 4-entry suite on Redis: exit 0 when
-every verdict is as expected, 1 when one expectation is flipped."""
+every verdict is as expected (two runs at once), 1 when one expectation is flipped (one at a
+time)."""
 
 from __future__ import annotations
 
@@ -177,10 +178,11 @@ def test_four_entry_suite_on_redis(tmp_path: Path) -> None:
     good = tmp_path / "four.toml"
     good.write_text(FOUR.format(t=8, fenced="valid"))
     proc = harness("suite", str(good), "--store", str(store), "--junit",
-                   str(tmp_path / "junit.xml"))
+                   str(tmp_path / "junit.xml"), "--jobs", "2")  # two at once (issue 30)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "[1/4]" in out and "[4/4]" in out and "4 of 4 as expected" in out
+    assert "4 local run(s), 2 at a time" in out
     ts = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
     assert ts is not None and ts.get("tests") == "4"
     assert ts.get("failures") == "0" and ts.get("errors") == "0"
@@ -197,7 +199,7 @@ def test_four_entry_suite_on_redis(tmp_path: Path) -> None:
     flipped = tmp_path / "flipped.toml"
     flipped.write_text(FOUR.format(t=8, fenced="invalid"))
     proc = harness("suite", str(flipped), "--store", str(store), "--junit",
-                   str(tmp_path / "flipped.xml"))
+                   str(tmp_path / "flipped.xml"), "--jobs", "1")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "3 of 4 as expected, 1 differ" in out

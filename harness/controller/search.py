@@ -245,6 +245,8 @@ class Search:
             pass
         except KeyboardInterrupt:
             self.stopped = "interrupted"
+            if self._ahead is not None and self.on_interrupt is not None:
+                self.on_interrupt()  # the runs made ahead heal, save and end
         finally:
             if self._ahead is not None:
                 self.spare = self._ahead.close()

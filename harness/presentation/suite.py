@@ -177,6 +177,11 @@ class Suite:
         """Seconds the suite should take, from the time limits (for the 30-minute budget)."""
         return sum(e.estimate() for e in self.entries)
 
+    def wall_estimate(self, jobs: int) -> float:
+        """Seconds it should take with ``jobs`` local runs at once (the others one at a time)."""
+        shared = sum(e.estimate() for e in self.entries if local(e))
+        return shared / max(1, jobs) + self.estimate() - shared
+
     def sharded(self, shard: Shard) -> Suite:
         """The part ``shard`` runs: the same on every machine that reads the same file."""
         if self.shard is not None:
