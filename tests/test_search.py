@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harness.controller.lookahead import Lookahead
 from harness.controller.registry import default_registry
 from harness.controller.search import Outcome, Search, Space, Trial, roles_for, space_for
 from harness.controller.spec import TestSpec
@@ -236,3 +237,23 @@ def test_jobs_run_at_once_and_stop_as_one_job_does() -> None:
     stop2 = Search(setnx_space(), interrupted, budget=30, seed=0, jobs=2).execute()
     assert stop1.stopped == "interrupted" == stop2.stopped
     assert path_of(stop2) == path_of(stop1) and stop2.runs == 4
+
+
+def test_runs_made_ahead_still_running_at_the_end_are_stopped() -> None:
+    """The search is over: a run made ahead that no one will ask for is told to stop
+    (``on_interrupt``) rather than waited for, and recorded as spare."""
+    stop = threading.Event()
+    a, b = (Schedule((Step(0.0, "pause", "holder", d),)) for d in (1.0, 2.0))
+
+    def run(schedule: Schedule, replay: int) -> Outcome:
+        if schedule == b:
+            return Outcome(0, interrupted=stop.wait(30))
+        time.sleep(0.3)  # while a runs, b is run ahead
+        return Outcome(0)
+
+    ahead = Lookahead(run, jobs=2, replays=1, upcoming=[a, b], limit=10, on_interrupt=stop.set)
+    assert ahead.outcome(a, 0).code == 0
+    started = time.monotonic()
+    [spare] = ahead.close()
+    assert time.monotonic() - started < 10
+    assert spare.schedule == b and spare.replay == 0 and spare.outcome.interrupted

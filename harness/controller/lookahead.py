@@ -10,7 +10,8 @@ fills the other slots with the runs it is most likely to need next: the next gen
 schedules' first replays, then the further replays of the schedule at hand. The search still
 consumes the answers in its own order, one at a time, so it takes the same path as with one
 job, and counts against its budget only the runs it consumed; the runs made ahead and never
-asked for are *spare* (recorded, never counted as the search's).
+asked for are *spare* (recorded, never counted as the search's; those still running when the
+search ends are stopped).
 """
 
 from __future__ import annotations
@@ -74,9 +75,15 @@ class Lookahead(Generic[R]):
         return needed.result()
 
     def close(self) -> list[Spare[R]]:
-        """Start nothing more, wait for the runs under way; the spare runs, in start order."""
+        """Start nothing more; the runs still under way were made ahead and will not be asked
+        for: stop them (``on_interrupt``: they heal and save) and wait for them. The spare
+        runs, in start order."""
         self.stopping = True
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.on_interrupt is not None and any(
+                not f.done() for f in self.started.values() if not f.cancelled()):
+            self.on_interrupt()
+        self.pool.shutdown(wait=True)
         return [Spare(self.schedules[k], k[1], f.result()) for k, f in self.started.items()
                 if k not in self.used and not f.cancelled()]
 
