@@ -97,6 +97,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "kill": "nemesis.process_faults:KillNode",
         "partition": "nemesis.partition:Partition",
         "clock": "nemesis.clock:Clock",
+        "clock-client": "nemesis.client_clock:ClientClock",
         "partition-halves": "nemesis.partition:Partition",
         "partition-one": "nemesis.partition:Partition",
         "partition-ring": "nemesis.partition:Partition",

@@ -6,7 +6,7 @@ version number (RVN, a fresh UUID at every write of the holder) and whether it w
 
 - **acquire**: read the item consistently. No item: ``PutItem`` if ``attribute_not_exists``; a
   released one: ``PutItem`` if its RVN is still the one read. Held by someone: remember its
-  RVN and the moment (of this client's own monotonic clock) it was first seen; read again
+  RVN and the moment (of this client's own clock) it was first seen; read again
   every refresh period; a changed RVN (a heartbeat) starts the watch again; an RVN unchanged
   for the whole lease duration the item names means its holder is gone, and the waiter takes
   the lock over with ``PutItem`` if the RVN is still that one. Every grant is a write whose
@@ -16,6 +16,11 @@ version number (RVN, a fresh UUID at every write of the holder) and whether it w
   lock was taken over: the thread stops.
 - **release**: ``UpdateItem`` marking the item released, on the same condition. Amazon's client
   can delete the item instead; marking keeps the item, and with it the token.
+
+The watch is timed on the waiter's wall clock (``--lock-opt watch-clock=monotonic``: its
+monotonic clock, as Amazon's Java client reads ``System.nanoTime``): the wall clock is the one
+a fault can move in one client process alone without moving the history's own timestamps
+(:mod:`nemesis.client_clock`); neither is stepped by NTP here.
 
 Nothing on the server expires: safety rests on the holder's heartbeats reaching the server
 within a lease, and on the waiter's clock not running fast. A holder paused past a lease (its
@@ -32,10 +37,12 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from harness.core.locks import LONG_CRITICAL_SECTIONS, Grant, Indeterminate, LockConfig, LockRole
+from harness.core.options import Option
 from workloads.locks.dynamodb_conn import (
     KEY,
     TABLE,
@@ -61,6 +68,9 @@ class Hold:
     thread: threading.Thread | None = None
 
 
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.time, "monotonic": time.monotonic}
+
+
 def version_condition(rvns: list[str]) -> tuple[str, dict[str, Any]]:
     """``rvn IN (...) AND ownerName = :owner`` with its values (the owner's added later)."""
     names = [f":v{i}" for i in range(len(rvns))]
@@ -76,6 +86,10 @@ class DynamoLeaseLock(LockRole):
     tokens = True
     timeout_errors = (NotSent,)
     workload_defaults: ClassVar[dict[str, float]] = LONG_CRITICAL_SECTIONS
+    options: ClassVar[dict[str, Option]] = {
+        "watch-clock": Option(str, "wall", "the waiter's clock that times its watch of the "
+                              "holder's record: wall or monotonic", choices=tuple(CLOCKS)),
+    }
 
     def __init__(self, config: LockConfig) -> None:
         self.config = config
@@ -85,6 +99,7 @@ class DynamoLeaseLock(LockRole):
         self.heartbeat = config.ttl / 3
         self.refresh = min(0.1, config.ttl / 10)
         self.table_ready = False
+        self.clock = CLOCKS[str(config.options.get("watch-clock") or "wall")]
 
     # acquire ----------------------------------------------------------------------------------
     def acquire(self, timeout: float) -> Grant | None:
@@ -114,7 +129,7 @@ class DynamoLeaseLock(LockRole):
         fence = int(item.get("fence", {"N": "0"})["N"]) + 1
         if item.get("isReleased", {}).get("BOOL", False):
             return self.put(rvn, fence), None
-        now = time.monotonic()
+        now = self.clock()
         if watched is None or watched[0] != rvn:
             return None, (rvn, now)
         lease = int(item.get("leaseDuration", {"N": str(self.lease_ms)})["N"]) / 1000
