@@ -247,3 +247,12 @@ def test_the_install_dir_is_where_the_db_looks(tmp_path: Path) -> None:
         assert DynamoDB.unavailable() is not None
     finally:
         del os.environ["LOCK_HARNESS_DYNALITE"]
+
+
+def test_the_node_image_installs_the_dynalite_the_db_looks_for() -> None:
+    from dbs.dynamodb import DEFAULT_DIR, DYNALITE
+
+    setup = (Path(__file__).parents[1] / "docker" / "rootfs-setup.sh").read_text()
+    assert f"npm install --prefix {DEFAULT_DIR} " in setup
+    assert f"    {DYNALITE}\n" in setup
+    assert f"{DEFAULT_DIR}/node_modules/dynalite/cli.js" in setup
