@@ -20,10 +20,12 @@ mapfile -t pkgs < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$HERE/packages.txt" 
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${pkgs[@]}"
 
-# dynalite (DynamoDB's API, the dynamodb DB) from npm's registry, where the DB looks for it;
+# dynalite (DynamoDB's API, the dynamodb DB) from npm's registry, where the DB looks for it,
+# unless docker/build_image.py copied this machine's install in (JavaScript and N-API builds);
 # keep in step with dbs/dynamodb.py (DYNALITE, DEFAULT_DIR: tests/test_dynamodb.py checks).
-npm install --prefix /opt/lock-harness/dynalite --no-audit --no-fund --no-save --loglevel=error \
-    dynalite@4.0.0
+[ -e /opt/lock-harness/dynalite/node_modules/dynalite/cli.js ] ||
+  npm install --prefix /opt/lock-harness/dynalite --no-audit --no-fund --no-save \
+    --loglevel=error dynalite@4.0.0
 rm -rf /root/.npm
 
 # ZooKeeper: Debian's postinst points /etc/zookeeper/conf at conf_example; make sure it did.

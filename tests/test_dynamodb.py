@@ -254,5 +254,7 @@ def test_the_node_image_installs_the_dynalite_the_db_looks_for() -> None:
 
     setup = (Path(__file__).parents[1] / "docker" / "rootfs-setup.sh").read_text()
     assert f"npm install --prefix {DEFAULT_DIR} " in setup
-    assert f"    {DYNALITE}\n" in setup
+    build = (Path(__file__).parents[1] / "docker" / "build_image.py").read_text()
+    assert f'"{DEFAULT_DIR}"))' in build
+    assert f" {DYNALITE}\n" in setup
     assert f"{DEFAULT_DIR}/node_modules/dynalite/cli.js" in setup
