@@ -237,7 +237,10 @@ def test_docker_lease_a_paused_holder_shares_the_lock(store: Path) -> None:
                                       "--time-limit", "15", "--seed", "1")
     assert code == 1, out
     assert check(results, "mutex")["resource-interleaving-count"] > 0
-    assert json.loads((run_dir / "test.json").read_text())["backend"] == "docker"
+    assert json.loads((run_dir / "test.json").read_text())["spec"]["backend"] == "docker"
+    listening = [x for x in (run_dir / "logs" / "n1.log").read_text().splitlines()
+                 if x.startswith("Dynalite listening at: http://")]
+    assert listening and "//127." not in listening[0], "dynalite ran in its container"
 
 
 def test_the_install_dir_is_where_the_db_looks(tmp_path: Path) -> None:
