@@ -54,6 +54,9 @@ KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 REDIS_BINARIES = ("redis-server", "redis-cli", "redis-sentinel")
 HEARTBEAT_S = 15.0
+# dynalite as `harness setup --db dynamodb` installed it here (dbs/dynamodb.py), copied into
+# the node when present (npm's registry may not be reachable from the chroot)
+DYNALITE = Path(os.environ.get("LOCK_HARNESS_DYNALITE", "/opt/lock-harness/dynalite"))
 
 
 class BuildError(Exception):
@@ -258,6 +261,8 @@ def build_rootfs(digest: str, tarball: Path, force: bool, progress: Progress) ->
         info = root / "usr/local/share/lock-harness/redis-BUILD-INFO"
         info.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(CACHE / "redis-libc" / "BUILD-INFO", info)
+        if (DYNALITE / "node_modules" / "dynalite" / "cli.js").is_file():  # harness setup's
+            shutil.copytree(DYNALITE, root / "opt/lock-harness/dynalite", symlinks=True)
         setup = root / "tmp/lock-harness"
         setup.mkdir(parents=True)
         shutil.copyfile(HERE / "rootfs-setup.sh", setup / "rootfs-setup.sh")

@@ -20,6 +20,14 @@ mapfile -t pkgs < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$HERE/packages.txt" 
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${pkgs[@]}"
 
+# dynalite (DynamoDB's API, the dynamodb DB) from npm's registry, where the DB looks for it,
+# unless docker/build_image.py copied this machine's install in (JavaScript and N-API builds);
+# keep in step with dbs/dynamodb.py (DYNALITE, DEFAULT_DIR: tests/test_dynamodb.py checks).
+[ -e /opt/lock-harness/dynalite/node_modules/dynalite/cli.js ] ||
+  npm install --prefix /opt/lock-harness/dynalite --no-audit --no-fund --no-save \
+    --loglevel=error dynalite@4.0.0
+rm -rf /root/.npm
+
 # ZooKeeper: Debian's postinst points /etc/zookeeper/conf at conf_example; make sure it did.
 [ -e /etc/zookeeper/conf/environment ] || ln -sfn /etc/zookeeper/conf_example /etc/zookeeper/conf
 mkdir -p /var/lib/zookeeper /var/log/zookeeper /var/lib/etcd /data
@@ -29,7 +37,8 @@ for f in /usr/local/bin/redis-server /usr/local/bin/redis-cli /usr/local/bin/red
     /usr/bin/etcd /usr/bin/etcdctl /usr/bin/java /usr/share/zookeeper/bin/zkServer.sh \
     /usr/share/java/zookeeper.jar /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 \
     /usr/bin/faketime /usr/sbin/iptables /usr/sbin/ip /usr/bin/pkill \
-    /usr/lib/postgresql/15/bin/postgres /usr/lib/postgresql/15/bin/initdb /usr/sbin/sshd; do
+    /usr/lib/postgresql/15/bin/postgres /usr/lib/postgresql/15/bin/initdb /usr/sbin/sshd \
+    /usr/bin/node /opt/lock-harness/dynalite/node_modules/dynalite/cli.js; do
     [ -e "$f" ] || { echo "rootfs-setup.sh: missing $f" >&2; exit 1; }
 done
 /usr/local/bin/redis-server --version | grep -q 'malloc=libc' ||

@@ -14,6 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from harness.controller.client_clock import ClockHelper
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
 from harness.core.atomic import write_text
@@ -32,6 +33,7 @@ class Clients:
     run: RunDir
     processes: list[int]
     doomed: set[int] = field(default_factory=set)
+    clock_helper: ClockHelper = field(default_factory=ClockHelper)
 
     def spawn(self, process: int, config: ClientConfig, group: int | None = None) -> None:
         """``group``: the group id the client runs with (the backend rewrites the source
@@ -62,6 +64,14 @@ class Clients:
     def resume(self, process: int) -> bool:
         return self.procs.send(client_name(process), signal.SIGCONT, group=True)
 
+    def move_clock(self, process: int, clock: str, offset: float) -> float | None:
+        """Through a patch of the client's vDSO, written by a helper process
+        (:mod:`harness.controller.client_clock`); the patch dies with the process."""
+        pid = self.pid(process)
+        if pid is None:
+            return None
+        return self.clock_helper.move(pid, clock, offset)
+
     # crashes on purpose (the crash-client nemesis) --------------------------------------------
     # A client armed for a crash may die at any moment from then on: the run must not take
     # its death for a harness failure, and faults must not pick it any more.
@@ -83,6 +93,7 @@ class Clients:
         for p in self.processes:
             self.resume(p)  # a stopped process cannot act on SIGTERM
             self._signal(p, signal.SIGTERM)
+        self.clock_helper.close()
         deadline = time.monotonic() + STOP_TIMEOUT
         for p in self.processes:
             if not self.procs.wait_gone(client_name(p), max(0.0, deadline - time.monotonic())):

@@ -58,6 +58,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "zookeeper": "dbs.zookeeper:ZooKeeperDB",
         "etcd": "dbs.etcd:EtcdDB",
         "postgres": "dbs.postgres:PostgresDB",
+        "dynamodb": "dbs.dynamodb:DynamoDB",
     },
     "locks": {
         "redis-setnx": "workloads.locks.redis_single:SetNxLock",
@@ -80,6 +81,8 @@ BUILTINS: dict[str, dict[str, str]] = {
         "go-etcd-mutex": "workloads.locks.external:GoEtcdMutexLock",
         "node-redlock": "workloads.locks.external:NodeRedlockLock",
         "redis-semaphore": "workloads.locks.external:RedisSemaphoreLock",
+        "dynamodb-lease": "workloads.locks.dynamodb_lease:DynamoLeaseLock",
+        "dynamodb-cas": "workloads.locks.dynamodb_cas:DynamoCasLock",
     },
     "workloads": {
         "mutex": "workloads.mutex:MutexWorkload",
@@ -94,6 +97,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "kill": "nemesis.process_faults:KillNode",
         "partition": "nemesis.partition:Partition",
         "clock": "nemesis.clock:Clock",
+        "clock-client": "nemesis.client_clock:ClientClock",
         "partition-halves": "nemesis.partition:Partition",
         "partition-one": "nemesis.partition:Partition",
         "partition-ring": "nemesis.partition:Partition",

@@ -99,6 +99,11 @@ def commands(c: Choice, reg: Registry) -> list[tuple[str, list[str]]]:
                        f"install -y -qq --no-install-recommends {' '.join(missing)} >/dev/null"]))
     else:
         print(f"setup: Debian packages: all {len(wanted)} installed")
+    for name in c.dbs:  # a server from another registry than Debian's (dynalite from npm)
+        db = reg.load("dbs", name)
+        install = getattr(db, "install_argv", None)
+        if install is not None and db.unavailable() is not None:
+            steps.append((f"db {name}'s server ({' '.join(install())})", install()))
     if "docker" in c.backends:
         docker = shipped("docker")
         steps += [("the docker engine (docker/engine.sh)", ["bash", str(docker / "engine.sh")]),

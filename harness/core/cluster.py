@@ -162,6 +162,11 @@ class ClientOps(Protocol):
 
     def resume(self, process: int) -> bool: ...
 
+    def move_clock(self, process: int, clock: str, offset: float) -> float | None:
+        """Set the client process's ``clock`` (wall, monotonic, both) ``offset`` seconds from
+        the true time (0: back to it); the offset read back from the process, None when the
+        process is gone."""
+
     def arm_crash(self, process: int, step: str) -> None:
         """Tell the client to SIGKILL itself when it next reaches ``step``."""
 

@@ -1,0 +1,130 @@
+"""``clock-client``: move one client process's wall clock, a waiter's by default.
+
+A lease timed by the clients rather than by the server (the DynamoDB locks: a waiter takes the
+lock over once it has watched the holder's record unchanged for a lease of its own clock, or
+once an expiry time the holder wrote is past on it) ends early for a waiter whose clock runs
+fast or jumps ahead, while the holder, on a true clock, still works under it.
+
+The clock is moved by patching the client process's vDSO (the controller's
+:meth:`~harness.core.cluster.ClientOps.move_clock`), so the process alone sees it: the other
+clients and the servers keep the true time. Only the wall clock is moved: a client's monotonic
+clock also stamps the history (and the kernel times its sleeps against the true one), so
+moving it would move the ops' times rather than test the lock. Patterns:
+
+- ``rate`` (default): the clock runs at ``client-clock-rate`` times real time (default 5)
+  while the fault lasts: its offset grows by ``rate - 1`` seconds a second, in steps of
+  :data:`STEP` s. A waiter watching a record that a heartbeat rewrites every ``h`` seconds sees
+  one version for at most ``h`` real seconds, ``h * rate`` of its own: it takes over only if
+  that reaches the lease (``rate >= lease / h``, 3 for the lock client's heartbeat of a third
+  of the lease).
+- ``jump``: the clock jumps ``client-clock-offset`` seconds ahead (default: two leases) at the
+  start.
+
+Healing puts the clock back to the true time. The offsets read back from the process are the
+fault's detail.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+import time
+from typing import Any, ClassVar
+
+from harness.core.cluster import NemesisContext, process_of
+from harness.core.fault_run import FaultRun
+from harness.core.options import Option
+from nemesis.base import CLIENT_TARGETS, BaseNemesis, client_target, wait_for_holder
+
+STEP = 0.05  # seconds between two steps of a rate's offset
+PATTERNS = ("rate", "jump")
+
+
+class ClientClock(BaseNemesis):
+    name = "clock-client"
+    summary = ("move a client's wall clock (a waiter's by default): it runs fast or jumps "
+               "ahead, so a lease timed on it ends early there")
+    targets = CLIENT_TARGETS
+    default_target = "waiter"
+    colour = "#8250df"
+    options: ClassVar[dict[str, Option]] = {
+        "client-clock-pattern": Option(str, "rate", "rate or jump", choices=PATTERNS),
+        "client-clock-rate": Option(float, 5.0, "pattern rate: seconds of the client's clock "
+                                    "per real second", minimum=1.0, maximum=100.0),
+        "client-clock-offset": Option(float, None, "pattern jump: seconds ahead (default two "
+                                      "leases)", minimum=0.001, maximum=3600.0),
+    }
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._offsets: dict[int, float | None] = {}
+        self._touched: set[int] = set()
+        self._mu = threading.Lock()
+
+    @classmethod
+    def refuse(cls, db: Any, options: dict[str, Any], ttl: float, op_timeout: float
+               ) -> str | None:
+        if platform.machine() != "x86_64":
+            return f"a client's clock is moved by a vDSO patch for x86_64, not {platform.machine()}"
+        if os.geteuid() != 0:
+            return "a client's clock is moved by patching its vDSO with ptrace, which needs root"
+        return None
+
+    @classmethod
+    def describe(cls, run: FaultRun) -> str:
+        detail = run.detail or {}
+        how = (f"running at {detail.get('rate', '?')}x" if detail.get("pattern") == "rate"
+               else f"jumping {detail.get('offset', 0):+g} s")
+        return f"the wall clock of {run.who()} {how} {run.when()}"
+
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+        if (target or self.default_target) == "waiter" and wait_for_holder(ctx) is None:
+            return None  # a waiter's clock matters while somebody holds the lock
+        return client_target(ctx, target, default="waiter")
+
+    def start(self, ctx: NemesisContext, targets: list[str]) -> None:
+        pattern = str(ctx.options.get("client-clock-pattern") or "rate")
+        processes = [process_of(t) for t in targets]
+        self._touched.update(processes)
+        self._stop.clear()
+        self._offsets = {}
+        if pattern == "jump":
+            offset = float(ctx.options.get("client-clock-offset") or 2 * ctx.ttl)
+            self._detail = {"pattern": "jump", "offset": offset}
+            for p in processes:
+                self._offsets[p] = ctx.clients.move_clock(p, "wall", offset)
+            return
+        rate = float(ctx.options.get("client-clock-rate") or 5.0)
+        self._detail = {"pattern": "rate", "rate": rate}
+        self._thread = threading.Thread(target=self._run, args=(ctx, processes, rate),
+                                        name="clock-client", daemon=True)
+        self._thread.start()
+
+    def _run(self, ctx: NemesisContext, processes: list[int], rate: float) -> None:
+        t0 = time.monotonic()
+        while not self._stop.wait(STEP):
+            offset = (rate - 1.0) * (time.monotonic() - t0)
+            for p in processes:
+                moved = ctx.clients.move_clock(p, "wall", offset)
+                with self._mu:
+                    self._offsets[p] = moved
+
+    def detail(self) -> dict[str, Any] | None:
+        return dict(getattr(self, "_detail", {})) or None
+
+    def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
+            self._thread = None
+        for t in targets:
+            ctx.clients.move_clock(process_of(t), "wall", 0.0)
+            self._touched.discard(process_of(t))
+
+    def teardown(self, ctx: NemesisContext) -> None:
+        self._stop.set()
+        for p in sorted(self._touched):
+            ctx.clients.move_clock(p, "wall", 0.0)
+        self._touched.clear()
