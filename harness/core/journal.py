@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,7 +33,8 @@ _SCAN = 1 << 18  # bytes a reader takes at a time while it looks for the end of 
 
 class JournalWriter:
     """Appends one process's ops to its journal as they happen: a copy into memory a line, no
-    system call. A journal that exists already is continued after its last whole line."""
+    system call. A journal that exists already is continued after its last whole line.
+    Threads may share a writer (the nemesis's lanes do): a line is appended under a lock."""
 
     def __init__(self, path: str | os.PathLike[str], process: int | str, t0_ns: int) -> None:
         self.path = Path(path)
@@ -43,6 +45,7 @@ class JournalWriter:
             self._end = read_lines(fh)[1]  # the file offset the next line goes to
         self._base = 0  # the file offset of the mapping's first byte
         self._map: mmap.mmap | None = None
+        self._mu = threading.Lock()
         self.lines = 0
 
     def now(self) -> int:
@@ -55,7 +58,10 @@ class JournalWriter:
             if v is not None:
                 op[k] = v
         if self._fd is not None:
-            self._append(encode(op))
+            line = encode(op)
+            with self._mu:
+                if self._fd is not None:  # not closed meanwhile
+                    self._append(line)
         return op
 
     def _append(self, line: bytes) -> None:
@@ -88,14 +94,15 @@ class JournalWriter:
 
     def close(self) -> None:
         """Unmap and cut the file to its lines (what stays is plain JSON lines)."""
-        if self._fd is None:
-            return
-        if self._map is not None:
-            self._map.close()
-            self._map = None
-        os.ftruncate(self._fd, self._end)
-        os.close(self._fd)
-        self._fd = None
+        with self._mu:
+            if self._fd is None:
+                return
+            if self._map is not None:
+                self._map.close()
+                self._map = None
+            os.ftruncate(self._fd, self._end)
+            os.close(self._fd)
+            self._fd = None
 
 
 def encode(op: Op) -> bytes:
