@@ -19,7 +19,7 @@ import pytest
 from dbs.redis import RedisDB
 from harness.core.cluster import Node
 from harness.core.journal import JournalWriter, read_journal
-from harness.core.locks import Grant, Indeterminate, LockConfig
+from harness.core.locks import Grant, Indeterminate, LockConfig, LockContractError
 from tests.harness_runs import harness, history, run
 from tests.one_node import one_node
 from workloads.lock_only import LockWorkload
@@ -177,6 +177,14 @@ def test_a_release_that_raises_is_recorded_alike_on_either_thread(
     unknown = one_session(_Recorded(bound, Indeterminate("cut")), tmp_path / "b")
     assert (certain[-1]["type"], certain[-1]["error"]) == ("fail", "timeout: TimeoutError: busy")
     assert (unknown[-1]["type"], unknown[-1]["error"]) == ("info", "Indeterminate: cut")
+
+
+@pytest.mark.parametrize("bound", ["soon", True])
+def test_a_release_bound_that_is_no_number_stops_the_client_with_why(
+        tmp_path: Path, bound: object) -> None:
+    with pytest.raises(LockContractError, match=r"^_Recorded.release_bound\(\) returned "
+                                                r".+, not seconds or None$"):
+        one_session(_Recorded(bound), tmp_path)  # type: ignore[arg-type]
 
 
 def test_the_redis_recipes_bound_their_release_on_one_node_only() -> None:

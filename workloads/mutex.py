@@ -155,6 +155,10 @@ class MutexWorkload:
         # thread: no thread started for each release (most of a fast lock's CPU per session).
         bound = getattr(lock, "release_bound", None)
         seconds = bound() if callable(bound) else None
+        if seconds is not None and (isinstance(seconds, bool)
+                                    or not isinstance(seconds, int | float)):
+            raise LockContractError(f"{type(lock).__name__}.release_bound() returned "
+                                    f"{show(seconds, 60)}, not seconds or None")
         self.release_inline = seconds is not None and seconds <= params.release_timeout
 
     def run(self) -> None:
