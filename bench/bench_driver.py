@@ -13,7 +13,11 @@ B. ``harness run --workload lock --nemesis none --hold 0 --think 0 --keys N --cl
    (acquire and release, the same two commands; each client its own key, so nobody waits for
    a lock), acquire+release pairs per second from its history, every op journaled.
 
-The ratio B/A is printed per round and as the median. ``--workload mutex`` measures the mutex
+The ratio B/A is printed per round and as the median, and beside it what each side spent on
+the CPU a pair: redis-benchmark's user+system seconds, and the client processes' own (each
+prints in its log as it exits its CPU seconds and how many of them went before its first op;
+those are left out). On a machine shared with other work the pairs per second follow the share
+of the CPU each side gets; the CPU a pair much less so. ``--workload mutex`` measures the mutex
 workload instead, which also writes twice to the protected resource per session: the ratio of
 requests per second (4 a session against 2 a pair) is printed too.
 
@@ -29,6 +33,8 @@ import argparse
 import contextlib
 import csv
 import json
+import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -60,6 +66,24 @@ def benchmark_rps(host: str, port: int, clients: int, n: int, *command: str) -> 
                          capture_output=True, text=True, timeout=300, check=True).stdout
     rows = [row for row in csv.reader(out.splitlines()) if row]
     return float(rows[-1][1])
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def client_cpu_per_pair(store: Path) -> float:
+    """Seconds of CPU the latest run's clients spent per completed release (from their first
+    op on: their start-up left out)."""
+    run = (store / "latest").resolve()
+    cpu = sum(float(m.group(1)) - float(m.group(2))
+              for log in (run / "logs").glob("client-*.log")
+              for m in re.finditer(r"journal lines, ([0-9.]+) s CPU \(([0-9.]+) s of it before",
+                                   log.read_text()))
+    with (run / "history.jsonl").open("rb") as fh:
+        releases = sum(1 for line in fh if b'"f":"release"' in line and b'"type":"ok"' in line)
+    return cpu / max(1, releases)
 
 
 def benchmark_pairs(host: str, port: int, clients: int, n: int) -> float:
@@ -155,14 +179,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="lh-driver-") as tmp:
         for r in range(1, args.rounds + 1):
             with redis_node(Path(tmp) / f"node{r}") as (host, port):
+                cpu = children_cpu()
                 a = benchmark_pairs(host, port, args.clients, args.requests)
-            b = driver_pairs(Path(tmp) / f"store{r}", args.clients, args.time_limit,
-                             workload=args.workload)
+                a_cpu = (children_cpu() - cpu) / args.requests
+            store = Path(tmp) / f"store{r}"
+            b = driver_pairs(store, args.clients, args.time_limit, workload=args.workload)
+            b_cpu = client_cpu_per_pair(store)
             ratios.append(b / a)
             a_all.append(a)
             b_all.append(b)
             print(f"round {r}: redis-benchmark {a:,.0f} pairs/s, driver {b:,.0f} pairs/s: "
-                  f"{100 * b / a:.1f}% (requests: {100 * per_pair * b / a:.1f}%)", flush=True)
+                  f"{100 * b / a:.1f}% (requests: {100 * per_pair * b / a:.1f}%); CPU a pair: "
+                  f"redis-benchmark {1e6 * a_cpu:.1f} us, driver's clients "
+                  f"{1e6 * b_cpu:.1f} us", flush=True)
             time.sleep(1)
     med = statistics.median(ratios)
     print(f"median: redis-benchmark {statistics.median(a_all):,.0f} pairs/s, driver "

@@ -17,9 +17,14 @@ from pathlib import Path
 import pytest
 
 from dbs.redis import RedisDB
-from harness.core.locks import Indeterminate
+from harness.core.cluster import Node
+from harness.core.journal import JournalWriter, read_journal
+from harness.core.locks import Grant, Indeterminate, LockConfig, LockContractError
 from tests.harness_runs import harness, history, run
 from tests.one_node import one_node
+from workloads.lock_only import LockWorkload
+from workloads.locks.redis_single import SetNxLock
+from workloads.mutex import MutexParams
 from workloads.resp import LeanRedis
 
 needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
@@ -113,5 +118,102 @@ def test_the_lean_client_refused_is_certain_and_silence_is_unknown() -> None:
     with pytest.raises(Indeterminate, match=r"no reply within 0\.3 s"):
         client.set("k", "v", nx=True)
     assert 0.25 < time.monotonic() - started < 2.0
+    for s in (server, *held):
+        s.close()
+
+
+# where a release runs: on the workload's thread when the lock bounds it, else on its own ------
+class _Recorded:
+    """A lock whose release says which thread ran it, and may raise."""
+
+    timeout_errors = (TimeoutError,)
+
+    def __init__(self, bound: float | None, error: Exception | None = None) -> None:
+        self.bound = bound
+        self.error = error
+        self.threads: list[threading.Thread] = []
+
+    def acquire(self, timeout: float) -> Grant:
+        return Grant(handle="mine")
+
+    def release(self, grant: Grant) -> bool:
+        self.threads.append(threading.current_thread())
+        if self.error is not None:
+            raise self.error
+        return True
+
+    def release_bound(self) -> float | None:
+        return self.bound
+
+
+def one_session(lock: _Recorded, tmp_path: Path) -> list[dict]:
+    tmp_path.mkdir(exist_ok=True)
+    journal = JournalWriter(tmp_path / "c0.jsonl", 0, 0)
+    stop = threading.Event()
+    workload = LockWorkload(MutexParams(process=0, hold_min=0, hold_max=0, think_min=0,
+                                        think_max=0, release_timeout=2.0), lock, None,
+                            journal, stop)
+    workload.critical_section = lambda grant: stop.set()  # type: ignore[method-assign]
+    workload.run()
+    journal.close()
+    return [op for op in read_journal(journal.path) if op["f"] == "release"]
+
+
+@pytest.mark.parametrize(("bound", "inline"), [(1.5, True), (2.0, True), (2.5, False),
+                                               (None, False)])
+def test_a_release_bound_within_release_timeout_runs_on_the_workload_thread(
+        tmp_path: Path, bound: float | None, inline: bool) -> None:
+    lock = _Recorded(bound)
+    ops = one_session(lock, tmp_path)
+    assert [(op["type"], op["value"]) for op in ops] == [("invoke", {"session": 1}),
+                                                         ("ok", {"session": 1})]
+    assert (lock.threads == [threading.current_thread()]) is inline
+
+
+@pytest.mark.parametrize("bound", [1.0, None])
+def test_a_release_that_raises_is_recorded_alike_on_either_thread(
+        tmp_path: Path, bound: float | None) -> None:
+    certain = one_session(_Recorded(bound, TimeoutError("busy")), tmp_path / "a")
+    unknown = one_session(_Recorded(bound, Indeterminate("cut")), tmp_path / "b")
+    assert (certain[-1]["type"], certain[-1]["error"]) == ("fail", "timeout: TimeoutError: busy")
+    assert (unknown[-1]["type"], unknown[-1]["error"]) == ("info", "Indeterminate: cut")
+
+
+@pytest.mark.parametrize("bound", ["soon", True])
+def test_a_release_bound_that_is_no_number_stops_the_client_with_why(
+        tmp_path: Path, bound: object) -> None:
+    with pytest.raises(LockContractError, match=r"^_Recorded.release_bound\(\) returned "
+                                                r".+, not seconds or None$"):
+        one_session(_Recorded(bound), tmp_path)  # type: ignore[arg-type]
+
+
+def test_the_redis_recipes_bound_their_release_on_one_node_only() -> None:
+    node = (Node("n1", "127.0.0.1", 1),)
+    assert SetNxLock(LockConfig(nodes=node, op_timeout=0.5)).release_bound() == 3.0
+    sentinel = LockConfig(nodes=node, harness={"sentinels": [{"host": "127.0.0.1",
+                                                              "port": 1}]})
+    assert SetNxLock(sentinel).release_bound() is None
+
+
+def test_a_bounded_release_to_a_silent_server_is_unknown_within_its_bound(
+        tmp_path: Path) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: held.append(server.accept()[0]), daemon=True).start()
+    lock = SetNxLock(LockConfig(nodes=(Node("n1", "127.0.0.1", server.getsockname()[1]),),
+                                op_timeout=0.3))
+    journal = JournalWriter(tmp_path / "c0.jsonl", 0, 0)
+    workload = LockWorkload(MutexParams(process=0), lock, None, journal, threading.Event())
+    assert workload.release_inline
+    started = time.monotonic()
+    workload.release(Grant(handle="mine"))
+    assert 0.25 < time.monotonic() - started < lock.release_bound()
+    journal.close()
+    done = read_journal(journal.path)[-1]
+    assert (done["type"], done["error"]) == ("info", "Indeterminate: timeout: no reply within "
+                                                     "0.3 s")
+    lock.close()
     for s in (server, *held):
         s.close()

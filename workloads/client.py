@@ -47,6 +47,11 @@ def build_lock(cfg: ClientConfig, lock_cls: Any, *, needs_tokens: bool = False) 
     return AsyncLockRunner(lock) if is_async(lock) else lock
 
 
+def cpu_seconds() -> float:
+    usage = resource_usage.getrusage(resource_usage.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main(argv: list[str]) -> int:
     """Run the client; anything that stops it is ONE line on stderr (its log, which the
     controller quotes), then exit 70."""
@@ -86,12 +91,12 @@ def run_client(argv: list[str]) -> int:
                **cfg.workload_options}
     params = MutexParams(process=cfg.process, lock_name=cfg.lock_name, seed=cfg.seed,
                          end_ns=cfg.end_ns, **options)
+    ready = cpu_seconds()
     try:
         workload_cls(params, lock, resource, journal, stop).run()
     finally:
-        usage = resource_usage.getrusage(resource_usage.RUSAGE_SELF)
-        print(f"client {cfg.process}: {journal.lines} journal lines, "
-              f"{usage.ru_utime + usage.ru_stime:.2f} s CPU", file=sys.stderr, flush=True)
+        print(f"client {cfg.process}: {journal.lines} journal lines, {cpu_seconds():.2f} s CPU "
+              f"({ready:.2f} s of it before the first op)", file=sys.stderr, flush=True)
         journal.close()
         for closer in (lock, resource):
             with contextlib.suppress(Exception):

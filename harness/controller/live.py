@@ -13,39 +13,62 @@ from typing import Any
 
 import orjson
 
+from harness.core.journal import read_lines
+
 
 class JournalTail:
+    """The whole lines a journal gained since the last read (a line still being written, and
+    the space its writer reserved beyond it, wait for the next)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.offset = 0
-        self.partial = b""
+        self.offset = 0  # read and parsed up to here
+        self.scanned = 0  # last_op() read up to here
+        self.last = b""
 
     def read_new(self) -> list[dict[str, Any]]:
         try:
             with self.path.open("rb") as fh:
-                fh.seek(self.offset)
-                data = fh.read()
+                data, self.offset = read_lines(fh, self.offset)
         except FileNotFoundError:
             return []
-        self.offset += len(data)
-        data = self.partial + data
-        *lines, self.partial = data.split(b"\n")
         ops = []
-        for line in lines:
+        for line in data.split(b"\n")[:-1]:
             try:
                 ops.append(orjson.loads(line))
             except orjson.JSONDecodeError:
                 continue
         return ops
 
+    def last_op(self) -> dict[str, Any] | None:
+        """The journal's last whole line, parsed alone (the lines before it are only looked
+        through for their newlines); None before the first, or when it cannot be parsed."""
+        try:
+            with self.path.open("rb") as fh:
+                data, self.scanned = read_lines(fh, self.scanned)
+        except FileNotFoundError:
+            return None
+        if data:
+            self.last = data[data.rfind(b"\n", 0, len(data) - 1) + 1:-1]
+        try:
+            return orjson.loads(self.last) if self.last else None
+        except orjson.JSONDecodeError:
+            return None
+
 
 class LiveState:
-    def __init__(self, journals: dict[int, Path]) -> None:
+    """``follow``: the journals are read as they grow (a fault asks who holds the lock now).
+    Without it nothing reads them while the load runs but the progress line, when it prints,
+    and :meth:`in_flight` only looks at each journal's last line."""
+
+    def __init__(self, journals: dict[int, Path], *, follow: bool = True) -> None:
+        self.follow = follow
         self.tails = {p: JournalTail(path) for p, path in journals.items()}
         self.holding: dict[int, float] = {}  # process -> time (s) it acquired
         self.waiting: dict[int, float] = {}  # process -> time (s) it began an acquire
         self.completed: set[int] = set()  # processes that completed an op
         self.pending: set[int] = set()  # processes with an op in flight
+        self.forgotten: set[int] = set()  # processes that are gone
         self.lock_of: dict[int, Any] = {}  # process -> the lock it last acquired
         self.ops = 0
         self.acquired = 0
@@ -105,6 +128,11 @@ class LiveState:
 
     def in_flight(self) -> list[int]:
         """Clients with an op invoked and not yet completed (whatever it is)."""
+        if not self.follow:  # a client's ops follow one another: is its last an invoke?
+            with self._mu:
+                last = {p: tail.last_op() for p, tail in self.tails.items()}
+                return sorted(p for p, op in last.items() if p not in self.forgotten
+                              and op is not None and op.get("type") == "invoke")
         self.refresh()
         with self._mu:
             return sorted(self.pending)
@@ -124,6 +152,7 @@ class LiveState:
     def forget(self, process: int) -> None:
         """A client that is gone (killed) holds and wants nothing any more."""
         with self._mu:
+            self.forgotten.add(process)
             self.holding.pop(process, None)
             self.waiting.pop(process, None)
             self.pending.discard(process)

@@ -28,8 +28,12 @@ class Progress:
         self.done()
         print(text, file=self.stream, flush=True)
 
+    def due(self) -> bool:
+        """Would :meth:`tick` print now?"""
+        return not self.quiet and time.monotonic() - self._last >= self.every
+
     def tick(self, elapsed: float, limit: float, live: LiveState, fault: str) -> None:
-        if self.quiet or time.monotonic() - self._last < self.every:
+        if not self.due():
             return
         self._last = time.monotonic()
         text = (f"[{elapsed:5.1f}/{limit:.0f} s] ops {live.ops:6d}  acquired {live.acquired:5d}"

@@ -269,7 +269,10 @@ class Run:
                 cluster.backend.register_endpoint(client_name(p), cluster.backend.client_host(p))
                 clients.spawn(p, self._client_config(cluster, p, t0),
                               group=cluster.backend.client_group(p))
-            live = LiveState({p: self.run.journal(p) for p in clients.processes})
+            # Read as they grow only when a fault may ask who holds the lock now: the
+            # journals of a run without faults are left to their clients until the end.
+            live = LiveState({p: self.run.journal(p) for p in clients.processes},
+                             follow=bool(self.test.nemeses))
             yield clients, live
         finally:
             clients.stop_all()
@@ -388,7 +391,8 @@ class Run:
         deadline = t0 / 1e9 + limit
         while (now := time.monotonic()) < deadline:
             time.sleep(min(0.25, deadline - now))
-            live.refresh()
+            if live.follow or self.progress.due():
+                live.refresh()
             self.progress.tick(time.monotonic() - (deadline - limit), limit, live,
                                faults.describe_active())
             nemesis_crashed(faults)

@@ -1,34 +1,51 @@
 """Journals: each process appends its own ops as they happen; after the run they are merged.
 
-A journal line is written with one ``write`` system call on a file opened ``O_APPEND``, and no
-buffer of our own sits in between: a client killed with SIGKILL (a nemesis, or the kernel when
-the controller dies) loses nothing it recorded, and at worst leaves one torn last line, which
-the reader drops.
+A journal is a file the writer maps into its memory (``mmap``, shared): a line is copied into
+the mapping, its newline last, and no system call is made per line; the file grows a few MiB at
+a time (``posix_fallocate``, then a new mapping), so a full disk is an error at the growth, not
+a fault later. The mapping is the page cache itself: a client killed with SIGKILL (a nemesis,
+or the kernel when the controller dies) loses nothing it recorded. What a killed writer leaves
+after its last newline (a torn line, then the zeros of the space it had reserved) is no
+journal line, and every reader stops at the last newline before the first zero byte (JSON text
+never holds a raw zero byte: orjson escapes it). A writer that closes cuts the file to its
+lines: a plain JSON-lines file, as every reader also accepts.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from harness.core.history import Op, parse_lines
 
-_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS
+_OPTIONS = orjson.OPT_NON_STR_KEYS
+NEWLINE = 10
+GROWTH = 4 << 20  # bytes the file grows by at a time (then one new mapping)
+_SCAN = 1 << 18  # bytes a reader takes at a time while it looks for the end of the lines
 
 
 class JournalWriter:
-    """Appends one process's ops to its journal as they happen, one system call a line."""
+    """Appends one process's ops to its journal as they happen: a copy into memory a line, no
+    system call. A journal that exists already is continued after its last whole line.
+    Threads may share a writer (the nemesis's lanes do): a line is appended under a lock."""
 
     def __init__(self, path: str | os.PathLike[str], process: int | str, t0_ns: int) -> None:
         self.path = Path(path)
         self.process = process
         self.t0_ns = t0_ns
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        with open(self._fd, "rb", closefd=False) as fh:
+            self._end = read_lines(fh)[1]  # the file offset the next line goes to
+        self._base = 0  # the file offset of the mapping's first byte
+        self._map: mmap.mmap | None = None
+        self._mu = threading.Lock()
         self.lines = 0
 
     def now(self) -> int:
@@ -41,25 +58,62 @@ class JournalWriter:
             if v is not None:
                 op[k] = v
         if self._fd is not None:
-            os.write(self._fd, encode(op))
-            self.lines += 1
+            line = encode(op)
+            with self._mu:
+                if self._fd is not None:  # not closed meanwhile
+                    self._append(line)
         return op
 
+    def _append(self, line: bytes) -> None:
+        """``line`` (no newline of its own), then its newline: only the newline makes it a
+        line, so a writer killed during the copy leaves a torn tail the readers skip."""
+        at = self._end - self._base
+        n = len(line)
+        if self._map is None or at + n + 1 > len(self._map):
+            self._grow(n + 1)
+            at = self._end - self._base
+        m = self._map
+        assert m is not None
+        m[at:at + n] = line
+        m[at + n] = NEWLINE
+        self._end += n + 1
+        self.lines += 1
+
+    def _grow(self, need: int) -> None:
+        """Reserve the next stretch of the file (``posix_fallocate``: ENOSPC here, as an
+        OSError, never a SIGBUS at a later copy) and map it from the page holding the end."""
+        assert self._fd is not None
+        base = self._end - self._end % mmap.PAGESIZE
+        size = max(GROWTH, self._end - base + need)
+        size += -size % mmap.PAGESIZE
+        os.posix_fallocate(self._fd, base, size)
+        old, self._map = self._map, mmap.mmap(self._fd, size, offset=base)
+        self._base = base
+        if old is not None:
+            old.close()
+
     def close(self) -> None:
-        if self._fd is not None:
+        """Unmap and cut the file to its lines (what stays is plain JSON lines)."""
+        with self._mu:
+            if self._fd is None:
+                return
+            if self._map is not None:
+                self._map.close()
+                self._map = None
+            os.ftruncate(self._fd, self._end)
             os.close(self._fd)
             self._fd = None
 
 
 def encode(op: Op) -> bytes:
-    """One journal line: JSON encoded once, in C, with its newline (anything orjson cannot
+    """One journal line, without its newline: JSON encoded once, in C (anything orjson cannot
     encode, a lone surrogate in an error text say, falls back to json with escapes)."""
     try:
         return orjson.dumps(op, option=_OPTIONS, default=str)
     except (orjson.JSONEncodeError, TypeError):
         from harness.core.history import dumps
 
-        return (dumps(_whole(op)) + "\n").encode("utf-8")
+        return dumps(_whole(op)).encode("utf-8")
 
 
 def _whole(value: Any) -> Any:
@@ -76,13 +130,30 @@ def _whole(value: Any) -> Any:
     return _whole(str(value))  # what orjson's default=str would have written
 
 
+def read_lines(fh: BinaryIO, start: int = 0) -> tuple[bytes, int]:
+    """The whole lines of a journal from ``start`` (an offset at which a line begins) on, and
+    the offset just past them: the reading stops at the first zero byte (a killed writer's
+    reserved space) and leaves out what follows the last newline (a torn line)."""
+    fh.seek(start)
+    parts = []
+    while chunk := fh.read(_SCAN):
+        zero = chunk.find(b"\0")
+        if zero >= 0:
+            parts.append(chunk[:zero])
+            break
+        parts.append(chunk)
+    data = b"".join(parts)
+    end = data.rfind(b"\n") + 1
+    return data[:end], start + end
+
+
 def read_journal(path: Path) -> list[Op]:
-    """A journal may end in a torn line (its writer was killed mid-write): that line is dropped."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    lines = text.split("\n")
-    if lines and lines[-1] != "":
-        lines = lines[:-1]  # no newline yet: the write was cut off
-    return parse_lines(lines, str(path), ordered=False)
+    """A journal's ops. Its tail after the last newline, a line its killed writer had not
+    finished and the zeros of the space it had reserved, is dropped."""
+    with path.open("rb") as fh:
+        data, _ = read_lines(fh)
+    text = data.decode("utf-8", errors="replace")
+    return parse_lines(text.split("\n")[:-1], str(path), ordered=False)
 
 
 def merge_journals(paths: Iterable[Path]) -> list[Op]:

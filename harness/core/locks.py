@@ -17,7 +17,9 @@ acquire-timeout seconds), ``reentrant``, ``crash_steps``, ``options`` (name ->
 ``config.options``) and ``timeout_errors`` (exceptions its ``acquire`` raises when it certainly
 did not acquire: recorded as ``fail``; anything else it raises is ``info``), ``release_waits``
 (False: its release sends and does not wait for a reply). Optional methods:
-``held(grant)`` (a lock that can tell it was lost), ``session(grant)`` and ``close()``.
+``held(grant)`` (a lock that can tell it was lost), ``session(grant)``, ``release_bound()``
+(the seconds its release takes at most on its own, or None: within ``release_timeout``, the
+release is called on the workload's thread, with no thread of its own) and ``close()``.
 
 The registry checks these declarations when it loads the class, before any server starts:
 ``options`` values are :class:`~harness.core.options.Option` with a default of the declared

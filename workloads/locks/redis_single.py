@@ -27,6 +27,7 @@ from workloads.locks.redis_conn import (
     SINGLE_REDIS,
     attempt,
     recipe_client_for,
+    uses_sentinel,
 )
 
 
@@ -68,6 +69,13 @@ class RedisSingleLock(LockRole):
 
     def release(self, grant: Grant) -> bool:
         raise NotImplementedError
+
+    def release_bound(self) -> float | None:
+        """Seconds a release takes at most, on its own. On one node the lean client's connect,
+        its send and each read time out in the kernel after ``op_timeout`` (a reply of a few
+        bytes is one read), and a release is two requests at most (EVALSHA then EVAL; GET then
+        DEL). Through Sentinel (redis-py asks the Sentinels again for a new connection): None."""
+        return None if uses_sentinel(self.config) else 2 * 3 * self.config.op_timeout
 
     def close(self) -> None:
         self.client.close()

@@ -1,0 +1,139 @@
+"""The memory-mapped journal: nothing a killed writer recorded is lost, nothing it had not
+finished is read, and what a writer that closes leaves is plain JSON lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.controller.live import JournalTail, LiveState
+from harness.core.history import HistoryError
+from harness.core.journal import GROWTH, JournalWriter, read_journal
+
+REPO = Path(__file__).resolve().parents[1]
+PAD = "x" * 900  # about a KiB a line: a few thousand lines cross a growth of the file
+
+# Records op k, then says k on stdout: once k is said, op k must be read back.
+WRITER = f"""
+import os, sys
+from harness.core.journal import JournalWriter
+w = JournalWriter(sys.argv[1], 0, 0)
+k = 0
+while True:
+    w.record("invoke", "acquire", {{"k": k, "pad": "{PAD}"}}, lock="a")
+    os.write(1, b"%d\\n" % k)
+    k += 1
+"""
+
+TORN = """
+import os, signal, sys
+from harness.core.journal import JournalWriter
+w = JournalWriter(sys.argv[1], 0, 0)
+for k in range(3):
+    w.record("ok", "acquire", k)
+at = w._end - w._base
+w._map[at:at + 12] = b'{"time": 99,'  # a line cut off mid-copy: no newline yet
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def run_writer(code: str, path: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE,
+                            env=env)
+
+
+def test_a_writer_killed_mid_run_loses_no_completed_op(tmp_path: Path) -> None:
+    path = tmp_path / "c0.jsonl"
+    proc = run_writer(WRITER, path)
+    assert proc.stdout is not None
+    said = -1
+    deadline = time.monotonic() + 60
+    lines_past_growth = 2 * GROWTH // 1000
+    while said < lines_past_growth and time.monotonic() < deadline:
+        said = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    said = max([said, *(int(x) for x in proc.stdout.read().split())])
+    assert said >= lines_past_growth, "the writer was too slow to cross a growth"
+    ops = read_journal(path)
+    # Every op it said it recorded is there, in order, and nothing else is: no torn line, no
+    # zero of the space it had reserved.
+    assert [op["value"]["k"] for op in ops] == list(range(len(ops)))
+    assert len(ops) >= said + 1
+    assert path.stat().st_size > sum(len(json.dumps(op)) for op in ops)  # the reserved space
+
+
+def test_a_torn_line_and_the_reserved_space_are_dropped_and_a_new_writer_continues(
+        tmp_path: Path) -> None:
+    path = tmp_path / "c0.jsonl"
+    proc = run_writer(TORN, path)
+    assert proc.wait(30) == -signal.SIGKILL
+    data = path.read_bytes()
+    assert b'{"time": 99,' in data and data.endswith(b"\0")
+    assert [op["value"] for op in read_journal(path)] == [0, 1, 2]
+    tail = JournalTail(path)
+    assert [op["value"] for op in tail.read_new()] == [0, 1, 2]
+    assert tail.read_new() == []  # the torn line is not a line
+    w = JournalWriter(path, 0, 0)  # continues after the last whole line
+    w.record("ok", "acquire", 3)
+    assert [op["value"] for op in tail.read_new()] == [3]
+    w.close()
+    lines = path.read_text().splitlines()
+    assert [json.loads(x)["value"] for x in lines] == [0, 1, 2, 3]
+    assert path.read_bytes().endswith(b"}\n")
+
+
+def test_a_closed_journal_is_plain_json_lines_across_growths(tmp_path: Path) -> None:
+    path = tmp_path / "nemesis.jsonl"
+    w = JournalWriter(path, "nemesis", 0)
+    n = 3 * GROWTH // 1000
+    for k in range(n):
+        w.record("info", "pause", {"k": k, "pad": PAD}, error="é\udcff" if k == 7 else None)
+    w.close()
+    w.close()  # twice is harmless
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and b"\0" not in path.read_bytes()
+    ops = [json.loads(x) for x in lines[:-1]]
+    assert [op["value"]["k"] for op in ops] == list(range(n))
+    assert ops[7]["error"] == "é\\udcff"  # a lone surrogate is spelled, not written half
+    assert read_journal(path) == ops
+
+
+def test_a_line_that_is_no_json_before_the_end_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c0.jsonl"
+    w = JournalWriter(path, 0, 0)
+    w.record("invoke", "acquire")
+    w.close()
+    with path.open("ab") as fh:
+        fh.write(b'{"time": 5, "proc\n{"time": 6}\n')
+    with pytest.raises(HistoryError, match=r"c0.jsonl line 2: not valid JSON"):
+        read_journal(path)
+
+
+def test_without_following_in_flight_reads_each_journal_s_last_line(tmp_path: Path) -> None:
+    writers = {p: JournalWriter(tmp_path / f"c{p}.jsonl", p, 0) for p in (0, 1, 2)}
+    live = LiveState({p: w.path for p, w in writers.items()}, follow=False)
+    assert live.in_flight() == []
+    for k in range(500):
+        writers[0].record("invoke", "acquire", k)
+        writers[0].record("ok", "acquire", k)
+    writers[1].record("invoke", "acquire")
+    writers[2].record("invoke", "acquire")
+    writers[2].record("fail", "acquire")
+    assert live.in_flight() == [1]
+    writers[0].record("invoke", "release")
+    writers[1].record("info", "acquire")
+    assert live.in_flight() == [0]
+    live.forget(0)
+    assert live.in_flight() == []
+    assert live.ops == 0  # nothing was parsed but the last lines
+    for w in writers.values():
+        w.close()
