@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.core.history import HistoryError, pairs, write_history
+from harness.core.history import HistoryError, pairs, parse_lines, write_history
 from harness.core.history_file import read_history
 from harness.core.journal import JournalWriter, merge_journals
 
@@ -80,6 +80,29 @@ def test_journals_merge_by_time_and_survive_a_torn_line(tmp_path: Path) -> None:
     assert merged[-1]["token"] == 1 or any(op.get("token") == 1 for op in merged)
     write_history(tmp_path / "history.jsonl", merged)
     assert read_history(tmp_path / "history.jsonl") == merged
+
+
+def test_a_written_history_reads_back_as_it_was(tmp_path: Path) -> None:
+    """history.jsonl as orjson writes it: key order, non-ASCII text, nested values, floats and
+    huge-but-legal ints read back equal; a lone surrogate (an error text decoded with
+    surrogateescape) is spelled out, as in a journal; each op on one line."""
+    ops: list[dict[str, Any]] = [
+        {"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "acquire",
+         "value": {"timeout": 5.0}, "lock": "l\u00e9"},
+        {"index": 1, "time": 2, "process": 0, "type": "info", "f": "acquire", "value": None,
+         "lock": "l\u00e9", "error": "caf\u00e9 \u2603 \"quoted\"\nnewline"},
+        {"index": 2, "time": 3, "process": "nemesis", "type": "info", "f": "pause",
+         "value": [1, 2.5, True, None, {"a": [2**62]}], "targets": ["n1"]},
+        {"index": 3, "time": 4, "process": 1, "type": "info", "f": "release", "value": None,
+         "error": "bad \udcff byte"},
+    ]
+    path = tmp_path / "history.jsonl"
+    write_history(path, ops)
+    back = parse_lines(path.read_bytes().splitlines(), "h")  # (a fragment: not well-formed)
+    assert [list(op) for op in back] == [list(op) for op in ops]  # fields in their order
+    assert back[:3] == ops[:3]
+    assert back[3]["error"] == "bad \\udcff byte"
+    assert len(path.read_bytes().splitlines()) == 4
 
 
 def test_pairs_match_invocations_with_completions() -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from harness.core.atomic import write_lines
+from harness.core.atomic import replacing
 from harness.core.text import show
 
 # `typing` is imported by type checkers only: at run time it costs every `harness check` process
@@ -361,7 +361,12 @@ def dumps(op: Op) -> str:
 
 
 def write_history(path: str | os.PathLike[str], ops: Iterable[Op]) -> None:
-    write_lines(path, (dumps(op) for op in ops))
+    """history.jsonl, atomically: each op encoded by orjson, as a journal line is (json where
+    orjson cannot: a lone surrogate), a few times faster than the json module."""
+    from harness.core.journal import encode  # it imports this module
+
+    with replacing(path) as tmp, tmp.open("wb") as fh:
+        fh.writelines(map(encode, ops))
 
 
 def pairs(history: Iterable[Op]) -> Iterator[tuple[Op, Op | None]]:

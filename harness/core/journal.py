@@ -162,7 +162,7 @@ def merge_journals(paths: Iterable[Path]) -> list[Op]:
     for j, path in enumerate(sorted(paths)):
         for k, op in enumerate(read_journal(path)):
             keyed.append((op["time"], j, k, op))
-    keyed.sort(key=lambda x: (x[0], x[1], x[2]))
+    keyed.sort()  # (time, journal, line) is unique: the ops themselves are never compared
     ops = [x[3] for x in keyed]
     for i, op in enumerate(ops):
         op.pop("index", None)
