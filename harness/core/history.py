@@ -366,7 +366,7 @@ def write_history(path: str | os.PathLike[str], ops: Iterable[Op]) -> None:
     from harness.core.journal import encode  # it imports this module
 
     with replacing(path) as tmp, tmp.open("wb") as fh:
-        fh.writelines(map(encode, ops))
+        fh.writelines(encode(op) + b"\n" for op in ops)  # a journal line has no newline
 
 
 def pairs(history: Iterable[Op]) -> Iterator[tuple[Op, Op | None]]:
