@@ -1,11 +1,14 @@
 """The process that mounts a :class:`~harness.controller.syncfs.SyncFS` over a directory and
-takes its orders: ``python -m harness.controller.syncfs_runner DIR SOCKET RECORD``.
+takes its orders: ``python -m harness.controller.syncfs_runner DIR RECORD``.
 
 It changes into ``DIR`` before mounting over it, so the directory's own contents stay its
-backing store (reached by relative paths, under the mount). It listens on the abstract Unix
-socket ``SOCKET`` for one-line commands: ``drop`` forgets every unsynced byte, appends what it
-dropped to ``RECORD`` (one JSON line: time, files, bytes) and answers that line; ``ping``
-answers ``ok``. It runs until unmounted (``fusermount3 -u DIR``), syncing everything then.
+backing store (reached by relative paths, under the mount). It takes the orders of
+:mod:`harness.controller.syncfs_orders` on the directory's socket: ``drop`` forgets every
+unsynced byte, appends what it dropped to ``RECORD`` (one JSON line: time, files, bytes) and
+answers that line; ``sync`` writes every unsynced byte back and answers what it wrote, the same
+way; ``ping`` answers ``ok``. It runs until unmounted (``fusermount3 -u DIR``), syncing
+everything then. It needs Python, mfusepy and this package's syncfs modules alone (a node's
+container runs it too).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from mfusepy import FUSE
 
 from harness.controller.syncfs import SyncFS
+from harness.controller.syncfs_orders import socket_name
 
 
 class BackedHere(SyncFS):
@@ -43,21 +47,23 @@ def serve(fs: SyncFS, name: str, record: str) -> None:
         conn, _ = server.accept()
         with conn:
             command = conn.makefile().readline().strip()
-            if command == "drop":
-                files = fs.drop()
+            if command in ("drop", "sync"):
+                files = fs.drop() if command == "drop" else fs.sync_all()
                 line = json.dumps({"time": time.time(), "files": files,
                                    "bytes": sum(files.values())})
-                with open(record, "a") as fh:
-                    fh.write(line + "\n")
+                if command == "drop":
+                    with open(record, "a") as fh:
+                        fh.write(line + "\n")
                 conn.sendall(line.encode() + b"\n")
             else:
                 conn.sendall(b"ok\n")
 
 
 def main(argv: list[str]) -> int:
-    directory, name, record = argv
+    directory, record = argv
     fs = BackedHere(os.open(directory, os.O_RDONLY | os.O_DIRECTORY))
-    threading.Thread(target=serve, args=(fs, name, record), daemon=True).start()
+    threading.Thread(target=serve, args=(fs, socket_name(directory), record),
+                     daemon=True).start()
     FUSE(fs, directory, foreground=True, allow_other=True, default_permissions=True,
          hard_remove=True, attr_timeout=0, entry_timeout=0,
          negative_timeout=0, fsname="lock-harness-syncfs")
