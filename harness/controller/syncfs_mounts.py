@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
-from harness.controller.syncfs_orders import ask
+from harness.controller.syncfs_orders import address, ask
 from harness.core.atomic import write_json
 from harness.core.errors import HarnessError
 
@@ -89,11 +89,11 @@ class SyncMounts:
 
     def drop(self, name: str) -> dict[str, Any]:
         """Forget the node's unsynced data: ``{"files": {path: bytes}, "bytes": n, ...}``."""
-        return answer(ask(self.dirs[name], "drop"))
+        return answer(ask(address(self.dirs[name]), "drop"))
 
     def write_back(self, name: str) -> dict[str, Any]:
         """Make everything the node's server wrote so far durable; what it wrote back."""
-        return answer(ask(self.dirs[name], "sync"))
+        return answer(ask(address(self.dirs[name]), "sync"))
 
     def unmount_all(self) -> None:
         for name, directory in self.dirs.items():

@@ -1,9 +1,10 @@
 """The process that mounts a :class:`~harness.controller.syncfs.SyncFS` over a directory and
-takes its orders: ``python -m harness.controller.syncfs_runner DIR RECORD``.
+takes its orders: ``python -m harness.controller.syncfs_runner DIR RECORD [SOCKET]``.
 
 It changes into ``DIR`` before mounting over it, so the directory's own contents stay its
 backing store (reached by relative paths, under the mount). It takes the orders of
-:mod:`harness.controller.syncfs_orders` on the directory's socket: ``drop`` forgets every
+:mod:`harness.controller.syncfs_orders` on the directory's abstract socket (or on the path
+``SOCKET``): ``drop`` forgets every
 unsynced byte, appends what it dropped to ``RECORD`` (one JSON line: time, files, bytes) and
 answers that line; ``sync`` writes every unsynced byte back and answers what it wrote, the same
 way; ``ping`` answers ``ok``. It runs until unmounted (``fusermount3 -u DIR``), syncing
@@ -23,7 +24,7 @@ import time
 from mfusepy import FUSE
 
 from harness.controller.syncfs import SyncFS
-from harness.controller.syncfs_orders import socket_name
+from harness.controller.syncfs_orders import address
 
 
 class BackedHere(SyncFS):
@@ -39,9 +40,7 @@ class BackedHere(SyncFS):
         os.fchdir(self.fd)
 
 
-def serve(fs: SyncFS, name: str, record: str) -> None:
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind("\0" + name)
+def serve(fs: SyncFS, server: socket.socket, record: str) -> None:
     server.listen(4)
     while True:
         conn, _ = server.accept()
@@ -60,10 +59,13 @@ def serve(fs: SyncFS, name: str, record: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    directory, record = argv
+    directory, record, *path = argv
     fs = BackedHere(os.open(directory, os.O_RDONLY | os.O_DIRECTORY))
-    threading.Thread(target=serve, args=(fs, socket_name(directory), record),
-                     daemon=True).start()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if path and os.path.exists(path[0]):
+        os.unlink(path[0])
+    server.bind(path[0] if path else address(directory))
+    threading.Thread(target=serve, args=(fs, server, record), daemon=True).start()
     FUSE(fs, directory, foreground=True, allow_other=True, default_permissions=True,
          hard_remove=True, attr_timeout=0, entry_timeout=0,
          negative_timeout=0, fsname="lock-harness-syncfs")
