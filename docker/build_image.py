@@ -53,6 +53,7 @@ SECURITY_MIRROR = os.environ.get(
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 REDIS_BINARIES = ("redis-server", "redis-cli", "redis-sentinel")
+NODE_WHEELS = "mfusepy>=3.1,<4"  # the power-loss filesystem's binding (rootfs-setup.sh)
 HEARTBEAT_S = 15.0
 # dynalite as `harness setup --db dynamodb` installed it here (dbs/dynamodb.py), copied into
 # the node when present (npm's registry may not be reachable from the chroot)
@@ -267,6 +268,10 @@ def build_rootfs(digest: str, tarball: Path, force: bool, progress: Progress) ->
         setup.mkdir(parents=True)
         shutil.copyfile(HERE / "rootfs-setup.sh", setup / "rootfs-setup.sh")
         (setup / "packages.txt").write_text(package_list())
+        # The node's Python libraries, fetched by the host's pip (its index and certificates):
+        # rootfs-setup.sh installs them from there.
+        run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--dest",
+             setup / "wheels", NODE_WHEELS], log, progress, 300)
         # A private mount namespace: /proc, /sys, /dev vanish with it, even if we are killed.
         script = (
             'set -e; R="$1"; mount -t proc proc "$R/proc"; mount -t sysfs sysfs "$R/sys"; '

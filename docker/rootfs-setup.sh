@@ -30,13 +30,26 @@ rm -rf /root/.npm
 
 # ZooKeeper: Debian's postinst points /etc/zookeeper/conf at conf_example; make sure it did.
 [ -e /etc/zookeeper/conf/environment ] || ln -sfn /etc/zookeeper/conf_example /etc/zookeeper/conf
+# The power-loss filesystem (harness/controller/syncfs.py, mounted from the host's package)
+# runs in a node on Debian's python3 and fuse3, with mfusepy (pure Python) from PyPI: the wheel
+# docker/build_image.py downloaded with the host's pip (wheels/ beside this script), or PyPI.
+MFUSEPY='mfusepy>=3.1,<4'
+if [ -d "$HERE/wheels" ]; then
+    python3 -m pip install -q --no-cache-dir --break-system-packages --isolated --no-index \
+        --find-links "$HERE/wheels" "$MFUSEPY"
+else
+    python3 -m pip install -q --no-cache-dir --break-system-packages --isolated "$MFUSEPY"
+fi
+python3 -c 'import mfusepy' || { echo "rootfs-setup.sh: mfusepy does not load" >&2; exit 1; }
+
 mkdir -p /var/lib/zookeeper /var/log/zookeeper /var/lib/etcd /data
 
 # Sanity: everything a node runs is there and Redis is the libc-malloc build.
 for f in /usr/local/bin/redis-server /usr/local/bin/redis-cli /usr/local/bin/redis-sentinel \
     /usr/bin/etcd /usr/bin/etcdctl /usr/bin/java /usr/share/zookeeper/bin/zkServer.sh \
     /usr/share/java/zookeeper.jar /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 \
-    /usr/bin/faketime /usr/sbin/iptables /usr/sbin/ip /usr/bin/pkill \
+    /usr/bin/faketime /usr/sbin/iptables /usr/sbin/ip /usr/bin/pkill /usr/bin/fusermount3 \
+    /usr/bin/python3 \
     /usr/lib/postgresql/15/bin/postgres /usr/lib/postgresql/15/bin/initdb /usr/sbin/sshd \
     /usr/bin/node /opt/lock-harness/dynalite/node_modules/dynalite/cli.js; do
     [ -e "$f" ] || { echo "rootfs-setup.sh: missing $f" >&2; exit 1; }

@@ -11,6 +11,7 @@ from dbs.redis import RedisDB
 from harness.controller import syncfs_mounts
 from harness.controller.backends.docker import DockerBackend
 from harness.controller.backends.ssh.hosts import environment_unmet as ssh_unmet
+from harness.controller.store import RunDir
 from harness.core.capabilities import PowerLoss as OnSyncFS
 from harness.core.cluster import Node
 from harness.core.fault_run import FaultRun
@@ -52,24 +53,44 @@ def test_power_loss_is_refused_in_one_line_where_there_is_no_fuse(
     assert syncfs_mounts.unavailable() == "power loss needs FUSE, and /dev/fuse is missing"
 
 
-def test_power_loss_is_refused_on_the_docker_and_ssh_backends() -> None:
+def test_power_loss_runs_on_docker_where_the_host_has_fuse_and_is_refused_on_ssh(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     assert PowerLoss.requires == (OnSyncFS,)
-    docker = DockerBackend.environment_unmet(object.__new__(DockerBackend), OnSyncFS)
-    assert docker == "the docker backend has no PowerLoss"
+    docker = object.__new__(DockerBackend)
+    monkeypatch.setattr("os.path.exists", lambda p: True)
+    assert docker.environment_unmet(OnSyncFS) is None
+    monkeypatch.setattr("os.path.exists", lambda p: p != "/dev/fuse")
+    assert docker.environment_unmet(OnSyncFS) == (
+        "power loss needs FUSE, and this host has no /dev/fuse to give the containers")
     assert ssh_unmet(None, OnSyncFS) == "the ssh backend has no PowerLoss"  # type: ignore[arg-type]
+
+
+def test_a_power_loss_container_gets_fuse_and_the_filesystems_code(tmp_path: Path) -> None:
+    docker = object.__new__(DockerBackend)
+    docker.run = RunDir(tmp_path / "run")
+    docker.run.path.mkdir()
+    volumes: dict[str, dict[str, str]] = {}
+    extra = docker._fuse(volumes)
+    assert extra["devices"] == ["/dev/fuse:/dev/fuse:rwm"]
+    assert "SYS_ADMIN" in extra["cap_add"] and "NET_ADMIN" in extra["cap_add"]
+    assert volumes[str(docker.run.path / "syncfs")] == {"bind": "/syncfs", "mode": "rw"}
+    assert {"bind": "/opt/lock-harness/py/harness", "mode": "ro"} in volumes.values()
 
 
 def test_the_power_loss_suite_holds_issue_27s_rows() -> None:
     from harness.presentation import suite as suite_mod
 
     s = suite_mod.load(ROOT / "suites" / "power-loss.toml")
-    rows = sorted((e.options["db"], e.options.get("persistence", "none"),
+    rows = sorted((e.options["db"], e.options["lock"], e.options.get("persistence", "none"),
                    str(e.options.get("nemesis-opt", {})), e.expect) for e in s.entries)
-    assert rows == sorted(3 * [("redis-masters", "everysec", "{}", "invalid"),
-                               ("redis-masters", "appendonly", "{}", "valid"),
-                               ("redis-masters", "everysec", "{'restart': 'delayed'}", "valid"),
-                               ("etcd", "none", "{}", "valid"),
-                               ("postgres", "fsync", "{}", "valid")])
+    assert rows == sorted(3 * [
+        ("redis-masters", "redlock", "everysec", "{}", "invalid"),
+        ("redis-masters", "redlock", "appendonly", "{}", "valid"),
+        ("redis-masters", "redlock", "everysec", "{'restart': 'delayed'}", "valid"),
+        ("redis", "redis-fenced", "everysec", "{}", "invalid"),
+        ("zookeeper", "zookeeper", "forcesync", "{}", "valid"),
+        ("etcd", "etcd", "none", "{}", "valid"),
+        ("postgres", "pg-row", "fsync", "{}", "valid")])
     assert all(e.options["nemesis"] == "power-loss" for e in s.entries)
 
 

@@ -82,6 +82,18 @@ def test_unsynced_writes_are_dropped_synced_ones_stay(fs: tuple[SyncMounts, Path
     assert mounts.drop("n1")["files"] == {}  # nothing left to lose
 
 
+def test_a_write_back_makes_what_was_written_durable(fs: tuple[SyncMounts, Path]) -> None:
+    mounts, data = fs
+    write(data / "setup", b"written while the server set up")
+    back = mounts.write_back("n1")
+    assert back["files"] == {"/setup": 31} and back["bytes"] == 31
+    write(data / "setup", b"+later", flags=os.O_APPEND)
+    assert mounts.drop("n1")["files"] == {"/setup": 6}
+    assert (data / "setup").read_bytes() == b"written while the server set up"
+    record = (mounts.dir / "n1.jsonl").read_text().splitlines()
+    assert [json.loads(line)["bytes"] for line in record] == [6]  # drops alone are recorded
+
+
 def test_directories_list_through_the_mount(fs: tuple[SyncMounts, Path]) -> None:
     _, data = fs
     (data / "wal.tmp").mkdir()

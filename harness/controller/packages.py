@@ -38,6 +38,7 @@ IMAGE = (
     "openssh-server",  # a node as a plain SSH host of the ssh backend (harness hosts up)
     "netcat-openbsd",  # health checks and debugging inside a node
     "etcd-client",  # etcdctl, the same
+    "python3-pip",  # the power-loss filesystem in a node: python3, and mfusepy from PyPI
 )
 
 

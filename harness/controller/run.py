@@ -184,11 +184,14 @@ class Run:
             if callable(unavailable) and (reason := unavailable()) is not None:
                 raise HarnessError(f"lock {spec.lock!r}: {reason}")
             resource_db = None if test.resource_db is None else make_db(test.resource_db)
+            names = [f"n{i + 1}" for i in range(spec.nodes)]
+            if any(capabilities.PowerLoss in test.requires(n) for n in test.nemeses):
+                backend.enable_power_loss(names)  # before prepare: containers need FUSE
             backend.prepare(self.db.port, spec.nodes, spec.clients,
                             resource_port=(resource_db or self.db).port)
             cluster = self.cluster = Cluster(backend, self.db, resource_db=resource_db)
-            cluster.nodes = [Node(f"n{i + 1}", backend.node_host(i), self.db.port)
-                             for i in range(spec.nodes)]
+            cluster.nodes = [Node(name, backend.node_host(i), self.db.port)
+                             for i, name in enumerate(names)]
             cluster.resource = cluster.nodes[0] if resource_db is None else Node(
                 "resource", backend.resource_host(), resource_db.port)
             links, peers = self._link_plan(backend)
@@ -225,8 +228,6 @@ class Run:
             if clock_ids and capabilities.clock_mechanism(self.db) == "libfaketime":
                 for node in cluster.nodes:  # one mode per run: the clock-id option is one
                     backend.enable_clock(node, "both" if clock_ids - {"wall"} else "wall")
-            if any(capabilities.PowerLoss in test.requires(n) for n in test.nemeses):
-                backend.enable_power_loss([n.name for n in cluster.nodes])
             everything = [*cluster.nodes, *cluster.separate_resource]
             for node in everything:
                 backend.start(node)

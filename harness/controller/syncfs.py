@@ -15,7 +15,8 @@ renamed after its fsync survives under its new name. A rename that replaces an e
 first syncs the data of the file it moves (ext4's ``auto_da_alloc``: the replace-by-rename
 idiom keeps the new content); a rename to a free name does not.
 
-:meth:`SyncFS.drop` discards every cache and says what it dropped: ``{path: bytes}``. The
+:meth:`SyncFS.drop` discards every cache and says what it dropped: ``{path: bytes}``;
+:meth:`SyncFS.sync_all` writes every cache back and says the same of what it wrote. The
 backing directory may be the mount point itself: the process that mounts changes into it first
 and reaches it with relative paths (:mod:`harness.controller.syncfs_runner`).
 """
@@ -186,12 +187,16 @@ class SyncFS(Operations):  # type: ignore[misc]
             self.pending.clear()
         return lost
 
-    def sync_all(self) -> None:
+    def sync_all(self) -> dict[str, int]:
+        """Write every unsynced byte back (a clean unmount, or the kernel's writeback of a
+        server that has run a while): ``{path: bytes written back}``."""
         with self.mu:
+            wrote = {p.path: p.unsynced() for p in self.pending.values()}
             for p in self.pending.values():
                 p.sync(False)
                 os.close(p.fd)
             self.pending.clear()
+        return wrote
 
     def destroy(self, path: str) -> None:
         self.sync_all()  # a clean unmount writes everything back

@@ -9,11 +9,9 @@ a killed run left mounted (:func:`unmount_recorded`). What each drop forgot is a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +20,7 @@ from typing import Any
 
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
+from harness.controller.syncfs_orders import address, ask
 from harness.core.atomic import write_json
 from harness.core.errors import HarnessError
 
@@ -43,14 +42,12 @@ def unavailable() -> str | None:
     return None
 
 
-def socket_name(directory: Path) -> str:
-    return "lock-harness-syncfs-" + hashlib.sha256(str(directory).encode()).hexdigest()[:20]
-
-
-def mounted(directory: Path) -> bool:
-    target = os.path.realpath(directory)
+def mounted(directory: Path, table: str = "/proc/self/mounts") -> bool:
+    """Is ``directory`` a mount point in ``table`` (another mount namespace's: a process's
+    ``/proc/PID/mounts``, where ``directory`` is a path of that namespace)?"""
+    target = os.path.realpath(directory) if table == "/proc/self/mounts" else str(directory)
     try:
-        with open("/proc/self/mounts") as fh:
+        with open(table) as fh:
             return any(line.split()[1] == target for line in fh)
     except OSError:
         return False
@@ -81,7 +78,7 @@ class SyncMounts:
         self.dirs[name] = directory
         write_json(self.dir / "mounts.json", {n: str(d) for n, d in self.dirs.items()})
         argv = [sys.executable, "-m", "harness.controller.syncfs_runner", str(directory),
-                socket_name(directory), str(self.dir / f"{name}.jsonl")]
+                str(self.dir / f"{name}.jsonl")]
         self.procs.spawn(f"syncfs-{name}", argv, self.run.log(f"syncfs-{name}"))
         deadline = time.monotonic() + MOUNT_TIMEOUT
         while not mounted(directory):
@@ -92,19 +89,24 @@ class SyncMounts:
 
     def drop(self, name: str) -> dict[str, Any]:
         """Forget the node's unsynced data: ``{"files": {path: bytes}, "bytes": n, ...}``."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(10.0)
-            s.connect("\0" + socket_name(self.dirs[name]))
-            s.sendall(b"drop\n")
-            reply = s.makefile().readline()
-        data = json.loads(reply)
-        assert isinstance(data, dict)
-        return data
+        return answer(ask(address(self.dirs[name]), "drop"))
+
+    def write_back(self, name: str) -> dict[str, Any]:
+        """Make everything the node's server wrote so far durable; what it wrote back."""
+        return answer(ask(address(self.dirs[name]), "sync"))
 
     def unmount_all(self) -> None:
         for name, directory in self.dirs.items():
             unmount(directory)
             self.procs.wait_gone(f"syncfs-{name}", 5.0)
+
+
+def answer(line: str) -> dict[str, Any]:
+    """The filesystem's answer to ``drop`` or ``sync``, read."""
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        raise HarnessError(f"the power-loss filesystem answered {line[:100]!r}")
+    return data
 
 
 def unmount_recorded(run_path: Path) -> list[str]:

@@ -71,6 +71,10 @@ class NodeOps(Protocol):
         """Forget what the node's server wrote and did not sync (a power loss; backends with
         the PowerLoss capability): ``{"files": {path: bytes}, "bytes": n}``."""
 
+    def write_back(self, node: Node) -> dict[str, Any]:
+        """Make durable what the node's server wrote so far (the kernel's writeback, which a
+        server that has run a while has had): the same shape as :meth:`drop_unsynced`."""
+
     def set_clock(self, node: Node, offset: float, clock: str = "wall") -> None:
         """Move the node's clock ``offset`` seconds from the true time (0 heals): ``clock`` is
         ``"wall"``, ``"monotonic"`` or ``"both"`` (see capabilities.ClockFaults)."""

@@ -94,7 +94,8 @@ class Backend(Protocol):
 
     def enable_power_loss(self, names: list[str]) -> None:
         """Mount the filesystem that forgets unsynced data over these nodes' data directories
-        at their first start (backends with the PowerLoss capability)."""
+        at their first start (backends with the PowerLoss capability); said before
+        :meth:`prepare`, so that the nodes' machines can be made ready for it."""
 
     def teardown(self) -> None:
         """Stop every node and remove everything this backend created."""

@@ -29,6 +29,16 @@ pause / resume / kill are plain signals to that pid, exactly as on the local bac
 - Clients whose library opens sockets in C (libpq) cannot bind their address: in runs with
   partitions, each client runs with a group id of its own, and a host nat rule in the
   project's chain rewrites that group's connections into the network to the client's address.
+- Power loss (runs with a fault that needs it alone): the node's container also gets
+  ``/dev/fuse``, ``SYS_ADMIN`` (to mount) and no AppArmor profile (Docker's default one denies
+  mounts), this package read-only at ``/opt/lock-harness/py/harness`` and the run's
+  ``syncfs/`` at ``/syncfs``. The filesystem that forgets unsynced data
+  (:mod:`harness.controller.syncfs_runner`, on the image's python3 and mfusepy) is mounted
+  inside the container over the server's data directory before its first start, and takes its
+  orders on ``/syncfs/<node>.sock``, which the host reaches through the container's root
+  (:mod:`harness.controller.syncfs_orders`). It goes with the container. The server's pid file is
+  then ``/syncfs/<node>.pid``, off the filesystem; pid files are read through the container's
+  own mounts (``/proc/PID/root``).
 """
 
 from __future__ import annotations
@@ -49,16 +59,18 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from dbs.faketime import LIBFAKETIME_PATHS, faketime_env
-from harness.controller import netfilter, vdso_clock
+from harness.controller import netfilter, syncfs_mounts, vdso_clock
 from harness.controller.backends.process_nodes import ProcessNodes, last_lines
 from harness.controller.procs import ProcessTable
 from harness.controller.store import RunDir
+from harness.controller.syncfs_orders import ask
 from harness.core.capabilities import (
     ClientLinks,
     Iptables,
     LinkLayer,
     PacketRules,
     PeerLinks,
+    PowerLoss,
 )
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
@@ -68,6 +80,8 @@ LABEL = "lock-harness"
 RUN_LABEL = "lock-harness.run"
 IMAGE = "lock-harness/node:latest"
 FAKETIME_LIB = LIBFAKETIME_PATHS[0]  # where Debian's libfaketime is in the (amd64) node image
+PACKAGE = Path(__file__).resolve().parents[2]  # this harness package, mounted for syncfs
+NODE_PYTHONPATH = "/opt/lock-harness/py"
 
 
 def client() -> Any:
@@ -132,6 +146,8 @@ class DockerBackend(ProcessNodes):
         self.net = netfilter.Netfilter(run_id)  # the host's: the clients' source nat
         self.nets: dict[str, netfilter.Netfilter] = {}  # each container's network namespace
         self._client_groups: dict[int, int] = {}
+        self.syncfs_nodes: list[str] = []  # nodes whose data directory loses power
+        self.syncfs_dirs: dict[str, Path] = {}  # those mounted: node -> directory inside
 
     # set-up ----------------------------------------------------------------------------------
     def prepare(self, port: int, nodes: int, clients: int, resource_port: int | None = None
@@ -153,12 +169,14 @@ class DockerBackend(ProcessNodes):
             node_dir = self.run.node_dir(name)
             node_dir.mkdir(parents=True, exist_ok=True)
             (node_dir / "faketime").write_text("+0s\n")
+            volumes = {str(node_dir): {"bind": "/node", "mode": "rw"},
+                       str(self.run.logs): {"bind": "/logs", "mode": "rw"}}
+            extra = self._fuse(volumes) if name in self.syncfs_nodes else {}
             self.containers[name] = c.containers.run(
                 image, ["sleep", "infinity"], detach=True, name=f"lh-{slug}-{name}",
                 hostname=name, labels={**labels, "lock-harness.node": name},
-                cap_add=["NET_ADMIN"], network=self.network.name,
-                volumes={str(node_dir): {"bind": "/node", "mode": "rw"},
-                         str(self.run.logs): {"bind": "/logs", "mode": "rw"}},
+                network=self.network.name, volumes=volumes,
+                **{"cap_add": ["NET_ADMIN"], **extra},
             )
         for name, ctr in self.containers.items():
             ctr.reload()
@@ -171,6 +189,16 @@ class DockerBackend(ProcessNodes):
             addr = self.client_host(p)
             ip_cmd("addr", "add", f"{addr}/32", "dev", self.bridge)
             self._client_addrs.append(addr)
+
+    def _fuse(self, volumes: dict[str, dict[str, str]]) -> dict[str, Any]:
+        """What a container needs to mount the power-loss filesystem (its ``run`` arguments;
+        ``volumes`` gains the package and the record's folder)."""
+        record = self.run.path / "syncfs"
+        record.mkdir(exist_ok=True)
+        volumes[str(PACKAGE)] = {"bind": f"{NODE_PYTHONPATH}/harness", "mode": "ro"}
+        volumes[str(record)] = {"bind": "/syncfs", "mode": "rw"}
+        return {"devices": ["/dev/fuse:/dev/fuse:rwm"], "cap_add": ["NET_ADMIN", "SYS_ADMIN"],
+                "security_opt": ["apparmor=unconfined"]}
 
     # addresses -------------------------------------------------------------------------------
     def node_host(self, index: int) -> str:
@@ -201,6 +229,9 @@ class DockerBackend(ProcessNodes):
         if capability in (Iptables, ClientLinks, LinkLayer, PacketRules):
             return None  # every container has iptables and NET_ADMIN; clients own addresses;
             # the link layer's proxy runs on the host with the clients
+        if capability is PowerLoss:
+            return None if os.path.exists("/dev/fuse") else (
+                "power loss needs FUSE, and this host has no /dev/fuse to give the containers")
         if capability is PeerLinks:
             return ("the docker backend does not route links between nodes through the link "
                     "layer (each node dials its peers inside its own network namespace): use "
@@ -276,21 +307,33 @@ class DockerBackend(ProcessNodes):
         user = db.user
         if user:
             argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", *argv]
-        pidfile = host_dir / "server.pid"
-        pidfile.unlink(missing_ok=True)
-        script = (f"echo $$ > {inner}/server.pid; exec {shlex.join(argv)} "
+        # a node on the power-loss filesystem keeps its pid file off it: a real one is
+        # unsynced (and dropped) too, but it would hide "nothing the server wrote was lost"
+        pidfile = Path("/syncfs") / f"{node.name}.pid" if node.name in self.syncfs_nodes \
+            else inner / "server.pid"
+        (host_dir / "server.pid").unlink(missing_ok=True)
+        (self.run.path / "syncfs" / f"{node.name}.pid").unlink(missing_ok=True)
+        if node.name in self.syncfs_nodes:
+            self._mount(node)
+        script = (f"echo $$ > {pidfile}; exec {shlex.join(argv)} "
                   f">> /logs/{node.name}.log 2>&1")
         self.containers[ctr].exec_run(["sh", "-c", script], detach=True,
                                       environment=self.clock_env.get(node.name, {}))
         self.procs.adopt(node.name, self._host_pid(ctr, pidfile))
         vdso_clock.reapply(self.procs, db, node.name)  # restarted while patched: again
 
-    def _host_pid(self, name: str, pidfile: Path, timeout: float = 10.0) -> int:
-        """The host pid of the server, from the pid it has inside the container."""
-        deadline = time.monotonic() + timeout
+    def _init_pid(self, name: str) -> int:
+        """The host pid of the container's PID 1."""
         ctr = self.containers[name]
         ctr.reload()
-        init_pid = ctr.attrs["State"]["Pid"]
+        return int(ctr.attrs["State"]["Pid"])
+
+    def _host_pid(self, name: str, inner: Path, timeout: float = 10.0) -> int:
+        """The host pid of the server, from the pid it wrote to ``inner`` (a path inside the
+        container, read through the container's mounts) inside the container."""
+        deadline = time.monotonic() + timeout
+        init_pid = self._init_pid(name)
+        pidfile = Path(f"/proc/{init_pid}/root") / inner.relative_to("/")
         ns = os.readlink(f"/proc/{init_pid}/ns/pid")
         while time.monotonic() < deadline:
             try:
@@ -314,6 +357,52 @@ class DockerBackend(ProcessNodes):
             time.sleep(0.02)
         raise HarnessError(f"{name}: the server did not start in its container; see "
                            f"{self.run.log(name)}")
+
+    # power loss ------------------------------------------------------------------------------
+    def enable_power_loss(self, names: list[str]) -> None:
+        self.syncfs_nodes = list(names)
+
+    def _mount(self, node: Node) -> None:
+        """Mount the power-loss filesystem over the node's data directory in its container
+        (once: it stays mounted across restarts, as a disk does)."""
+        if node.name in self.syncfs_dirs:
+            return
+        directory = self.db_dir(node)
+        ctr = self._home(node)[0]
+        log = f"/logs/syncfs-{node.name}.log"
+        script = (f"exec python3 -m harness.controller.syncfs_runner {directory} "
+                  f"/syncfs/{node.name}.jsonl /syncfs/{node.name}.sock >> {log} 2>&1")
+        self.containers[ctr].exec_run(["sh", "-c", script], detach=True,
+                                      environment={"PYTHONPATH": NODE_PYTHONPATH,
+                                                   "LD_PRELOAD": ""})
+        table = f"/proc/{self._init_pid(ctr)}/mounts"
+        deadline = time.monotonic() + syncfs_mounts.MOUNT_TIMEOUT
+        while not syncfs_mounts.mounted(directory, table):
+            if time.monotonic() > deadline:
+                raise HarnessError(
+                    f"{node.name}: the power-loss filesystem did not mount over {directory} in "
+                    f"its container ({last_lines(self.run.logs / f'syncfs-{node.name}.log')}); "
+                    "an image built before power loss lacks mfusepy: rebuild it with "
+                    "`python docker/build_image.py`")
+            time.sleep(0.05)
+        self.syncfs_dirs[node.name] = directory
+
+    def _order(self, node: Node, order: str) -> dict[str, Any]:
+        if node.name not in self.syncfs_dirs:
+            raise HarnessError(f"{node.name}: its data directory is not on the power-loss "
+                               "filesystem")
+        where = f"/proc/{self._init_pid(self._home(node)[0])}/root/syncfs/{node.name}.sock"
+        try:
+            return syncfs_mounts.answer(ask(where, order))
+        except OSError as e:
+            raise HarnessError(f"{node.name}: the power-loss filesystem did not take the order "
+                               f"{order!r} ({e})") from None
+
+    def drop_unsynced(self, node: Node) -> dict[str, Any]:
+        return self._order(node, "drop")
+
+    def write_back(self, node: Node) -> dict[str, Any]:
+        return self._order(node, "sync")
 
     # network ---------------------------------------------------------------------------------
     def _exec(self, name: str, script: str) -> None:

@@ -272,11 +272,17 @@ class LocalBackend(ProcessNodes):
         self.syncfs = syncfs_mounts.SyncMounts(self.run, self.procs)
         self._syncfs_nodes = list(names)
 
-    def drop_unsynced(self, node: Node) -> dict[str, Any]:
+    def _syncfs(self, node: Node) -> syncfs_mounts.SyncMounts:
         if self.syncfs is None:
             raise HarnessError(f"{node.name}: its data directory is not on the power-loss "
                                "filesystem")
-        return self.syncfs.drop(node.name)
+        return self.syncfs
+
+    def drop_unsynced(self, node: Node) -> dict[str, Any]:
+        return self._syncfs(node).drop(node.name)
+
+    def write_back(self, node: Node) -> dict[str, Any]:
+        return self._syncfs(node).write_back(node.name)
 
     # network ---------------------------------------------------------------------------------
     def cut(self, links: Iterable[tuple[str, str]]) -> None:
