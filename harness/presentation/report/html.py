@@ -141,13 +141,22 @@ else on the page reads without it.</p></noscript>
 flag for its explanation. {embedded} <span id="mode"></span></p></section>"""
 
 
-def charts() -> str:
-    return """<section id="charts"><h2>Throughput and latency</h2>
-<div class="chart"><div class="label">ok ops per second, per f (solid); fail (pink dashed) and
-info (orange dashed) per second; fault windows shaded</div>
-<canvas id="throughput-canvas"></canvas></div>
-<div class="chart"><div class="label">latency of ok ops, per f: max (solid) and median (dotted)
-per time bucket, log scale</div><canvas id="latency-canvas"></canvas></div>
+def charts(model: dict[str, Any]) -> str:
+    """The charts' section; drawn by ``assets/charts.js`` on the timeline's time axis."""
+    bucket = model["series"]["width"] / 1e6
+    if model.get("latencyGrid"):
+        ops = ("each cell counts the ops invoked in it (the page does not embed this run op by "
+               "op); the darker, the more")
+    else:
+        ops = "one point per op at its invocation"
+    return f"""<section id="charts"><h2>Throughput and latency</h2>
+<p class="mode">On the timeline's time axis: zooming or panning either moves both. Computed from
+every op ({bucket:.3g} s buckets); faults shaded in their own colours; violations in red.</p>
+<div class="chart"><div class="label">Throughput: completions per second, per f (colour) and
+outcome (ok solid, fail dashed, info dotted)</div><canvas id="throughput-canvas"></canvas></div>
+<div class="chart"><div class="label">Latency, log scale: {ops}, coloured ok / fail / info;
+per f the p50 (solid), p95 (dashed) and p99 (dotted) of ok ops</div>
+<canvas id="latency-canvas"></canvas></div>
 <div class="legend" id="chart-legend"></div></section>"""
 
 
@@ -359,9 +368,9 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
 <body>{banner(spec, results)}<main>{meta(spec, history, test, results)}
 {explore_note(test)}
 {timeline(model)}
+{charts(model)}
 {incidents_section(found)}
 {violations(model, results)}
-{charts()}
 {checks(results)}
 {schedule_section(test)}
 {faults(model, test)}
@@ -370,6 +379,7 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
 <footer>lock-harness report · <span id="drawn"></span></footer></main>
 <div id="tip" hidden></div>
 <script type="application/json" id="report-data">{data}</script>
+<script>{asset("charts.js")}</script>
 <script>{asset("report.js")}</script>
 </body></html>
 """
