@@ -4,7 +4,8 @@ What is on it, top to bottom: a verdict banner with one chip per checker; a time
 per client process, each op a bar from invoke to completion coloured ok / fail / info, info
 running on to the end; lock-held spans; fault windows shaded across every lane and labelled;
 every violation outlined, flagged and linked to its explanation), with zoom, pan and hover;
-throughput and latency over time with the same fault shading; every violation in words; each
+under it, on its time axis, throughput and latency charts (:mod:`.charts`, drawn by
+``assets/charts.js``); every violation in words; each
 checker's facts; the fault schedule; the spec, seed and the command that replays it; links to
 the node logs and the raw files.
 
@@ -112,8 +113,9 @@ def timeline(model: dict[str, Any]) -> str:
     s = model["sampling"]
     if s["decimated"]:
         embedded = (f"This history has {s['pairs']:,} client op pairs; the page embeds "
-                    f"{s['embedded']:,} of them ({e(s['rule'])}). The charts are computed from "
-                    "every op.")
+                    f"{s['embedded']:,} of them one by one ({e(s['rule'])}) and draws the others "
+                    "as density: per lane and column, which outcomes happened. The charts are "
+                    "computed from every op.")
     else:
         embedded = f"All {s['pairs']:,} client op pairs are embedded."
     marks = "".join(

@@ -58,6 +58,7 @@ def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any]
     keep, rule, radius = sampling.sample(client_pairs, violations, faults, us(end_ns))
     ops, sampled = encode_ops(client_pairs, lane_of, keep, rule)
     spans, density = lock_spans(gs, lane_of), None
+    rows = charts.workload_rows(client_pairs)
     if keep is not None:
         density = sampling.lane_density(client_pairs, lane_of, keep, us(end_ns))
         spans, density["held"] = sampling.thin_spans(
@@ -73,8 +74,8 @@ def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any]
         "faults": faults,
         "faultRows": max([1, *(w["row"] + 1 for w in faults)]),
         "violations": violations,
-        "series": charts.series(client_pairs, end_ns),
-        "latencyGrid": None if keep is None else charts.latency_grid(client_pairs, end_ns),
+        "series": charts.series(rows, end_ns),
+        "latencyGrid": None if keep is None else charts.latency_grid(rows, end_ns),
         "total": len(history),
     }
 
