@@ -134,8 +134,14 @@ PROBE = """<script>
     out.push({id: id, width: r.width, axis: c.dataset.axis || "", plot: c.dataset.plot,
               left: r.left});
   });
+  var c = document.getElementById("throughput-canvas"), r = c.getBoundingClientRect();
+  var mark = document.getElementById("vm-0");  // hover the chart where violation 1 is
+  if (mark) {
+    c.dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientY: r.top + 60,
+      clientX: r.left + parseFloat(mark.style.left) + 2}));
+  }
   document.body.dataset.charts = JSON.stringify({timeline: tl.width, tlLeft: tl.left,
-                                                 charts: out});
+    charts: out, tip: document.getElementById("tip").textContent});
 })();
 </script>"""
 
@@ -176,6 +182,12 @@ def test_charts_share_the_timeline_axis_in_chromium(tmp_path: Path) -> None:
     found = charts_in_chromium(page, tmp_path, "stored-run")
     assert_on_the_timeline_axis(found, history[-1]["time"] / 1e9)
     assert abs(found["charts"][0]["left"] - found["tlLeft"]) <= 2  # aligned under it
+    # hovering the chart at violation 1 gives its bucket's figures and names the violation
+    tip = found["tip"].split("\n")
+    assert re.fullmatch(r"[\d.]+ – [\d.]+ s", tip[0]), tip
+    assert any(re.match(r"acquire: [\d.]+/s ok, [\d.]+/s fail, [\d.]+/s info", x) for x in tip)
+    explanation = results["checks"]["mutex"]["lock-overlaps"][0]["explanation"]
+    assert f"violation 1: {explanation}" in tip and "during pause c2" in tip
 
 
 @pytest.mark.servers

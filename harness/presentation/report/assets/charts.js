@@ -238,7 +238,37 @@ window.ReportCharts = function (S) {
       drag.x = e.clientX;
     });
     cv.addEventListener("dblclick", S.fit);
+    cv.addEventListener("mouseleave", function () { tip.hidden = true; });
+    cv.addEventListener("mousemove", function (e) {
+      var text = drag || e.offsetX < S.geo().LABEL ? "" : describe(S.T(e.offsetX));
+      tip.hidden = !text;
+      if (!text) return;
+      tip.textContent = text;
+      tip.style.left = Math.min(window.innerWidth - 380, e.clientX + 14) + "px";
+      tip.style.top = (e.clientY + 14) + "px";
+    });
   });
+  var tip = document.getElementById("tip");
+  function describe(t) {  // the bucket under the pointer, in figures
+    var k = Math.floor(t / Sr.width);
+    if (k < 0 || k >= Sr.n) return "";
+    var out = [S.s3(k * Sr.width) + " – " + S.s3((k + 1) * Sr.width) + " s"];
+    FS.forEach(function (f) {
+      var x = Sr.fs[f], q = x.p50[k] === null ? "" : " · latency p50 " + S.fmtMs(x.p50[k]) +
+        ", p95 " + S.fmtMs(x.p95[k]) + ", p99 " + S.fmtMs(x.p99[k]);
+      out.push(f + ": " + fmtRate(x.ok[k]) + " ok, " + fmtRate(x.fail[k]) + " fail, " +
+        fmtRate(x.info[k]) + " info" + q);
+    });
+    M.faults.forEach(function (f) {
+      if (t >= f.start && t <= f.stop) out.push("during " + (f.label || f.f));
+    });
+    S.violations.forEach(function (v) {
+      var slack = (S.view.b - S.view.a) / S.geo().PW * 3;
+      if (t >= v.t0 - slack && t <= v.t1 + slack) out.push("violation " + (v.n + 1) + ": " +
+        v.explanation);
+    });
+    return out.join("\n");
+  }
 
   function legend() {
     var box = document.getElementById("chart-legend");

@@ -271,7 +271,8 @@ function firstAt(t) {  // the first embedded op (in invoke order) that starts at
   return lo;
 }
 var CH = window.ReportCharts({
-  M: M, view: view, X: X, T: T, clipX: clipX, ticks: ticks, fmtMs: fmtMs, violations: V,
+  M: M, view: view, X: X, T: T, clipX: clipX, ticks: ticks, fmtMs: fmtMs, s3: s3,
+  violations: V,
   selected: function () { return sel; },
   geo: function () { return {W: W, LABEL: LABEL, PW: PW}; },
   ops: {n: N, start: start, d: O.d, ty: O.ty, f: O.f, fs: O.fs, maxDur: maxDurAll},
