@@ -25,10 +25,6 @@ DENSITY_COLS = 2400  # columns of the lanes' density (about one a pixel on a 240
 Pair = tuple[Op, Op | None]
 
 
-def us(ns: int) -> int:
-    return ns // 1000
-
-
 def focus(violations: Sequence[dict[str, Any]], faults: Sequence[dict[str, Any]]
           ) -> list[tuple[int, int]]:
     """What a person zooms in on, as disjoint sorted spans (us): each violation's story
@@ -50,16 +46,16 @@ def distances(client_pairs: Sequence[Pair], spans: Sequence[tuple[int, int]], en
     """Each pair's gap (us) from its invoke..completion to the nearest span (0: overlaps one;
     infinite when there is none)."""
     starts = [a for a, _ in spans]
+    ends = [b for _, b in spans]
+    last, find = len(spans) - 1, bisect_right  # this runs once per op: locals only
     out: list[float] = []
     for inv, done in client_pairs:
-        a = us(inv["time"])
-        b = end_us if done is None else us(done["time"])
-        j = bisect_right(starts, b) - 1  # the last span that starts before the pair ends
-        d = math.inf
-        if j >= 0:
-            d = max(0, a - spans[j][1])
-        if j + 1 < len(spans):
-            d = min(d, starts[j + 1] - b)
+        a = inv["time"] // 1000
+        b = end_us if done is None else done["time"] // 1000
+        j = find(starts, b) - 1  # the last span that starts before the pair ends
+        d = math.inf if j < 0 else max(0, a - ends[j])
+        if j < last and starts[j + 1] - b < d:
+            d = starts[j + 1] - b
         out.append(d)
     return out
 
@@ -100,19 +96,20 @@ def lane_density(client_pairs: Sequence[Pair], lane_of: dict[int, int], keep: Se
     cols = DENSITY_COLS
     diff = [[[0] * (cols + 1) for _ in range(3)] for _ in lane_of]
     tails = [-1] * len(lane_of)
-    for k, (inv, done) in enumerate(client_pairs):
-        lane = lane_of[inv["process"]]
-        unknown = done is None or done["type"] not in (OK, FAIL)
-        a = us(inv["time"])
-        b = a if done is None else us(done["time"])
-        if unknown and (tails[lane] < 0 or b < tails[lane]):
-            tails[lane] = b
-        if keep[k]:
-            continue
-        bit = 2 if unknown else 0 if done["type"] == OK else 1  # type: ignore[index]
-        d = diff[lane][bit]
-        d[min(cols - 1, int(a / width))] += 1
-        d[min(cols - 1, int(b / width)) + 1] -= 1
+    bits = {OK: 0, FAIL: 1}
+    for k, (inv, done) in enumerate(client_pairs):  # once per op: locals only
+        bit = 2 if done is None else bits.get(done["type"], 2)
+        if bit == 2 or not keep[k]:
+            lane = lane_of[inv["process"]]
+            a = inv["time"] // 1000
+            b = a if done is None else done["time"] // 1000
+            if bit == 2 and (tails[lane] < 0 or b < tails[lane]):
+                tails[lane] = b
+            if keep[k]:
+                continue
+            d = diff[lane][bit]
+            d[min(cols - 1, int(a / width))] += 1
+            d[min(cols - 1, int(b / width)) + 1] -= 1
     lanes = []
     for per_bit in diff:
         masks = [0] * cols
