@@ -4,7 +4,8 @@ What is on it, top to bottom: a verdict banner with one chip per checker; a time
 per client process, each op a bar from invoke to completion coloured ok / fail / info, info
 running on to the end; lock-held spans; fault windows shaded across every lane and labelled;
 every violation outlined, flagged and linked to its explanation), with zoom, pan and hover;
-throughput and latency over time with the same fault shading; every violation in words; each
+under it, on its time axis, throughput and latency charts (:mod:`.charts`, drawn by
+``assets/charts.js``); every violation in words; each
 checker's facts; the fault schedule; the spec, seed and the command that replays it; links to
 the node logs and the raw files.
 
@@ -112,8 +113,9 @@ def timeline(model: dict[str, Any]) -> str:
     s = model["sampling"]
     if s["decimated"]:
         embedded = (f"This history has {s['pairs']:,} client op pairs; the page embeds "
-                    f"{s['embedded']:,} of them ({e(s['rule'])}). The charts are computed from "
-                    "every op.")
+                    f"{s['embedded']:,} of them one by one ({e(s['rule'])}) and draws the others "
+                    "as density: per lane and column, which outcomes happened. The charts are "
+                    "computed from every op.")
     else:
         embedded = f"All {s['pairs']:,} client op pairs are embedded."
     marks = "".join(
@@ -141,13 +143,22 @@ else on the page reads without it.</p></noscript>
 flag for its explanation. {embedded} <span id="mode"></span></p></section>"""
 
 
-def charts() -> str:
-    return """<section id="charts"><h2>Throughput and latency</h2>
-<div class="chart"><div class="label">ok ops per second, per f (solid); fail (pink dashed) and
-info (orange dashed) per second; fault windows shaded</div>
-<canvas id="throughput-canvas"></canvas></div>
-<div class="chart"><div class="label">latency of ok ops, per f: max (solid) and median (dotted)
-per time bucket, log scale</div><canvas id="latency-canvas"></canvas></div>
+def charts(model: dict[str, Any]) -> str:
+    """The charts' section; drawn by ``assets/charts.js`` on the timeline's time axis."""
+    bucket = model["series"]["width"] / 1e6
+    if model.get("latencyGrid"):
+        ops = ("each cell counts the ops invoked in it (the page does not embed this run op by "
+               "op); the darker, the more")
+    else:
+        ops = "one point per op at its invocation"
+    return f"""<section id="charts"><h2>Throughput and latency</h2>
+<p class="mode">On the timeline's time axis: zooming or panning either moves both. Computed from
+every op ({bucket:.3g} s buckets); faults shaded in their own colours; violations in red.</p>
+<div class="chart"><div class="label">Throughput: completions per second, per f (colour) and
+outcome (ok solid, fail dashed, info dotted)</div><canvas id="throughput-canvas"></canvas></div>
+<div class="chart"><div class="label">Latency, log scale: {ops}, coloured ok / fail / info;
+per f the p50 (solid), p95 (dashed) and p99 (dotted) of ok ops</div>
+<canvas id="latency-canvas"></canvas></div>
 <div class="legend" id="chart-legend"></div></section>"""
 
 
@@ -359,9 +370,9 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
 <body>{banner(spec, results)}<main>{meta(spec, history, test, results)}
 {explore_note(test)}
 {timeline(model)}
+{charts(model)}
 {incidents_section(found)}
 {violations(model, results)}
-{charts()}
 {checks(results)}
 {schedule_section(test)}
 {faults(model, test)}
@@ -370,6 +381,7 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
 <footer>lock-harness report · <span id="drawn"></span></footer></main>
 <div id="tip" hidden></div>
 <script type="application/json" id="report-data">{data}</script>
+<script>{asset("charts.js")}</script>
 <script>{asset("report.js")}</script>
 </body></html>
 """

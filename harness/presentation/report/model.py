@@ -6,10 +6,10 @@ of a long run stays small and responsive:
 
 - op pairs are stored column-wise, times in integer microseconds, invoke times delta-encoded,
   details as indexes into a table of distinct strings (about 36 bytes an op pair);
-- a history with more than ``MAX_PAIRS`` op pairs is decimated: every pair near a violation or a
-  fault boundary is kept, one in k of the rest, and the page says so;
-- latency and throughput are bucketed here, from every op, so the charts stay exact whatever
-  was decimated.
+- a long history is not embedded op by op: :mod:`.sampling` keeps the pairs near violations and
+  fault boundaries and draws the rest as density, so the page stays small for any run length;
+- the charts' figures (:mod:`.charts`) are computed here from every op, so they stay exact
+  whatever is embedded.
 
 Violations are found generically: any list of dicts with an ``"explanation"`` in a checker's
 result, and any ``"witness"`` dict, so a new checker shows up in the report without changes here.
@@ -20,7 +20,6 @@ Their place on the timeline comes from the keys they carry (``from``/``until``, 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,12 +27,9 @@ from typing import Any
 from checker.lives import Lives
 from checker.sessions import Grant
 from harness.core.history import FAIL, INFO, NEMESIS, OK, Op, pairs
+from harness.presentation.report import charts, sampling
 from harness.presentation.report.narrative import nemesis_of
 
-MAX_PAIRS = 150_000  # embedded op pairs; 150k pairs is about 5.5 MB of page
-CONTEXT_US = 2_000_000  # decimation keeps every op within 2 s of a violation or fault boundary
-BUCKETS = 400  # latency / throughput buckets over the whole run...
-MIN_BUCKET_US = 200_000  # ...each at least 0.2 s, so a rate is a rate, not a spike
 DETAIL_CHARS = 160
 TYPE_CODES = {OK: 0, FAIL: 1, INFO: 2}  # 3: never completed
 SECOND_KEYS = ("from", "until", "acquired", "released", "invoked_s", "completed_s", "at",
@@ -59,18 +55,27 @@ def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any]
     places = Places(write_times(client_pairs), index_times(client_pairs), grant_times(gs))
     violations = list(find_violations(results, places))
     faults = fault_windows(history, end_ns)
-    ops, sampling = encode_ops(client_pairs, lane_of, violations, faults)
+    keep, rule, radius = sampling.sample(client_pairs, violations, faults, us(end_ns))
+    ops, sampled = encode_ops(client_pairs, lane_of, keep, rule)
+    spans, density = lock_spans(gs, lane_of), None
+    rows = charts.workload_rows(client_pairs)
+    if keep is not None:
+        density = sampling.lane_density(client_pairs, lane_of, keep, us(end_ns))
+        spans, density["held"] = sampling.thin_spans(
+            spans, sampling.focus(violations, faults), radius, us(end_ns), len(lanes))
     return {
         "end": us(end_ns),
         "lanes": [lane_label(p, clients) for p in lanes],
         "laneProcs": lanes,
         "ops": ops,
-        "sampling": sampling,
-        "spans": lock_spans(gs, lane_of),
+        "sampling": sampled,
+        "density": density,
+        "spans": spans,
         "faults": faults,
         "faultRows": max([1, *(w["row"] + 1 for w in faults)]),
         "violations": violations,
-        "series": series(client_pairs, end_ns),
+        "series": charts.series(rows, end_ns),
+        "latencyGrid": None if keep is None else charts.latency_grid(rows, end_ns),
         "total": len(history),
     }
 
@@ -107,16 +112,15 @@ def detail(inv: Op, done: Op | None) -> str:
 
 
 def encode_ops(client_pairs: list[tuple[Op, Op | None]], lane_of: dict[int, int],
-               violations: list[dict[str, Any]], faults: list[dict[str, Any]]
-               ) -> tuple[dict[str, Any], dict[str, Any]]:
-    keep, rule = sample(client_pairs, violations, faults)
+               keep: list[bool] | None, rule: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The embedded pairs (all, or those ``keep`` says: see :mod:`.sampling`) column-wise."""
     fs: list[str] = []
     f_idx: dict[str, int] = {}
     texts: list[str] = []
     t_idx: dict[str, int] = {}
     cols: dict[str, list[int]] = {"lane": [], "t": [], "d": [], "ty": [], "f": [], "x": [],
                                   "i": []}
-    last = 0
+    last = last_index = 0
     for k, (inv, done) in enumerate(client_pairs):
         if keep is not None and not keep[k]:
             continue
@@ -136,45 +140,14 @@ def encode_ops(client_pairs: list[tuple[Op, Op | None]], lane_of: dict[int, int]
         cols["ty"].append(3 if done is None else TYPE_CODES.get(done["type"], 2))
         cols["f"].append(f_idx[f])
         cols["x"].append(t_idx[text])
-        cols["i"].append(int(inv.get("index", -1)))
+        index = int(inv.get("index", -1))
+        cols["i"].append(index - last_index)  # delta-encoded too
+        last_index = index
     total = len(client_pairs)
     embedded = len(cols["t"])
     sampling = {"pairs": total, "embedded": embedded, "decimated": embedded < total,
                 "rule": rule}
     return {**cols, "fs": fs, "texts": texts}, sampling
-
-
-def sample(client_pairs: list[tuple[Op, Op | None]], violations: list[dict[str, Any]],
-           faults: list[dict[str, Any]]) -> tuple[list[bool] | None, str]:
-    """Which pairs to embed (None: all of them), and the rule in words for the page."""
-    n = len(client_pairs)
-    if n <= MAX_PAIRS:
-        return None, ""
-    windows = [(v["t0"] - CONTEXT_US, v["t1"] + CONTEXT_US) for v in violations
-               if v.get("t0") is not None]
-    for f in faults:
-        for edge in (f["start"], f["stop"]):
-            if edge is not None:
-                windows.append((edge - CONTEXT_US, edge + CONTEXT_US))
-    merged: list[list[int]] = []
-    for a, b in sorted(windows):
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    step = math.ceil(n / MAX_PAIRS)
-    keep = [False] * n
-    w = 0
-    for k, (inv, _done) in enumerate(client_pairs):
-        t = us(inv["time"])
-        while w < len(merged) and merged[w][1] < t:
-            w += 1
-        near = w < len(merged) and merged[w][0] <= t
-        keep[k] = near or k % step == 0
-    if sum(keep) > 2 * MAX_PAIRS:  # violations everywhere: keeping their context keeps all
-        return [k % step == 0 for k in range(n)], f"1 op pair in {step}"
-    return keep, (f"every op pair within {CONTEXT_US // 1_000_000} s of a listed violation or "
-                  f"a fault boundary, and 1 in {step} of the others")
 
 
 # lock spans, faults ------------------------------------------------------------------------------
@@ -447,46 +420,3 @@ def walk(value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
         yield k, v
         if isinstance(v, dict):
             yield from walk(v, depth + 1)
-
-
-# latency and throughput ---------------------------------------------------------------------------
-def series(client_pairs: list[tuple[Op, Op | None]], end_ns: int) -> dict[str, Any]:
-    """Per bucket and per f: ok completions per second and the p50 / max latency in ms.
-
-    Bucketed by completion time from every op (not the embedded sample). ``read`` (the final
-    read-back of the resource) is left out: it is the harness, not the workload.
-    """
-    end = max(us(end_ns), 1)
-    n = max(1, min(BUCKETS, end // MIN_BUCKET_US))
-    width = end / n
-    lat: dict[str, list[list[float]]] = {}
-    fails: list[int] = [0] * n
-    infos: list[int] = [0] * n
-    for inv, done in client_pairs:
-        f = inv["f"]
-        if f == "read" or done is None:
-            continue
-        b = min(n - 1, int(us(done["time"]) / width))
-        if done["type"] == OK:
-            lat.setdefault(f, [[] for _ in range(n)])[b].append(
-                (done["time"] - inv["time"]) / 1e6)
-        elif done["type"] == FAIL:
-            fails[b] += 1
-        elif done["type"] == INFO:
-            infos[b] += 1
-    secs = width / 1e6
-    out: dict[str, Any] = {"width": round(width), "n": n, "fs": {}, "fail": [
-        round(x / secs, 2) for x in fails], "info": [round(x / secs, 2) for x in infos]}
-    for f, buckets in sorted(lat.items()):
-        rate, p50, mx = [], [], []
-        for values in buckets:
-            rate.append(round(len(values) / secs, 2))
-            if values:
-                values.sort()
-                p50.append(round(values[len(values) // 2], 3))
-                mx.append(round(values[-1], 3))
-            else:
-                p50.append(None)
-                mx.append(None)
-        out["fs"][f] = {"rate": rate, "p50": p50, "max": mx}
-    return out

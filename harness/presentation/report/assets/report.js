@@ -5,14 +5,16 @@ var O = M.ops, N = O.t.length, END = Math.max(M.end, 1), NL = M.lanes.length;
 var COL = ["#2f81f7", "#e85aad", "#f0a020", "#f0a020"];
 var TYPE = ["ok", "fail", "info (unknown outcome)", "never completed"];
 var FCOL = ["#0969da", "#8250df", "#1a7f37", "#bf3989", "#953800", "#57606a"];
-var LABEL = 104, AXIS_H = 22, NEM_ROW = 22, DENSE = 4, CHART_H = 150;
+var LABEL = 104, AXIS_H = 22, NEM_ROW = 22, DENSE = 4;
 var NEM_H = NEM_ROW * Math.max(1, M.faultRows || 1);  // one row per fault on at once
 var RED = "#cf222e";
 
 // decode the ops: invoke times are delta-encoded microseconds; d < 0: never completed
 var start = new Float64Array(N), end = new Float64Array(N), acc = 0, i, l;
+var index = new Float64Array(N), accI = 0;  // history indexes, delta-encoded too
 for (i = 0; i < N; i++) {
   acc += O.t[i]; start[i] = acc; end[i] = O.d[i] < 0 ? acc : acc + O.d[i];
+  accI += O.i[i]; index[i] = accI;
 }
 // per lane: its ops (sorted by invoke), the longest op (to find what reaches into a window),
 // and where its first unknown outcome begins (info runs on to the end of the history)
@@ -23,6 +25,10 @@ for (i = 0; i < N; i++) {
   if (end[i] - start[i] > maxDur[l]) maxDur[l] = end[i] - start[i];
   if (O.ty[i] >= 2 && end[i] < tail[l]) tail[l] = end[i];
 }
+// a long run embeds only the ops near violations and fault boundaries: the others are a
+// density per lane (one digit of outcome bits a column), and its tails count every op
+var D = M.density;
+if (D) D.lanes.forEach(function (s, k) { if (D.tails[k] >= 0) tail[k] = Math.min(tail[k], D.tails[k]); });
 var laneOf = {};
 M.laneProcs.forEach(function (p, k) { laneOf[p] = k; });
 // drawn and flagged: the violations with a time; informational items only when selected
@@ -32,8 +38,6 @@ var byTime = V.slice().sort(function (a, b) { return a.t0 - b.t0 || a.n - b.n; }
 var view = {a: 0, b: END}, sel = -1;
 var cv = document.getElementById("timeline-canvas"), ctx = cv.getContext("2d");
 var tip = document.getElementById("tip");
-var charts = [document.getElementById("throughput-canvas"),
-              document.getElementById("latency-canvas")];
 var laneH = Math.max(8, Math.min(30, Math.floor(440 / Math.max(NL, 1))));
 var H = AXIS_H + NEM_H + NL * laneH + 6, W = 800, PW = 600;
 var DPR = window.devicePixelRatio || 1;
@@ -66,7 +70,7 @@ function setup(c, h) {
 function resize() {
   W = Math.max(480, cv.parentNode.clientWidth - 2); PW = W - LABEL - 10;
   ctx = setup(cv, H);
-  charts.forEach(function (c) { c.g = setup(c, CHART_H); });
+  CH.resize(setup);
 }
 function niceStep(span, px) {
   var raw = span / Math.max(1, px / 90), p = Math.pow(10, Math.floor(Math.log10(raw)));
@@ -92,23 +96,53 @@ function shadeFaults(g, y0, y1, labels) {
     g.restore();
   });
 }
-function axis(g, y, h, labels) {
-  var step = niceStep(view.b - view.a, PW), t = Math.ceil(view.a / step) * step;
+function ticks() {  // the time axis's ticks in view: {t (us), label}, the charts' too
+  var step = niceStep(view.b - view.a, PW), t = Math.ceil(view.a / step) * step, out = [];
   var digits = step < 1e4 ? 3 : step < 1e5 ? 2 : step < 1e6 ? 1 : 0;
+  for (var k = 0; t <= view.b && k < 60; t += step, k++) {
+    out.push({t: t, label: (t / 1e6).toFixed(digits) + " s"});
+  }
+  return out;
+}
+function axis(g, y, h, labels) {
   g.fillStyle = "#656d76"; g.strokeStyle = "#eaeef2"; g.lineWidth = 1;
   g.font = "11px system-ui,sans-serif";
-  for (var k = 0; t <= view.b && k < 60; t += step, k++) {
-    var x = Math.round(X(t)) + 0.5;
+  ticks().forEach(function (tk) {
+    var x = Math.round(X(tk.t)) + 0.5;
     g.beginPath(); g.moveTo(x, y); g.lineTo(x, y + h); g.stroke();
-    if (labels) g.fillText((t / 1e6).toFixed(digits) + " s", x + 3, 14);
+    if (labels) g.fillText(tk.label, x + 3, 14);
+  });
+}
+function densityMask(k) {  // the lane's ops not embedded, as outcome bits per pixel column
+  var mask = new Uint8Array(PW + 1), s = D.lanes[k], w = END / D.cols, any = false;
+  var c0 = Math.max(0, Math.floor(view.a / w)), c1 = Math.min(D.cols - 1, Math.floor(view.b / w));
+  for (var c = c0; c <= c1; c++) {
+    var m = s.charCodeAt(c) - 48;
+    if (!m) continue;
+    var p0 = Math.max(0, Math.floor(X(c * w) - LABEL));
+    var p1 = Math.min(PW, Math.max(p0, Math.ceil(X((c + 1) * w) - LABEL) - 1));
+    for (var p = p0; p <= p1; p++) mask[p] |= m;
+    any = true;
+  }
+  return any ? mask : null;
+}
+function drawMask(mask, by, bh) {  // a column a pixel, every outcome in it stacked
+  for (var c = 0; c <= PW; c++) {
+    var m = mask[c];
+    if (!m) continue;
+    var h = bh / ((m & 1) + ((m >> 1) & 1) + ((m >> 2) & 1)), yy = by;
+    for (var b = 0; b < 3; b++) {
+      if (m & (1 << b)) { ctx.fillStyle = COL[b]; ctx.fillRect(LABEL + c, yy, 1, h); yy += h; }
+    }
   }
 }
 function drawLane(k) {  // returns ops in view: > 0 drawn per pixel column, < 0 one by one
   var ops = lanes[k], y = laneY(k);
   var lo = lowerBound(ops, view.a - maxDur[k]), hi = lowerBound(ops, view.b + 1);
   var by = y + laneH * 0.25, bh = Math.max(3, laneH * 0.55), n = hi - lo, j, o, c;
+  var dens = D ? densityMask(k) : null;
   if (n > PW / DENSE) {  // more ops than room: one column a pixel, every outcome in it shown
-    var mask = new Uint8Array(PW + 1);
+    var mask = dens || new Uint8Array(PW + 1);
     for (j = lo; j < hi; j++) {
       o = ops[j];
       var c0 = Math.floor(X(start[o]) - LABEL), c1 = Math.floor(X(end[o]) - LABEL);
@@ -117,15 +151,11 @@ function drawLane(k) {  // returns ops in view: > 0 drawn per pixel column, < 0 
       var bit = 1 << Math.min(O.ty[o], 2);
       for (c = c0; c <= c1; c++) mask[c] |= bit;
     }
-    for (c = 0; c <= PW; c++) {
-      var m = mask[c];
-      if (!m) continue;
-      var h = bh / ((m & 1) + ((m >> 1) & 1) + ((m >> 2) & 1)), yy = by;
-      for (var b = 0; b < 3; b++) {
-        if (m & (1 << b)) { ctx.fillStyle = COL[b]; ctx.fillRect(LABEL + c, yy, 1, h); yy += h; }
-      }
-    }
+    drawMask(mask, by, bh);
     return n;
+  }
+  if (dens) {  // ops not embedded, faint beneath the single ops that are
+    ctx.globalAlpha = 0.4; drawMask(dens, by, bh); ctx.globalAlpha = 1; densityInView = true;
   }
   for (j = lo; j < hi; j++) {
     o = ops[j];
@@ -142,6 +172,7 @@ function drawLane(k) {  // returns ops in view: > 0 drawn per pixel column, < 0 
 }
 function drawSpans(g) {  // lock held: a light band over the lane and a solid strip at its top
   var S = M.spans;
+  if (D && D.held) drawHeld(g);
   for (var s = 0; s < S.s.length; s++) {
     var e = S.e[s] < 0 ? END : S.e[s];
     if (e < view.a || S.s[s] > view.b) continue;
@@ -149,6 +180,18 @@ function drawSpans(g) {  // lock held: a light band over the lane and a solid st
     g.fillStyle = "rgba(45,164,78,.20)"; g.fillRect(x0, y + 1, x1 - x0, laneH - 2);
     g.fillStyle = "#2da44e"; g.fillRect(x0, y + 1, x1 - x0, Math.max(2, laneH * 0.14));
   }
+}
+function drawHeld(g) {  // spans not embedded: a pixel column each where the lock was held
+  var w = END / D.cols, c0 = Math.max(0, Math.floor(view.a / w));
+  var c1 = Math.min(D.cols - 1, Math.floor(view.b / w));
+  g.fillStyle = "rgba(45,164,78,.20)";
+  D.held.forEach(function (s, k) {
+    for (var c = c0; c <= c1; c++) {
+      if (s.charCodeAt(c) !== 49) continue;
+      var x0 = clipX(c * w), x1 = Math.max(clipX((c + 1) * w), x0 + 1);
+      g.fillRect(x0, laneY(k) + 1, x1 - x0, laneH - 2);
+    }
+  });
 }
 function drawViolation(g, v) {
   var x0 = X(v.t0), x1 = Math.max(X(v.t1), x0 + 3), on = v.n === sel;
@@ -172,6 +215,7 @@ function draw() {
   for (k = 1; k < NL; k += 2) { g.fillStyle = "#f6f8fa"; g.fillRect(0, laneY(k), W, laneH); }
   axis(g, 0, H, true); shadeFaults(g, AXIS_H, H, true); drawSpans(g);
   var dense = 0, single = 0;
+  densityInView = false;
   for (k = 0; k < NL; k++) {
     var n = drawLane(k);
     if (n > 0) dense += n; else single -= n;
@@ -190,7 +234,7 @@ function draw() {
   g.fillStyle = "#1f2328"; g.font = "12px system-ui,sans-serif";
   g.fillText("faults", 8, AXIS_H + 15);
   for (k = 0; k < NL; k++) g.fillText(M.lanes[k], 8, laneY(k) + laneH / 2 + 4);
-  placeMarkers(); drawCharts();
+  placeMarkers(); CH.draw();
   document.getElementById("window").textContent =
     s3(view.a) + " – " + s3(view.b) + " s  (" + fmtDur(view.b - view.a) + " in view)";
   document.getElementById("mode").textContent = dense
@@ -198,7 +242,8 @@ function draw() {
       "pixels: a column shows every outcome in it)" +
       (single ? ", " + single.toLocaleString() + " one by one" : "") +
       ". Zoom in to see single ops."
-    : single.toLocaleString() + " ops in view, each drawn as its own bar.";
+    : single.toLocaleString() + " ops in view, each drawn as its own bar." +
+      (densityInView ? " Faint columns: ops this page does not embed one by one." : "");
 }
 function placeMarkers() {  // HTML flags over the timeline: two rows, the selected one on top
   var rows = [-1e9, -1e9];
@@ -217,79 +262,25 @@ function placeMarkers() {  // HTML flags over the timeline: two rows, the select
   });
 }
 
-// the charts -------------------------------------------------------------------------------
-function drawCharts() {
-  var Sr = M.series, w = Sr.width, fs = Object.keys(Sr.fs);
-  var b0 = Math.max(0, Math.floor(view.a / w) - 1);
-  var b1 = Math.min(Sr.n - 1, Math.ceil(view.b / w) + 1);
-  chart(charts[0], false, function (f) { return Sr.fs[f].rate; });
-  chart(charts[1], true, function (f) { return Sr.fs[f].max; });
-  function chart(c, log, values) {
-    if (!c) return;
-    var g = c.g, top = 8, bot = CHART_H - 6, lo = Infinity, hi = 0, b, t;
-    g.clearRect(0, 0, W, CHART_H); g.fillStyle = "#fff"; g.fillRect(0, 0, W, CHART_H);
-    shadeFaults(g, 0, bot, false); axis(g, 0, bot, false);
-    fs.forEach(function (f) {
-      var vals = values(f);
-      for (var b = b0; b <= b1; b++) {
-        if (vals[b] === null || vals[b] <= 0) continue;
-        hi = Math.max(hi, vals[b]); lo = Math.min(lo, vals[b]);
-      }
-    });
-    if (!log) { for (b = b0; b <= b1; b++) hi = Math.max(hi, Sr.fail[b], Sr.info[b]); lo = 0; }
-    g.fillStyle = "#656d76"; g.font = "11px system-ui,sans-serif";
-    if (hi <= 0) { g.fillText("nothing in view", LABEL + 8, 40); return; }
-    if (log) {
-      lo = Math.pow(10, Math.floor(Math.log10(lo))); hi = Math.pow(10, Math.ceil(Math.log10(hi)));
-      if (hi <= lo) hi = lo * 10;
-    }
-    var L0 = Math.log10(lo), L1 = Math.log10(hi);
-    function Y(v) {
-      return bot - (log ? (Math.log10(v) - L0) / (L1 - L0) : v / hi) * (bot - top);
-    }
-    var ticks = log ? [] : [0, hi / 2, hi];
-    if (log) for (t = lo; t <= hi * 1.001; t *= 10) ticks.push(t);
-    ticks.forEach(function (t) {
-      var y = Y(t);
-      g.fillStyle = "#656d76";
-      g.fillText(log ? fmtMs(t) : t.toFixed(t < 10 ? 1 : 0) + "/s", 8, y + 4);
-      g.strokeStyle = "#eaeef2"; g.lineWidth = 1;
-      g.beginPath(); g.moveTo(LABEL, y); g.lineTo(LABEL + PW, y); g.stroke();
-    });
-    function line(vals, colour, width, dash, dots) {
-      g.strokeStyle = colour; g.lineWidth = width; g.setLineDash(dash || []); g.beginPath();
-      var pen = false;
-      for (var b = b0; b <= b1; b++) {
-        var v = vals[b];
-        if (v === null || (log && v <= 0)) { pen = false; continue; }
-        var x = X((b + 0.5) * w), y = Y(v);
-        if (pen) g.lineTo(x, y); else g.moveTo(x, y);
-        pen = true;
-      }
-      g.stroke(); g.setLineDash([]);
-      if (!dots) return;
-      g.fillStyle = colour;
-      for (b = b0; b <= b1; b++) {
-        if (vals[b] !== null && vals[b] > 0) g.fillRect(X((b + 0.5) * w) - 2, Y(vals[b]) - 2, 4, 4);
-      }
-    }
-    g.save(); g.beginPath(); g.rect(LABEL, 0, PW, CHART_H); g.clip();
-    fs.forEach(function (f, k) {
-      line(values(f), FCOL[k % FCOL.length], 1.8, null, log);
-      if (log) line(Sr.fs[f].p50, FCOL[k % FCOL.length], 1, [2, 2]);
-    });
-    if (!log) { line(Sr.fail, "#e85aad", 1.2, [4, 2]); line(Sr.info, "#f0a020", 1.2, [4, 2]); }
-    g.restore();
-  }
+// the charts (charts.js) share the view, the axis and the zoom ------------------------------
+var densityInView = false;
+var maxDurAll = Math.max.apply(null, maxDur.concat([0]));
+function firstAt(t) {  // the first embedded op (in invoke order) that starts at or after t
+  var lo = 0, hi = N;
+  while (lo < hi) { var mid = (lo + hi) >> 1; if (start[mid] < t) lo = mid + 1; else hi = mid; }
+  return lo;
 }
-function chartLegend() {
-  var box = document.getElementById("chart-legend");
-  Object.keys(M.series.fs).forEach(function (f, k) {
-    var s = document.createElement("span"), i = document.createElement("i");
-    i.style.background = FCOL[k % FCOL.length];
-    s.appendChild(i); s.appendChild(document.createTextNode(f)); box.appendChild(s);
-  });
-}
+var CH = window.ReportCharts({
+  M: M, view: view, X: X, T: T, clipX: clipX, ticks: ticks, fmtMs: fmtMs, s3: s3,
+  violations: V,
+  selected: function () { return sel; },
+  geo: function () { return {W: W, LABEL: LABEL, PW: PW}; },
+  ops: {n: N, start: start, d: O.d, ty: O.ty, f: O.f, fs: O.fs, maxDur: maxDurAll},
+  lowerBound: firstAt,
+  zoomAt: function (t, f) { zoomAt(t, f); },
+  panBy: function (dt) { view.a += dt; view.b += dt; clampView(); redraw(); },
+  fit: function () { fit(); },
+});
 
 // selection and the callout ----------------------------------------------------------------
 var callout = document.getElementById("callout");
@@ -410,7 +401,7 @@ function describeOp(k, o) {
     : ", completed " + (end[o] / 1e6).toFixed(4) + " s (" + fmtDur(end[o] - start[o]) + ")"));
   if (O.ty[o] >= 2) out.push("may take effect at any later time: dashed on to the end");
   if (O.texts[O.x[o]]) out.push(O.texts[O.x[o]]);
-  out.push("history index " + O.i[o]);
+  out.push("history index " + index[o]);
   return out;
 }
 function hover(x, y) {
@@ -465,7 +456,7 @@ function hover(x, y) {
 
 window.addEventListener("resize", function () { resize(); redraw(); });
 window.onerror = function (msg) { document.body.dataset.error = String(msg); };
-resize(); chartLegend();
+resize(); CH.legend();
 if (!fromHash()) {
   var first = M.violations.filter(function (v) { return !v.info; })[0];
   if (first) select(first.n, false); else draw();

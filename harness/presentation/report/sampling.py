@@ -1,0 +1,154 @@
+"""Which op pairs report.html embeds one by one, and the density it draws for the rest (pure).
+
+A page that embeds every op of a long run is many megabytes and slow to open, though at the
+width of a screen a second of a busy run is a few pixels holding thousands of ops. So past
+``MAX_PAIRS`` op pairs the page keeps, one by one, the pairs nearest to what a person zooms in
+on (every listed violation's span and every fault boundary, out to a radius the budget allows,
+at most ``CONTEXT_US``), and draws every other pair as density: per lane, one column of
+``DENSITY_COLS`` across the run saying which outcomes happened in it. Violations and fault
+windows are not ops: they are always drawn exactly, whatever is embedded.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Sequence
+from typing import Any
+
+from harness.core.history import FAIL, OK, Op
+
+MAX_PAIRS = 32_000  # embedded op pairs: about 1.2 MB of page
+CONTEXT_US = 2_000_000  # at most 2 s around a violation or a fault boundary
+DENSITY_COLS = 2400  # columns of the lanes' density (about one a pixel on a 2400 px screen)
+
+Pair = tuple[Op, Op | None]
+
+
+def focus(violations: Sequence[dict[str, Any]], faults: Sequence[dict[str, Any]]
+          ) -> list[tuple[int, int]]:
+    """What a person zooms in on, as disjoint sorted spans (us): each violation's story
+    (``c0``-``c1``) and each fault window's two edges."""
+    spans = [(v["c0"], v["c1"]) for v in violations if v.get("c0") is not None]
+    for f in faults:
+        spans.extend((edge, edge) for edge in (f["start"], f["stop"]) if edge is not None)
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def distances(client_pairs: Sequence[Pair], spans: Sequence[tuple[int, int]], end_us: int
+              ) -> list[float]:
+    """Each pair's gap (us) from its invoke..completion to the nearest span (0: overlaps one;
+    infinite when there is none)."""
+    starts = [a for a, _ in spans]
+    ends = [b for _, b in spans]
+    last, find = len(spans) - 1, bisect_right  # this runs once per op: locals only
+    out: list[float] = []
+    for inv, done in client_pairs:
+        a = inv["time"] // 1000
+        b = end_us if done is None else done["time"] // 1000
+        j = find(starts, b) - 1  # the last span that starts before the pair ends
+        d = math.inf if j < 0 else max(0, a - ends[j])
+        if j < last and starts[j + 1] - b < d:
+            d = starts[j + 1] - b
+        out.append(d)
+    return out
+
+
+def sample(client_pairs: Sequence[Pair], violations: Sequence[dict[str, Any]],
+           faults: Sequence[dict[str, Any]], end_us: int
+           ) -> tuple[list[bool] | None, str, float]:
+    """Which pairs to embed (None: all of them), the rule in words for the page, and the
+    radius (us) around the focus within which things are embedded."""
+    n = len(client_pairs)
+    if n <= MAX_PAIRS:
+        return None, "", math.inf
+    spans = focus(violations, faults)
+    if not spans:
+        return [False] * n, "none: no listed violation and no fault to zoom in on", 0.0
+    dist = distances(client_pairs, spans, end_us)
+    radius = min(float(CONTEXT_US), sorted(dist)[MAX_PAIRS])
+    if radius > 0:
+        return [d < radius for d in dist], (f"every op pair within {radius / 1e6:.3g} s of a "
+                                            "listed violation or a fault boundary"), radius
+    inside = sum(1 for d in dist if d == 0)  # more pairs inside violations than the budget
+    step = math.ceil(inside / MAX_PAIRS)
+    seen = 0
+    keep = []
+    for d in dist:
+        keep.append(d == 0 and seen % step == 0)
+        seen += d == 0
+    return keep, f"1 in {step} of the op pairs inside listed violations", 1e-9
+
+
+def lane_density(client_pairs: Sequence[Pair], lane_of: dict[int, int], keep: Sequence[bool],
+                 end_us: int) -> dict[str, Any]:
+    """Per lane, one digit per column of the run: the outcomes of the pairs not embedded that
+    overlap the column (bit 1 ok, 2 fail, 4 info or never completed); and per lane where its
+    first unknown outcome is (us; -1: none), from which on its ops may take effect any time."""
+    end = max(end_us, 1)
+    width = end / DENSITY_COLS
+    cols = DENSITY_COLS
+    diff = [[[0] * (cols + 1) for _ in range(3)] for _ in lane_of]
+    tails = [-1] * len(lane_of)
+    bits = {OK: 0, FAIL: 1}
+    for k, (inv, done) in enumerate(client_pairs):  # once per op: locals only
+        bit = 2 if done is None else bits.get(done["type"], 2)
+        if bit == 2 or not keep[k]:
+            lane = lane_of[inv["process"]]
+            a = inv["time"] // 1000
+            b = a if done is None else done["time"] // 1000
+            if bit == 2 and (tails[lane] < 0 or b < tails[lane]):
+                tails[lane] = b
+            if keep[k]:
+                continue
+            d = diff[lane][bit]
+            d[min(cols - 1, int(a / width))] += 1
+            d[min(cols - 1, int(b / width)) + 1] -= 1
+    lanes = []
+    for per_bit in diff:
+        masks = [0] * cols
+        for bit, d in enumerate(per_bit):
+            running = 0
+            for c in range(cols):
+                running += d[c]
+                if running:
+                    masks[c] |= 1 << bit
+        lanes.append("".join(map(str, masks)))
+    return {"cols": cols, "lanes": lanes, "tails": tails}
+
+
+def thin_spans(spans: dict[str, list[int]], around: Sequence[tuple[int, int]], radius: float,
+               end_us: int, lanes: int) -> tuple[dict[str, list[int]], list[str]]:
+    """The lock-held spans to embed (those within ``radius`` of the focus, those held to the
+    end, and those long enough to see at full width), and per lane one digit per column of the
+    run: 1 where a span not embedded held the lock."""
+    end = max(end_us, 1)
+    width = end / DENSITY_COLS
+    starts = [a for a, _ in around]
+    out: dict[str, list[int]] = {key: [] for key in spans}
+    diff = [[0] * (DENSITY_COLS + 1) for _ in range(lanes)]
+    for k, (lane, a, b) in enumerate(zip(spans["lane"], spans["s"], spans["e"], strict=True)):
+        j = bisect_right(starts, end if b < 0 else b) - 1
+        d = max(0, a - around[j][1]) if j >= 0 else math.inf
+        if j + 1 < len(around):
+            d = min(d, starts[j + 1] - b)
+        if b < 0 or b - a >= 2 * width or d < radius:
+            for key in spans:
+                out[key].append(spans[key][k])
+            continue
+        diff[lane][min(DENSITY_COLS - 1, int(a / width))] += 1
+        diff[lane][min(DENSITY_COLS - 1, int(b / width)) + 1] -= 1
+    held = []
+    for d_lane in diff:
+        running, cols = 0, []
+        for c in range(DENSITY_COLS):
+            running += d_lane[c]
+            cols.append("1" if running else "0")
+        held.append("".join(cols))
+    return out, held
