@@ -39,7 +39,7 @@ TYPE_CODES = {OK: 0, FAIL: 1, INFO: 2}  # 3: never completed
 SECOND_KEYS = ("from", "until", "acquired", "released", "invoked_s", "completed_s", "at",
                "time_s")
 INDEX_KEYS = ("ops", "blocked", "concurrent", "index")
-SKIP_KEYS = frozenset({"prefix", "explanation"})
+SKIP_KEYS = frozenset({"prefix", "explanation", "linearization", "concurrent_ops"})
 
 
 def us(ns: int) -> int:
@@ -385,6 +385,9 @@ def locate(item: dict[str, Any], places: Places) -> dict[str, Any]:
                     procs.append(p)
         elif key in ("process", "processes"):
             procs.extend(value if isinstance(value, list) else [value])
+    named = item.get("processes")
+    if isinstance(named, list) and named:  # the item says whose story it is (a witness's
+        procs = named  # conflict: not every process with an op concurrent to it)
     out: dict[str, Any] = {"procs": sorted({p for p in procs if isinstance(p, int)})}
     if not times:
         out.update(t0=None, t1=None, c0=None, c1=None)
