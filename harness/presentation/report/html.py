@@ -30,6 +30,7 @@ from harness.core.text import verdict_word
 from harness.presentation.report import model as report_model
 from harness.presentation.report import narrative
 from harness.presentation.report.incidents import Incident, incidents
+from harness.presentation.report.linearization import section as linearization_section
 from harness.presentation.report.words import figure_words
 
 VERDICT_CLASS = {True: "v-true", False: "v-false"}
@@ -135,7 +136,9 @@ else on the page reads without it.</p></noscript>
 <span><i style="background:var(--fail)"></i>fail</span>
 <span><i style="background:var(--info)"></i>info: unknown outcome (dashed on to the end)</span>
 <span><i style="background:var(--held)"></i>holds the lock (acquire ok → release invoked)</span>
+<span><i style="border:2px dashed var(--ok)"></i>waiting to acquire</span>
 <span><i style="background:var(--fault)"></i>fault window</span>
+<span><b style="color:#82071e">✕</b> write the resource rejected (stale token)</span>
 <span><i style="border:2px solid var(--bad);background:#cf222e22"></i>violation</span></div>
 <p class="mode">Drag to pan, wheel to zoom, double-click to fit; hover for op details; click a red
 flag for its explanation. {embedded} <span id="mode"></span></p></section>"""
@@ -361,6 +364,7 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
 {timeline(model)}
 {incidents_section(found)}
 {violations(model, results)}
+{linearization_section(results)}
 {charts()}
 {checks(results)}
 {schedule_section(test)}

@@ -8,6 +8,8 @@ var FCOL = ["#0969da", "#8250df", "#1a7f37", "#bf3989", "#953800", "#57606a"];
 var LABEL = 104, AXIS_H = 22, NEM_ROW = 22, DENSE = 4, CHART_H = 150;
 var NEM_H = NEM_ROW * Math.max(1, M.faultRows || 1);  // one row per fault on at once
 var RED = "#cf222e";
+var ACQ = O.fs.indexOf("acquire");  // waiting to acquire is drawn hollow: not a held lock
+var R = M.rejected || {lane: [], t: [], seq: [], tok: []};
 
 // decode the ops: invoke times are delta-encoded microseconds; d < 0: never completed
 var start = new Float64Array(N), end = new Float64Array(N), acc = 0, i, l;
@@ -132,6 +134,13 @@ function drawLane(k) {  // returns ops in view: > 0 drawn per pixel column, < 0 
     var x0 = X(start[o]), x1 = X(end[o]);
     if (x1 < LABEL || x0 > LABEL + PW) continue;
     x0 = Math.max(LABEL, x0); x1 = Math.min(LABEL + PW, Math.max(x1, x0 + 2));
+    if (O.f[o] === ACQ && x1 - x0 > 5) {  // an acquire: the wait, hollow (held is green)
+      ctx.fillStyle = "rgba(255,255,255,.9)"; ctx.fillRect(x0, by, x1 - x0, bh);
+      ctx.strokeStyle = COL[O.ty[o]]; ctx.lineWidth = 1.5; ctx.setLineDash([5, 3]);
+      ctx.strokeRect(x0 + 0.75, by + 0.75, x1 - x0 - 1.5, bh - 1.5); ctx.setLineDash([]);
+      ctx.fillStyle = COL[O.ty[o]]; ctx.fillRect(Math.max(x0, x1 - 3), by, 3, bh);
+      continue;
+    }
     ctx.fillStyle = COL[O.ty[o]]; ctx.fillRect(x0, by, x1 - x0, bh);
     if (x1 - x0 > 5) {
       ctx.strokeStyle = "rgba(0,0,0,.35)"; ctx.lineWidth = 1;
@@ -148,6 +157,21 @@ function drawSpans(g) {  // lock held: a light band over the lane and a solid st
     var x0 = clipX(S.s[s]), x1 = Math.max(clipX(e), x0 + 1), y = laneY(S.lane[s]);
     g.fillStyle = "rgba(45,164,78,.20)"; g.fillRect(x0, y + 1, x1 - x0, laneH - 2);
     g.fillStyle = "#2da44e"; g.fillRect(x0, y + 1, x1 - x0, Math.max(2, laneH * 0.14));
+  }
+}
+function drawRejected(g) {  // writes the resource refused (stale token): a dark red cross
+  var drawn = 0;
+  for (var r = 0; r < R.t.length; r++) {
+    if (R.t[r] < view.a || R.t[r] > view.b) continue;
+    drawn++;
+    var x = X(R.t[r]), y = laneY(R.lane[r]) + laneH / 2, s = Math.max(4, laneH * 0.3);
+    g.strokeStyle = "#fff"; g.lineWidth = 5; cross(); g.strokeStyle = "#82071e"; g.lineWidth = 2.5;
+    cross();
+  }
+  document.body.dataset.rejectedDrawn = String(drawn);
+  function cross() {
+    g.beginPath(); g.moveTo(x - s, y - s); g.lineTo(x + s, y + s);
+    g.moveTo(x - s, y + s); g.lineTo(x + s, y - s); g.stroke();
   }
 }
 function drawViolation(g, v) {
@@ -181,6 +205,7 @@ function draw() {
       g.moveTo(clipX(tail[k]), y); g.lineTo(clipX(END), y); g.stroke(); g.setLineDash([]);
     }
   }
+  drawRejected(g);
   V.forEach(function (v) {
     if (v.n !== sel && v.c1 >= view.a && v.c0 <= view.b) drawViolation(g, v);
   });
@@ -450,6 +475,12 @@ function hover(x, y) {
     out.push("holds the lock " + s3(S.s[s]) + " – " +
       (S.e[s] < 0 ? "the end (never released)" : s3(e) + " s") +
       (S.tok[s] >= 0 ? ", token " + S.tok[s] : ""));
+  }
+  for (s = 0; s < R.t.length; s++) {
+    if (R.lane[s] === k && Math.abs(t - R.t[s]) <= slack * 2) {
+      out.push("write rejected by the resource (stale token" +
+        (R.tok[s] >= 0 ? " " + R.tok[s] : "") + "), resource seq " + R.seq[s]);
+    }
   }
   V.forEach(function (v) {
     var inLane = !v.procs.length || v.procs.indexOf(M.laneProcs[k]) >= 0;
