@@ -67,7 +67,24 @@ def replay_command(spec: dict[str, Any]) -> str:
 
 
 # sections -----------------------------------------------------------------------------------------
-def banner(spec: dict[str, Any], results: dict[str, Any]) -> str:
+ENDED = {"starting": ("KILLED", "did not finish (killed, or its machine stopped)"),
+         "interrupted": ("INTERRUPTED", "was interrupted before its end"),
+         "error": ("ERRORED", "ended with an error")}
+
+
+def status_badge(test: dict[str, Any], results: dict[str, Any]) -> str:
+    """How the run ended when it did not complete (killed, interrupted, errored), whatever the
+    verdict: a run cut short is never read as a whole one."""
+    status = str(test.get("status") or results.get("status") or "complete")
+    if status == "complete":
+        return ""
+    word, what = ENDED.get(status, (status.upper(), f"ended as {status}"))
+    return (f'<span class="status" data-status="{e(status)}">{e(word)}: the run {e(what)}'
+            "</span>")
+
+
+def banner(spec: dict[str, Any], results: dict[str, Any],
+           test: dict[str, Any] | None = None) -> str:
     valid = results.get("valid")
     chips = []
     for name, check in (results.get("checks") or {}).items():
@@ -79,7 +96,8 @@ def banner(spec: dict[str, Any], results: dict[str, Any]) -> str:
                      f'{f" <span>· {e(facts)}</span>" if facts else ""}</a>')
     return (f'<header class="banner {verdict_class(valid)}"><span class="word">'
             f'{verdict_word(valid)}</span><span class="title">{e(title_of(spec))}</span>'
-            f'<span>db {e(str(spec.get("db")))}</span></header>'
+            f'<span>db {e(str(spec.get("db")))}</span>{status_badge(test or {}, results)}'
+            '</header>'
             f'<nav class="chips">{"".join(chips)}</nav>')
 
 
@@ -359,7 +377,7 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <title>{verdict_word(results.get("valid"))} · {e(title_of(spec))}</title>
 <style>{asset("report.css")}</style></head>
-<body>{banner(spec, results)}<main>{meta(spec, history, test, results)}
+<body>{banner(spec, results, test)}<main>{meta(spec, history, test, results)}
 {explore_note(test)}
 {timeline(model)}
 {incidents_section(found)}
