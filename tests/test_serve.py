@@ -96,6 +96,17 @@ def test_lists_runs_with_verdicts_and_filters(server: str) -> None:
     assert "1 of 2 runs" in page and VALID in page and INVALID not in page
 
 
+def test_compare_refuses_anything_but_two_runs_of_the_store(server: str) -> None:
+    status, _, body = get(f"{server}/compare?run={INVALID}")
+    assert status == 200 and "Tick exactly two runs to compare (got 1)" in body.decode()
+    status, _, body = get(f"{server}/compare?run={INVALID}&run=../secret.txt")
+    assert status == 200 and "Not a run in the store: ../secret.txt" in body.decode()
+    status, _, body = get(f"{server}/compare?run={INVALID}&run={VALID}")
+    page = body.decode()
+    assert '<tr class="differs" data-field="verdict">' in page
+    assert '<tr class="same" data-field="seed">' in page
+
+
 def test_serves_a_report_its_logs_and_a_zip(server: str) -> None:
     status, ctype, body = get(f"{server}/runs/{INVALID}/report.html")
     assert status == 200 and ctype.startswith("text/html")
