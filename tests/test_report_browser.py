@@ -101,6 +101,11 @@ def test_witness_flag_at_the_overlap_and_the_linearization_view(tmp_path: Path) 
     assert [int(i) for cls, i, _ in rows if cls == "lin-concurrent"] == w["concurrent"][:20]
     assert [cls for cls, _, _ in rows] == sorted((cls for cls, _, _ in rows), key=[
         "lin-prefix", "lin-blocked", "lin-concurrent"].index)
+    # the resource's order beside the clients': every write of an interleaving is a row
+    named = {int(x) for x in re.findall(r'<tr class="named" data-seq="(\d+)">', dom)}
+    interleaved = {s for i in results["checks"]["mutex"]["resource-interleavings"]
+                   for s in i["seqs"]}
+    assert interleaved and interleaved <= named
     shot(page.as_uri() + f"#v-{n}", tmp_path, "report-witness.png")
 
 
@@ -117,6 +122,9 @@ def test_a_fenced_run_draws_the_writes_the_resource_rejected(tmp_path: Path) -> 
     attrs = body_attrs(dom)
     assert attrs.get("data-ready") == "1" and "data-error" not in attrs, attrs
     assert attrs["data-rejected-drawn"] == "2"
+    rows = re.findall(r'<tr class="rejected" data-seq="(\d+)">(.*?)</tr>', dom, re.S)
+    assert [int(seq) for seq, _ in rows] == refused
+    assert all("rejected: stale token" in row for _, row in rows)
     chip = re.search(r'<a class="chip v-true" href="#check-fencing">(.*?)</a>', dom, re.S)
     assert chip and "2 rejected (stale), 108 accepted" in chip[1], chip
     _, _, pixels = png_pixels(shot(page.as_uri(), tmp_path, "report-fenced.png"))

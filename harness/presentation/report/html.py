@@ -31,6 +31,7 @@ from harness.presentation.report import model as report_model
 from harness.presentation.report import narrative
 from harness.presentation.report.incidents import Incident, incidents
 from harness.presentation.report.linearization import section as linearization_section
+from harness.presentation.report.resource_order import section as resource_order_section
 from harness.presentation.report.words import figure_words
 
 VERDICT_CLASS = {True: "v-true", False: "v-false"}
@@ -383,6 +384,7 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
 {incidents_section(found)}
 {violations(model, results)}
 {linearization_section(results)}
+{resource_order_section(history, results)}
 {charts()}
 {checks(results)}
 {schedule_section(test)}

@@ -103,7 +103,10 @@ function axis(g, y, h, labels) {
   for (var k = 0; t <= view.b && k < 60; t += step, k++) {
     var x = Math.round(X(t)) + 0.5;
     g.beginPath(); g.moveTo(x, y); g.lineTo(x, y + h); g.stroke();
-    if (labels) g.fillText((t / 1e6).toFixed(digits) + " s", x + 3, 14);
+    if (!labels) continue;
+    var text = (t / 1e6).toFixed(digits) + " s";  // on white: a flag's line never hides it
+    g.fillStyle = "#fff"; g.fillRect(x + 2, 3, g.measureText(text).width + 2, 14);
+    g.fillStyle = "#656d76"; g.fillText(text, x + 3, 14);
   }
 }
 function drawLane(k) {  // returns ops in view: > 0 drawn per pixel column, < 0 one by one
@@ -212,6 +215,7 @@ function draw() {
   });
   var selected = M.violations[sel];
   if (selected && selected.t0 !== null) drawViolation(g, selected);
+  axis(g, 0, 0, true);  // the time labels again, over the flags' lines
   g.fillStyle = "#fff"; g.fillRect(0, AXIS_H, LABEL - 4, H);
   g.fillStyle = "#1f2328"; g.font = "12px system-ui,sans-serif";
   g.fillText("faults", 8, AXIS_H + 15);
