@@ -109,6 +109,22 @@ def test_witness_flag_at_the_overlap_and_the_linearization_view(tmp_path: Path) 
     shot(page.as_uri() + f"#v-{n}", tmp_path, "report-witness.png")
 
 
+PIXEL_PROBE = """<script>
+(function () {  // the colour drawn in the middle of an op bar (lane k, from t0 to t1 in us)
+  var cv = document.getElementById("timeline-canvas"), g = cv.getContext("2d");
+  var win = /([\\d.]+) – ([\\d.]+) s/.exec(document.getElementById("window").textContent);
+  var plot = cv.dataset.plot.split(" "), lanes = cv.dataset.lanes.split(" ");
+  var a = win[1] * 1e6, b = win[2] * 1e6, X = function (t) {
+    return +plot[0] + (t - a) / (b - a) * plot[1];
+  };
+  var x = Math.round(X((OP_T0 + OP_T1) / 2));
+  var y = Math.round(+lanes[0] + (OP_LANE + 0.525) * lanes[1]);
+  var d = g.getImageData(x * devicePixelRatio, y * devicePixelRatio, 1, 1).data;
+  document.body.dataset.pixel = d[0] + "," + d[1] + "," + d[2];
+})();
+</script>"""
+
+
 def test_a_fenced_run_draws_the_writes_the_resource_rejected(tmp_path: Path) -> None:
     run_dir, spec, history, results = copy_run(tmp_path, "redis-fenced-pause")
     # from the history alone: the writes whose completion says the resource refused them
@@ -118,9 +134,27 @@ def test_a_fenced_run_draws_the_writes_the_resource_rejected(tmp_path: Path) -> 
     model = report_model.build(spec, history, results)
     assert model["rejected"]["seq"] == refused
     page = write_report(RunDir(run_dir), spec, history, results)
-    dom, _ = browse(page.as_uri(), tmp_path / "profile", *WINDOW, "--dump-dom")
+    # the longest wait for the lock, drawn hollow (white inside), not solid like a held lock
+    invoked: dict[int, int] = {}
+    waits = []
+    for op in history:
+        if op["f"] == "acquire" and isinstance(op["process"], int):
+            if op["type"] == "invoke":
+                invoked[op["process"]] = op["time"]
+            elif op["type"] == "ok":
+                waits.append((op["time"] - invoked[op["process"]], op["process"],
+                              invoked[op["process"]], op["time"]))
+    _, proc, t0, t1 = max(waits)
+    lane = sorted({op["process"] for op in history if isinstance(op["process"], int)}).index(proc)
+    probe = run_dir / "probe.html"
+    probe.write_text(page.read_text().replace("</body>", PIXEL_PROBE.replace(
+        "OP_T0", str(t0 // 1000)).replace("OP_T1", str(t1 // 1000)).replace(
+        "OP_LANE", str(lane)) + "</body>"))
+    dom, _ = browse(probe.as_uri(), tmp_path / "profile", *WINDOW, "--dump-dom")
     attrs = body_attrs(dom)
     assert attrs.get("data-ready") == "1" and "data-error" not in attrs, attrs
+    assert (t1 - t0) / 1e9 > 1.0 and min(map(int, attrs["data-pixel"].split(","))) > 225, (
+        attrs["data-pixel"], t0, t1, proc)
     assert attrs["data-rejected-drawn"] == "2"
     rows = re.findall(r'<tr class="rejected" data-seq="(\d+)">(.*?)</tr>', dom, re.S)
     assert [int(seq) for seq, _ in rows] == refused

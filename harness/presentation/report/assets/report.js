@@ -67,7 +67,8 @@ function setup(c, h) {
 }
 function resize() {
   W = Math.max(480, cv.parentNode.clientWidth - 2); PW = W - LABEL - 10;
-  cv.dataset.plot = LABEL + " " + PW;  // where time is drawn: its left edge and width (px)
+  cv.dataset.plot = LABEL + " " + PW;  // where time is drawn: its left edge and width (px),
+  cv.dataset.lanes = laneY(0) + " " + laneH;  // where the lanes begin and their height
   ctx = setup(cv, H);
   charts.forEach(function (c) { c.g = setup(c, CHART_H); });
 }
