@@ -3,10 +3,12 @@
 What is on it, top to bottom: a verdict banner with one chip per checker; a timeline (one lane
 per client process, each op a bar from invoke to completion coloured ok / fail / info, info
 running on to the end; lock-held spans; fault windows shaded across every lane and labelled;
-every violation outlined, flagged and linked to its explanation), with zoom, pan and hover;
-throughput and latency over time with the same fault shading; every violation in words; each
-checker's facts; the fault schedule; the spec, seed and the command that replays it; links to
-the node logs and the raw files.
+every violation outlined, flagged and linked to its explanation; waiting acquires hollow;
+writes the resource rejected crossed), with zoom, pan and hover; every violation in words; the
+linearization of each witness (:mod:`.linearization`); the resource's order beside the
+clients' (:mod:`.resource_order`); throughput and latency over time with the same fault
+shading; each checker's facts; the fault schedule; the spec, seed and the command that
+replays it; links to the node logs and the raw files.
 
 The static parts are plain HTML, readable without JavaScript; the timeline and charts are drawn
 on canvas from the JSON model of :mod:`harness.presentation.report.model`, which is where the
