@@ -159,3 +159,20 @@ def test_a_missing_store_is_one_line(tmp_path: Path) -> None:
                           text=True, timeout=30)
     assert proc.returncode == 3
     assert proc.stderr.count("\n") == 1 and "no results store" in proc.stderr
+
+
+def test_sorting_puts_runs_without_a_value_last_either_way() -> None:
+    from harness.presentation.serve import RunInfo, sorted_runs
+
+    def run(stamp: str, duration: float | None, exit: int | None) -> RunInfo:
+        return RunInfo(path=f"t/{stamp}", stamp=stamp, spec={"seed": 1}, valid=True,
+                       status="complete", facts="", has_report=False, mtime=0.0,
+                       duration=duration, exit=exit)
+
+    runs = [run("a", 5.0, 1), run("b", None, None), run("c", 2.0, 0)]
+    order = lambda q: [r.stamp for r in sorted_runs(runs, q)[0]]  # noqa: E731
+    assert order({"sort": "duration"}) == ["c", "a", "b"]
+    assert order({"sort": "duration", "order": "desc"}) == ["a", "c", "b"]
+    assert order({"sort": "exit", "order": "desc"}) == ["a", "c", "b"]
+    assert order({}) == ["c", "b", "a"]  # newest first
+    assert order({"sort": "nonsense"}) == ["c", "b", "a"]

@@ -243,8 +243,10 @@ def sorted_runs(runs: list[RunInfo], query: dict[str, str]) -> tuple[list[RunInf
     column = query.get("sort") if query.get("sort") in SORTS else "when"
     order = query.get("order") if query.get("order") in ("asc", "desc") else (
         "desc" if column == "when" else "asc")
-    present = [r for r in runs if r.key(column)[0] is False or column == "when"]
-    missing = [r for r in runs if r not in present]
+    present: list[RunInfo] = []
+    missing: list[RunInfo] = []  # no value in that column: last, whichever the order
+    for r in runs:
+        (missing if r.key(column)[0] else present).append(r)
     present.sort(key=lambda r: r.key(column), reverse=order == "desc")
     return present + missing, column, order
 
