@@ -121,7 +121,7 @@ class FencingChecker(Checker):
     name = "fencing"
     summary = ("stale tokens accepted by the resource, tokens out of grant order, "
                "stale writes rejected")
-    figures = {"writes-accepted": None, "stale-rejected": None,
+    figures = {"writes-accepted": "accepted", "stale-rejected": "rejected (stale)",
                "stale-accepted-count": "stale-accepted",
                "token-order-violation-count": "token-order-violation"}
     violations = {"stale-accepted": ("stale write accepted", "stale writes accepted"),

@@ -1,6 +1,14 @@
 """The witness of a non-linearizable history, for people: the longest linearizable prefix
 found, the op that cannot follow it, the ops concurrent with it, and why, in words.
 
+Where it happened: the search gets stuck at the op it cannot place (``blocked``), which may
+have completed long before the anomaly shows (an acquire that completed at 1.1 s cannot be
+placed because a slower acquire, granted at 3.2 s, had to go first). The conflict is between
+the blocked op and the op of the prefix that put the model in the state it cannot follow
+(``setter``): ``from`` is the later of their completions, ``until`` the next op either process
+invoked after that (seconds), ``processes`` the two. The tail of the prefix, with the model's
+state after each op (``linearization``), lets a reader follow the search to where it stopped.
+
 Pure: no I/O.
 """
 
@@ -16,6 +24,10 @@ from harness.core.text import show, who
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
     from typing import Any, overload
+
+
+LINEARIZATION_ROWS = 40  # the tail of the prefix listed with the model's state after each op
+CONCURRENT_ROWS = 20  # concurrent ops listed whole (all are counted in ``concurrent``)
 
 
 def make_witness(model: Model, key: Hashable, calls: Sequence[Call],
@@ -46,6 +58,8 @@ def make_witness(model: Model, key: Hashable, calls: Sequence[Call],
     if setter is not None:
         involved.add(setter.index)
     prefix = [c for c, _ in chain]
+    start, until, procs = conflict(calls, blocked, setter)
+    tail = chain[-LINEARIZATION_ROWS:]
     return {
         "lock": jsonable(key),
         "part_ops": len(calls),
@@ -56,9 +70,31 @@ def make_witness(model: Model, key: Hashable, calls: Sequence[Call],
         "blocked": [blocked.index],
         "blocked_op": summary(blocked),
         "concurrent": [c.index for c in concurrent],
+        "concurrent_ops": [summary(c) for c in concurrent[:CONCURRENT_ROWS]],
         "older_indeterminate": older,
+        "from": round(start / 1e9, 6),
+        "until": round(until / 1e9, 6),
+        "processes": procs,
+        "setter": None if setter is None else setter.index,
+        "linearization": [{**summary(c), "state": model.describe(st)} for c, st in tail],
+        "linearization_from": len(chain) - len(tail),
         "explanation": explain(model, key, calls, state, blocked, prefix),
     }
+
+
+def conflict(calls: Sequence[Call], blocked: Call, setter: Call | None
+             ) -> tuple[int, int, list[Any]]:
+    """When the conflict the witness explains was visible (ns): from the later completion of
+    ``blocked`` and ``setter`` (the op that set the state ``blocked`` cannot follow) until
+    the first op either of their processes invoked after it; and the processes involved."""
+    assert blocked.end is not None
+    ends = [blocked.end] + ([setter.end] if setter is not None and setter.end is not None
+                            else [])
+    start = max(ends)
+    procs = [blocked.process] if setter is None else [setter.process, blocked.process]
+    after = [c.start for c in calls if c.process in procs and c.start > start]
+    ordered = list(dict.fromkeys(procs))
+    return start, min(after, default=start), ordered
 
 
 def _last_change(init: State, chain: list[tuple[Call, State]]) -> Call | None:

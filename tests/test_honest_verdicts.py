@@ -169,6 +169,22 @@ def test_a_run_that_did_not_finish_is_never_valid(tmp_path: Path) -> None:
         results["unfinished"]
 
 
+def test_a_killed_run_says_so_whatever_the_verdict(tmp_path: Path) -> None:
+    """Killed after its overlaps: INVALID (they stand), and both `harness check` and the
+    report's banner still say the run did not finish."""
+    run_dir = copy_run(tmp_path)
+    edit_json(run_dir / "test.json", lambda t: t.update(status="starting"))
+    proc = check(str(run_dir))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "INVALID", proc.stdout
+    assert lines[1].startswith("  unfinished: the run did not finish (status starting): the "
+                               "violations it recorded stand"), proc.stdout
+    page = (run_dir / "report.html").read_text()
+    assert ('<span class="status" data-status="starting">KILLED: the run did not finish '
+            "(killed, or its machine stopped)</span>") in page
+
+
 def test_a_crashed_checker_is_exit_3_unless_a_violation_stands(tmp_path: Path) -> None:
     run_dir = copy_run(tmp_path)
     edit_json(run_dir / "test.json", lambda t: t["spec"].update(

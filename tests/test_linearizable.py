@@ -448,6 +448,8 @@ def test_invalid_mutex_witness_names_both_processes() -> None:
     assert "process 3 acquired at 12.400 s" in text
     assert "process 1, which acquired at 11.020 s, had not released" in text
     assert "next release was invoked at 13.000 s" in text
+    # the conflict: from the later grant until process 1 began to release
+    assert (w["from"], w["until"], w["processes"]) == (12.4, 13.0, [1, 3])
 
 
 def test_valid_mutex_with_overlapping_acquires() -> None:
@@ -656,3 +658,24 @@ def test_generated_mutex_histories_agree_with_brute_force_when_small() -> None:
         h = bench.mutex_history(7, 3, seed=seed, crash_rate=0.2, timeout_rate=0.5)
         assert brute_force(h, "mutex") is True
         assert check(h, "mutex")["valid"] is True
+
+
+def test_witness_places_the_conflict_not_where_the_search_stopped() -> None:
+    """A slow acquire (p1, invoked 0.7 s, granted 3.2 s) and a quick one (p2, 1.1-1.15 s,
+    held to 5.2 s): the search linearizes p1's grant first and gets stuck at p2's acquire,
+    which completed at 1.15 s, before anything was wrong. The witness places the conflict
+    where the two grants overlap: from p1's grant to p1's release invoke."""
+    h = hist(
+        (0.7, 1, "invoke", "acquire"), (1.1, 2, "invoke", "acquire"),
+        (1.15, 2, "ok", "acquire"), (3.2, 1, "ok", "acquire"),
+        (3.46, 1, "invoke", "release"), (3.47, 1, "ok", "release"),
+        (5.2, 2, "invoke", "release"), (5.25, 2, "ok", "release"),
+    )
+    w = check(h, "mutex")["witness"]
+    assert w["blocked"] == [1] and w["setter"] == 0
+    assert (w["from"], w["until"], w["processes"]) == (3.2, 3.46, [1, 2])
+    rows = w["linearization"]
+    assert [(r["index"], r["f"], r["state"]) for r in rows] == [
+        (0, "acquire", "the lock is held by process 1")]
+    assert w["linearization_from"] == 0
+    assert [c["index"] for c in w["concurrent_ops"]] == w["concurrent"]

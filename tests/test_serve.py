@@ -96,6 +96,17 @@ def test_lists_runs_with_verdicts_and_filters(server: str) -> None:
     assert "1 of 2 runs" in page and VALID in page and INVALID not in page
 
 
+def test_compare_refuses_anything_but_two_runs_of_the_store(server: str) -> None:
+    status, _, body = get(f"{server}/compare?run={INVALID}")
+    assert status == 200 and "Tick exactly two runs to compare (got 1)" in body.decode()
+    status, _, body = get(f"{server}/compare?run={INVALID}&run=../secret.txt")
+    assert status == 200 and "Not a run in the store: ../secret.txt" in body.decode()
+    status, _, body = get(f"{server}/compare?run={INVALID}&run={VALID}")
+    page = body.decode()
+    assert '<tr class="differs" data-field="verdict">' in page
+    assert '<tr class="same" data-field="seed">' in page
+
+
 def test_serves_a_report_its_logs_and_a_zip(server: str) -> None:
     status, ctype, body = get(f"{server}/runs/{INVALID}/report.html")
     assert status == 200 and ctype.startswith("text/html")
@@ -148,3 +159,20 @@ def test_a_missing_store_is_one_line(tmp_path: Path) -> None:
                           text=True, timeout=30)
     assert proc.returncode == 3
     assert proc.stderr.count("\n") == 1 and "no results store" in proc.stderr
+
+
+def test_sorting_puts_runs_without_a_value_last_either_way() -> None:
+    from harness.presentation.serve import RunInfo, sorted_runs
+
+    def run(stamp: str, duration: float | None, exit: int | None) -> RunInfo:
+        return RunInfo(path=f"t/{stamp}", stamp=stamp, spec={"seed": 1}, valid=True,
+                       status="complete", facts="", has_report=False, mtime=0.0,
+                       duration=duration, exit=exit)
+
+    runs = [run("a", 5.0, 1), run("b", None, None), run("c", 2.0, 0)]
+    order = lambda q: [r.stamp for r in sorted_runs(runs, q)[0]]  # noqa: E731
+    assert order({"sort": "duration"}) == ["c", "a", "b"]
+    assert order({"sort": "duration", "order": "desc"}) == ["a", "c", "b"]
+    assert order({"sort": "exit", "order": "desc"}) == ["a", "c", "b"]
+    assert order({}) == ["c", "b", "a"]  # newest first
+    assert order({"sort": "nonsense"}) == ["c", "b", "a"]

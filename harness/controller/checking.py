@@ -66,6 +66,9 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
         results["valid"] = "unknown"
         results["unfinished"] = (f"the run did not finish (status {status}): what it recorded "
                                  "shows no violation, but that is not a pass")
+    elif status != "complete":  # said whatever the verdict: what was found stands, cut short
+        results["unfinished"] = (f"the run did not finish (status {status}): the violations "
+                                 "it recorded stand, and what it did not record is unchecked")
     if status != "complete":
         results["status"] = status
     reason, nothing = untested(history)

@@ -1,9 +1,10 @@
 """``harness serve``: browse the results store from a web browser.
 
-A page listing every run (newest first) with its verdict in colour, filters by db, lock,
-workload, nemesis and verdict, a link to each report and a download of each run as a zip; the
-suites ``harness suite`` ran are listed too. Standard library only (``http.server``): nothing to
-install on a CI box or a laptop.
+A page listing every run (newest first) with its duration, backend, verdict and exit code,
+sortable by any column, filters by db, lock, workload, nemesis, backend and verdict, a link to
+each report and a download of each run as a zip; two runs ticked are compared side by side
+(:mod:`harness.presentation.serve_compare`); the suites ``harness suite`` ran are listed too.
+Standard library only (``http.server``): nothing to install on a CI box or a laptop.
 
 It binds 127.0.0.1 by default: the store holds logs and histories of the machine it runs on,
 and the server has no authentication, so exposing it is an explicit ``--host`` choice.
@@ -31,13 +32,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from harness.controller.checking import exit_code
 from harness.controller.store import RunDir, Store
 from harness.core.errors import HarnessError
 from harness.presentation.report.html import verdict_class, verdict_word
 from harness.presentation.report.words import figure_words
+from harness.presentation.serve_compare import compare_body, side_of
 
 DEFAULT_PORT = 8765
-FILTERS = ("db", "lock", "workload", "nemesis", "verdict")
+FILTERS = ("db", "lock", "workload", "nemesis", "backend", "verdict")
+SORTS = ("when", "duration", "db", "lock", "workload", "nemesis", "backend", "seed", "verdict",
+         "exit")
 ZIP_LIMIT = 512 * 1024 * 1024  # a run bigger than this is not zipped in memory
 TEXT_TYPES = {".log": "text/plain", ".jsonl": "text/plain", ".json": "application/json",
               ".xml": "application/xml", ".toml": "text/plain", ".conf": "text/plain"}
@@ -58,13 +63,27 @@ class RunInfo:
     facts: str
     has_report: bool
     mtime: float
+    duration: float | None = None  # seconds the history spans (None: nothing recorded)
+    exit: int | None = None  # what `harness check` exits with for it (None: not checked)
 
     def field(self, name: str) -> str:
         if name == "verdict":
             return verdict_word(self.valid).lower() if self.status != "running" else "running"
         if name == "nemesis":
             return "+".join(self.spec.get("nemesis") or []) or "none"
+        if name == "backend":
+            return str(self.spec.get("backend") or "local")
         return str(self.spec.get(name, ""))
+
+    def key(self, name: str) -> tuple[Any, ...]:
+        """What the list sorts by for column ``name`` (missing values last)."""
+        if name == "when":
+            return (0, self.stamp, self.path)
+        value: Any = {"duration": self.duration, "exit": self.exit}.get(
+            name, self.field(name))
+        if name == "seed":
+            value = int(value) if str(value).lstrip("-").isdigit() else None
+        return (value is None, value if value is not None else 0, self.stamp)
 
 
 @dataclass
@@ -144,7 +163,32 @@ def read_run(store: Store, run: RunDir, mtime: float) -> RunInfo | None:
     return RunInfo(path=store.relative(run), stamp=run.name,
                    spec=test["spec"], valid=results.get("valid", "unknown"), status=status,
                    facts=", ".join(filter(None, facts)), has_report=run.report.exists(),
-                   mtime=mtime)
+                   mtime=mtime, duration=history_span(run.path / "history.jsonl"),
+                   exit=exit_code(results) if results else None)
+
+
+def history_span(path: Path) -> float | None:
+    """Seconds from the run's start to its history's last op: read from the file's end, so a
+    long history costs no more than a short one."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 8192))
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        with contextlib.suppress(ValueError, AttributeError):
+            t = json.loads(line).get("time")
+            if isinstance(t, int | float) and not isinstance(t, bool):
+                return t / 1e9
+    return None
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def zip_run(run_dir: Path) -> bytes:
@@ -193,10 +237,35 @@ def suite_title(summary: dict[str, Any]) -> str:
     return f"{name} (merged)" if summary.get("merged") else name
 
 
+def sorted_runs(runs: list[RunInfo], query: dict[str, str]) -> tuple[list[RunInfo], str, str]:
+    """The runs in the order the query asks (``sort``: a column, ``order``: asc or desc;
+    newest first by default), and that column and order."""
+    column = query.get("sort") if query.get("sort") in SORTS else "when"
+    order = query.get("order") if query.get("order") in ("asc", "desc") else (
+        "desc" if column == "when" else "asc")
+    present: list[RunInfo] = []
+    missing: list[RunInfo] = []  # no value in that column: last, whichever the order
+    for r in runs:
+        (missing if r.key(column)[0] else present).append(r)
+    present.sort(key=lambda r: r.key(column), reverse=order == "desc")
+    return present + missing, column, order
+
+
+def header(column: str, label: str, query: dict[str, str], current: str, order: str) -> str:
+    """A column heading that sorts by it (again: the other way round)."""
+    flip = "asc" if current == column and order == "desc" else (
+        "desc" if current == column or column == "when" else "asc")
+    q = urllib.parse.urlencode({**{k: v for k, v in query.items() if v}, "sort": column,
+                                "order": flip})
+    arrow = (" ▼" if order == "desc" else " ▲") if current == column else ""
+    return f'<th><a class="sort" data-sort="{column}" href="/?{e(q)}">{e(label)}{arrow}</a></th>'
+
+
 def index_page(store: Browser, query: dict[str, str]) -> bytes:
     runs = store.runs()
     choices = {f: sorted({r.field(f) for r in runs}) for f in FILTERS}
     shown = [r for r in runs if all(not query.get(f) or r.field(f) == query[f] for f in FILTERS)]
+    shown, column, order = sorted_runs(shown, query)
     selects = []
     for f in FILTERS:
         opts = "".join(f'<option{" selected" if query.get(f) == v else ""}>{e(v)}</option>'
@@ -213,9 +282,13 @@ def index_page(store: Browser, query: dict[str, str]) -> bytes:
         report = (f'<a href="/runs/{q(r.path)}/report.html">report</a>' if r.has_report
                   else '<span class="muted">no report</span>')
         rows.append(
-            f"<tr><td>{e(when(r.stamp))}</td><td>{e(r.field('db'))}</td>"
+            f'<tr data-run="{e(r.path)}"><td><input type="checkbox" name="run" '
+            f'value="{e(r.path)}" form="compare"></td><td>{e(when(r.stamp))}</td>'
+            f'<td class="duration">{e(fmt_duration(r.duration))}</td><td>{e(r.field("db"))}</td>'
             f"<td>{e(r.field('lock'))}</td><td>{e(r.field('workload'))}</td>"
-            f"<td>{e(r.field('nemesis'))}</td><td>{e(r.field('seed'))}</td><td>{verdict}</td>"
+            f"<td>{e(r.field('nemesis'))}</td><td>{e(r.field('backend'))}</td>"
+            f"<td>{e(r.field('seed'))}</td><td>{verdict}</td>"
+            f'<td class="exit">{"" if r.exit is None else r.exit}</td>'
             f'<td class="muted">{e(r.facts)}</td><td>{report} · '
             f'<a href="/runs/{q(r.path)}/">files</a> · '
             f'<a href="/zip/{q(r.path)}.zip">zip</a></td></tr>')
@@ -229,12 +302,33 @@ def index_page(store: Browser, query: dict[str, str]) -> bytes:
     suite_html = (f"<h2>Suites</h2><table><thead><tr><th>when</th><th>suite</th><th>outcome"
                   f"</th><th></th></tr></thead><tbody>{suite_rows}</tbody></table>"
                   if suites else "")
-    body = (f'<form method="get">{"".join(selects)}<button>filter</button>'
-            f'<a href="/">clear</a></form><p class="muted">{len(shown)} of {len(runs)} runs in '
-            f"{e(str(store.root))}</p><table><thead><tr><th>when</th><th>db</th><th>lock</th>"
-            "<th>workload</th><th>nemesis</th><th>seed</th><th>verdict</th><th>found</th><th>"
-            f"</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{suite_html}")
+    keep = "".join(f'<input type="hidden" name="{k}" value="{e(query[k])}">'
+                   for k in ("sort", "order") if query.get(k))
+    heads = "".join(header(c, c, query, column, order) for c in (
+        "when", "duration", "db", "lock", "workload", "nemesis", "backend", "seed", "verdict",
+        "exit"))
+    body = (f'<form method="get">{"".join(selects)}{keep}<button>filter</button>'
+            f'<a href="/">clear</a></form><form id="compare" method="get" action="/compare">'
+            '<button>compare the two ticked runs</button></form>'
+            f'<p class="muted">{len(shown)} of {len(runs)} runs in '
+            f'{e(str(store.root))}</p><table id="runs"><thead><tr><th></th>{heads}'
+            f"<th>found</th><th></th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"{suite_html}")
     return page("lock-harness results", body)
+
+
+def compare_page(store: Browser, rels: list[str]) -> bytes:
+    """Two runs side by side (:mod:`harness.presentation.serve_compare`), or why not."""
+    if len(rels) != 2:
+        return page("compare runs", f'<p>Tick exactly two runs to compare (got {len(rels)}). '
+                    '<a href="/">all runs</a></p>')
+    dirs = [store.resolve(r) for r in rels]
+    bad = [r for r, d in zip(rels, dirs, strict=True) if d is None or not RunDir(d).is_run()]
+    if bad:
+        return page("compare runs", f"<p>Not a run in the store: {e(', '.join(bad))}. "
+                    '<a href="/">all runs</a></p>')
+    sides = [side_of(store.store, RunDir(d)) for d in dirs if d is not None]
+    return page("compare runs", compare_body(sides))
 
 
 def listing_page(store: Browser, rel: str, directory: Path) -> bytes:
@@ -247,8 +341,9 @@ def listing_page(store: Browser, rel: str, directory: Path) -> bytes:
 
 def runs_json(store: Browser) -> bytes:
     return json.dumps([{"path": r.path, "spec": r.spec, "valid": r.valid, "status": r.status,
-                        "facts": r.facts, "report": f"/runs/{r.path}/report.html"
-                        if r.has_report else None} for r in store.runs()], indent=1).encode()
+                        "facts": r.facts, "duration": r.duration, "exit": r.exit,
+                        "report": f"/runs/{r.path}/report.html" if r.has_report else None}
+                       for r in store.runs()], indent=1).encode()
 
 
 # the server -------------------------------------------------------------------------------------
@@ -263,6 +358,10 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if path == "/":
                 self.send(HTTPStatus.OK, "text/html; charset=utf-8", index_page(self.store, query))
+            elif path == "/compare":
+                runs = urllib.parse.parse_qs(url.query).get("run", [])
+                self.send(HTTPStatus.OK, "text/html; charset=utf-8",
+                          compare_page(self.store, runs))
             elif path == "/api/runs.json":
                 self.send(HTTPStatus.OK, "application/json", runs_json(self.store))
             elif path.startswith("/zip/") and path.endswith(".zip"):

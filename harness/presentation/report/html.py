@@ -3,11 +3,12 @@
 What is on it, top to bottom: a verdict banner with one chip per checker; a timeline (one lane
 per client process, each op a bar from invoke to completion coloured ok / fail / info, info
 running on to the end; lock-held spans; fault windows shaded across every lane and labelled;
-every violation outlined, flagged and linked to its explanation), with zoom, pan and hover;
-under it, on its time axis, throughput and latency charts (:mod:`.charts`, drawn by
-``assets/charts.js``); every violation in words; each
-checker's facts; the fault schedule; the spec, seed and the command that replays it; links to
-the node logs and the raw files.
+every violation outlined, flagged and linked to its explanation; waiting acquires hollow;
+writes the resource rejected crossed), with zoom, pan and hover; under it, on its time axis,
+throughput and latency charts (:mod:`.charts`, drawn by ``assets/charts.js``); every violation
+in words; the linearization of each witness (:mod:`.linearization`); the resource's order
+beside the clients' (:mod:`.resource_order`); each checker's facts; the fault schedule; the
+spec, seed and the command that replays it; links to the node logs and the raw files.
 
 The static parts are plain HTML, readable without JavaScript; the timeline and charts are drawn
 on canvas from the JSON model of :mod:`harness.presentation.report.model`, which is where the
@@ -31,6 +32,8 @@ from harness.core.text import verdict_word
 from harness.presentation.report import model as report_model
 from harness.presentation.report import narrative
 from harness.presentation.report.incidents import Incident, incidents
+from harness.presentation.report.linearization import section as linearization_section
+from harness.presentation.report.resource_order import section as resource_order_section
 from harness.presentation.report.words import figure_words
 
 VERDICT_CLASS = {True: "v-true", False: "v-false"}
@@ -67,7 +70,24 @@ def replay_command(spec: dict[str, Any]) -> str:
 
 
 # sections -----------------------------------------------------------------------------------------
-def banner(spec: dict[str, Any], results: dict[str, Any]) -> str:
+ENDED = {"starting": ("KILLED", "did not finish (killed, or its machine stopped)"),
+         "interrupted": ("INTERRUPTED", "was interrupted before its end"),
+         "error": ("ERRORED", "ended with an error")}
+
+
+def status_badge(test: dict[str, Any], results: dict[str, Any]) -> str:
+    """How the run ended when it did not complete (killed, interrupted, errored), whatever the
+    verdict: a run cut short is never read as a whole one."""
+    status = str(test.get("status") or results.get("status") or "complete")
+    if status == "complete":
+        return ""
+    word, what = ENDED.get(status, (status.upper(), f"ended as {status}"))
+    return (f'<span class="status" data-status="{e(status)}">{e(word)}: the run {e(what)}'
+            "</span>")
+
+
+def banner(spec: dict[str, Any], results: dict[str, Any],
+           test: dict[str, Any] | None = None) -> str:
     valid = results.get("valid")
     chips = []
     for name, check in (results.get("checks") or {}).items():
@@ -79,7 +99,8 @@ def banner(spec: dict[str, Any], results: dict[str, Any]) -> str:
                      f'{f" <span>· {e(facts)}</span>" if facts else ""}</a>')
     return (f'<header class="banner {verdict_class(valid)}"><span class="word">'
             f'{verdict_word(valid)}</span><span class="title">{e(title_of(spec))}</span>'
-            f'<span>db {e(str(spec.get("db")))}</span></header>'
+            f'<span>db {e(str(spec.get("db")))}</span>{status_badge(test or {}, results)}'
+            '</header>'
             f'<nav class="chips">{"".join(chips)}</nav>')
 
 
@@ -137,7 +158,9 @@ else on the page reads without it.</p></noscript>
 <span><i style="background:var(--fail)"></i>fail</span>
 <span><i style="background:var(--info)"></i>info: unknown outcome (dashed on to the end)</span>
 <span><i style="background:var(--held)"></i>holds the lock (acquire ok → release invoked)</span>
+<span><i style="border:2px dashed var(--ok)"></i>waiting to acquire</span>
 <span><i style="background:var(--fault)"></i>fault window</span>
+<span><b style="color:#82071e">✕</b> write the resource rejected (stale token)</span>
 <span><i style="border:2px solid var(--bad);background:#cf222e22"></i>violation</span></div>
 <p class="mode">Drag to pan, wheel to zoom, double-click to fit; hover for op details; click a red
 flag for its explanation. {embedded} <span id="mode"></span></p></section>"""
@@ -367,12 +390,14 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <title>{verdict_word(results.get("valid"))} · {e(title_of(spec))}</title>
 <style>{asset("report.css")}</style></head>
-<body>{banner(spec, results)}<main>{meta(spec, history, test, results)}
+<body>{banner(spec, results, test)}<main>{meta(spec, history, test, results)}
 {explore_note(test)}
 {timeline(model)}
 {charts(model)}
 {incidents_section(found)}
 {violations(model, results)}
+{linearization_section(results)}
+{resource_order_section(history, results)}
 {checks(results)}
 {schedule_section(test)}
 {faults(model, test)}

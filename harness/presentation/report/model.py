@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checker.lives import Lives
-from checker.sessions import Grant
+from checker.sessions import Grant, resource_log
 from harness.core.history import FAIL, INFO, NEMESIS, OK, Op, pairs
 from harness.presentation.report import charts, sampling
 from harness.presentation.report.narrative import nemesis_of
@@ -35,7 +35,7 @@ TYPE_CODES = {OK: 0, FAIL: 1, INFO: 2}  # 3: never completed
 SECOND_KEYS = ("from", "until", "acquired", "released", "invoked_s", "completed_s", "at",
                "time_s")
 INDEX_KEYS = ("ops", "blocked", "concurrent", "index")
-SKIP_KEYS = frozenset({"prefix", "explanation"})
+SKIP_KEYS = frozenset({"prefix", "explanation", "linearization", "concurrent_ops"})
 
 
 def us(ns: int) -> int:
@@ -52,7 +52,8 @@ def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any]
     lanes = sorted({inv["process"] for inv, _ in client_pairs})
     lane_of = {p: i for i, p in enumerate(lanes)}
     gs = believed_grants(history)
-    places = Places(write_times(client_pairs), index_times(client_pairs), grant_times(gs))
+    writes = write_times(client_pairs)
+    places = Places(writes, index_times(client_pairs), grant_times(gs))
     violations = list(find_violations(results, places))
     faults = fault_windows(history, end_ns)
     keep, rule, radius = sampling.sample(client_pairs, violations, faults, us(end_ns))
@@ -71,6 +72,7 @@ def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any]
         "sampling": sampled,
         "density": density,
         "spans": spans,
+        "rejected": rejected_writes(history, writes, lane_of),
         "faults": faults,
         "faultRows": max([1, *(w["row"] + 1 for w in faults)]),
         "violations": violations,
@@ -163,6 +165,26 @@ def lock_spans(gs: list[Grant], lane_of: dict[int, int]) -> dict[str, list[int]]
         out["s"].append(us(g.start))
         out["e"].append(-1 if g.end is None else us(g.end))
         out["tok"].append(-1 if g.token is None else int(g.token))
+    return out
+
+
+def rejected_writes(history: Sequence[Op], writes: dict[int, tuple[int, int, int]],
+                    lane_of: dict[int, int]) -> dict[str, list[int]]:
+    """The writes the resource refused (a stale token: what fencing is for), in the resource's
+    own order (``checker.sessions.resource_log``, the fencing checker's), each placed on its
+    client's lane when its write completed."""
+    out: dict[str, list[int]] = {"lane": [], "t": [], "seq": [], "tok": []}
+    entries, _unknown = resource_log(history)
+    for entry in entries:
+        if entry.accepted or entry.kind == "read" or entry.seq not in writes:
+            continue
+        _inv, done, process = writes[entry.seq]
+        if process not in lane_of:
+            continue
+        out["lane"].append(lane_of[process])
+        out["t"].append(done)
+        out["seq"].append(entry.seq)
+        out["tok"].append(-1 if not isinstance(entry.token, int) else entry.token)
     return out
 
 
@@ -358,6 +380,9 @@ def locate(item: dict[str, Any], places: Places) -> dict[str, Any]:
                     procs.append(p)
         elif key in ("process", "processes"):
             procs.extend(value if isinstance(value, list) else [value])
+    named = item.get("processes")
+    if isinstance(named, list) and named:  # the item says whose story it is (a witness's
+        procs = named  # conflict: not every process with an op concurrent to it)
     out: dict[str, Any] = {"procs": sorted({p for p in procs if isinstance(p, int)})}
     if not times:
         out.update(t0=None, t1=None, c0=None, c1=None)

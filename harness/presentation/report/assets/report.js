@@ -8,6 +8,8 @@ var FCOL = ["#0969da", "#8250df", "#1a7f37", "#bf3989", "#953800", "#57606a"];
 var LABEL = 104, AXIS_H = 22, NEM_ROW = 22, DENSE = 4;
 var NEM_H = NEM_ROW * Math.max(1, M.faultRows || 1);  // one row per fault on at once
 var RED = "#cf222e";
+var ACQ = O.fs.indexOf("acquire");  // waiting to acquire is drawn hollow: not a held lock
+var R = M.rejected || {lane: [], t: [], seq: [], tok: []};
 
 // decode the ops: invoke times are delta-encoded microseconds; d < 0: never completed
 var start = new Float64Array(N), end = new Float64Array(N), acc = 0, i, l;
@@ -69,6 +71,8 @@ function setup(c, h) {
 }
 function resize() {
   W = Math.max(480, cv.parentNode.clientWidth - 2); PW = W - LABEL - 10;
+  cv.dataset.plot = LABEL + " " + PW;  // where time is drawn: its left edge and width (px),
+  cv.dataset.lanes = laneY(0) + " " + laneH;  // where the lanes begin and their height
   ctx = setup(cv, H);
   CH.resize(setup);
 }
@@ -110,7 +114,9 @@ function axis(g, y, h, labels) {
   ticks().forEach(function (tk) {
     var x = Math.round(X(tk.t)) + 0.5;
     g.beginPath(); g.moveTo(x, y); g.lineTo(x, y + h); g.stroke();
-    if (labels) g.fillText(tk.label, x + 3, 14);
+    if (!labels) return;  // on white: a flag's line never hides it
+    g.fillStyle = "#fff"; g.fillRect(x + 2, 3, g.measureText(tk.label).width + 2, 14);
+    g.fillStyle = "#656d76"; g.fillText(tk.label, x + 3, 14);
   });
 }
 function densityMask(k) {  // the lane's ops not embedded, as outcome bits per pixel column
@@ -162,6 +168,13 @@ function drawLane(k) {  // returns ops in view: > 0 drawn per pixel column, < 0 
     var x0 = X(start[o]), x1 = X(end[o]);
     if (x1 < LABEL || x0 > LABEL + PW) continue;
     x0 = Math.max(LABEL, x0); x1 = Math.min(LABEL + PW, Math.max(x1, x0 + 2));
+    if (O.f[o] === ACQ && x1 - x0 > 5) {  // an acquire: the wait, hollow (held is green)
+      ctx.fillStyle = "rgba(255,255,255,.9)"; ctx.fillRect(x0, by, x1 - x0, bh);
+      ctx.strokeStyle = COL[O.ty[o]]; ctx.lineWidth = 1.5; ctx.setLineDash([5, 3]);
+      ctx.strokeRect(x0 + 0.75, by + 0.75, x1 - x0 - 1.5, bh - 1.5); ctx.setLineDash([]);
+      ctx.fillStyle = COL[O.ty[o]]; ctx.fillRect(Math.max(x0, x1 - 3), by, 3, bh);
+      continue;
+    }
     ctx.fillStyle = COL[O.ty[o]]; ctx.fillRect(x0, by, x1 - x0, bh);
     if (x1 - x0 > 5) {
       ctx.strokeStyle = "rgba(0,0,0,.35)"; ctx.lineWidth = 1;
@@ -192,6 +205,21 @@ function drawHeld(g) {  // spans not embedded: a pixel column each where the loc
       g.fillRect(x0, laneY(k) + 1, x1 - x0, laneH - 2);
     }
   });
+}
+function drawRejected(g) {  // writes the resource refused (stale token): a dark red cross
+  var drawn = 0;
+  for (var r = 0; r < R.t.length; r++) {
+    if (R.t[r] < view.a || R.t[r] > view.b) continue;
+    drawn++;
+    var x = X(R.t[r]), y = laneY(R.lane[r]) + laneH / 2, s = Math.max(4, laneH * 0.3);
+    g.strokeStyle = "#fff"; g.lineWidth = 5; cross(); g.strokeStyle = "#82071e"; g.lineWidth = 2.5;
+    cross();
+  }
+  document.body.dataset.rejectedDrawn = String(drawn);
+  function cross() {
+    g.beginPath(); g.moveTo(x - s, y - s); g.lineTo(x + s, y + s);
+    g.moveTo(x - s, y + s); g.lineTo(x + s, y - s); g.stroke();
+  }
 }
 function drawViolation(g, v) {
   var x0 = X(v.t0), x1 = Math.max(X(v.t1), x0 + 3), on = v.n === sel;
@@ -225,11 +253,13 @@ function draw() {
       g.moveTo(clipX(tail[k]), y); g.lineTo(clipX(END), y); g.stroke(); g.setLineDash([]);
     }
   }
+  drawRejected(g);
   V.forEach(function (v) {
     if (v.n !== sel && v.c1 >= view.a && v.c0 <= view.b) drawViolation(g, v);
   });
   var selected = M.violations[sel];
   if (selected && selected.t0 !== null) drawViolation(g, selected);
+  axis(g, 0, 0, true);  // the time labels again, over the flags' lines
   g.fillStyle = "#fff"; g.fillRect(0, AXIS_H, LABEL - 4, H);
   g.fillStyle = "#1f2328"; g.font = "12px system-ui,sans-serif";
   g.fillText("faults", 8, AXIS_H + 15);
@@ -441,6 +471,12 @@ function hover(x, y) {
     out.push("holds the lock " + s3(S.s[s]) + " – " +
       (S.e[s] < 0 ? "the end (never released)" : s3(e) + " s") +
       (S.tok[s] >= 0 ? ", token " + S.tok[s] : ""));
+  }
+  for (s = 0; s < R.t.length; s++) {
+    if (R.lane[s] === k && Math.abs(t - R.t[s]) <= slack * 2) {
+      out.push("write rejected by the resource (stale token" +
+        (R.tok[s] >= 0 ? " " + R.tok[s] : "") + "), resource seq " + R.seq[s]);
+    }
   }
   V.forEach(function (v) {
     var inLane = !v.procs.length || v.procs.indexOf(M.laneProcs[k]) >= 0;
