@@ -378,12 +378,13 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
            logs: list[str], test: dict[str, Any] | None = None,
            present: list[str] | None = None) -> str:
     test = test or {}
-    model = report_model.build(spec, history, results)
+    grounds = report_model.grounds(history)  # the model's and the incidents': one pass
+    model = report_model.build(spec, history, results, grounds)
     try:
         schedule = from_dict(test["schedule"]) if isinstance(test.get("schedule"), dict) else None
     except UsageError:
         schedule = None
-    found = incidents(history, results, schedule)
+    found = incidents(history, results, schedule, grounds.places)
     data = json.dumps(model, separators=(",", ":"), default=str).replace("</", "<\\/")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

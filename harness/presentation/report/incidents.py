@@ -30,7 +30,7 @@ from typing import Any
 from harness.core.cluster import client_name
 from harness.core.history import Op
 from harness.core.schedule import Schedule
-from harness.presentation.report.model import Explained, explained_items, locate, places_of
+from harness.presentation.report.model import Explained, Places, explained_items, locate, places_of
 from harness.presentation.report.narrative import FaultRun, describe, fault_runs
 from harness.presentation.report.words import violation_words
 
@@ -127,9 +127,11 @@ class Incident:
 
 
 def incidents(history: Sequence[Op], results: Mapping[str, Any],
-              schedule: Schedule | None = None) -> list[Incident]:
-    """The violations of the checks that failed, grouped by cause, in time order."""
-    places = places_of(history)
+              schedule: Schedule | None = None, places: Places | None = None
+              ) -> list[Incident]:
+    """The violations of the checks that failed, grouped by cause, in time order (``places``:
+    the history's, when the caller has them already)."""
+    places = places or places_of(history)
     faults = fault_runs(history)
     items = [x for x in explained_items(dict(results)) if not x.info and x.check_valid is False]
     out: list[Incident] = []

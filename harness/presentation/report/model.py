@@ -42,18 +42,34 @@ def us(ns: int) -> int:
     return ns // 1000
 
 
-def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any]
-          ) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Grounds:
+    """What the model and the incidents both stand on, worked out once from the history (the
+    client op pairs and the grants cost a pass over every op each)."""
+
+    client_pairs: list[tuple[Op, Op | None]]
+    grants: list[Grant]
+    places: Places
+
+
+def grounds(history: Sequence[Op]) -> Grounds:
+    client_pairs = [(inv, done) for inv, done in pairs(history)
+                    if isinstance(inv.get("process"), int)]
+    gs = believed_grants(history)
+    return Grounds(client_pairs, gs, Places(write_times(client_pairs),
+                                            index_times(client_pairs), grant_times(gs)))
+
+
+def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any],
+          given: Grounds | None = None) -> dict[str, Any]:
     """Everything the page's script draws, JSON-able."""
     end_ns = max((op["time"] for op in history), default=0)
     clients = int(spec.get("clients") or 0)
-    client_pairs = [(inv, done) for inv, done in pairs(history)
-                    if isinstance(inv.get("process"), int)]
+    g = given or grounds(history)
+    client_pairs, gs, places = g.client_pairs, g.grants, g.places
     lanes = sorted({inv["process"] for inv, _ in client_pairs})
     lane_of = {p: i for i, p in enumerate(lanes)}
-    gs = believed_grants(history)
-    writes = write_times(client_pairs)
-    places = Places(writes, index_times(client_pairs), grant_times(gs))
+    writes = places.writes
     violations = list(find_violations(results, places))
     faults = fault_windows(history, end_ns)
     keep, rule, radius = sampling.sample(client_pairs, violations, faults, us(end_ns))
@@ -334,10 +350,7 @@ def find_violations(results: dict[str, Any], places: Places) -> Iterator[dict[st
 
 def places_of(history: Sequence[Op]) -> Places:
     """Where writes, ops and grants are in time (what :func:`locate` needs)."""
-    client_pairs = [(inv, done) for inv, done in pairs(history)
-                    if isinstance(inv.get("process"), int)]
-    return Places(write_times(client_pairs), index_times(client_pairs),
-                  grant_times(believed_grants(history)))
+    return grounds(history).places
 
 
 def explained(result: dict[str, Any], depth: int = 0) -> Iterator[tuple[str, dict[str, Any],
