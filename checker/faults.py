@@ -95,6 +95,12 @@ def _claim(w: Window, key: str, number: str) -> tuple[list[int], float] | None:
     return _processes(claim.get("processes")), float(value)
 
 
+
+def _missed(w: Window, p: int, ops: int, words: str) -> dict[str, Any]:
+    """The record of a fault window that missed client ``p``: ``ops`` of its ops say so."""
+    return {"fault": w.f, "process": p, "from": seconds(w.start), "until": seconds(w.stop),
+            "ops": ops, "explanation": f"{w.f} {words}"}
+
 def _processes(claim: Any) -> list[int]:
     if not isinstance(claim, list):
         return []
@@ -216,25 +222,20 @@ class FaultsChecker(Checker):
             for p in _processes(w.expect.get("frozen")):
                 ran = [op for op in by_process.get(p, []) if lo < op["time"] < hi]
                 if ran:
-                    ineffective.append({
-                        "fault": w.f, "process": p, "from": seconds(w.start),
-                        "until": seconds(w.stop), "ops": len(ran),
-                        "explanation": (f"{w.f} did not freeze process {p}: it recorded "
-                                        f"{len(ran)} op(s) between {seconds(w.start):.2f} s and "
-                                        f"{seconds(w.stop):.2f} s, while it should have been "
-                                        f"stopped (first at {seconds(ran[0]['time']):.2f} s)")})
+                    ineffective.append(_missed(
+                        w, p, len(ran), f"did not freeze process {p}: it recorded "
+                        f"{len(ran)} op(s) between {seconds(w.start):.2f} s and "
+                        f"{seconds(w.stop):.2f} s, while it should have been stopped (first "
+                        f"at {seconds(ran[0]['time']):.2f} s)"))
             for p in _processes(w.expect.get("cut-off")):
                 done = completed_lock_ops(by_process.get(p, []), lo, hi, fs=fs)
                 if done:
-                    ineffective.append({
-                        "fault": w.f, "process": p, "from": seconds(w.start),
-                        "until": seconds(w.stop), "ops": len(done),
-                        "explanation": (f"{w.f} did not cut process {p} off: it completed "
-                                        f"{len(done)} lock op(s) ({', '.join(sorted(set(done)))}) "
-                                        f"between {seconds(w.start):.2f} s and "
-                                        f"{seconds(w.stop):.2f} s, while its links to the DB "
-                                        "nodes were cut (its connections do not come from its "
-                                        "own address?)")})
+                    ineffective.append(_missed(
+                        w, p, len(done), f"did not cut process {p} off: it completed "
+                        f"{len(done)} lock op(s) ({', '.join(sorted(set(done)))}) between "
+                        f"{seconds(w.start):.2f} s and {seconds(w.stop):.2f} s, while its links "
+                        "to the DB nodes were cut (its connections do not come from its own "
+                        "address?)"))
             slowed = _claim(w, "slowed", "at-least")
             if slowed is not None:
                 for p in slowed[0]:
