@@ -3,11 +3,13 @@ from the results store. Shared by every test file that runs servers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,38 @@ from typing import Any
 
 def harness(*args: str, timeout: float = 240, env: dict[str, str] | None = None
             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return bounded([sys.executable, "-m", "harness.cli", *args], timeout=timeout, env=env)
+
+
+def bounded(argv: list[str], *, timeout: float, env: dict[str, str] | None = None,
+            cwd: Path | str | None = None) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run(argv, capture_output=True, text=True)`` that cannot hang the suite.
+
+    The output goes to files, not pipes: a server or client the command started and left
+    behind cannot hold a pipe open and keep the test waiting for an end of file that never
+    comes (``subprocess.run``'s own timeout waits for it). Past ``timeout`` the command is
+    asked to stop (SIGINT: a run heals and saves what it recorded), then its process group is
+    killed, and the test fails with the tail of what it printed."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                text=True, env=env, cwd=cwd, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for sig, grace in ((signal.SIGINT, 30.0), (signal.SIGKILL, 10.0)):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, sig)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=grace)
+                    break
+            out.seek(0)
+            err.seek(0)
+            tail = (out.read() + err.read())[-3000:]
+            raise AssertionError(f"{' '.join(argv[:6])} ... still running after {timeout:.0f} s "
+                                 f"(stopped); it printed:\n{tail}") from None
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(argv, code, out.read(), err.read())
 
 
 def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:

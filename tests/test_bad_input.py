@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.core.errors import EXIT_UNKNOWN, EXIT_USAGE, UsageError
+from tests.harness_runs import bounded
 
 PLUGIN_MODULE = "bad_input_plugins"
 PLUGINS = '''
@@ -671,8 +672,8 @@ def test_the_real_command_refuses_them_the_same(case: Case, tmp_path: Path,
 
 def harness_in(cwd: Path, argv: tuple[str, ...], env: dict[str, str]
                ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *argv], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return bounded([sys.executable, "-m", "harness.cli", *argv], cwd=cwd, env=env,
+                   timeout=60)
 
 
 def test_a_history_of_nemesis_ops_only_is_unknown_with_or_without_a_model(

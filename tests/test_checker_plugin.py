@@ -23,6 +23,7 @@ from harness.core.errors import UsageError
 from harness.core.fault_run import FaultRun
 from harness.presentation.report import narrative, words
 from harness.presentation.serve import read_run
+from tests.harness_runs import bounded
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -167,8 +168,8 @@ def test_a_plugin_checker_speaks_its_own_words_in_summary_incidents_serve_and_re
     run.save_test({"spec": {"workload": "demo-slow", "db": "redis", "lock": "redis-setnx",
                             "nemesis": [], "clients": 2, "ttl": 2.0}, "status": "complete"})
     run.history.write_text("".join(json.dumps(o) + "\n" for o in history()))
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(run.path)],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = bounded([sys.executable, "-m", "harness.cli", "check", str(run.path)],
+                   timeout=120, env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = proc.stdout.splitlines()
     results = run.load_results()
@@ -209,8 +210,8 @@ def test_a_plugin_nemesis_describes_its_own_faults_in_the_incidents_and_report(
                             "nemesis": ["demo-molasses"], "clients": 2, "ttl": 2.0},
                    "status": "complete"})
     run.history.write_text("".join(json.dumps(o) + "\n" for o in history(fault=True)))
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(run.path)],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = bounded([sys.executable, "-m", "harness.cli", "check", str(run.path)],
+                   timeout=120, env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     words_of_fault = "molasses poured on c1 (the waiter) at 0.1 s for 2.1 s"
     line = next(x for x in proc.stdout.splitlines() if x.startswith("  1. "))

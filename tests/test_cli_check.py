@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.harness_runs import bounded
+
 STORED = Path(__file__).parent / "data" / "runs" / "redis-setnx-pause"
 
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
-                          text=True, timeout=120)
+    return bounded([sys.executable, "-m", "harness.cli", *args], timeout=120)
 
 
 def test_export_to_edn_and_check_it_back(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 from harness.controller import needs, setup_cmd
 from harness.controller.registry import default_registry
 from harness.core.errors import UsageError
+from tests.harness_runs import bounded
 
 REPO = Path(__file__).resolve().parents[1]
 LINE = ("db redis: redis-server is missing (Debian package redis-server): run "
@@ -22,8 +23,8 @@ LINE = ("db redis: redis-server is missing (Debian package redis-server): run "
 
 
 def harness(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *argv], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return bounded([sys.executable, "-m", "harness.cli", *argv], cwd=REPO, env=env,
+                   timeout=120)
 
 
 @pytest.fixture

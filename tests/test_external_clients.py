@@ -7,7 +7,6 @@ are marked slow."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from harness.controller import netfilter
+from harness.core.journal import read_journal
 from tests.consensus_runs import RunResult, run
 from tests.external_programs import redis_lock, toy
 from workloads.external import builds
@@ -175,9 +175,8 @@ def wait_for_fault(store: Path, f: str, value: str, timeout: float = 40.0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         journal = store / "latest" / "journals" / "nemesis.jsonl"
-        if journal.exists():
-            for line in journal.read_text().splitlines():
-                op = json.loads(line)
+        if journal.exists():  # being written: read_journal stops at its reserved zeros
+            for op in read_journal(journal):
                 if op["f"] == f and op["value"] == value and op["type"] != "invoke":
                     return (store / "latest").resolve(), op
         time.sleep(0.1)

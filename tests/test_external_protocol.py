@@ -21,6 +21,7 @@ from harness.core.cluster import Node, client_name
 from harness.core.errors import UsageError
 from harness.core.locks import Grant, Indeterminate, LockConfig
 from tests.external_programs import starts, toy
+from tests.harness_runs import bounded
 from workloads.external import builds, protocol
 from workloads.external.protocol import ProtocolError
 from workloads.locks import external
@@ -425,8 +426,8 @@ def test_exec_of_something_that_does_not_run_is_bad_usage(tmp_path: Path) -> Non
 def test_harness_list_shows_each_external_client_and_whether_it_is_built(
         tmp_path: Path) -> None:
     env = {**os.environ, "LOCK_HARNESS_CLIENT_CACHE": str(tmp_path / "empty")}
-    out = subprocess.run([sys.executable, "-m", "harness.cli", "list"], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=60).stdout
+    out = bounded([sys.executable, "-m", "harness.cli", "list"], cwd=REPO, env=env,
+                  timeout=60).stdout
     lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
     for name, build in (("curator", "curator"), ("go-etcd-mutex", "go-etcd-mutex"),
                         ("node-redlock", "node-redlock"), ("redis-semaphore", "node-redlock")):
@@ -437,9 +438,9 @@ def test_harness_list_shows_each_external_client_and_whether_it_is_built(
 def test_a_named_client_that_is_not_built_is_refused_before_servers_start(
         tmp_path: Path) -> None:
     env = {**os.environ, "LOCK_HARNESS_CLIENT_CACHE": str(tmp_path / "empty")}
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--db", "etcd", "--lock",
-                           "go-etcd-mutex", "--store", str(tmp_path / "results"), "--quiet"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    proc = bounded([sys.executable, "-m", "harness.cli", "run", "--db", "etcd", "--lock",
+                    "go-etcd-mutex", "--store", str(tmp_path / "results"), "--quiet"],
+                   cwd=REPO, env=env, timeout=60)
     assert proc.returncode == 3
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "lock 'go-etcd-mutex': not built" in lines[0], proc.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from checker import faults
-from tests.harness_runs import harness, history, run
+from tests.harness_runs import bounded, harness, history, run
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "runs" / "redis-setnx-pause"
@@ -449,9 +449,8 @@ def plugin_run(tmp_path: Path, store: Path, *args: str
                ) -> tuple[int, dict[str, object], Path, str]:
     (tmp_path / "honest_plugins.py").write_text(PLUGINS)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
-                           "--quiet", *args], env=env, capture_output=True, text=True,
-                          timeout=240)
+    proc = bounded([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
+                    "--quiet", *args], env=env, timeout=240)
     latest = (store / "latest").resolve()
     path = latest / "results.json"
     results = json.loads(path.read_text()) if path.exists() else {}

@@ -20,6 +20,7 @@ from harness.core.errors import UsageError
 from harness.presentation import suite as suite_mod
 from harness.presentation.parallel import check_jobs, cores, run_all
 from harness.presentation.suite import Entry, Outcome, parse
+from tests.harness_runs import bounded
 
 ROOT = Path(__file__).parent.parent
 
@@ -82,15 +83,41 @@ def test_ctrl_c_starts_nothing_more_and_lets_the_running_ones_end() -> None:
     gauge = Gauge()
     main = threading.main_thread().ident
     assert main is not None
-    timer = threading.Timer(0.15, signal.pthread_kill, (main, signal.SIGINT))
-    timer.start()
-    results, interrupted = run_all(list(range(20)), lambda i: gauge.work(i, 0.1), 2,
-                                   done=lambda i, r: None)
-    timer.join()
+
+    def work(i: int) -> int:
+        if i == 3:  # Ctrl-C while the loop runs, whatever the machine's speed
+            signal.pthread_kill(main, signal.SIGINT)
+        return gauge.work(i, 0.1)
+
+    results, interrupted = run_all(list(range(20)), work, 2, done=lambda i, r: None)
     assert interrupted
     started = set(gauge.order)
-    assert 2 <= len(started) < 20
+    assert 4 <= len(started) < 20
     assert all((results[i] == i) == (i in started) for i in range(20))  # the running ones end
+
+
+@pytest.mark.parametrize("where", ["done", "start"])
+def test_a_ctrl_c_anywhere_in_the_main_thread_is_heard_not_raised(where: str) -> None:
+    """A Ctrl-C landing outside the wait (in ``done``, in a submit) still stops the loop: it
+    must never escape as KeyboardInterrupt and leave children running unheard of."""
+    gauge = Gauge()
+    heard: list[int] = []
+
+    def done(i: int, r: Any) -> None:
+        heard.append(i)
+        if where == "done" and i == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # delivered here, in the main thread
+            time.sleep(0.01)
+
+    def work(i: int) -> int:
+        if where == "start" and i == 2:
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        return gauge.work(i, 0.02)
+
+    before = signal.getsignal(signal.SIGINT)
+    _, interrupted = run_all(list(range(12)), work, 2, done=done)
+    assert interrupted and len(heard) < 12
+    assert signal.getsignal(signal.SIGINT) is before  # put back
 
 
 # the suite ------------------------------------------------------------------------------------
@@ -148,8 +175,7 @@ def test_a_suite_with_one_job_runs_in_file_order(tmp_path: Path,
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, env=env)
+    return bounded([sys.executable, "-m", "harness.cli", *args], timeout=120, cwd=ROOT, env=env)
 
 
 def test_bad_jobs_is_one_line_before_anything_runs(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness_runs import history, run
+from tests.harness_runs import bounded, history, run
 
 REPO = Path(__file__).resolve().parents[1]
 needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
@@ -180,9 +180,8 @@ def plugin_env(tmp_path: Path) -> dict[str, str]:
 
 def harness_in(tmp_path: Path, *args: str, timeout: float = 240
                ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args],
-                          env=plugin_env(tmp_path), capture_output=True, text=True,
-                          timeout=timeout)
+    return bounded([sys.executable, "-m", "harness.cli", *args],
+                   env=plugin_env(tmp_path), timeout=timeout)
 
 
 def test_a_plugins_options_are_listed_and_a_typo_is_one_line(tmp_path: Path) -> None:

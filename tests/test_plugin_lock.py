@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness_runs import bounded
+
 REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.servers
@@ -56,8 +58,8 @@ def test_a_lock_outside_the_project_runs_through_the_plugin_path(tmp_path: Path)
 
 
 def test_a_plugin_that_cannot_be_imported_is_one_line_and_exit_64(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--lock",
-                           "nosuchmod:Lock", "--store", str(tmp_path)],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = bounded([sys.executable, "-m", "harness.cli", "run", "--lock",
+                    "nosuchmod:Lock", "--store", str(tmp_path)],
+                   cwd=REPO, timeout=60)
     assert proc.returncode == 64
     assert proc.stderr.count("\n") == 1 and "cannot import module" in proc.stderr

@@ -15,7 +15,6 @@ import json
 import re
 import shutil
 import struct
-import subprocess
 import sys
 import time
 import zlib
@@ -30,6 +29,7 @@ from harness.presentation.report import model as report_model
 from harness.presentation.report import sampling, write_report
 from harness.presentation.report.html import render, replay_command
 from tests import synth_history
+from tests.harness_runs import bounded
 
 DATA = Path(__file__).parent / "data" / "runs" / "redis-setnx-pause"
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -197,8 +197,8 @@ def test_page_is_self_contained_and_complete(tmp_path: Path) -> None:
 def test_harness_report_rebuilds_the_page(tmp_path: Path) -> None:
     run_dir, *_ = stored_run(tmp_path)
     (run_dir / "report.html").unlink(missing_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(run_dir)],
-                          capture_output=True, text=True, timeout=60)
+    proc = bounded([sys.executable, "-m", "harness.cli", "report", str(run_dir)],
+                   timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(run_dir / "report.html")
     assert "Timeline" in (run_dir / "report.html").read_text()
@@ -218,7 +218,7 @@ def browse(url: str, profile: Path, *extra: str, timeout: float = 60) -> tuple[s
     shutil.rmtree(profile, ignore_errors=True)
     argv = [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, url]
     started = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    proc = bounded(argv, timeout=timeout)  # its renderers die with it, pipes or not
     took = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout, took

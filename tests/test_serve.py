@@ -21,6 +21,7 @@ from harness.controller.store import RunDir
 from harness.core.history_file import read_history
 from harness.presentation.report import write_report
 from harness.presentation.serve import make_server
+from tests.harness_runs import bounded
 
 DATA = Path(__file__).parent / "data" / "runs" / "redis-setnx-pause"
 INVALID = "redis_redis-setnx_mutex_pause/20261122T043130"
@@ -154,9 +155,8 @@ def test_the_command_listens_on_loopback(tmp_path: Path) -> None:
 
 
 def test_a_missing_store_is_one_line(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "serve", "--store",
-                           str(tmp_path / "nope"), "--port", "0"], capture_output=True,
-                          text=True, timeout=30)
+    proc = bounded([sys.executable, "-m", "harness.cli", "serve", "--store",
+                    str(tmp_path / "nope"), "--port", "0"], timeout=30)
     assert proc.returncode == 3
     assert proc.stderr.count("\n") == 1 and "no results store" in proc.stderr
 

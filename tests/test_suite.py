@@ -20,6 +20,7 @@ from harness.core.errors import UsageError
 from harness.presentation import suite as suite_mod
 from harness.presentation.suite import Entry, Outcome, judge, parse
 from harness.presentation.suite_output import write_outputs
+from tests.harness_runs import bounded
 
 ROOT = Path(__file__).parent.parent
 NIGHTLY = ROOT / "suites" / "nightly.toml"
@@ -50,8 +51,7 @@ expect = "invalid"
 
 
 def harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT)
+    return bounded([sys.executable, "-m", "harness.cli", *args], timeout=timeout, cwd=ROOT)
 
 
 # parsing ------------------------------------------------------------------------------------

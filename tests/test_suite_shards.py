@@ -29,6 +29,7 @@ from harness.presentation.suite import (
 )
 from harness.presentation.suite_merge import find, merge
 from harness.presentation.suite_output import write_outputs
+from tests.harness_runs import bounded
 
 ROOT = Path(__file__).parent.parent
 
@@ -48,8 +49,7 @@ def suite_of(tables: list[dict[str, object]], name: str = "s") -> Suite:
 
 def harness(*args: str, cwd: Path = ROOT, timeout: float = 120
             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd)
+    return bounded([sys.executable, "-m", "harness.cli", *args], timeout=timeout, cwd=cwd)
 
 
 # the split ----------------------------------------------------------------------------------

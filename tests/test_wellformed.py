@@ -8,7 +8,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from harness.core.history import HistoryError
 from harness.core.history_file import read_history
 from harness.core.journal import JournalWriter, merge_journals
 from harness.core.wellformed import problem
+from tests.harness_runs import bounded
 from tests.malformed import (
     BASES,
     FORMATS,
@@ -102,8 +102,8 @@ def test_some_through_the_real_harness_command(tmp_path: Path) -> None:
     assert {c.fmt for c in seen} == set(FORMATS)
     for case in seen:
         path = write(tmp_path, case)
-        proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(path)],
-                              capture_output=True, text=True, timeout=120)
+        proc = bounded([sys.executable, "-m", "harness.cli", "check", str(path)],
+                       timeout=120)
         assert proc.returncode == 3 and proc.stdout == "", (case, proc.stdout, proc.stderr)
         assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"harness: {path}")
 

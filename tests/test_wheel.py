@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness_runs import bounded
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("harness", "workloads", "nemesis", "checker", "dbs")
 GENERATED = {"docker/packages.txt"}  # written by build_image.py, not in git
@@ -99,9 +101,8 @@ def test_the_installed_wheel_runs_as_the_checkout_does(installed: Path, tmp_path
     argv = ("run", "--db", "redis", "--nemesis", "none", "--time-limit", "4", "--seed", "1",
             "--quiet")
     there = from_venv(installed, "harness", *argv, "--store", str(tmp_path / "a"), cwd=tmp_path)
-    here = subprocess.run([sys.executable, "-m", "harness.cli", *argv, "--store",
-                           str(tmp_path / "b")], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
+    here = bounded([sys.executable, "-m", "harness.cli", *argv, "--store",
+                    str(tmp_path / "b")], cwd=REPO, timeout=300)
     assert (there.returncode, here.returncode) == (0, 0), there.stderr + here.stderr
     verdicts = [json.loads(next((tmp_path / d).rglob("results.json")).read_text())["valid"]
                 for d in ("a", "b")]

@@ -14,6 +14,7 @@ its stdin closes (the controller's end).
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 import threading
@@ -21,6 +22,8 @@ from typing import IO
 
 from harness.controller import vdso_clock
 from harness.core.errors import HarnessError
+
+ANSWER_TIMEOUT_S = 15.0  # a move takes milliseconds; past this the helper is stuck
 
 
 class ClockHelper:
@@ -42,9 +45,16 @@ class ClockHelper:
             try:
                 stdin.write(f"{pid} {clock} {offset!r}\n")
                 stdin.flush()
-                line = stdout.readline()
+                ready, _, _ = select.select([stdout], [], [], ANSWER_TIMEOUT_S)
+                line = stdout.readline() if ready else None
             except OSError as e:
                 raise HarnessError(f"the client clock helper is gone: {e}") from None
+            if line is None:  # stuck (a thread it waits for never stops): its tracees go free
+                self._proc.kill()
+                self._proc.wait()
+                self._proc = None
+                raise HarnessError(f"pid {pid}: the client clock helper did not answer within "
+                                   f"{ANSWER_TIMEOUT_S:g} s (killed)")
         if not line:
             raise HarnessError("the client clock helper ended without an answer")
         answer = json.loads(line)

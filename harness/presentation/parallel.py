@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from harness.core.errors import UsageError
 from harness.presentation.runs import STOP_GRACE_S, interrupt_children
 
 T = TypeVar("T")
 R = TypeVar("R")
+POLL_S = 0.1  # how often the loop looks for a Ctrl-C heard
 
 
 def cores() -> int:
@@ -39,6 +41,28 @@ def check_jobs(jobs: int | None) -> int:
     if not 1 <= jobs <= 64:
         raise UsageError(f"--jobs must be 1 to 64 runs at once, got {jobs}")
     return jobs
+
+
+class _CtrlC:
+    """Ctrl-C heard as a count, not raised: wherever it lands in the main thread (in ``wait``,
+    in ``done``, between two bytecodes), the loop sees it on its next turn. Only the main
+    thread can install it; elsewhere nothing is heard (signals only reach the main thread)."""
+
+    def __init__(self) -> None:
+        self.presses = 0
+        self._before: Any = None
+
+    def __enter__(self) -> _CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._before = signal.signal(signal.SIGINT, self._press)
+        return self
+
+    def _press(self, signum: int, frame: Any) -> None:
+        self.presses += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self._before is not None:
+            signal.signal(signal.SIGINT, self._before)
 
 
 def run_all(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
@@ -60,39 +84,37 @@ def run_all(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             pending[pool.submit(work, item)] = i
             return
 
-    try:
-        for _ in range(max(1, jobs)):
-            start_next()
-        while pending:
-            try:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            except KeyboardInterrupt:
-                interrupted = True
-                ask_to_stop(pending)
-                continue
-            for fut in sorted(finished, key=lambda f: pending[f]):
-                i = pending.pop(fut)
-                results[i] = fut.result()
-                done(i, results[i])  # type: ignore[arg-type]
-                if stop(results[i]):  # type: ignore[arg-type]
+    with _CtrlC() as ctrl_c:
+        try:
+            for _ in range(max(1, jobs)):
+                start_next()
+            while pending:
+                finished, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+                if ctrl_c.presses and not interrupted:
                     interrupted = True
-                if not interrupted:
-                    start_next()
-    finally:
-        pool.shutdown(wait=True)
+                    ask_to_stop(pending, ctrl_c)
+                for fut in sorted(finished, key=lambda f: pending[f]):
+                    i = pending.pop(fut)
+                    results[i] = fut.result()
+                    done(i, results[i])  # type: ignore[arg-type]
+                    if stop(results[i]):  # type: ignore[arg-type]
+                        interrupted = True
+                    if not interrupted and not ctrl_c.presses:
+                        start_next()
+                interrupted = interrupted or bool(ctrl_c.presses)
+        finally:
+            pool.shutdown(wait=True)
     return results, interrupted
 
 
-def ask_to_stop(pending: dict[Future[R], int]) -> None:
-    """SIGINT to the children running; SIGKILL to those still running after the grace."""
+def ask_to_stop(pending: dict[Future[R], int], ctrl_c: _CtrlC) -> None:
+    """SIGINT to the children running; SIGKILL to those still running after the grace, or at
+    a second Ctrl-C."""
     interrupt_children(signal.SIGINT)
     deadline = time.monotonic() + STOP_GRACE_S
     running = [f for f in pending if not f.done()]
-    while running and time.monotonic() < deadline:
-        try:
-            wait(running, timeout=max(0.0, deadline - time.monotonic()))
-        except KeyboardInterrupt:
-            break  # a second Ctrl-C: no more grace
+    while running and time.monotonic() < deadline and ctrl_c.presses < 2:
+        wait(running, timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
         running = [f for f in running if not f.done()]
     if running:
         interrupt_children(signal.SIGKILL)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -222,8 +223,14 @@ def stop(proc: subprocess.Popen[str], sig: signal.Signals) -> str:
     try:
         out, _ = proc.communicate(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the run and what it spawned
+        try:
+            out, _ = proc.communicate(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:  # something outside its group holds the pipe open
+            proc.kill()
+            proc.wait()
+            return ""
     return out or ""
 
 
