@@ -45,7 +45,8 @@ from harness.core.client_config import ClientConfig
 from harness.core.client_config import node as endpoint_node
 from harness.core.cluster import NemesisContext, Node, client_name
 from harness.core.errors import HarnessError, UsageError
-from harness.core.history import INVOKE, OK
+from harness.core.heap import collector_paused
+from harness.core.history import INVOKE, OK, Op
 from harness.core.journal import JournalWriter
 
 READY_TIMEOUT = 20.0
@@ -59,6 +60,7 @@ class Outcome:
     status: str  # complete | interrupted | error
     error: str | None = None
     error_code: int = 3  # the exit code the error calls for (64: a usage problem found late)
+    history: list[Op] = field(default_factory=list)  # as merged into history.jsonl (checked)
 
     @property
     def interrupted(self) -> bool:
@@ -139,18 +141,20 @@ class Run:
             except HarnessError as e:
                 status, error, failure = "error", str(e), e
         results: dict[str, Any] = {}
+        history: list[Op] = []
         if self.run.has_journals():
             started = time.monotonic()
-            history = self.run.merge()
-            results = checking.check_run(self.run, spec.to_dict(), history, status=status,
-                                         checks=self.test.checkers)
+            with collector_paused():  # ops by the hundred thousand, no cycles among them
+                history = self.run.merge()
+                results = checking.check_run(self.run, spec.to_dict(), history, status=status,
+                                             checks=self.test.checkers)
             self.progress.line(f"{len(history):,} ops merged and checked in "
                                f"{time.monotonic() - started:.1f} s")
         self._save_test(status, error)
         if failure is not None and not results:
             raise failure
         return Outcome(self.run, results, status, error,
-                       failure.exit_code if failure is not None else 3)
+                       failure.exit_code if failure is not None else 3, history)
 
     def _scopes(self) -> None:
         with self._cluster() as cluster:
