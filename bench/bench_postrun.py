@@ -37,8 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LOAD_END = "healing, quiescing, stopping clients"
 VERDICTS = ("VALID", "INVALID", "UNKNOWN")
-PHASES = re.compile(r"(clients stopped|servers stopped|merged and checked|report written) in "
-                    r"([\d.]+) s")
+PHASES = re.compile(r"(healed and quiesced|clients stopped|resource read back|servers stopped|"
+                    r"merged and checked|report written) in ([\d.]+) s")
 
 
 @dataclass

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -135,5 +136,52 @@ def test_without_following_in_flight_reads_each_journal_s_last_line(tmp_path: Pa
     live.forget(0)
     assert live.in_flight() == []
     assert live.ops == 0  # nothing was parsed but the last lines
+    for w in writers.values():
+        w.close()
+
+
+def test_settle_waits_for_the_ops_in_flight_not_for_those_invoked_after(tmp_path: Path
+                                                                       ) -> None:
+    # client 0 is in an op at the heal, completes it 0.2 s later and goes on invoking (a busy
+    # load: always some op in flight); client 1 is idle; settle returns once 0 heard back
+    writers = {p: JournalWriter(tmp_path / f"c{p}.jsonl", p, 0) for p in (0, 1)}
+    live = LiveState({p: w.path for p, w in writers.items()}, follow=True)
+    writers[1].record("invoke", "acquire")
+    writers[1].record("ok", "acquire")
+    writers[0].record("invoke", "acquire")
+
+    def busy() -> None:
+        time.sleep(0.2)
+        writers[0].record("ok", "acquire")
+        for _ in range(200):  # bounded: 2 s at most
+            writers[0].record("invoke", "release")
+            time.sleep(0.005)
+            writers[0].record("ok", "release")
+            writers[0].record("invoke", "acquire")
+            time.sleep(0.005)
+
+    worker = threading.Thread(target=busy)
+    started = time.monotonic()
+    worker.start()
+    assert live.settle(5.0) == []
+    took = time.monotonic() - started
+    worker.join()
+    assert 0.2 <= took < 3.0, took  # not the 5 s: the ops invoked after are not waited for
+    assert list(live.invoked()) == [0]  # its last op is in flight: it was never idle
+    for w in writers.values():
+        w.close()
+
+
+def test_settle_names_the_clients_that_never_heard_back(tmp_path: Path) -> None:
+    writers = {p: JournalWriter(tmp_path / f"c{p}.jsonl", p, 0) for p in (0, 1, 2)}
+    live = LiveState({p: w.path for p, w in writers.items()}, follow=False)
+    writers[0].record("invoke", "acquire")  # never completes
+    writers[1].record("invoke", "acquire")
+    writers[1].record("info", "acquire", error="timeout")
+    writers[2].record("invoke", "write")  # gone: forgotten
+    live.forget(2)
+    started = time.monotonic()
+    assert live.settle(0.3) == [0]
+    assert 0.3 <= time.monotonic() - started < 1.0
     for w in writers.values():
         w.close()

@@ -167,9 +167,13 @@ class Run:
                 nemesis_crashed(faults)
                 if faults.faults:  # nothing to recover from when no fault was injected
                     self._quiesce(live)
+                self.progress.line(f"healed and quiesced in {time.monotonic() - self.clock:.1f}"
+                                   " s")
                 self.clock = time.monotonic()
             self.progress.line(f"clients stopped in {time.monotonic() - self.clock:.1f} s")
+            self.clock = time.monotonic()
             self._final_read(cluster, t0)
+            self.progress.line(f"resource read back in {time.monotonic() - self.clock:.1f} s")
             self.clock = time.monotonic()
         self.progress.line(f"servers stopped in {time.monotonic() - self.clock:.1f} s")
 
@@ -306,6 +310,7 @@ class Run:
             yield runner
         finally:
             self.progress.done()
+            self.clock = time.monotonic()  # the load's end
             self.progress.line("healing, quiescing, stopping clients")
             runner.finish()
             journal.close()
@@ -381,13 +386,13 @@ class Run:
             time.sleep(0.02)
 
     def _quiesce(self, live: LiveState) -> None:
-        """After the heal: wait until no op is in flight (every client has heard back), for
-        ``quiesce`` seconds at most, so that ops cut off by a fault can still complete. (The
-        clients then finish the op they are in when told to stop; an acquire never waits past
-        the end of the load plus ``quiesce``.)"""
-        deadline = time.monotonic() + self.spec.quiesce
-        while time.monotonic() < deadline and live.in_flight():
-            time.sleep(0.02)
+        """After the heal: wait until every op in flight at the heal has completed (each of
+        those clients has heard back), for ``quiesce`` seconds at most, so that ops cut off by
+        a fault can still complete. Ops invoked after the heal are the load going on, not
+        waited for (a busy load always has one in flight: it held every run for the whole
+        ``quiesce``). (The clients then finish the op they are in when told to stop; an
+        acquire never waits past the end of the load plus ``quiesce``.)"""
+        live.settle(self.spec.quiesce)
 
     def _load(self, clients: Clients, live: LiveState, faults: FaultRunner, t0: int) -> None:
         """The time limit, from the clients' start, with progress; a client that dies on its
