@@ -185,3 +185,38 @@ def test_settle_names_the_clients_that_never_heard_back(tmp_path: Path) -> None:
     assert 0.3 <= time.monotonic() - started < 1.0
     for w in writers.values():
         w.close()
+
+
+def test_the_merged_ops_are_the_ones_history_jsonl_holds(tmp_path: Path) -> None:
+    # the report and the summary read the ops the run merged and checked, not history.jsonl
+    # read again: the two must be the same ops, key for key, in the same order; journals with
+    # a torn tail, a killed writer's reserved zeros, text that needs escapes
+    from harness.controller.store import RunDir
+    from harness.core.history_file import read_history
+
+    run = RunDir(tmp_path / "run")
+    run.journals.mkdir(parents=True)
+    kept = JournalWriter(run.journal(0), 0, 0)
+    killed = JournalWriter(run.journal(1), 1, 0)
+    nemesis = JournalWriter(run.journal("nemesis"), "nemesis", 0)
+    for k in range(300):
+        kept.record("invoke", "acquire", {"timeout": 5.0}, lock="lock")
+        kept.record("ok", "acquire", {"session": k, "validity": 2.0}, lock="lock")
+        killed.record("invoke", "write", {"seq": k, "note": "é\u2028\\\"x\""})
+        killed.record("info", "write", None, error="timed out\n\t")
+        if k % 100 == 0:
+            nemesis.record("info", "pause", "start", targets=["c1"], detail={"n": k})
+    kept.record("invoke", "release", lock="lock")  # never completed
+    kept.close()
+    nemesis.close()
+    torn = b'{"time": 99999999999, "process": 1, "ty'  # killed mid-copy: no newline
+    at = killed._end - killed._base
+    assert killed._map is not None
+    killed._map[at:at + len(torn)] = torn
+    # killed is never closed: its file ends in the zeros of the space it reserved
+    assert run.journal(1).read_bytes().endswith(b"\0" * 64)
+    merged = run.merge()
+    again = read_history(run.history)
+    assert len(merged) == 300 * 4 + 3 + 1
+    assert [list(op.items()) for op in merged] == [list(op.items()) for op in again]
+    killed.close()
