@@ -66,6 +66,11 @@ class Outcome:
     def interrupted(self) -> bool:
         return self.status == "interrupted"
 
+    def save_history(self) -> None:
+        """history.jsonl of a checked run (``execute(save_history=False)`` left it)."""
+        if self.results:
+            self.run.save_history(self.history)
+
 
 class Interrupted(Exception):
     pass
@@ -124,7 +129,10 @@ class Run:
         self.clock = 0.0  # when the phase being timed began (progress lines)
 
     # ------------------------------------------------------------------------------------------
-    def execute(self) -> Outcome:
+    def execute(self, *, save_history: bool = True) -> Outcome:
+        """The run, start to finish. Not ``save_history``: the merged history is checked but
+        history.jsonl is left for the caller to write (:meth:`Outcome.save_history`: after it
+        printed the verdict); the journals it was merged from stay either way."""
         spec = self.spec
         self.run.save_test({"spec": spec.to_dict(), "run_id": self.run_id, "status": "starting",
                             "plugins": self.test.plugins()})
@@ -145,9 +153,13 @@ class Run:
         if self.run.has_journals():
             started = time.monotonic()
             with collector_paused():  # ops by the hundred thousand, no cycles among them
-                history = self.run.merge()
-                results = checking.check_run(self.run, spec.to_dict(), history, status=status,
-                                             checks=self.test.checkers)
+                history = self.run.merged()
+                try:
+                    results = checking.check_run(self.run, spec.to_dict(), history,
+                                                 status=status, checks=self.test.checkers)
+                finally:  # a history the checkers refused is kept too
+                    if save_history or not results:
+                        self.run.save_history(history)
             self.progress.line(f"{len(history):,} ops merged and checked in "
                                f"{time.monotonic() - started:.1f} s")
         self._save_test(status, error)

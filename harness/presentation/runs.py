@@ -49,12 +49,14 @@ def run_and_report(spec: TestSpec, progress: Progress, *, run: RunDir | None = N
     progress.line(f"harness run: db {spec.db} x{spec.nodes}, lock {spec.lock}, workload "
                   f"{spec.workload}, nemesis {'+'.join(spec.nemesis) or 'none'}, "
                   f"{spec.clients} clients, {spec.time_limit:g} s, seed {spec.seed}")
-    outcome = Run(spec, progress, store=Store(spec.store), run=run).execute()
+    outcome = Run(spec, progress, store=Store(spec.store), run=run).execute(save_history=False)
     history = outcome.history if outcome.results else []  # the ops the checkers judged
-    # The verdict first (a report of a long run takes seconds to write), then the report
+    # The verdict first (history.jsonl and the report of a long run take seconds to write),
+    # then the report
     print_summary(outcome.results, outcome.run, out, history=history,
                   steps=spec.schedule is not None, report=False)
     out.flush()
+    outcome.save_history()
     if outcome.results:
         started = time.monotonic()
         write_report(outcome.run, spec.to_dict(), history, outcome.results)
