@@ -220,3 +220,31 @@ def test_the_merged_ops_are_the_ones_history_jsonl_holds(tmp_path: Path) -> None
     assert len(merged) == 300 * 4 + 3 + 1
     assert [list(op.items()) for op in merged] == [list(op.items()) for op in again]
     killed.close()
+
+
+def test_the_merge_orders_as_the_time_journal_line_sort_did(tmp_path: Path) -> None:
+    # the merge sorts by time alone, stably, over the journals taken in name order: ties go
+    # to the earlier journal, then the earlier line, as the (time, journal, line) sort it
+    # replaced; a journal out of time order (the nemesis's lanes) is ordered too
+    import random
+
+    from harness.core.journal import merge_journals
+
+    rng = random.Random(7)
+    for name in ("c0", "c1", "c10", "c2", "final", "nemesis"):
+        times = sorted(rng.randrange(0, 50) for _ in range(200))
+        if name == "nemesis":
+            rng.shuffle(times)
+        with (tmp_path / f"{name}.jsonl").open("w") as fh:
+            for k, t in enumerate(times):
+                fh.write(json.dumps({"time": t, "process": name, "type": "info", "f": "x",
+                                     "value": k, "index": 7}) + "\n")
+    paths = list(tmp_path.glob("*.jsonl"))
+    keyed = [(op["time"], j, k, op) for j, p in enumerate(sorted(paths))
+             for k, op in enumerate(read_journal(p))]
+    keyed.sort(key=lambda x: x[:3])
+    want = [{"index": i, **{k: v for k, v in x[3].items() if k != "index"}}
+            for i, x in enumerate(keyed)]
+    got = merge_journals(paths)
+    assert [list(op.items()) for op in got] == [list(op.items()) for op in want]
+    assert len({op["time"] for op in got}) < len(got)  # ties were there to order
