@@ -6,16 +6,16 @@ test; issue 30's "post-run in seconds" figure).
     .venv/bin/python bench/bench_postrun.py --reps 3 --time-limit 5 -- --nemesis none
 
 Each run is ``harness run --workload lock --hold 0 --think 0 --time-limit T`` (its store a
-temporary directory, removed after), its two output streams read line by line as they come
-and stamped with this script's monotonic clock (``PYTHONUNBUFFERED``: a line is seen when it
-is printed, not when a pipe's buffer fills). The load ends at the controller's "healing,
-quiescing, stopping clients" line; the verdict is the first line of the summary on stdout;
-then the "report:" line and the exit. Runs take the trees in turn (A B A B ...: a drift of
-the machine's speed moves both alike), each pair with the same seed. Printed per run: the
-ops, each phase line the run printed, end of load -> verdict, -> report line, -> exit, the
-report's size and the exit code; then per tree the medians and each tree's ratio to the
-first (paired). The verdict may differ between two runs with one seed (timing decides what
-the clients do): it is printed, not compared.
+temporary directory, removed after), its two output streams read line by line as they come and
+stamped with this script's monotonic clock (``PYTHONUNBUFFERED``: a line is seen when it is
+printed, not when a pipe's buffer fills). The load ends at the controller's "healing, quiescing,
+stopping clients" line; the verdict is the first line of the summary on stdout; then the
+"report:" line and the exit. Runs take the trees in turn (A B A B ...: a drift of the machine's
+speed moves both alike), each pair with the same seed. Printed per run: the ops, each phase line
+the run printed, end of load -> verdict, -> report line, -> exit, the report's size and the exit
+code (a run that did not exit 0 keeps its store, named); then per tree the medians and each
+tree's ratio to the first (paired). The verdict may differ between two runs with one seed
+(timing decides what the clients do): it is printed, not compared.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class Timed:
     phases: dict[str, float] = field(default_factory=dict)  # the run's own figures
     report_bytes: int = 0
     lines: list[str] = field(default_factory=list)
+    kept: Path | None = None  # the store of a run that did not exit 0, kept to be read
 
 
 def _pump(stream: object, name: str, out: queue.Queue[tuple[float, str, str | None]]) -> None:
@@ -110,8 +111,10 @@ def run_once(tree: Path, seed: int, time_limit: float, extra: list[str], python:
             timed.marks = {k: v - load_end for k, v in stamps.items()}
         reports = list(store.glob("*/*/report.html"))
         timed.report_bytes = reports[0].stat().st_size if reports else 0
+        timed.kept = store if timed.code != 0 else None
     finally:
-        shutil.rmtree(store, ignore_errors=True)
+        if timed.kept is None:
+            shutil.rmtree(store, ignore_errors=True)
     return timed
 
 
@@ -142,6 +145,8 @@ def main() -> int:
                   flush=True)
             if not t.marks:
                 print("\n".join(t.lines[-20:]), file=sys.stderr)
+            if t.kept is not None:
+                print(f"{'':>10}     kept: {t.kept}", flush=True)
     first = runs[trees[0]]
     for tree in trees:
         own = runs[tree]
