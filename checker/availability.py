@@ -77,7 +77,7 @@ class AvailabilityChecker(Checker):
     @staticmethod
     def check(history: Sequence[Op], *, ttl: float = defaults.TTL) -> dict[str, Any]:
         outage_ns = int(max(1.0, ttl / 2) * NS)
-        lives = Lives(history)
+        lives = Lives.of(history)
         gs = lives.by_lock()
         per_lock = {}
         for lock in lives.locks():

@@ -273,7 +273,7 @@ class FaultsChecker(Checker):
                                          "crash, not a loss")}
                         for w in faults if w.expect.get("dropped") == 0
                         and not any(in_flight(ops, w.start, fs) for ops in by_process.values())]
-        held = ([(start, until) for _, _, start, until in Lives(history).holders()]
+        held = ([(start, until) for _, _, start, until in Lives.of(history).holders()]
                 if any(w.expect.get("completes") for w in faults) else [])
         idle = [u for w in faults
                 if (u := unavailable_only(w, by_process, fs, release_waits, held))]

@@ -130,7 +130,7 @@ class FencingChecker(Checker):
     @staticmethod
     @gc_paused
     def check(history: Sequence[Op]) -> dict[str, Any]:
-        lives = Lives(history)
+        lives = Lives.of(history)
         paired = lives.paired
         entries, unknown = resource_log(history, paired)
         stale, rejected = [], 0

@@ -38,7 +38,7 @@ def sent_operations(history: Sequence[Op]) -> tuple[dict[str, int], list[str], i
     amounts: dict[str, int] = {}
     acked: list[str] = []
     retries = unknown = 0
-    paired = Lives(history).paired
+    paired = Lives.of(history).paired
     committed = committed_sessions(paired)
     for inv, done in paired:
         value = inv.get("value") or {}

@@ -129,7 +129,7 @@ class LivenessChecker(Checker):
               acquire_timeout: float | None = None) -> dict[str, Any]:
         """``acquire_timeout``: the run's, for acquires that do not record their own."""
         threshold = threshold_s(ttl)
-        lives = Lives(history, acquire_timeout=acquire_timeout)
+        lives = Lives.of(history, acquire_timeout)
         crashes = lives.crashes
         all_attempts = lives.attempts
         gs = lives.by_lock()

@@ -156,22 +156,51 @@ class Lives:
         if self.crashes:
             self._end_at_crashes()
 
+    @classmethod
+    def of(cls, history: Sequence[Op], acquire_timeout: float | None = None) -> Lives:
+        """``Lives(history, acquire_timeout=...)``, built once for all the checkers of one
+        history when it is shared (:class:`harness.core.checks.Shared`: its ``derived``);
+        they read it and never change it. Each acquire timeout has its own attempts over the
+        same grants."""
+        derived = getattr(history, "derived", None)
+        if type(derived) is not dict:
+            return cls(history, acquire_timeout=acquire_timeout)
+        key = (cls, acquire_timeout)
+        lives = derived.get(key)
+        if lives is None:
+            base = derived.get((cls, None))
+            lives = (cls(history, acquire_timeout=acquire_timeout) if base is None
+                     else base._timed(acquire_timeout))
+            derived[key] = lives
+        return lives
+
+    def _timed(self, acquire_timeout: float | None) -> Lives:
+        """The same lives, acquires judged with another timeout (attempts built anew)."""
+        out = object.__new__(type(self))
+        out.paired, out.horizon, out.crashes = self.paired, self.horizon, self.crashes
+        out.grants, out.acquire_timeout = self.grants, acquire_timeout
+        out._attempts, out._pending = None, {}
+        return out
+
     @property
     def attempts(self) -> list[Attempt]:
         """Every acquire, in the order of their invocations."""
         if self._attempts is None:
-            self._attempts = []
+            attempts: list[Attempt] = []  # kept only once whole: a timeout refused (ValueError)
+            pending: dict[int, Op] = {}   # leaves nothing half built for the next reader
             for inv, done in self.paired:
                 if done is None:
-                    self._pending[inv["process"]] = inv
+                    pending[inv["process"]] = inv
                 if inv["f"] != "acquire":
                     continue
                 lock = str((done or {}).get("lock", inv.get("lock", "lock")))
-                self._attempts.append(Attempt(
+                attempts.append(Attempt(
                     inv["process"], lock, int(inv["time"]),
                     None if done is None else int(done["time"]),
                     None if done is None else str(done["type"]),
                     timeout_of(inv, self.acquire_timeout)))
+            self._pending = pending
+            self._attempts = attempts
         return self._attempts
 
     @property

@@ -37,7 +37,7 @@ class LostUpdatesChecker(Checker):
     @staticmethod
     def check(history: Sequence[Op]) -> dict[str, Any]:
         acked = unknown = 0
-        for inv, done in Lives(history).paired:
+        for inv, done in Lives.of(history).paired:
             if inv["f"] != "write" or (inv.get("value") or {}).get("kind") != "increment":
                 continue
             if done is not None and done["type"] == OK:

@@ -192,7 +192,7 @@ class MutexChecker(Checker):
         overlaps are reported but only interleavings on the data decide the verdict."""
         transactional = writes_in_lock_transaction(history)
         informational = overlaps_informational or transactional
-        lives = Lives(history)
+        lives = Lives.of(history)
         paired = lives.paired
         n_overlaps = n_broken = 0
         overlaps: list[tuple[Grant, Grant]] = []

@@ -30,7 +30,7 @@ class StatsChecker(Checker):
     @staticmethod
     def check(history: Sequence[Op]) -> dict[str, Any]:
         counts = count_types(history)
-        lives = Lives(history)
+        lives = Lives.of(history)
         latencies: dict[str, list[float]] = {}
         for inv, done in lives.paired:
             if done is not None and done["type"] == OK:

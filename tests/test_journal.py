@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -137,3 +138,113 @@ def test_without_following_in_flight_reads_each_journal_s_last_line(tmp_path: Pa
     assert live.ops == 0  # nothing was parsed but the last lines
     for w in writers.values():
         w.close()
+
+
+def test_settle_waits_for_the_ops_in_flight_not_for_those_invoked_after(tmp_path: Path
+                                                                       ) -> None:
+    # client 0 is in an op at the heal, completes it 0.2 s later and goes on invoking (a busy
+    # load: always some op in flight); client 1 is idle; settle returns once 0 heard back
+    writers = {p: JournalWriter(tmp_path / f"c{p}.jsonl", p, 0) for p in (0, 1)}
+    live = LiveState({p: w.path for p, w in writers.items()}, follow=True)
+    writers[1].record("invoke", "acquire")
+    writers[1].record("ok", "acquire")
+    writers[0].record("invoke", "acquire")
+
+    def busy() -> None:
+        time.sleep(0.2)
+        writers[0].record("ok", "acquire")
+        for _ in range(200):  # bounded: 2 s at most
+            writers[0].record("invoke", "release")
+            time.sleep(0.005)
+            writers[0].record("ok", "release")
+            writers[0].record("invoke", "acquire")
+            time.sleep(0.005)
+
+    worker = threading.Thread(target=busy)
+    started = time.monotonic()
+    worker.start()
+    assert live.settle(5.0) == []
+    took = time.monotonic() - started
+    worker.join()
+    assert 0.2 <= took < 3.0, took  # not the 5 s: the ops invoked after are not waited for
+    assert list(live.invoked()) == [0]  # its last op is in flight: it was never idle
+    for w in writers.values():
+        w.close()
+
+
+def test_settle_names_the_clients_that_never_heard_back(tmp_path: Path) -> None:
+    writers = {p: JournalWriter(tmp_path / f"c{p}.jsonl", p, 0) for p in (0, 1, 2)}
+    live = LiveState({p: w.path for p, w in writers.items()}, follow=False)
+    writers[0].record("invoke", "acquire")  # never completes
+    writers[1].record("invoke", "acquire")
+    writers[1].record("info", "acquire", error="timeout")
+    writers[2].record("invoke", "write")  # gone: forgotten
+    live.forget(2)
+    started = time.monotonic()
+    assert live.settle(0.3) == [0]
+    assert 0.3 <= time.monotonic() - started < 1.0
+    for w in writers.values():
+        w.close()
+
+
+def test_the_merged_ops_are_the_ones_history_jsonl_holds(tmp_path: Path) -> None:
+    # the report and the summary read the ops the run merged and checked, not history.jsonl
+    # read again: the two must be the same ops, key for key, in the same order; journals with
+    # a torn tail, a killed writer's reserved zeros, text that needs escapes
+    from harness.controller.store import RunDir
+    from harness.core.history_file import read_history
+
+    run = RunDir(tmp_path / "run")
+    run.journals.mkdir(parents=True)
+    kept = JournalWriter(run.journal(0), 0, 0)
+    killed = JournalWriter(run.journal(1), 1, 0)
+    nemesis = JournalWriter(run.journal("nemesis"), "nemesis", 0)
+    for k in range(300):
+        kept.record("invoke", "acquire", {"timeout": 5.0}, lock="lock")
+        kept.record("ok", "acquire", {"session": k, "validity": 2.0}, lock="lock")
+        killed.record("invoke", "write", {"seq": k, "note": "é\u2028\\\"x\""})
+        killed.record("info", "write", None, error="timed out\n\t")
+        if k % 100 == 0:
+            nemesis.record("info", "pause", "start", targets=["c1"], detail={"n": k})
+    kept.record("invoke", "release", lock="lock")  # never completed
+    kept.close()
+    nemesis.close()
+    torn = b'{"time": 99999999999, "process": 1, "ty'  # killed mid-copy: no newline
+    at = killed._end - killed._base
+    assert killed._map is not None
+    killed._map[at:at + len(torn)] = torn
+    # killed is never closed: its file ends in the zeros of the space it reserved
+    assert run.journal(1).read_bytes().endswith(b"\0" * 64)
+    merged = run.merge()
+    again = read_history(run.history)
+    assert len(merged) == 300 * 4 + 3 + 1
+    assert [list(op.items()) for op in merged] == [list(op.items()) for op in again]
+    killed.close()
+
+
+def test_the_merge_orders_as_the_time_journal_line_sort_did(tmp_path: Path) -> None:
+    # the merge sorts by time alone, stably, over the journals taken in name order: ties go
+    # to the earlier journal, then the earlier line, as the (time, journal, line) sort it
+    # replaced; a journal out of time order (the nemesis's lanes) is ordered too
+    import random
+
+    from harness.core.journal import merge_journals
+
+    rng = random.Random(7)
+    for name in ("c0", "c1", "c10", "c2", "final", "nemesis"):
+        times = sorted(rng.randrange(0, 50) for _ in range(200))
+        if name == "nemesis":
+            rng.shuffle(times)
+        with (tmp_path / f"{name}.jsonl").open("w") as fh:
+            for k, t in enumerate(times):
+                fh.write(json.dumps({"time": t, "process": name, "type": "info", "f": "x",
+                                     "value": k, "index": 7}) + "\n")
+    paths = list(tmp_path.glob("*.jsonl"))
+    keyed = [(op["time"], j, k, op) for j, p in enumerate(sorted(paths))
+             for k, op in enumerate(read_journal(p))]
+    keyed.sort(key=lambda x: x[:3])
+    want = [{"index": i, **{k: v for k, v in x[3].items() if k != "index"}}
+            for i, x in enumerate(keyed)]
+    got = merge_journals(paths)
+    assert [list(op.items()) for op in got] == [list(op.items()) for op in want]
+    assert len({op["time"] for op in got}) < len(got)  # ties were there to order

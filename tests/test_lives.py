@@ -359,3 +359,60 @@ def test_a_lock_whose_acquire_hangs_is_a_stuck_lock(tmp_path: Path) -> None:
     assert live["valid"] is False and live["stuck-lock-count"] == 1
     assert sorted(live["stuck-locks"][0]["blocked-in-acquire"]) == list(range(5))
     assert results["checks"]["stats"]["counts"]["acquire"]["ok"] == 1
+
+
+# one model for all the checkers of a history: shared, never changed ---------------------------
+def shared_checks() -> list[tuple[str, Any, dict[str, Any]]]:
+    """The fenced workload's checkers (every reader of the lives), then liveness with an
+    acquire timeout of its own (the lives again, other attempts), then stats once more (the
+    first lives, read after the other)."""
+    from harness.controller.checking import plan
+
+    checks = [(e.name, fn, params) for e, fn, params in plan({"workload": "fenced"})]
+    return [*checks, ("liveness-timed", liveness.LivenessChecker.check,
+                      {"ttl": 2.0, "acquire_timeout": 1.0}),
+            ("stats-again", stats.StatsChecker.check, {})]
+
+
+def alone_and_shared(history: list[Op]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each checker on the history alone (its own lives), and all of them composed (one
+    lives, shared): JSON text, as results.json holds them."""
+    from harness.core.checks import check_safe, compose
+
+    checks = shared_checks()
+    alone = {"checks": {name: check_safe(fn, list(history), params)
+                        for name, fn, params in checks}}
+    together = {"checks": compose(history, checks)["checks"]}
+    return (json.loads(json.dumps(alone, default=str)),
+            json.loads(json.dumps(together, default=str)))
+
+
+@SETTINGS
+@given(lives_histories())
+def test_checkers_sharing_the_lives_say_what_each_says_alone(case: tuple[list[Op], Truth]
+                                                             ) -> None:
+    alone, together = alone_and_shared(case[0])
+    assert together == alone
+
+
+@pytest.mark.parametrize("timeout", [0, math.nan, "5"])
+def test_a_refused_timeout_is_refused_by_every_checker_that_shares_the_lives(timeout: Any
+                                                                             ) -> None:
+    # stats reads the attempts first and is refused; the liveness checks after it must be
+    # refused too (no attempts half built and kept), mutex (no attempts read) judges
+    h = hist((0.5, 2, "invoke", "acquire", {"timeout": 5.0}), (0.6, 2, "ok", "acquire", GRANT),
+             (1.0, 1, "invoke", "acquire", {"timeout": timeout}))
+    alone, together = alone_and_shared(h)
+    assert together == alone
+    for name in ("stats", "liveness", "liveness-timed", "stats-again"):
+        assert together["checks"][name]["crashed"] is True, name
+        assert "not a positive number of seconds" in together["checks"][name]["error"], name
+    assert together["checks"]["mutex"]["valid"] is True
+
+
+def test_an_op_after_a_crash_is_refused_by_every_checker_that_shares_the_lives() -> None:
+    h = hist((1.0, 1, "invoke", "acquire"), (1.1, 1, "ok", "acquire", GRANT),
+             (1.2, "crash", 1), (1.3, 1, "invoke", "release"))
+    alone, together = alone_and_shared(h)
+    assert together == alone
+    assert "after its crash at 1.200 s" in together["checks"]["mutex"]["error"]

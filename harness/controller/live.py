@@ -8,6 +8,7 @@ journals (the clients write them), so it sees what the history will say.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,28 @@ class LiveState:
         self.refresh()
         with self._mu:
             return sorted(self.pending)
+
+    def invoked(self) -> dict[int, Any]:
+        """Each client with an op in flight now, and the time of that op's invocation (from
+        each journal's last line: whether or not the journals are followed)."""
+        with self._mu:
+            last = {p: tail.last_op() for p, tail in self.tails.items()
+                    if p not in self.forgotten}
+        return {p: op.get("time") for p, op in last.items()
+                if op is not None and op.get("type") == "invoke"}
+
+    def settle(self, seconds: float, poll: float = 0.02) -> list[int]:
+        """Wait until every op in flight now has completed (each of those clients has heard
+        back: its journal's last line is no longer that invocation), ``seconds`` at most; the
+        clients whose op has not. Ops invoked meanwhile are not waited for: under a busy load
+        some op is always in flight, and they were not cut off by anything."""
+        deadline = time.monotonic() + seconds
+        cut = self.invoked()
+        while cut and time.monotonic() < deadline:
+            time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
+            now = self.invoked()
+            cut = {p: t for p, t in cut.items() if now.get(p) == t}
+        return sorted(cut)
 
     def all_started(self, processes: list[int]) -> bool:
         """Has every one of ``processes`` completed at least one op?"""

@@ -45,7 +45,8 @@ from harness.core.client_config import ClientConfig
 from harness.core.client_config import node as endpoint_node
 from harness.core.cluster import NemesisContext, Node, client_name
 from harness.core.errors import HarnessError, UsageError
-from harness.core.history import INVOKE, OK
+from harness.core.heap import collector_paused
+from harness.core.history import INVOKE, OK, Op
 from harness.core.journal import JournalWriter
 
 READY_TIMEOUT = 20.0
@@ -59,10 +60,16 @@ class Outcome:
     status: str  # complete | interrupted | error
     error: str | None = None
     error_code: int = 3  # the exit code the error calls for (64: a usage problem found late)
+    history: list[Op] = field(default_factory=list)  # as merged into history.jsonl (checked)
 
     @property
     def interrupted(self) -> bool:
         return self.status == "interrupted"
+
+    def save_history(self) -> None:
+        """history.jsonl of a checked run (``execute(save_history=False)`` left it)."""
+        if self.results:
+            self.run.save_history(self.history)
 
 
 class Interrupted(Exception):
@@ -122,7 +129,10 @@ class Run:
         self.clock = 0.0  # when the phase being timed began (progress lines)
 
     # ------------------------------------------------------------------------------------------
-    def execute(self) -> Outcome:
+    def execute(self, *, save_history: bool = True) -> Outcome:
+        """The run, start to finish. Not ``save_history``: the merged history is checked but
+        history.jsonl is left for the caller to write (:meth:`Outcome.save_history`: after it
+        printed the verdict); the journals it was merged from stay either way."""
         spec = self.spec
         self.run.save_test({"spec": spec.to_dict(), "run_id": self.run_id, "status": "starting",
                             "plugins": self.test.plugins()})
@@ -139,18 +149,24 @@ class Run:
             except HarnessError as e:
                 status, error, failure = "error", str(e), e
         results: dict[str, Any] = {}
+        history: list[Op] = []
         if self.run.has_journals():
             started = time.monotonic()
-            history = self.run.merge()
-            results = checking.check_run(self.run, spec.to_dict(), history, status=status,
-                                         checks=self.test.checkers)
+            with collector_paused():  # ops by the hundred thousand, no cycles among them
+                history = self.run.merged()
+                try:
+                    results = checking.check_run(self.run, spec.to_dict(), history,
+                                                 status=status, checks=self.test.checkers)
+                finally:  # a history the checkers refused is kept too
+                    if save_history or not results:
+                        self.run.save_history(history)
             self.progress.line(f"{len(history):,} ops merged and checked in "
                                f"{time.monotonic() - started:.1f} s")
         self._save_test(status, error)
         if failure is not None and not results:
             raise failure
         return Outcome(self.run, results, status, error,
-                       failure.exit_code if failure is not None else 3)
+                       failure.exit_code if failure is not None else 3, history)
 
     def _scopes(self) -> None:
         with self._cluster() as cluster:
@@ -163,9 +179,13 @@ class Run:
                 nemesis_crashed(faults)
                 if faults.faults:  # nothing to recover from when no fault was injected
                     self._quiesce(live)
+                self.progress.line(f"healed and quiesced in {time.monotonic() - self.clock:.1f}"
+                                   " s")
                 self.clock = time.monotonic()
             self.progress.line(f"clients stopped in {time.monotonic() - self.clock:.1f} s")
+            self.clock = time.monotonic()
             self._final_read(cluster, t0)
+            self.progress.line(f"resource read back in {time.monotonic() - self.clock:.1f} s")
             self.clock = time.monotonic()
         self.progress.line(f"servers stopped in {time.monotonic() - self.clock:.1f} s")
 
@@ -302,6 +322,7 @@ class Run:
             yield runner
         finally:
             self.progress.done()
+            self.clock = time.monotonic()  # the load's end
             self.progress.line("healing, quiescing, stopping clients")
             runner.finish()
             journal.close()
@@ -377,13 +398,13 @@ class Run:
             time.sleep(0.02)
 
     def _quiesce(self, live: LiveState) -> None:
-        """After the heal: wait until no op is in flight (every client has heard back), for
-        ``quiesce`` seconds at most, so that ops cut off by a fault can still complete. (The
-        clients then finish the op they are in when told to stop; an acquire never waits past
-        the end of the load plus ``quiesce``.)"""
-        deadline = time.monotonic() + self.spec.quiesce
-        while time.monotonic() < deadline and live.in_flight():
-            time.sleep(0.02)
+        """After the heal: wait until every op in flight at the heal has completed (each of
+        those clients has heard back), for ``quiesce`` seconds at most, so that ops cut off by
+        a fault can still complete. Ops invoked after the heal are the load going on, not
+        waited for (a busy load always has one in flight: it held every run for the whole
+        ``quiesce``). (The clients then finish the op they are in when told to stop; an
+        acquire never waits past the end of the load plus ``quiesce``.)"""
+        live.settle(self.spec.quiesce)
 
     def _load(self, clients: Clients, live: LiveState, faults: FaultRunner, t0: int) -> None:
         """The time limit, from the clients' start, with progress; a client that dies on its

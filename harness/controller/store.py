@@ -163,9 +163,16 @@ class RunDir:
 
     def merge(self) -> list[Op]:
         """Merge the journals into history.jsonl (idempotent; what a crashed run recorded)."""
-        history = merge_journals(self.journals.glob("*.jsonl"))
-        write_history(self.history, history)
+        history = self.merged()
+        self.save_history(history)
         return history
+
+    def merged(self) -> list[Op]:
+        """The journals merged into one history, not written (:meth:`save_history`)."""
+        return merge_journals(self.journals.glob("*.jsonl"))
+
+    def save_history(self, history: list[Op]) -> None:
+        write_history(self.history, history)
 
     def load_history(self) -> list[Op]:
         """history.jsonl, or the journals merged now (a run that died before merging)."""

@@ -45,10 +45,26 @@ def check_safe(fn: CheckFn, history: Sequence[Op], params: dict[str, Any]) -> di
     return result
 
 
+class Shared(list[Op]):
+    """The history as the checkers of one :func:`compose` call see it: the same ops in the same
+    order, and ``derived``, where a view every checker builds alike (the clients' lives, see
+    :meth:`checker.lives.Lives.of`) is kept the first time one is built, for the others to
+    read, never to change. It lives as long as the call: nothing is kept from one history to
+    the next."""
+
+    __slots__ = ("derived",)
+
+    def __init__(self, ops: Sequence[Op]) -> None:
+        super().__init__(ops)
+        self.derived: dict[Any, Any] = {}
+
+
 def compose(history: Sequence[Op], checkers: Sequence[tuple[str, CheckFn, dict[str, Any]]]
             ) -> dict[str, Any]:
-    """``{"valid": merged, "checks": {name: result}}``, each checker run safely."""
-    checks = {name: check_safe(fn, history, params) for name, fn, params in checkers}
+    """``{"valid": merged, "checks": {name: result}}``, each checker run safely, on the
+    history shared (:class:`Shared`)."""
+    shared = Shared(history)
+    checks = {name: check_safe(fn, shared, params) for name, fn, params in checkers}
     out: dict[str, Any] = {"valid": merge_valid([c["valid"] for c in checks.values()]),
                            "checks": checks}
     crashed = [name for name, c in checks.items() if c.get("crashed")]

@@ -174,7 +174,7 @@ def validate_op(obj: Any, where: Where) -> Op:
                 if type(v) in _SCALARS:
                     return obj
                 if type(v) is dict and len(v) <= 16 and _flat(v.values()):
-                    if v.keys() & _TYPED_KEYS:
+                    if not _TYPED_KEYS.isdisjoint(v):
                         _check_fields(v, where, "value")
                     return obj
     return _validate(obj, where)
@@ -308,6 +308,8 @@ def parse_lines(lines: Iterable[str | bytes], name: str, *, ordered: bool = True
     ops: list[Op] = []
     names: dict[str, str] = {}
     last = -1
+    _loads("{}")  # orjson imported
+    loads, decode_error = _orjson.loads, _orjson.JSONDecodeError
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -316,7 +318,10 @@ def parse_lines(lines: Iterable[str | bytes], name: str, *, ordered: bool = True
             raise HistoryError(f"{_loc(where)}: longer than {MAX_LINE >> 20} MB; not a "
                                "history line")
         try:
-            obj = _loads(line)
+            try:
+                obj = loads(line)  # orjson; _loads says what it refuses and why
+            except decode_error:
+                obj = _loads(line)
             if type(obj) is dict:  # colons bound keys: see _no_duplicate_keys
                 n = len(obj)
                 v = obj.get("value")

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -158,12 +159,8 @@ def read_journal(path: Path) -> list[Op]:
 
 def merge_journals(paths: Iterable[Path]) -> list[Op]:
     """Merge per-process journals into one history ordered by time (stable within a journal)."""
-    keyed: list[tuple[int, int, int, Op]] = []
-    for j, path in enumerate(sorted(paths)):
-        for k, op in enumerate(read_journal(path)):
-            keyed.append((op["time"], j, k, op))
-    keyed.sort()  # (time, journal, line) is unique: the ops themselves are never compared
-    ops = [x[3] for x in keyed]
+    ops = [op for path in sorted(paths) for op in read_journal(path)]
+    ops.sort(key=itemgetter("time"))  # stable: equal times stay in (journal, line) order
     for i, op in enumerate(ops):
         op.pop("index", None)
         ops[i] = {"index": i, **op}

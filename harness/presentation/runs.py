@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -48,12 +49,19 @@ def run_and_report(spec: TestSpec, progress: Progress, *, run: RunDir | None = N
     progress.line(f"harness run: db {spec.db} x{spec.nodes}, lock {spec.lock}, workload "
                   f"{spec.workload}, nemesis {'+'.join(spec.nemesis) or 'none'}, "
                   f"{spec.clients} clients, {spec.time_limit:g} s, seed {spec.seed}")
-    outcome = Run(spec, progress, store=Store(spec.store), run=run).execute()
-    history = outcome.run.load_history() if outcome.results else []
-    if outcome.results:
-        write_report(outcome.run, spec.to_dict(), history, outcome.results)
+    outcome = Run(spec, progress, store=Store(spec.store), run=run).execute(save_history=False)
+    history = outcome.history if outcome.results else []  # the ops the checkers judged
+    # The verdict first (history.jsonl and the report of a long run take seconds to write),
+    # then the report
     print_summary(outcome.results, outcome.run, out, history=history,
-                  steps=spec.schedule is not None)
+                  steps=spec.schedule is not None, report=False)
+    out.flush()
+    outcome.save_history()
+    if outcome.results:
+        started = time.monotonic()
+        write_report(outcome.run, spec.to_dict(), history, outcome.results)
+        progress.line(f"report written in {time.monotonic() - started:.1f} s")
+    print(report_line(outcome.run), file=out)
     if outcome.interrupted:
         print("run interrupted: the verdict covers only what was recorded", file=sys.stderr)
         return EXIT_SETUP
@@ -76,9 +84,12 @@ def could_not(results: dict[str, Any]) -> str:
 
 
 def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = None, *,
-                  history: list[dict[str, Any]] | None = None, steps: bool = False) -> None:
+                  history: list[dict[str, Any]] | None = None, steps: bool = False,
+                  report: bool = True) -> None:
     """The verdict, each checker's, the incidents (with the history) and the schedule as it
-    ran (step by step with ``steps``: a replayed or explored schedule; else one line)."""
+    ran (step by step with ``steps``: a replayed or explored schedule; else one line), then
+    the report's path (unless not ``report``: the caller prints :func:`report_line` once the
+    report is written)."""
     out = out or sys.stdout
     _print_checks(results, out)
     try:
@@ -97,7 +108,12 @@ def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = Non
             print(f"  ... and {len(found) - MAX_INCIDENTS} more in the report", file=out)
     for text in schedule_lines(test, every_step=steps):
         print(text, file=out)
-    print(f"report: {run.report}", file=out)
+    if report:
+        print(report_line(run), file=out)
+
+
+def report_line(run: RunDir) -> str:
+    return f"report: {run.report}"
 
 
 def _schedule_of(test: dict[str, Any]) -> Schedule | None:

@@ -131,9 +131,11 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
               ) -> list[Incident]:
     """The violations of the checks that failed, grouped by cause, in time order (``places``:
     the history's, when the caller has them already)."""
+    items = [x for x in explained_items(dict(results)) if not x.info and x.check_valid is False]
+    if not items:  # nothing to place: no pass over the history (a valid run's summary)
+        return []
     places = places or places_of(history)
     faults = fault_runs(history)
-    items = [x for x in explained_items(dict(results)) if not x.info and x.check_valid is False]
     out: list[Incident] = []
     holders: dict[tuple[str, int, float], Incident] = {}
     rest: list[tuple[Explained, Violation]] = []
