@@ -30,6 +30,14 @@ and tried again a moment later: a thread's signal frames are found on its stack 
 ``sp`` (their ``sigcontext``). The patch is removed in two stops: the jumps first, then the
 code, once the threads that were inside it (in its ``syscall``, most often) have returned.
 
+Moving a Go process's monotonic clock back (the undo of a forward move, or a backward move)
+is felt by its runtime beyond the reads: sysmon's ``retake`` (Go 1.19 proc.go:5314-5315)
+preempts a goroutine that has run ``forcePreemptNS`` since ``schedwhen``, a time read on the
+moved clock, so a goroutine that never yields is not preempted, and one waiting for its P not
+run, until the true clock has caught up: the probe's answer after undoing an 8 s move came
+8.0 s late in 7 of 24 undos (never after a wall clock move). That is what a monotonic clock
+going back does to Go, not a fault of the patch; a fault that moves it must expect it.
+
 The injected code (GNU as, Intel syntax; ``STUB`` is its assembled bytes)::
 
     magic: .ascii "LHVDSO01"           # 0x00
@@ -117,6 +125,7 @@ _RIP, _RSP = 16, 19  # indexes in struct user_regs_struct (27 unsigned longs)
 # A signal frame's struct sigcontext (x86_64): ip, flags, then cs, gs, fs (u16, the kernel
 # writes __USER_CS and two zeros) 16 bytes after ip; a frame is found by that mark.
 _SIGCONTEXT_CS = struct.pack("<HHH", 0x33, 0, 0)
+_SS_DISABLE = 2  # uc_stack.ss_flags: no signal stack (the frame is on the thread's stack)
 SIGNAL_STACK = 64 * 1024  # bytes above a stopped thread's sp searched for signal frames
 RECORD = "vdso-patched.json"  # in the run dir: the pids a patch may be left in (harness clean)
 RETRIES = 200  # stops that caught a thread inside the bytes to rewrite, before giving up
@@ -425,17 +434,23 @@ def _pcs(pid: int, tid: int) -> list[int]:
 
 
 def _signal_pcs(pid: int, sp: int) -> list[int]:
-    """The interrupted pc of each signal frame in the stack above ``sp`` (as far as
-    SIGNAL_STACK bytes, or the end of that mapping). A word that only looks like a frame may
-    count too: that costs one more try, never a missed frame."""
+    """The interrupted pc of each signal frame the thread whose stack pointer is ``sp`` will
+    return through: frames in the SIGNAL_STACK bytes above ``sp`` (or to the end of that
+    mapping). A frame delivered on a signal stack (its ``uc_stack``, just before the
+    ``sigcontext``) counts only when ``sp`` is on that stack too: the memory above a stack
+    holds other threads' signal stacks, and their old frames. A word that only looks like a
+    frame may count too: that costs one more try, never a missed frame."""
     try:
         stack = _read(pid, sp, SIGNAL_STACK)
     except VdsoError:
         return []
     pcs, at = [], stack.find(_SIGCONTEXT_CS)
     while at >= 0:
-        if (sp + at) % 8 == 0 and at >= 16:
-            pcs.append(struct.unpack_from("<Q", stack, at - 16)[0])
+        if (sp + at) % 8 == 0 and at >= 168:  # uc_stack, 24 bytes before the sigcontext
+            ip, = struct.unpack_from("<Q", stack, at - 16)
+            ss_sp, ss_flags, ss_size = struct.unpack_from("<QI4xQ", stack, at - 168)
+            if ss_flags & _SS_DISABLE or ss_sp <= sp < ss_sp + ss_size:
+                pcs.append(ip)
         at = stack.find(_SIGCONTEXT_CS, at + 1)
     return pcs
 
