@@ -20,9 +20,23 @@ controller's own vDSO back over the tracee's: the same kernel maps the same imag
 process, containers included, so the tracee's vDSO is then byte for byte pristine.
 
 No thread may be stopped inside the bytes being rewritten (the jump's five bytes, or the
-injected code when it is removed): such a stop is let go and tried again a moment later. The
-patch is removed in two stops: the jumps first, then the code, once the threads that were
-inside it (in its ``syscall``, most often) have returned.
+injected code when it is removed), nor be running a signal handler that will return there (the
+kernel delivers a signal when a ``syscall`` returns: a Go thread in the injected code's
+``syscall`` often runs the runtime's SIGURG handler next, its interrupted context in the code;
+were the code zeroed meanwhile, its ``sigreturn`` would fault there, and Go, seeing the return
+address into ``time.now`` on top of the stack, turns the fault into a panic whose first
+traceback meets ``time.now``'s stack switch: ``fatal error: traceback``). Such a stop is let go
+and tried again a moment later: a thread's signal frames are found on its stack above its
+``sp`` (their ``sigcontext``). The patch is removed in two stops: the jumps first, then the
+code, once the threads that were inside it (in its ``syscall``, most often) have returned.
+
+Moving a Go process's monotonic clock back (the undo of a forward move, or a backward move)
+is felt by its runtime beyond the reads: sysmon's ``retake`` (Go 1.19 proc.go:5314-5315)
+preempts a goroutine that has run ``forcePreemptNS`` since ``schedwhen``, a time read on the
+moved clock, so a goroutine that never yields is not preempted, and one waiting for its P not
+run, until the true clock has caught up: the probe's answer after undoing an 8 s move came
+8.0 s late in 7 of 24 undos (never after a wall clock move). That is what a monotonic clock
+going back does to Go, not a fault of the patch; a fault that moves it must expect it.
 
 The injected code (GNU as, Intel syntax; ``STUB`` is its assembled bytes)::
 
@@ -107,7 +121,12 @@ _PTRACE_GETREGS, _PTRACE_DETACH = 12, 17
 _PTRACE_SEIZE, _PTRACE_INTERRUPT = 0x4206, 0x4207
 _WALL = 0x40000000
 _EVENT_STOP = 128
-_RIP = 16  # index of rip in struct user_regs_struct (27 unsigned longs)
+_RIP, _RSP = 16, 19  # indexes in struct user_regs_struct (27 unsigned longs)
+# A signal frame's struct sigcontext (x86_64): ip, flags, then cs, gs, fs (u16, the kernel
+# writes __USER_CS and two zeros) 16 bytes after ip; a frame is found by that mark.
+_SIGCONTEXT_CS = struct.pack("<HHH", 0x33, 0, 0)
+_SS_DISABLE = 2  # uc_stack.ss_flags: no signal stack (the frame is on the thread's stack)
+SIGNAL_STACK = 64 * 1024  # bytes above a stopped thread's sp searched for signal frames
 RECORD = "vdso-patched.json"  # in the run dir: the pids a patch may be left in (harness clean)
 RETRIES = 200  # stops that caught a thread inside the bytes to rewrite, before giving up
 
@@ -404,12 +423,36 @@ def _ptrace(request: int, tid: int, data: int = 0, addr: int = 0) -> None:
         raise OSError(err, os.strerror(err))
 
 
-def _rip(tid: int) -> int:
+def _pcs(pid: int, tid: int) -> list[int]:
+    """Where stopped thread ``tid`` goes on: its pc, then the pc each signal frame on its stack
+    returns to (innermost first; the handlers it is running)."""
     regs = (ctypes.c_ulonglong * 27)()
     if _libc.ptrace(_PTRACE_GETREGS, tid, None, ctypes.addressof(regs)) == -1:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
-    return int(regs[_RIP])
+    return [int(regs[_RIP]), *_signal_pcs(pid, int(regs[_RSP]))]
+
+
+def _signal_pcs(pid: int, sp: int) -> list[int]:
+    """The interrupted pc of each signal frame the thread whose stack pointer is ``sp`` will
+    return through: frames in the SIGNAL_STACK bytes above ``sp`` (or to the end of that
+    mapping). A frame delivered on a signal stack (its ``uc_stack``, just before the
+    ``sigcontext``) counts only when ``sp`` is on that stack too: the memory above a stack
+    holds other threads' signal stacks, and their old frames. A word that only looks like a
+    frame may count too: that costs one more try, never a missed frame."""
+    try:
+        stack = _read(pid, sp, SIGNAL_STACK)
+    except VdsoError:
+        return []
+    pcs, at = [], stack.find(_SIGCONTEXT_CS)
+    while at >= 0:
+        if (sp + at) % 8 == 0 and at >= 168:  # uc_stack, 24 bytes before the sigcontext
+            ip, = struct.unpack_from("<Q", stack, at - 16)
+            ss_sp, ss_flags, ss_size = struct.unpack_from("<QI4xQ", stack, at - 168)
+            if ss_flags & _SS_DISABLE or ss_sp <= sp < ss_sp + ss_size:
+                pcs.append(ip)
+        at = stack.find(_SIGCONTEXT_CS, at + 1)
+    return pcs
 
 
 def _threads(pid: int) -> set[int]:
@@ -426,7 +469,8 @@ def stopped(pid: int, busy: list[tuple[int, int]] | tuple[()]) -> Iterator[None]
     for _ in range(RETRIES):
         signals = _stop_all(pid)
         try:
-            inside = [t for t in signals if any(lo <= _rip(t) < hi for lo, hi in busy)]
+            inside = [t for t in signals if busy and any(
+                lo <= pc < hi for pc in _pcs(pid, t) for lo, hi in busy)]
         except OSError as e:
             _let_go(signals)
             raise VdsoError(f"pid {pid}: cannot read a thread's registers: {e.strerror}") \
@@ -473,5 +517,26 @@ def _stop_all(pid: int) -> dict[int, int]:
 def _let_go(signals: dict[int, int]) -> None:
     for tid, sig in signals.items():
         if sig >= 0:
-            with suppress(OSError):  # the thread ended
+            try:
                 _ptrace(_PTRACE_DETACH, tid, sig)
+            except OSError:  # the thread ended
+                _reap(tid)
+
+
+def _reap(tid: int) -> None:
+    """A thread seized here that ended (its process died while stopped) waits for its tracer
+    to reap it, and its process's exit waits for that: were it left, the process's parent
+    would wait for ever. A second or less: a thread still ending is reaped once it has."""
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            done, status = os.waitpid(tid, os.WNOHANG | _WALL)
+        except ChildProcessError:
+            return  # reaped already, or never ours
+        if done and not os.WIFSTOPPED(status):
+            return
+        if done:  # stopped after all: let it go
+            with suppress(OSError):
+                _ptrace(_PTRACE_DETACH, tid)
+            return
+        time.sleep(0.001)
