@@ -48,6 +48,7 @@ import io
 import ipaddress
 import os
 import re
+import secrets
 import shlex
 import signal
 import subprocess
@@ -156,8 +157,12 @@ class DockerBackend(ProcessNodes):
         self._docker = c = client()
         image = ensure_image(c)
         labels = {LABEL: "1", RUN_LABEL: self.run_id}
-        # docker names take [a-zA-Z0-9_.-] only (a test name joins nemeses with "+")
-        slug = re.sub(r"[^A-Za-z0-9.-]", "-", self.run_id)[-40:].lstrip(".-")
+        # docker names take [a-zA-Z0-9_.-] only (a test name joins nemeses with "+"). Two runs
+        # of one test started in the same second (two stores, as under pytest-xdist) have one
+        # run id: a random tail keeps their networks apart (docker lets two networks share a
+        # name, and then refuses to attach a container to either: "ambiguous").
+        slug = re.sub(r"[^A-Za-z0-9.-]", "-", self.run_id)[-33:].lstrip(".-")
+        slug = f"{slug}-{secrets.token_hex(3)}"
         self.network = c.networks.create(f"lh-{slug}", driver="bridge", labels=labels)
         self.network.reload()
         cfg = self.network.attrs["IPAM"]["Config"][0]
