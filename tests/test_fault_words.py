@@ -10,6 +10,7 @@ import pytest
 
 from harness.core.fault_run import FaultRun
 from harness.presentation.report.narrative import describe
+from nemesis.clock import GO_STALL
 
 
 def run(f: str, targets: list[str], role: str | None = None, stop: float | None = 5.5,
@@ -62,6 +63,22 @@ def run(f: str, targets: list[str], role: str | None = None, stop: float | None 
 ])
 def test_a_built_in_fault_in_its_nemesis_s_words(fault: FaultRun, words: str) -> None:
     assert describe(fault) == words
+
+
+@pytest.mark.parametrize(("clock", "mechanism", "said"), [
+    ("monotonic", "vdso", True), ("both", "vdso", True), ("wall", "vdso", False),
+    ("monotonic", None, False),  # ZooKeeper's: libfaketime, not a Go runtime's vDSO
+])
+def test_a_go_servers_monotonic_clock_move_says_why_it_is_never_set_back(
+        clock: str, mechanism: str | None, said: bool) -> None:
+    """etcd (a Go server, its vDSO patched): setting its monotonic clock back stalls its
+    scheduler for as long as the move, which is why the fault keeps that clock moved."""
+    detail = {"pattern": "jump", "offset": 60.0, "clock": clock, "mechanism": mechanism}
+    words = describe(run("clock", ["n1"], detail=detail))
+    base = "a +60 s clock jump on n1 at 1.2 s for 4.2 s"
+    assert words == (base + GO_STALL if said else base)
+    rate = describe(run("clock", ["n1"], detail={**detail, "pattern": "rate", "rate": 2.0}))
+    assert rate.endswith(GO_STALL) is said
 
 
 def test_the_partition_family_under_a_shape_option_words_it_as_that_shape() -> None:
