@@ -24,8 +24,10 @@ MS = 1_000_000  # ns
 
 
 class Synth:
-    def __init__(self, clients: int, seed: int, ttl: float, fault_every: float) -> None:
+    def __init__(self, clients: int, seed: int, ttl: float, fault_every: float,
+                 hold_ms: tuple[int, int] = (50, 300)) -> None:
         self.rng = random.Random(seed)
+        self.hold_ns = (hold_ms[0] * MS, hold_ms[1] * MS)
         self.clients = clients
         self.ttl_ns = int(ttl * 1e9)
         self.fault_every_ns = int(fault_every * 1e9)
@@ -77,7 +79,7 @@ class Synth:
         if self.paused is None and t > self.next_fault:
             self.pause(h, ok, t)
             return
-        t = self.write(t + rng.randrange(50 * MS, 300 * MS), h, "exit")
+        t = self.write(t + rng.randrange(*self.hold_ns), h, "exit")
         self.op(t, h, "invoke", "release", {"session": self.session[h]})
         t += rng.randrange(MS // 5, MS)
         self.op(t, h, "ok", "release", {"session": self.session[h]})
@@ -141,9 +143,11 @@ class Synth:
 
 
 def generate(n_ops: int, *, clients: int = 5, seed: int = 1, ttl: float = 2.0,
-             fault_every: float = 30.0) -> list[Op]:
-    """About ``n_ops`` ops (a few more: the last cycle is finished, the log read back)."""
-    return Synth(clients, seed, ttl, fault_every).run(n_ops)
+             fault_every: float = 30.0, hold_ms: tuple[int, int] = (50, 300)) -> list[Op]:
+    """About ``n_ops`` ops (a few more: the last cycle is finished, the log read back); the
+    holder works ``hold_ms`` between its two writes (short holds: many grants, so many
+    overlaps of each paused holder)."""
+    return Synth(clients, seed, ttl, fault_every, hold_ms).run(n_ops)
 
 
 def spec_for(history: list[Op], clients: int = 5, seed: int = 1) -> dict[str, Any]:
@@ -153,15 +157,17 @@ def spec_for(history: list[Op], clients: int = 5, seed: int = 1) -> dict[str, An
             "ttl": 2.0, "quiesce": 1.0, "name": "synthetic"}
 
 
-def write_run(run_dir: Path, n_ops: int, seed: int = 1) -> tuple[Path, dict[str, Any]]:
-    """A run directory as `harness run` leaves it (test.json, history, results, report)."""
+def write_run(run_dir: Path, n_ops: int, seed: int = 1, **shape: Any
+              ) -> tuple[Path, dict[str, Any]]:
+    """A run directory as `harness run` leaves it (test.json, history, results, report);
+    ``shape``: :func:`generate`'s keywords."""
     from harness.controller.checking import check_history as check_all
     from harness.controller.store import RunDir
     from harness.core.history import write_history
     from harness.presentation.report import write_report
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    history = generate(n_ops, seed=seed)
+    history = generate(n_ops, seed=seed, **shape)
     spec = spec_for(history, seed=seed)
     (run_dir / "test.json").write_text(json.dumps(
         {"spec": spec, "run_id": f"synthetic/{n_ops}", "status": "complete",

@@ -25,6 +25,7 @@ import pytest
 
 from harness.controller.store import RunDir
 from harness.core.history_file import read_history
+from harness.presentation.report import html as html_report
 from harness.presentation.report import model as report_model
 from harness.presentation.report import sampling, write_report
 from harness.presentation.report.html import render, replay_command
@@ -169,6 +170,91 @@ def test_big_histories_are_decimated_and_say_so(monkeypatch: pytest.MonkeyPatch)
     assert f"embeds {s['embedded']:,} of them" in page
 
 
+def test_each_kind_lists_its_first_ones_and_the_page_counts_them_all() -> None:
+    """A checker that lists 300 anomalies, another that lists 50 of 11,000 overlaps it
+    counted: the first LISTED_PER_KIND of each are listed, the page names the true counts."""
+    n = report_model.LISTED_PER_KIND
+    many = [{"explanation": f"anomaly {i}", "from": i / 1000} for i in range(300)]
+    overlaps = [{"explanation": f"overlap {i}", "from": i / 1000} for i in range(50)]
+    results = {"valid": False, "checks": {
+        "someones": {"valid": False, "anomalies": many},
+        "mutex": {"valid": False, "lock-overlaps": overlaps, "lock-overlap-count": 11_000}}}
+    m = report_model.build({}, [], results)
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for v in m["violations"]:
+        by_kind.setdefault(v["kind"], []).append(v)
+    assert [v["explanation"] for v in by_kind["anomalies"]] == [f"anomaly {i}"
+                                                                for i in range(n)]
+    assert {v["total"] for v in by_kind["anomalies"]} == {300}
+    assert len(by_kind["lock-overlaps"]) == min(n, 50)
+    assert {v["total"] for v in by_kind["lock-overlaps"]} == {11_000}
+    page = render({}, [], results, [])
+    assert f"someones: anomalies (300, the first {n} listed)" in page
+    assert f"mutex: lock-overlaps (11000, the first {min(n, 50)} listed)" in page
+    assert "anomaly 49" in page and "anomaly 50<" not in page
+
+
+def test_a_checks_json_on_the_page_is_cut_short_and_says_where_the_rest_is() -> None:
+    """A witness's prefix lists every op the search placed (53,955 in a 10 s run): the page
+    shows its first items, says how many more results.json has, and stays small."""
+    witness = {"explanation": "no order explains it", "prefix": list(range(60_000)),
+               "linearization": []}
+    results = {"valid": False, "checks": {"linearizable": {"valid": False, "witness": witness,
+                                                           "ops": 60_000}}}
+    page = render({}, [], results, [])
+    checks = page[page.index('<section id="checks">'):page.index('<section id="faults">')]
+    assert f"… {60_000 - html_report.JSON_ITEMS:,} more in results.json" in checks
+    assert len(checks) < 2 * html_report.JSON_CHARS + 10_000, len(checks)
+    assert "59999" not in checks
+
+
+def test_hover_details_past_their_budget_keep_those_nearest_the_focus(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pair's value is its own (sessions): past TEXT_CHARS the details nearest the
+    focus are kept, the far ones dropped (-1), and the page says how many."""
+    monkeypatch.setattr(report_model, "TEXT_CHARS", 2_000)
+    pairs = [({"time": k * 1_000_000, "process": 0, "f": "acquire", "type": "invoke"},
+              {"time": k * 1_000_000 + 500_000, "process": 0, "f": "acquire", "type": "ok",
+               "value": {"session": k}}) for k in range(1000)]
+    focus = [(500_000, 500_000)]  # at 0.5 s: pair 500
+    texts, x, cut = report_model.detail_texts(pairs, focus, 1_000_000)
+    assert sum(len(t) + 3 for t in texts) <= 2_000 and cut == sum(1 for k in x if k < 0) > 800
+    kept = [k for k, i in enumerate(x) if i >= 0]
+    assert kept == list(range(kept[0], kept[-1] + 1)) and kept[0] <= 500 <= kept[-1]
+    assert all(texts[x[k]] == f'{{"session":{k}}}' for k in kept)
+    assert report_model.detail_texts(pairs[:10], focus, 1_000_000)[2] == 0
+
+
+def test_lock_spans_past_their_cap_keep_the_open_ones_then_the_nearest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sampling, "MAX_SPANS", 10)
+    end = 100_000_000  # 100 s in us: a density column is about 42 ms
+    spans = {"lane": [0] * 100 + [1], "s": [k * 1_000_000 for k in range(100)] + [5],
+             "e": [k * 1_000_000 + 1_000 for k in range(100)] + [-1],
+             "tok": list(range(101))}
+    kept, held = sampling.thin_spans(spans, [(50_000_000, 50_000_000)], 60_000_000, end, 2)
+    assert sorted(kept["tok"]) == [*range(46, 55), 100]  # the one held to the end, the nearest
+    assert held[0].count("1") == 91  # every span not embedded shows in the density
+
+
+def test_the_page_stays_under_its_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should the page still come out over PAGE_BYTES, it is built again with fewer pairs
+    embedded one by one: it ends under the ceiling and says what it embeds."""
+    history = synth_history.generate(30_000, fault_every=25.0)
+    spec = synth_history.spec_for(history)
+    from harness.controller.checking import check_history as check_all
+
+    results = check_all(history, spec)
+    whole = render(spec, history, results, [])
+    assert "All " in whole and "client op pairs are embedded" in whole
+    ceiling = len(whole.encode()) * 2 // 3  # the charts, the script...: 0.35 MB of it
+    monkeypatch.setattr(html_report, "PAGE_BYTES", ceiling)
+    page = render(spec, history, results, [])
+    assert len(page.encode()) <= ceiling
+    embedded = int(re.search(r"the page embeds ([\d,]+) of them", page)[1].replace(",", ""))  # type: ignore[index]
+    assert 0 < embedded < 10_000
+
+
 # the page -----------------------------------------------------------------------------------
 def test_a_run_that_recorded_nothing_still_has_a_page() -> None:
     page = render({"lock": "redis-setnx", "nemesis": []}, [], {"valid": "unknown"}, [])
@@ -202,6 +288,37 @@ def test_harness_report_rebuilds_the_page(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(run_dir / "report.html")
     assert "Timeline" in (run_dir / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_600k_op_report_with_11k_overlaps_is_small_names_them_all_and_opens(
+        tmp_path: Path) -> None:
+    """Short holds, a pause every 5 s: 600,000 ops, 205 faults, 11,365 lock overlaps (the
+    mutex checker lists 50). The page stays under 2 MB, keeps every fault window, and never
+    claims fewer overlaps than the checker found."""
+    chromium()
+    run_dir = tmp_path / "synthetic"
+    page, results = synth_history.write_run(run_dir, 600_000, hold_ms=(2, 8), fault_every=5.0)
+    mutex = results["checks"]["mutex"]
+    count = mutex["lock-overlap-count"]
+    assert results["valid"] is False and count > 10_000 and len(mutex["lock-overlaps"]) < count
+    size = page.stat().st_size
+    assert size <= 2_000_000, f"{size / 1e6:.2f} MB"
+    text = page.read_text()
+    listed = min(len(mutex["lock-overlaps"]), report_model.LISTED_PER_KIND)
+    assert f"mutex: lock-overlaps ({count}, the first {listed} listed)" in text
+    assert f"(listed; {count:,} in the run)" in text  # the incidents' counts too
+    history = read_history(run_dir / "history.jsonl")
+    starts = [op for op in history if op["process"] == "nemesis" and op["type"] == "invoke"
+              and op["value"] == "start"]
+    data = json.loads(re.search(r'id="report-data">(.*?)</script>', text, re.S)[1])  # type: ignore[index]
+    assert len(starts) == results["checks"]["faults"]["fault-count"] > 200
+    assert [(f["start"], f["targets"]) for f in data["faults"]] == [
+        (op["time"] // 1000, op["targets"]) for op in starts]  # every fault, exact
+    dom, _ = browse(page.as_uri(), tmp_path / "profile", "--window-size=1400,1000",
+                    "--virtual-time-budget=3000", "--dump-dom")
+    attrs = body_attrs(dom)
+    assert attrs.get("data-ready") == "1" and "data-error" not in attrs, attrs
 
 
 # in a browser -------------------------------------------------------------------------------

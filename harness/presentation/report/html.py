@@ -37,6 +37,9 @@ from harness.presentation.report.resource_order import section as resource_order
 from harness.presentation.report.words import figure_words
 
 VERDICT_CLASS = {True: "v-true", False: "v-false"}
+PAGE_BYTES = 1_950_000  # the page's ceiling: past it, fewer op pairs are embedded one by one
+JSON_ITEMS = 20  # items of a list a check's JSON on the page shows (results.json has all)
+JSON_CHARS = 40_000  # characters of one check's JSON on the page
 
 e = html.escape
 
@@ -139,6 +142,14 @@ def timeline(model: dict[str, Any]) -> str:
                     "computed from every op.")
     else:
         embedded = f"All {s['pairs']:,} client op pairs are embedded."
+    if s.get("detailsCut"):
+        embedded += (f" {s['detailsCut']:,} of the embedded pairs have no hover detail (the "
+                     "page keeps those nearest the violations and fault boundaries; "
+                     "history.jsonl has every one).")
+    rejected = model["rejected"]
+    if rejected.get("total", 0) > len(rejected["seq"]):
+        embedded += (f" The resource rejected {rejected['total']:,} writes; the first "
+                     f"{len(rejected['seq']):,} are drawn.")
     marks = "".join(
         f'<a class="vmark" id="vm-{v["n"]}" href="#v-{v["n"]}" style="display:none" '
         f'title="{e(v["explanation"])}">{v["n"] + 1}</a>'
@@ -304,9 +315,33 @@ def checks(results: dict[str, Any]) -> str:
                    f'{verdict_class(check.get("valid"))}">{verdict_word(check.get("valid"))}'
                    f"</span></h3><table>{rows}</table>{extra}"
                    f"<details><summary>{e(name)} as JSON</summary><pre>"
-                   f"{e(json.dumps(check, indent=1, default=str)[:200_000])}</pre></details>")
+                   f"{e(check_json(check))}</pre></details>")
     out.append("</section>")
     return "".join(out)
+
+
+def shortened(value: Any, depth: int = 0) -> Any:
+    """``value`` with each list cut to its first :data:`JSON_ITEMS` items and a line saying how
+    many more results.json has (a witness's prefix holds every op the search placed)."""
+    if depth > 20:
+        return value
+    if isinstance(value, dict):
+        return {k: shortened(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        out = [shortened(v, depth + 1) for v in value[:JSON_ITEMS]]
+        if len(value) > JSON_ITEMS:
+            out.append(f"… {len(value) - JSON_ITEMS:,} more in results.json")
+        return out
+    return value
+
+
+def check_json(check: dict[str, Any]) -> str:
+    """A check's result (or a part of it) as JSON for the page: lists shortened, at most
+    :data:`JSON_CHARS`."""
+    text = json.dumps(shortened(check), indent=1, default=str, ensure_ascii=False)
+    if len(text) > JSON_CHARS:
+        text = text[:JSON_CHARS] + "\n… cut here: results.json has the whole result"
+    return text
 
 
 def table_of(value: dict[str, Any]) -> str:
@@ -319,7 +354,7 @@ def table_of(value: dict[str, Any]) -> str:
         body = "".join(f"<tr><th>{e(str(k))}</th>" + "".join(
             f"<td>{e(str(v.get(c, '')))}</td>" for c in cols) + "</tr>" for k, v in value.items())
         return f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
-    return f"<pre>{e(json.dumps(value, indent=1, default=str))}</pre>"
+    return f"<pre>{e(check_json(value))}</pre>"
 
 
 def faults(model: dict[str, Any], test: dict[str, Any]) -> str:
@@ -377,14 +412,35 @@ def files(logs: list[str], present: list[str]) -> str:
 def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[str, Any],
            logs: list[str], test: dict[str, Any] | None = None,
            present: list[str] | None = None) -> str:
+    """The page, at most :data:`PAGE_BYTES` (UTF-8) whatever the run: what grows with a run is
+    bounded in the model (:mod:`.model`, :mod:`.sampling`) and the sections; should the page
+    still come out bigger (many faults, long explanations), it is built again with fewer op
+    pairs embedded one by one, in proportion to the bytes over."""
     test = test or {}
     grounds = report_model.grounds(history)  # the model's and the incidents': one pass
-    model = report_model.build(spec, history, results, grounds)
     try:
         schedule = from_dict(test["schedule"]) if isinstance(test.get("schedule"), dict) else None
     except UsageError:
         schedule = None
     found = incidents(history, results, schedule, grounds.places)
+    max_pairs = None
+    for _ in range(6):
+        model = report_model.build(spec, history, results, grounds, max_pairs)
+        page = page_of(spec, history, results, logs, test, present, model, found)
+        over = len(page.encode()) - PAGE_BYTES
+        embedded = model["sampling"]["embedded"]
+        if over <= 0 or embedded == 0:
+            return page
+        ops = len(json.dumps([model["ops"], model["spans"]], separators=(",", ":"),
+                             default=str))
+        max_pairs = max(0, min(int(embedded * 0.8),
+                               int(embedded * (1 - 1.1 * over / max(ops, 1))) - 100))
+    return page  # what is not op pairs (every fault window, say) is more than the ceiling
+
+
+def page_of(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[str, Any],
+            logs: list[str], test: dict[str, Any], present: list[str] | None,
+            model: dict[str, Any], found: list[Incident]) -> str:
     data = json.dumps(model, separators=(",", ":"), default=str).replace("</", "<\\/")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

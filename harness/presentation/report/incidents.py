@@ -23,6 +23,7 @@ called in their checkers' words, :mod:`harness.presentation.report.words`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,8 @@ class Violation:
     procs: list[int]
     c0: float | None = None  # seconds: the whole story (the ops it involves)
     c1: float | None = None
+    total: int = 1  # how many of its kind the checker found
+    listed: int = 1  # how many of its kind the report lists (the first ones)
 
     @property
     def label(self) -> str:
@@ -111,9 +114,12 @@ class Incident:
 
     def folded(self) -> str:
         """``33 lock overlaps, 33 resource interleavings, 1 linearizability witness``, in the
-        words of the checkers that found them."""
+        words of the checkers that found them; a kind the checker found more of than it (or
+        the report) lists says so: ``50 lock overlaps (listed; 5,151 in the run)``."""
         check = {v.kind: v.check for v in self.violations}
+        more = {v.kind: v.total for v in self.violations if v.total > v.listed}
         return ", ".join(f"{n} {violation_words(check[kind], kind, n)}"
+                         + (f" (listed; {more[kind]:,} in the run)" if kind in more else "")
                          for kind, n in self.counts().items())
 
     def to_dict(self) -> dict[str, Any]:
@@ -134,6 +140,7 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
     items = [x for x in explained_items(dict(results)) if not x.info and x.check_valid is False]
     if not items:  # nothing to place: no pass over the history (a valid run's summary)
         return []
+    listed = Counter((x.check, x.kind) for x in items)
     places = places or places_of(history)
     faults = fault_runs(history)
     out: list[Incident] = []
@@ -141,6 +148,7 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
     rest: list[tuple[Explained, Violation]] = []
     for x in items:
         v = violation(x, places)
+        v.listed = listed[x.check, x.kind]
         first = x.item.get("first")
         if x.kind == "lock-overlaps" and isinstance(first, Mapping) and isinstance(
                 first.get("process"), int) and isinstance(first.get("acquired"), int | float):
@@ -186,7 +194,7 @@ def violation(x: Explained, places: Any) -> Violation:
     loc = locate(x.item, places)
     t0, t1, c0, c1 = (None if loc[k] is None else loc[k] / 1e6 for k in ("t0", "t1", "c0", "c1"))
     return Violation(x.n, x.check, x.kind, str(x.item.get("explanation", "")), t0, t1,
-                     list(loc["procs"]), c0, c1)
+                     list(loc["procs"]), c0, c1, x.total)
 
 
 def opener(inc: Incident, faults: Sequence[FaultRun]) -> FaultRun | None:

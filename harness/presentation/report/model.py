@@ -9,7 +9,12 @@ of a long run stays small and responsive:
 - a long history is not embedded op by op: :mod:`.sampling` keeps the pairs near violations and
   fault boundaries and draws the rest as density, so the page stays small for any run length;
 - the charts' figures (:mod:`.charts`) are computed here from every op, so they stay exact
-  whatever is embedded.
+  whatever is embedded;
+- what else grows with a run is bounded too: at most :data:`LISTED_PER_KIND` violations of
+  each kind are listed (the first ones; the count beside them stays the checker's), the hover
+  details of embedded ops share :data:`TEXT_CHARS` characters (those nearest a violation or a
+  fault boundary first), at most :data:`MAX_REJECTED` rejected writes are drawn one by one;
+  every fault window is kept exact.
 
 Violations are found generically: any list of dicts with an ``"explanation"`` in a checker's
 result, and any ``"witness"`` dict, so a new checker shows up in the report without changes here.
@@ -31,6 +36,9 @@ from harness.presentation.report import charts, sampling
 from harness.presentation.report.narrative import nemesis_of
 
 DETAIL_CHARS = 160
+LISTED_PER_KIND = 50  # violations of one kind listed one by one (the first ones)
+TEXT_CHARS = 150_000  # the embedded ops' distinct hover details, in all
+MAX_REJECTED = 4000  # rejected writes drawn one by one (the first ones)
 TYPE_CODES = {OK: 0, FAIL: 1, INFO: 2}  # 3: never completed
 SECOND_KEYS = ("from", "until", "acquired", "released", "invoked_s", "completed_s", "at",
                "time_s")
@@ -61,8 +69,9 @@ def grounds(history: Sequence[Op]) -> Grounds:
 
 
 def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any],
-          given: Grounds | None = None) -> dict[str, Any]:
-    """Everything the page's script draws, JSON-able."""
+          given: Grounds | None = None, max_pairs: int | None = None) -> dict[str, Any]:
+    """Everything the page's script draws, JSON-able (at most ``max_pairs`` op pairs embedded
+    one by one; default :data:`.sampling.MAX_PAIRS`)."""
     end_ns = max((op["time"] for op in history), default=0)
     clients = int(spec.get("clients") or 0)
     g = given or grounds(history)
@@ -72,8 +81,10 @@ def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any],
     writes = places.writes
     violations = list(find_violations(results, places))
     faults = fault_windows(history, end_ns)
-    keep, rule, radius = sampling.sample(client_pairs, violations, faults, us(end_ns))
-    ops, sampled = encode_ops(client_pairs, lane_of, keep, rule)
+    keep, rule, radius = sampling.sample(client_pairs, violations, faults, us(end_ns),
+                                         max_pairs)
+    ops, sampled = encode_ops(client_pairs, lane_of, keep, rule,
+                              sampling.focus(violations, faults), us(end_ns))
     spans, density = lock_spans(gs, lane_of), None
     rows = charts.workload_rows(client_pairs)
     if keep is not None:
@@ -130,42 +141,77 @@ def detail(inv: Op, done: Op | None) -> str:
 
 
 def encode_ops(client_pairs: list[tuple[Op, Op | None]], lane_of: dict[int, int],
-               keep: list[bool] | None, rule: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The embedded pairs (all, or those ``keep`` says: see :mod:`.sampling`) column-wise."""
+               keep: list[bool] | None, rule: str,
+               around: Sequence[tuple[int, int]] = (), end_us: int = 0
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The embedded pairs (all, or those ``keep`` says: see :mod:`.sampling`) column-wise;
+    their hover details within :data:`TEXT_CHARS` (see :func:`detail_texts`)."""
     fs: list[str] = []
     f_idx: dict[str, int] = {}
-    texts: list[str] = []
-    t_idx: dict[str, int] = {}
     cols: dict[str, list[int]] = {"lane": [], "t": [], "d": [], "ty": [], "f": [], "x": [],
                                   "i": []}
+    kept = client_pairs if keep is None else [p for p, k in zip(client_pairs, keep,
+                                                                 strict=True) if k]
+    texts, cols["x"], cut = detail_texts(kept, around, end_us)
     last = last_index = 0
-    for k, (inv, done) in enumerate(client_pairs):
-        if keep is not None and not keep[k]:
-            continue
+    for inv, done in kept:
         start = us(inv["time"])
         f = inv["f"]
         if f not in f_idx:
             f_idx[f] = len(fs)
             fs.append(f)
-        text = detail(inv, done)
-        if text not in t_idx:
-            t_idx[text] = len(texts)
-            texts.append(text)
         cols["lane"].append(lane_of[inv["process"]])
         cols["t"].append(start - last)
         last = start
         cols["d"].append(-1 if done is None else us(done["time"]) - start)
         cols["ty"].append(3 if done is None else TYPE_CODES.get(done["type"], 2))
         cols["f"].append(f_idx[f])
-        cols["x"].append(t_idx[text])
         index = int(inv.get("index", -1))
         cols["i"].append(index - last_index)  # delta-encoded too
         last_index = index
     total = len(client_pairs)
     embedded = len(cols["t"])
     sampling = {"pairs": total, "embedded": embedded, "decimated": embedded < total,
-                "rule": rule}
+                "rule": rule, "detailsCut": cut}
     return {**cols, "fs": fs, "texts": texts}, sampling
+
+
+def detail_texts(kept: Sequence[tuple[Op, Op | None]], around: Sequence[tuple[int, int]],
+                 end_us: int) -> tuple[list[str], list[int], int]:
+    """The distinct hover details of the embedded pairs, each pair's index into them (-1: its
+    detail is not embedded), and how many pairs lost theirs. Past :data:`TEXT_CHARS`
+    characters in all (a long run's values are mostly distinct: sessions, tokens), the
+    details nearest the focus (``around``, :func:`.sampling.focus`) are kept, then the
+    earliest."""
+    texts: list[str] = []
+    t_idx: dict[str, int] = {}
+    x: list[int] = []
+    chars = 0
+    for inv, done in kept:
+        text = detail(inv, done)
+        k = t_idx.get(text)
+        if k is None:
+            k = t_idx[text] = len(texts)
+            texts.append(text)
+            chars += len(text) + 3  # its quotes and comma in the page's JSON
+        x.append(k)
+    if chars <= TEXT_CHARS:
+        return texts, x, 0
+    dist = sampling.distances(kept, around, end_us) if around else [0.0] * len(kept)
+    nearest = [float("inf")] * len(texts)
+    for k, d in zip(x, dist, strict=True):
+        if d < nearest[k]:
+            nearest[k] = d
+    budget, renumber = TEXT_CHARS, [-1] * len(texts)
+    out: list[str] = []
+    for k in sorted(range(len(texts)), key=lambda k: (nearest[k], k)):
+        budget -= len(texts[k]) + 3
+        if budget < 0:
+            break
+        renumber[k] = len(out)
+        out.append(texts[k])
+    xs = [renumber[k] for k in x]
+    return out, xs, sum(1 for k in xs if k < 0)
 
 
 # lock spans, faults ------------------------------------------------------------------------------
@@ -185,14 +231,18 @@ def lock_spans(gs: list[Grant], lane_of: dict[int, int]) -> dict[str, list[int]]
 
 
 def rejected_writes(history: Sequence[Op], writes: dict[int, tuple[int, int, int]],
-                    lane_of: dict[int, int]) -> dict[str, list[int]]:
+                    lane_of: dict[int, int]) -> dict[str, Any]:
     """The writes the resource refused (a stale token: what fencing is for), in the resource's
     own order (``checker.sessions.resource_log``, the fencing checker's), each placed on its
-    client's lane when its write completed."""
-    out: dict[str, list[int]] = {"lane": [], "t": [], "seq": [], "tok": []}
+    client's lane when its write completed: the first :data:`MAX_REJECTED` of them (``total``:
+    how many there are)."""
+    out: dict[str, Any] = {"lane": [], "t": [], "seq": [], "tok": [], "total": 0}
     entries, _unknown = resource_log(history)
     for entry in entries:
         if entry.accepted or entry.kind == "read" or entry.seq not in writes:
+            continue
+        out["total"] += 1
+        if out["total"] > MAX_REJECTED:
             continue
         _inv, done, process = writes[entry.seq]
         if process not in lane_of:
@@ -363,7 +413,7 @@ def explained(result: dict[str, Any], depth: int = 0) -> Iterator[tuple[str, dic
             items = [i for i in value if isinstance(i, dict) and "explanation" in i]
             count = result.get(f"{key.rstrip('s')}-count")
             total = count if isinstance(count, int) and count >= len(items) else len(items)
-            for rank, item in enumerate(items):
+            for rank, item in enumerate(items[:LISTED_PER_KIND]):  # the count stays exact
                 yield key, item, rank, total
         elif isinstance(value, dict) and depth < 2:
             yield from explained(value, depth + 1)

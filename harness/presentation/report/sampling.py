@@ -6,7 +6,8 @@ width of a screen a second of a busy run is a few pixels holding thousands of op
 on (every listed violation's span and every fault boundary, out to a radius the budget allows,
 at most ``CONTEXT_US``), and draws every other pair as density: per lane, one column of
 ``DENSITY_COLS`` across the run saying which outcomes happened in it. Violations and fault
-windows are not ops: they are always drawn exactly, whatever is embedded.
+windows are not ops: they are always drawn exactly, whatever is embedded. The lock-held spans
+are thinned the same way, at most ``MAX_SPANS`` of them (:func:`thin_spans`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from harness.core.history import FAIL, OK, Op
 
 MAX_PAIRS = 32_000  # embedded op pairs: about 1.2 MB of page
 CONTEXT_US = 2_000_000  # at most 2 s around a violation or a fault boundary
+MAX_SPANS = 16_000  # embedded lock-held spans when the pairs are sampled: about 0.35 MB
 DENSITY_COLS = 2400  # columns of the lanes' density (about one a pixel on a 2400 px screen)
 
 Pair = tuple[Op, Op | None]
@@ -61,23 +63,25 @@ def distances(client_pairs: Sequence[Pair], spans: Sequence[tuple[int, int]], en
 
 
 def sample(client_pairs: Sequence[Pair], violations: Sequence[dict[str, Any]],
-           faults: Sequence[dict[str, Any]], end_us: int
+           faults: Sequence[dict[str, Any]], end_us: int, max_pairs: int | None = None
            ) -> tuple[list[bool] | None, str, float]:
     """Which pairs to embed (None: all of them), the rule in words for the page, and the
-    radius (us) around the focus within which things are embedded."""
+    radius (us) around the focus within which things are embedded: at most ``max_pairs``
+    (default :data:`MAX_PAIRS`)."""
+    max_pairs = MAX_PAIRS if max_pairs is None else max_pairs
     n = len(client_pairs)
-    if n <= MAX_PAIRS:
+    if n <= max_pairs:
         return None, "", math.inf
     spans = focus(violations, faults)
     if not spans:
         return [False] * n, "none: no listed violation and no fault to zoom in on", 0.0
     dist = distances(client_pairs, spans, end_us)
-    radius = min(float(CONTEXT_US), sorted(dist)[MAX_PAIRS])
+    radius = min(float(CONTEXT_US), sorted(dist)[max_pairs])
     if radius > 0:
         return [d < radius for d in dist], (f"every op pair within {radius / 1e6:.3g} s of a "
                                             "listed violation or a fault boundary"), radius
     inside = sum(1 for d in dist if d == 0)  # more pairs inside violations than the budget
-    step = math.ceil(inside / MAX_PAIRS)
+    step = math.ceil(inside / max(1, max_pairs))
     seen = 0
     keep = []
     for d in dist:
@@ -125,23 +129,32 @@ def lane_density(client_pairs: Sequence[Pair], lane_of: dict[int, int], keep: Se
 
 def thin_spans(spans: dict[str, list[int]], around: Sequence[tuple[int, int]], radius: float,
                end_us: int, lanes: int) -> tuple[dict[str, list[int]], list[str]]:
-    """The lock-held spans to embed (those within ``radius`` of the focus, those held to the
-    end, and those long enough to see at full width), and per lane one digit per column of the
-    run: 1 where a span not embedded held the lock."""
+    """The lock-held spans to embed (those held to the end, those long enough to see at full
+    width, and those within ``radius`` of the focus, at most :data:`MAX_SPANS` in that order
+    of preference, the nearest first), and per lane one digit per column of the run: 1 where
+    a span not embedded held the lock."""
     end = max(end_us, 1)
     width = end / DENSITY_COLS
     starts = [a for a, _ in around]
     out: dict[str, list[int]] = {key: [] for key in spans}
     diff = [[0] * (DENSITY_COLS + 1) for _ in range(lanes)]
-    for k, (lane, a, b) in enumerate(zip(spans["lane"], spans["s"], spans["e"], strict=True)):
+    rows = list(zip(spans["lane"], spans["s"], spans["e"], strict=True))
+    wanted: list[tuple[float, int]] = []  # (preference, span): the lower, the sooner kept
+    for k, (_lane, a, b) in enumerate(rows):
         j = bisect_right(starts, end if b < 0 else b) - 1
         d = max(0, a - around[j][1]) if j >= 0 else math.inf
         if j + 1 < len(around):
             d = min(d, starts[j + 1] - b)
         if b < 0 or b - a >= 2 * width or d < radius:
+            wanted.append((-2.0 if b < 0 else -1.0 if b - a >= 2 * width else d, k))
+    chosen = {k for _, k in (sorted(wanted)[:MAX_SPANS] if len(wanted) > MAX_SPANS
+                             else wanted)}
+    for k, (lane, a, b) in enumerate(rows):
+        if k in chosen:
             for key in spans:
                 out[key].append(spans[key][k])
             continue
+        b = end if b < 0 else b
         diff[lane][min(DENSITY_COLS - 1, int(a / width))] += 1
         diff[lane][min(DENSITY_COLS - 1, int(b / width)) + 1] -= 1
     held = []
