@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,9 @@ def test_clean_removes_everything_a_run_killed_with_sigkill_left(
     config.write_text(SCHEDULE)
     run_dir = killed_mid_run(store, *args, "--config", str(config), until=PARTITION_ON)
     test = json.loads((run_dir / "test.json").read_text())
-    run_id = test["run_id"]
+    run_id = test["run_id"]  # with its random tail: what clean selects the run's leftovers by
+    assert run_id == f"{run_dir.parent.name}/{run_dir.name}", run_id
+    assert re.fullmatch(r"\d{8}T\d{6}-[0-9a-f]{6}", run_dir.name), run_dir.name
     pids = recorded_pids(run_dir)
     below = descendants(pids)
     running = {p for p in pids | below if alive(p)}

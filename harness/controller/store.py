@@ -1,6 +1,6 @@
 """The results store: the only module that knows how a run directory is laid out.
 
-    <store>/<test-name>/<YYYYmmddTHHMMSS>/
+    <store>/<test-name>/<YYYYmmddTHHMMSS>-<tail>/   (tail: 6 random hex digits)
         test.json       the spec, seed, fault schedule, plugin versions, status (replayable)
         history.jsonl   the merged history
         results.json    the checkers' verdicts
@@ -22,6 +22,12 @@
 
 Everything else asks a :class:`Store` or a :class:`RunDir` for paths, and reads and writes
 runs through them.
+
+A run's id is ``<test-name>/<directory name>`` (test.json's ``run_id``): what its docker
+labels, its iptables rules' comment, its active-run marker and its scratch directory are named
+by, which ``harness clean`` selects by. The directory's random tail keeps two runs of one test
+started in the same second apart, in two stores as in one (two pytest-xdist workers, two
+``--jobs``); a directory from before the tail (``<stamp>`` or ``<stamp>-<n>``) loads as any.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,6 +53,7 @@ from harness.core.journal import merge_journals
 LATEST = "latest"
 SUITES = "_suites"
 EXPLORE = "_explore"
+RUN_TAIL_BYTES = 3  # a run directory's random tail: 6 hex digits
 NAME = re.compile(r"[^A-Za-z0-9_.+-]")
 MAX_JSON_BYTES = 64 * 1024 * 1024
 
@@ -212,15 +220,16 @@ class Store:
         self.root = Path(root)
 
     def create(self, test_name: str) -> RunDir:
-        """A new, empty run directory for ``test_name``."""
+        """A new, empty run directory for ``test_name``: ``<stamp>-<tail>``, the tail random
+        (the run id, ``<test>/<name>``, is then unique across stores)."""
         stamp = time.strftime("%Y%m%dT%H%M%S")
         base = self.root / safe_name(test_name)
         try:
             base.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise HarnessError(f"cannot create the results store {base}: {e.strerror}") from None
-        for n in range(1000):
-            run = base / (stamp if n == 0 else f"{stamp}-{n}")
+        for _ in range(100):
+            run = base / f"{stamp}-{secrets.token_hex(RUN_TAIL_BYTES)}"
             try:
                 run.mkdir()
             except FileExistsError:

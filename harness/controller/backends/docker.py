@@ -157,10 +157,10 @@ class DockerBackend(ProcessNodes):
         self._docker = c = client()
         image = ensure_image(c)
         labels = {LABEL: "1", RUN_LABEL: self.run_id}
-        # docker names take [a-zA-Z0-9_.-] only (a test name joins nemeses with "+"). Two runs
-        # of one test started in the same second (two stores, as under pytest-xdist) have one
-        # run id: a random tail keeps their networks apart (docker lets two networks share a
-        # name, and then refuses to attach a container to either: "ambiguous").
+        # docker names take [a-zA-Z0-9_.-] only (a test name joins nemeses with "+"). The run
+        # id's own random tail (store.py) keeps two runs of one test started in the same second
+        # apart; this one also keeps apart a run id from before it (docker lets two networks
+        # share a name, and then refuses to attach a container to either: "ambiguous").
         slug = re.sub(r"[^A-Za-z0-9.-]", "-", self.run_id)[-33:].lstrip(".-")
         slug = f"{slug}-{secrets.token_hex(3)}"
         self.network = c.networks.create(f"lh-{slug}", driver="bridge", labels=labels)
