@@ -237,6 +237,22 @@ def test_lock_spans_past_their_cap_keep_the_open_ones_then_the_nearest(
     assert held[0].count("1") == 91  # every span not embedded shows in the density
 
 
+def test_rejected_writes_past_their_cap_are_counted_and_the_first_drawn(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report_model, "MAX_REJECTED", 3)
+    log = [{"seq": s, "process": 0, "session": 1, "kind": "enter", "token": 1,
+            "accepted": s == 1} for s in range(1, 11)]
+    history = [{"index": 0, "time": 0, "process": 1, "type": "invoke", "f": "read"},
+               {"index": 1, "time": 10**9, "process": 1, "type": "ok", "f": "read",
+                "value": log}]
+    writes = {s: (s * 1000, s * 1000 + 10, 0) for s in range(1, 11)}
+    out = report_model.rejected_writes(history, writes, {0: 0})
+    assert out["seq"] == [2, 3, 4] and out["total"] == 9
+    model = {"sampling": {"decimated": False, "pairs": 0}, "rejected": out, "violations": []}
+    assert "The resource rejected 9 writes; the first 3 are drawn." in html_report.timeline(
+        model)
+
+
 def test_the_page_stays_under_its_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
     """Should the page still come out over PAGE_BYTES, it is built again with fewer pairs
     embedded one by one: it ends under the ceiling and says what it embeds."""
