@@ -153,3 +153,59 @@ def test_a_refusal_in_a_large_file_names_its_line(tmp_path: Path,
         path.write_bytes(b"\n".join(bad) + b"\n")
         with pytest.raises(HistoryError, match=message):
             read_history(path)
+
+
+@settings(max_examples=150, deadline=None)
+@given(history_bytes(), st.integers(1, 400))
+def test_a_journal_read_in_bulk_reads_as_it_did(data: bytes, block: int) -> None:
+    """A journal (its ops in their order, not by time; bytes that are not UTF-8 replaced) from
+    the bulk decoder or, where it declines, the strict reader, as the strict reader reads it."""
+    import tempfile
+
+    from harness.core import journal
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "c0.jsonl"
+        path.write_bytes(data)
+
+        def read(bulk_bytes: int) -> list[dict[str, Any]] | str:
+            old = journal.BULK_BYTES, history_bulk.BLOCK
+            journal.BULK_BYTES, history_bulk.BLOCK = bulk_bytes, block
+            try:
+                return journal.read_journal(path)
+            except HistoryError as e:
+                return str(e)
+            finally:
+                journal.BULK_BYTES, history_bulk.BLOCK = old
+
+        same(read(0), read(1 << 62))
+
+
+def test_journals_decoded_in_bulk_merge_as_before(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.core import journal
+
+    for p in range(3):
+        ops = [{"time": 7 * i + p, "process": p, "type": ("invoke", "ok")[i % 2],
+                "f": "acquire", "value": {"timeout": 1.5} if i % 2 == 0 else {"session": i},
+                "lock": "lock"} for i in range(600)]
+        ops[5]["error"] = "ConnectionError: refused"  # a colon inside a string
+        lines = [compact(op) for op in ops]
+        if p == 0:
+            lines[7] = lines[7][:-1] + b',"note":"caf\xff"}'  # not UTF-8: replaced, as before
+        (tmp_path / f"c{p}.jsonl").write_bytes(b"\n".join(lines) + b'\n{"time": 99, "pro')
+    (tmp_path / "nemesis.jsonl").write_bytes(compact(
+        {"time": 3, "process": "nemesis", "type": "info", "f": "pause", "value": None,
+         "targets": ["n1"]}) + b"\n")
+    paths = sorted(tmp_path.glob("*.jsonl"))
+    monkeypatch.setattr(journal, "BULK_BYTES", 1 << 62)
+    before = journal.merge_journals(paths)
+    monkeypatch.setattr(journal, "BULK_BYTES", 0)
+    monkeypatch.setattr(history_bulk, "BLOCK", 2048)
+    after = journal.merge_journals(paths)
+    same(after, before)
+    for p, declined in ((0, True), (1, False)):
+        with (tmp_path / f"c{p}.jsonl").open("rb") as fh:
+            data = journal.read_lines(fh)[0]
+        assert (history_bulk.bulk_lines(data, "c") is None) is declined
+    assert len(after) == 1801 and after[0]["time"] == 0 and after[-1]["index"] == 1800

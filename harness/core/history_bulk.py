@@ -149,8 +149,7 @@ def read_blocks(fh: BinaryIO, name: str, progress: Callable[[int], None] | None 
     :func:`harness.core.history.parse_lines` would return for its lines, or its error.
     ``progress`` is told the bytes read so far after each block."""
     ops: list[Op] = []
-    names = {t: t for t in TYPES}  # the schema's own strings for the types
-    decoder = _Decoder(names)
+    decoder = new_decoder()
     line, last = 1, -1
     while block := fh.read(BLOCK):
         if not block.endswith(b"\n"):
@@ -172,32 +171,47 @@ def read_block(block: bytes, name: str, first: int, last: int, decoder: _Decoder
     """The ops of ``block``, whole lines of a file from line ``first`` on, after an op at time
     ``last``; ``decoder``: the file's, which shares its strings (one object per type, f,
     lock)."""
-    names = decoder.names
-    ops = None
-    if decoder.decode_lines is not None:
-        try:
-            ops = _decoded(block, name, first, names, decoder.decode_lines)
-        except _NewName:
-            pass
-        else:
-            if ops is not None:
-                decoder.learn(ops)  # the strict reader's lines may have new names
-    if ops is None:
-        ops = _decoded(block, name, first, names, _decode_any)
-        if ops is not None:
-            _share(ops, names)
-            decoder.learn(ops)
-    if ops is not None and ops:
+    ops = bulk(block, name, first, decoder)
+    if ops is not None:
+        if not ops:
+            return ops
         times = list(map(_TIME, ops))
         if last <= times[0] and all(map(le, times, islice(times, 1, None))):
             return ops
-    elif ops is not None:
-        return ops
     parts = block.split(b"\n")
     lines = [p + b"\n" for p in parts[:-1]]
     if parts[-1]:
         lines.append(parts[-1])  # the file's last line, with no newline
-    return parse_lines(lines, name, first=first, last=last, names=names)
+    return parse_lines(lines, name, first=first, last=last, names=decoder.names)
+
+
+def bulk(block: bytes, name: str, first: int, decoder: _Decoder) -> list[Op] | None:
+    """The ops of ``block`` (whole lines from line ``first`` on) in their order, decoded in
+    bulk; None where the block must be read strictly whole (see the module's docstring)."""
+    names = decoder.names
+    if decoder.decode_lines is not None:
+        try:
+            got = _decoded(block, name, first, names, decoder.decode_lines)
+        except _NewName:
+            pass
+        else:
+            if got is not None:
+                ops, strict = got
+                if strict:
+                    decoder.learn(ops)  # the strict reader's lines may have new names
+                return ops
+    got = _decoded(block, name, first, names, _decode_any)
+    if got is None:
+        return None
+    ops = got[0]
+    _share(ops, names)
+    decoder.learn(ops)
+    return ops
+
+
+def new_decoder() -> _Decoder:
+    """A decoder for one file (it learns the file's names)."""
+    return _Decoder({t: t for t in TYPES})  # the schema's own strings for the types
 
 
 _TIME = itemgetter("time")
@@ -205,10 +219,12 @@ _PLUS_ONE = (1).__add__
 
 
 def _decoded(block: bytes, name: str, first: int, names: dict[str, str],
-             decode_lines: Callable[[memoryview], list[Op]]) -> list[Op] | None:
-    """The ops of ``block`` read in bulk, the lines the schema does not describe read strictly;
-    None where the block must be read strictly whole (see the module's docstring). Raises
-    :class:`_NewName` where the Literal decoder does not know an f or a lock."""
+             decode_lines: Callable[[memoryview], list[Op]]
+             ) -> tuple[list[Op], set[int]] | None:
+    """The ops of ``block`` read in bulk, the lines the schema does not describe read strictly
+    (and which those are); None where the block must be read strictly whole (see the module's
+    docstring). Raises :class:`_NewName` where the Literal decoder does not know an f or a
+    lock."""
     if not (block.startswith(b"{") and block.endswith(b"}\n")):
         return None
     n = block.count(b"}\n{") + 1  # lines, if every newline but the last is between } and {
@@ -268,7 +284,7 @@ def _decoded(block: bytes, name: str, first: int, names: dict[str, str],
                     return None
                 ops[i] = op
                 strict.add(i)
-    return ops
+    return ops, strict
 
 
 def _count(data: bytes, byte: bytes) -> int:
@@ -299,3 +315,22 @@ def _share(ops: list[Op], names: dict[str, str]) -> None:
         lock = op.get("lock")
         if lock is not None:
             op["lock"] = share(lock, lock)
+
+
+def bulk_lines(data: bytes, name: str) -> list[Op] | None:
+    """The ops of ``data``, whole lines in their order (a journal's: not ordered by time), all
+    decoded in bulk; None where a block must be read strictly (the caller then reads all of
+    ``data`` as it always did)."""
+    decoder = new_decoder()
+    ops: list[Op] = []
+    start, line = 0, 1
+    while start < len(data):
+        end = data.find(b"\n", start + BLOCK)
+        end = len(data) if end < 0 else end + 1
+        got = bulk(data[start:end], name, line, decoder)
+        if got is None:
+            return None
+        ops += got
+        line += len(got)  # one op a line: a blank line is read strictly
+        start = end
+    return ops

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from itertools import repeat
 
 from harness.core.heap import collector_paused
 from harness.core.history import MAX_LINE, HistoryError, Op, parse_lines
@@ -61,8 +62,9 @@ def read_history(path: str | os.PathLike[str], progress: Callable[[int], None] |
         raise HistoryError(f"{p}: cannot read ({e.strerror})") from None
     except UnicodeDecodeError:
         raise HistoryError(f"{p}: not UTF-8 text; is this a history.jsonl?") from None
-    for i, op in enumerate(ops):
-        op.setdefault("index", i)
+    if not all(map(dict.__contains__, ops, repeat("index"))):  # (a pass in C: they usually do)
+        for i, op in enumerate(ops):
+            op.setdefault("index", i)
     require(ops, lambda i: f"{p} line {_line_of(p, i)}", ordered=True)  # parse_lines saw times
     return ops
 
