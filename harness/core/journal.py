@@ -30,7 +30,7 @@ _OPTIONS = orjson.OPT_NON_STR_KEYS
 NEWLINE = 10
 GROWTH = 4 << 20  # bytes the file grows by at a time (then one new mapping)
 _SCAN = 1 << 18  # bytes a reader takes at a time while it looks for the end of the lines
-BULK_BYTES = 1 << 20  # a journal this large is decoded in bulk (harness.core.history_bulk)
+BULK_BYTES = 256 << 10  # a journal this large is decoded in bulk (harness.core.history_bulk)
 
 
 class JournalWriter:
