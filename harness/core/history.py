@@ -301,16 +301,20 @@ def _check_lock_fields(op: Op, where: Where) -> None:
                                f"{show(detail)}")
 
 
-def parse_lines(lines: Iterable[str | bytes], name: str, *, ordered: bool = True) -> list[Op]:
-    """Parse JSON lines. ``ordered``: times must not go backwards (true of a merged history)."""
+def parse_lines(lines: Iterable[str | bytes], name: str, *, ordered: bool = True,
+                first: int = 1, last: int = -1, names: dict[str, str] | None = None
+                ) -> list[Op]:
+    """Parse JSON lines. ``ordered``: times must not go backwards (true of a merged history).
+    A part of a file: ``first`` is the number of its first line, ``last`` the time of the op
+    before it, ``names`` the strings shared so far (see below)."""
     import json  # JSON lines only: a process reading a Jepsen log or EDN never imports it
 
     ops: list[Op] = []
-    names: dict[str, str] = {}
-    last = -1
+    if names is None:
+        names = {}
     _loads("{}")  # orjson imported
     loads, decode_error = _orjson.loads, _orjson.JSONDecodeError
-    for lineno, line in enumerate(lines, 1):
+    for lineno, line in enumerate(lines, first):
         if not line.strip():
             continue
         where = (name, lineno)

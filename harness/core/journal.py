@@ -30,6 +30,7 @@ _OPTIONS = orjson.OPT_NON_STR_KEYS
 NEWLINE = 10
 GROWTH = 4 << 20  # bytes the file grows by at a time (then one new mapping)
 _SCAN = 1 << 18  # bytes a reader takes at a time while it looks for the end of the lines
+BULK_BYTES = 256 << 10  # a journal this large is decoded in bulk (harness.core.history_bulk)
 
 
 class JournalWriter:
@@ -153,6 +154,12 @@ def read_journal(path: Path) -> list[Op]:
     finished and the zeros of the space it had reserved, is dropped."""
     with path.open("rb") as fh:
         data, _ = read_lines(fh)
+    if len(data) >= BULK_BYTES:
+        from harness.core.history_bulk import bulk_lines
+
+        ops = bulk_lines(data, str(path))
+        if ops is not None:
+            return ops
     text = data.decode("utf-8", errors="replace")
     return parse_lines(text.split("\n")[:-1], str(path), ordered=False)
 

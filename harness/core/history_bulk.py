@@ -1,0 +1,336 @@
+"""The bulk reading of a large JSON-lines history: a block of whole lines decoded and checked
+in C, in one call (msgspec, against a schema of the usual client op), instead of one line at a
+time in Python.
+
+The schema is a subset of what :func:`harness.core.history.validate_op` accepts: a client's op
+(an int process) of the usual fields, its value null, a scalar, or an object of scalars whose
+typed fields (``seq``, ``session``, ``validity``, ...) have their types. Whatever else a block
+holds goes to the strict reader, :func:`harness.core.history.parse_lines`:
+
+- a line the schema refuses (a nemesis op, a value that is a list, ...): that line alone;
+- a line whose colons outnumber the keys decoded from it (a field the schema does not name,
+  which it drops; a duplicate key, which it merges; a colon inside a string): that line alone;
+- anything odd in the block's shape (a blank line, a carriage return, a line that does not
+  begin with ``{`` and end with ``}``), JSON that the decoder refuses (NaN, a lone surrogate,
+  bytes that are not UTF-8), a line the strict reader refuses, or times that go backwards:
+  the whole block, line by line, so that every refusal is the strict reader's own, naming the
+  same line with the same words.
+
+A line begins with ``{`` and ends with ``}``, and every newline of the block stands between
+``}`` and ``{``: such a newline cannot be inside a JSON value (a string holds no raw newline;
+after a closing brace, an object wants a comma or its own end), so when the decoder finds as
+many values as the block has lines, each line holds exactly one.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import accumulate, islice, repeat, zip_longest
+from operator import itemgetter, le
+from typing import Annotated, Literal, TypedDict
+
+import msgspec
+import orjson
+
+from harness.core.history import MAX_LINE, MAX_NAME, MAX_TIME, TYPES, Op, parse_lines
+
+TYPE_CHECKING = False  # see harness/core/history.py
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, BinaryIO
+
+BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
+_BOM = b"\xef\xbb\xbf"
+
+_Int = Annotated[int, msgspec.Meta(ge=-MAX_TIME, le=MAX_TIME)]
+_Nat = Annotated[int, msgspec.Meta(ge=0, le=MAX_TIME)]
+_Scalar = None | bool | str | float | _Int
+_Seconds = (Annotated[float, msgspec.Meta(gt=-1e12, lt=1e12)]
+            | Annotated[int, msgspec.Meta(gt=-10**12, lt=10**12)] | None)
+
+# A value that is an object: the fields the lock checkers read, typed as
+# harness.core.history._check_fields requires, and the other fields our workloads write. Any
+# other field is dropped by the decoder, and the colon count sends its line to the strict reader.
+_Value = TypedDict("_Value", {  # (functional form: "from" is a keyword)
+    "seq": _Int | None, "session": _Int | None, "from": _Int | None, "to": _Int | None,
+    "counter": _Int | None, "process": _Int | None, "token": _Int | None,
+    "kind": str | None, "validity": _Seconds,
+    "timeout": _Scalar, "in_lock_tx": _Scalar, "error": _Scalar,
+}, total=False)
+
+
+_F = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_NAME)]
+_LOCK = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
+
+
+class _Optional(TypedDict, total=False):
+    """The usual client op's optional fields."""
+
+    index: _Nat
+    value: _Scalar | _Value
+    token: _Int | None
+    error: _Scalar
+
+
+def _schema(f: Any, lock: Any) -> Any:
+    """The usual client op, its ``f`` and ``lock`` of the types given. Made by the TypedDict
+    class itself, not ``TypedDict(...)`` with ``Required[f]`` or ``lock | None``: typing caches
+    those by value, and would give back the Literal of another file (see :func:`_literal`)."""
+    fields = {"time": _Nat, "process": _Int, "type": Literal["invoke", "ok", "fail", "info"],
+              "f": f}
+    optional = type(_Optional)("_Lock", (_Optional,), {"__annotations__": {"lock": lock}},
+                               total=False)
+    return type(_Optional)("_ClientOp", (optional,), {"__annotations__": fields}, total=True)
+
+
+_decode_any = msgspec.json.Decoder(_schema(_F, _LOCK | None)).decode_lines
+SHARED = 64  # f and lock names the decoder knows by name at most (then the names are shared in
+# Python, op by op)
+
+
+class _Decoder:
+    """The schema's decoder. Once it has seen a file's f and lock names (a few), it takes them
+    as Literal types and so decodes each as one shared str object (the strict reader shares
+    them too: a third less memory for millions of ops), with no pass over the ops in Python; a
+    block with a name it does not know yet is decoded again with str types, its names shared
+    op by op, and the next block's decoder knows them."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names
+        self.fs: set[str] = set()
+        self.locks: set[str] = set()
+        self.decode_lines = None  # the Literal one: none before the first block
+
+    def learn(self, ops: list[Op]) -> None:
+        fs = set(map(_F_OF, ops))
+        locks = {x for x in set(map(dict.get, ops, repeat("lock"))) if type(x) is str and x}
+        if fs <= self.fs and locks <= self.locks and self.decode_lines is not None:
+            return
+        self.fs |= fs
+        self.locks |= locks
+        if len(self.fs) + len(self.locks) > SHARED:
+            self.decode_lines = None
+            return
+        share = self.names.setdefault
+        fs = [share(x, x) for x in sorted(self.fs)]
+        locks = [share(x, x) for x in sorted(self.locks)]
+        decode_lines = msgspec.json.Decoder(_schema(_literal(fs), _literal([None, *locks]))
+                                            ).decode_lines
+        probe = [{"time": 0, "process": 0, "type": "ok", "f": f, "lock": lock}
+                 for f, lock in zip_longest(fs, locks, fillvalue=None)]
+        for op in probe:
+            op["f"] = op["f"] or fs[0]
+        got = decode_lines(b"\n".join(map(orjson.dumps, probe)))
+        same = all(a is b for op, want in zip(got, probe, strict=True)
+                   for a, b in ((op["f"], want["f"]), (op["lock"], want["lock"])))
+        self.decode_lines = decode_lines if same else None
+
+
+def _literal(names: list[Any]) -> Any:
+    """``Literal[*names]`` (made afresh where typing allows: ``Literal[...]`` is cached by
+    value, and may give back the alias made for another file, with that file's objects; the
+    decoder returns the objects of its Literal; :meth:`_Decoder.learn` checks they are ours)."""
+    make = getattr(getattr(Literal, "_getitem", None), "__wrapped__", None)
+    return make(Literal, *names) if make is not None else Literal[tuple(names)]  # type: ignore
+
+
+_AT = re.compile(r"`\$\[(\d+)\]")  # where a validation error is: "- at `$[12].value`"
+_NAMED = re.compile(r"`\$\[\d+\]\.(f|lock)`")  # an f or lock the Literal decoder may not know
+_F_OF = itemgetter("f")
+
+
+class _NewName(Exception):
+    """A name the Literal decoder does not know (or an f or lock of a wrong type)."""
+
+
+def read_blocks(fh: BinaryIO, name: str, progress: Callable[[int], None] | None = None
+                ) -> list[Op]:
+    """The ops of a JSON-lines file, ordered by time, read a block at a time; what
+    :func:`harness.core.history.parse_lines` would return for its lines, or its error.
+    ``progress`` is told the bytes read so far after each block."""
+    ops: list[Op] = []
+    decoder = new_decoder()
+    line, last = 1, -1
+    while block := fh.read(BLOCK):
+        if not block.endswith(b"\n"):
+            block += fh.readline(MAX_LINE + 1)  # a longer line is refused by the strict reader
+        if line == 1 and block.startswith(_BOM):
+            block = block[len(_BOM):]  # a byte order mark some editors write: not part of a line
+        got = read_block(block, name, line, last, decoder)
+        if got:
+            last = got[-1]["time"]
+            ops += got
+        line += block.count(b"\n")
+        if progress is not None:
+            progress(fh.tell())
+    return ops
+
+
+def read_block(block: bytes, name: str, first: int, last: int, decoder: _Decoder
+               ) -> list[Op]:
+    """The ops of ``block``, whole lines of a file from line ``first`` on, after an op at time
+    ``last``; ``decoder``: the file's, which shares its strings (one object per type, f,
+    lock)."""
+    ops = bulk(block, name, first, decoder)
+    if ops is not None:
+        if not ops:
+            return ops
+        times = list(map(_TIME, ops))
+        if last <= times[0] and all(map(le, times, islice(times, 1, None))):
+            return ops
+    parts = block.split(b"\n")
+    lines = [p + b"\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])  # the file's last line, with no newline
+    return parse_lines(lines, name, first=first, last=last, names=decoder.names)
+
+
+def bulk(block: bytes, name: str, first: int, decoder: _Decoder) -> list[Op] | None:
+    """The ops of ``block`` (whole lines from line ``first`` on) in their order, decoded in
+    bulk; None where the block must be read strictly whole (see the module's docstring)."""
+    names = decoder.names
+    if decoder.decode_lines is not None:
+        try:
+            got = _decoded(block, name, first, names, decoder.decode_lines)
+        except _NewName:
+            pass
+        else:
+            if got is not None:
+                ops, strict = got
+                if strict:
+                    decoder.learn(ops)  # the strict reader's lines may have new names
+                return ops
+    got = _decoded(block, name, first, names, _decode_any)
+    if got is None:
+        return None
+    ops = got[0]
+    _share(ops, names)
+    decoder.learn(ops)
+    return ops
+
+
+def new_decoder() -> _Decoder:
+    """A decoder for one file (it learns the file's names)."""
+    return _Decoder({t: t for t in TYPES})  # the schema's own strings for the types
+
+
+_TIME = itemgetter("time")
+_PLUS_ONE = (1).__add__
+
+
+def _decoded(block: bytes, name: str, first: int, names: dict[str, str],
+             decode_lines: Callable[[memoryview], list[Op]]
+             ) -> tuple[list[Op], set[int]] | None:
+    """The ops of ``block`` read in bulk, the lines the schema does not describe read strictly
+    (and which those are); None where the block must be read strictly whole (see the module's
+    docstring). Raises :class:`_NewName` where the Literal decoder does not know an f or a
+    lock."""
+    if not (block.startswith(b"{") and block.endswith(b"}\n")):
+        return None
+    n = block.count(b"}\n{") + 1  # lines, if every newline but the last is between } and {
+    if _count(block, b"\n") != n:
+        return None
+    lines: list[bytes] = []  # split when a line must be read strictly
+    view = memoryview(block)
+    ops: list[Op] = []
+    strict: set[int] = set()  # the lines read by the strict reader
+    at = start = 0  # the first line not decoded yet, and where it starts
+    while at < n:
+        try:
+            got = decode_lines(view[start:])
+        except msgspec.ValidationError as e:
+            if decode_lines is not _decode_any and _NAMED.search(str(e)):
+                raise _NewName from None
+            m = _AT.search(str(e))
+            if m is None:
+                return None
+            k = int(m.group(1))
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return None
+        else:
+            if len(got) != n - at:
+                return None
+            ops += got
+            break
+        if not lines:
+            lines = block.split(b"\n")
+            starts = list(accumulate(map(_PLUS_ONE, map(len, lines)), initial=0))
+        if k:
+            try:
+                got = decode_lines(view[start:starts[at + k]])
+            except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+                return None
+            if len(got) != k:
+                return None
+            ops += got
+        at += k
+        op = _strict(lines[at], name, first + at, names)
+        if op is None:
+            return None
+        ops.append(op)
+        strict.add(at)
+        at += 1
+        start = starts[at]
+    values = list(map(dict.get, ops, repeat("value")))
+    keys = sum(map(len, ops)) + sum([len(v) for v in values if type(v) is dict])
+    if keys != _count(block, b":"):  # a line with a field the schema dropped or merged, or ...
+        if not lines:
+            lines = block.split(b"\n")
+        for i, colons in enumerate(map(bytes.count, lines[:n], repeat(b":"))):
+            v = values[i]
+            if colons != len(ops[i]) + (len(v) if type(v) is dict else 0) and i not in strict:
+                op = _strict(lines[i], name, first + i, names)  # ... a colon inside a string
+                if op is None:
+                    return None
+                ops[i] = op
+                strict.add(i)
+    return ops, strict
+
+
+def _count(data: bytes, byte: bytes) -> int:
+    """How many times ``byte`` is in ``data``: twice as fast as ``bytes.count``, which looks at
+    a byte at a time where ``replace`` searches."""
+    return len(data) - len(data.replace(byte, b""))
+
+
+def _strict(line: bytes, name: str, lineno: int, names: dict[str, str]) -> Op | None:
+    """One line read by the strict reader; None where it refuses it (the block is then read
+    strictly whole, for its first refusal)."""
+    from harness.core.history import HistoryError
+
+    try:
+        got = parse_lines([line + b"\n"], name, ordered=False, first=lineno, names=names)
+    except HistoryError:
+        return None
+    return got[0] if len(got) == 1 else None
+
+
+def _share(ops: list[Op], names: dict[str, str]) -> None:
+    """One str object per distinct f and lock name, as the strict reader keeps them (the
+    schema's types are shared already)."""
+    share = names.setdefault
+    for op in ops:
+        f = op["f"]
+        op["f"] = share(f, f)
+        lock = op.get("lock")
+        if lock is not None:
+            op["lock"] = share(lock, lock)
+
+
+def bulk_lines(data: bytes, name: str) -> list[Op] | None:
+    """The ops of ``data``, whole lines in their order (a journal's: not ordered by time), all
+    decoded in bulk; None where a block must be read strictly (the caller then reads all of
+    ``data`` as it always did)."""
+    decoder = new_decoder()
+    ops: list[Op] = []
+    start, line = 0, 1
+    while start < len(data):
+        end = data.find(b"\n", start + BLOCK)
+        end = len(data) if end < 0 else end + 1
+        got = bulk(data[start:end], name, line, decoder)
+        if got is None:
+            return None
+        ops += got
+        line += len(got)  # one op a line: a blank line is read strictly
+        start = end
+    return ops
