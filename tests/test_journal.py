@@ -273,3 +273,16 @@ def test_a_line_is_what_orjson_with_its_options_writes_whichever_path_encodes_it
     assert [op["value"] for op in got] == [{"session": 2, "validity": 2.5},
                                            {"1": "a", "2.5": [3]}, str(thing)]
     assert [sorted(op) for op in got] == [["f", "lock", "process", "time", "type", "value"]] * 3
+
+
+def test_an_op_s_keys_come_in_one_order_and_none_is_left_out(tmp_path: Path) -> None:
+    w = JournalWriter(tmp_path / "c0.jsonl", 3, 0)
+    w.record("fail", "release", {"session": 1}, error="not-held", token=7, lock="l")
+    w.record("invoke", "acquire", None, lock=None, token=None, error=None)
+    w.close()
+    lines = (tmp_path / "c0.jsonl").read_bytes().splitlines()
+    assert [list(json.loads(x)) for x in lines] == [
+        ["time", "process", "type", "f", "value", "lock", "token", "error"],
+        ["time", "process", "type", "f", "value"]]
+    assert lines[0].endswith(b',"process":3,"type":"fail","f":"release","value":{"session":1},'
+                             b'"lock":"l","token":7,"error":"not-held"}')

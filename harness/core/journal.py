@@ -53,10 +53,18 @@ class JournalWriter:
     def now(self) -> int:
         return max(0, monotonic_ns() - self.t0_ns)
 
-    def record(self, type_: str, f: str, value: Any = None, **extra: Any) -> Op:
+    def record(self, type_: str, f: str, value: Any = None, lock: str | None = None,
+               token: Any = None, **extra: Any) -> Op:
+        """Journal one op, now. Its keys: time, process, type, f, value, then ``lock``,
+        ``token`` and ``extra`` in that order, each only when it is not None (the lock and
+        token of a lock workload's every op are named parameters: no dict built for them)."""
         t = monotonic_ns() - self.t0_ns
         op: Op = {"time": t if t > 0 else 0, "process": self.process, "type": type_, "f": f,
                   "value": value}
+        if lock is not None:
+            op["lock"] = lock
+        if token is not None:
+            op["token"] = token
         if extra:
             for k, v in extra.items():
                 if v is not None:
@@ -67,7 +75,9 @@ class JournalWriter:
             except TypeError:
                 line = encode(op)
             n = len(line)
-            with self._mu:
+            mu = self._mu
+            mu.acquire()
+            try:
                 m = self._map
                 at = self._end - self._base
                 if m is not None and at + n < len(m):  # room in the mapping: the common case
@@ -77,6 +87,8 @@ class JournalWriter:
                     self.lines += 1
                 elif self._fd is not None:  # not closed meanwhile
                     self._append(line)
+            finally:
+                mu.release()
         return op
 
     def _append(self, line: bytes) -> None:
