@@ -36,7 +36,7 @@ class Command:
     """A command whose arguments are fixed but one (``HOLE``), packed once: ``pack(value)`` is
     what :func:`hiredis.pack_command` makes of the arguments with ``value`` in the hole (a
     lock's request with its owner: a copy of three pieces, where the packing of every argument
-    costs twenty times as much)."""
+    costs ten times as much: 1.3 against 0.14 us for the SET NX PX)."""
 
     def __init__(self, *args: Any) -> None:
         at = next(i for i, a in enumerate(args) if a is HOLE)
