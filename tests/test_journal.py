@@ -248,3 +248,41 @@ def test_the_merge_orders_as_the_time_journal_line_sort_did(tmp_path: Path) -> N
     got = merge_journals(paths)
     assert [list(op.items()) for op in got] == [list(op.items()) for op in want]
     assert len({op["time"] for op in got}) < len(got)  # ties were there to order
+
+
+def test_a_line_is_what_orjson_with_its_options_writes_whichever_path_encodes_it(
+        tmp_path: Path) -> None:
+    """Plain orjson first, its options (keys that are no strings, ``default=str``) only where
+    it refuses without them: the bytes are the same either way."""
+    import orjson
+
+    from harness.core.journal import encode
+
+    thing = object()
+    ops = [{"time": 1, "process": 0, "type": "ok", "f": "acquire", "value": {"session": 2,
+                                                                             "validity": 2.5}},
+           {"time": 2, "process": 0, "type": "ok", "f": "read", "value": {1: "a", 2.5: [3]}},
+           {"time": 3, "process": 0, "type": "info", "f": "write", "value": thing}]
+    for op in ops:
+        assert encode(op) == orjson.dumps(op, option=orjson.OPT_NON_STR_KEYS, default=str)
+    w = JournalWriter(tmp_path / "c0.jsonl", 0, 0)
+    for op in ops:
+        w.record(op["type"], op["f"], op["value"], lock="l", token=None)
+    w.close()
+    got = read_journal(tmp_path / "c0.jsonl")
+    assert [op["value"] for op in got] == [{"session": 2, "validity": 2.5},
+                                           {"1": "a", "2.5": [3]}, str(thing)]
+    assert [sorted(op) for op in got] == [["f", "lock", "process", "time", "type", "value"]] * 3
+
+
+def test_an_op_s_keys_come_in_one_order_and_none_is_left_out(tmp_path: Path) -> None:
+    w = JournalWriter(tmp_path / "c0.jsonl", 3, 0)
+    w.record("fail", "release", {"session": 1}, error="not-held", token=7, lock="l")
+    w.record("invoke", "acquire", None, lock=None, token=None, error=None)
+    w.close()
+    lines = (tmp_path / "c0.jsonl").read_bytes().splitlines()
+    assert [list(json.loads(x)) for x in lines] == [
+        ["time", "process", "type", "f", "value", "lock", "token", "error"],
+        ["time", "process", "type", "f", "value"]]
+    assert lines[0].endswith(b',"process":3,"type":"fail","f":"release","value":{"session":1},'
+                             b'"lock":"l","token":7,"error":"not-held"}')

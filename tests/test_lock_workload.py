@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import hiredis
 import pytest
 
 from dbs.redis import RedisDB
@@ -23,9 +24,10 @@ from harness.core.locks import Grant, Indeterminate, LockConfig, LockContractErr
 from tests.harness_runs import harness, history, run
 from tests.one_node import one_node
 from workloads.lock_only import LockWorkload
+from workloads.locks.redis_conn import COMPARE_AND_DELETE
 from workloads.locks.redis_single import SetNxLock
 from workloads.mutex import MutexParams
-from workloads.resp import LeanRedis
+from workloads.resp import HOLE, Command, LeanRedis, RespError
 
 needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
                                  reason="redis-server missing: run `bash setup.sh`")
@@ -120,6 +122,63 @@ def test_the_lean_client_refused_is_certain_and_silence_is_unknown() -> None:
     assert 0.25 < time.monotonic() - started < 2.0
     for s in (server, *held):
         s.close()
+
+
+@pytest.mark.parametrize("args", [
+    ("SET", "lock:a", HOLE, "NX", "PX", 2000),
+    (HOLE,),
+    ("EVALSHA", "0" * 40, 2, "k1", "k2", HOLE),
+    (HOLE, "tail", 7),
+])
+@pytest.mark.parametrize("value", ["0123456789abcdef0123456789abcdef", "", "naïve ✓"])
+def test_a_prepared_command_is_what_hiredis_packs(args: tuple, value: str) -> None:
+    at = args.index(HOLE)
+    assert Command(*args).pack(value) == hiredis.pack_command(
+        (*args[:at], value, *args[at + 1:]))
+
+
+@pytest.mark.servers
+@needs_redis
+def test_the_prepared_requests_answer_as_the_generic_ones(tmp_path: Path) -> None:
+    with one_node(RedisDB(), tmp_path) as (node,):
+        r = LeanRedis(node.host, node.port, 1.0)
+        take = r.setter("k", nx=True, px=5000)
+        assert take("a") is True
+        assert take("b") is False  # NX: taken
+        assert r.get("k") == "a" and 4000 < int(r.resp.call("PTTL", "k")) <= 5000
+        cad = r.script_of_keys(COMPARE_AND_DELETE, ["k"])
+        assert cad("b") == 0 and r.get("k") == "a"
+        r.resp.call("SCRIPT", "FLUSH")  # the server forgot it: EVAL, then EVALSHA again
+        assert cad("a") == 1 and r.get("k") is None
+        assert r.resp.call("SCRIPT", "EXISTS", r.resp.script(COMPARE_AND_DELETE)) == [1]
+        broken = r.script_of_keys("return redis.call('NOSUCHCOMMAND')", ["k"])
+        with pytest.raises(RespError, match=r"^ERR Unknown Redis command called from script"):
+            broken("a")
+        assert take("c") is True  # the connection is still good after an error reply
+        r.close()
+
+
+def test_a_connection_closed_mid_request_is_unknown_and_the_next_one_reconnects() -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def serve() -> None:
+        first, _ = server.accept()
+        first.recv(1024)
+        first.close()  # read the request, then hung up: it may have been applied
+        second, _ = server.accept()
+        second.recv(1024)
+        second.sendall(b"+OK\r\n")
+        second.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    take = LeanRedis("127.0.0.1", server.getsockname()[1], 2.0).setter("k", nx=True)
+    with pytest.raises(Indeterminate,
+                       match=r"^ConnectionResetError: the server closed the connection$"):
+        take("v")
+    assert take("v") is True
+    server.close()
 
 
 # where a release runs: on the workload's thread when the lock bounds it, else on its own ------

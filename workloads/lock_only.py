@@ -28,6 +28,6 @@ class LockWorkload(MutexWorkload):
                 *lock_checks(spec)]
 
     def critical_section(self, grant: Grant) -> None:
-        hold = self.rng.uniform(self.p.hold_min, self.p.hold_max)
+        hold = self.draw(self.p.hold_min, self.p.hold_max)
         if hold > 0:
             self.hold(grant, hold)

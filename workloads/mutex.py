@@ -168,9 +168,15 @@ class MutexWorkload:
             if grant is not None:
                 self.critical_section(grant)
                 self.release(grant)
-            think = self.rng.uniform(self.p.think_min, self.p.think_max)
+            think = self.draw(self.p.think_min, self.p.think_max)
             if think > 0:
                 self.stop.wait(think)
+
+    def draw(self, low: float, high: float) -> float:
+        """A time between ``low`` and ``high`` (the RNG's uniform draw); one of a range of a
+        single value is that value, drawn without the RNG (--hold 0 --think 0: twice a
+        session)."""
+        return low if low == high else self.rng.uniform(low, high)
 
     def acquire(self) -> Grant | None:
         j, name = self.journal, self.p.lock_name
@@ -214,7 +220,7 @@ class MutexWorkload:
         return self.section
 
     def critical_section(self, grant: Grant) -> None:
-        hold = self.rng.uniform(self.p.hold_min, self.p.hold_max)
+        hold = self.draw(self.p.hold_min, self.p.hold_max)
         section = self.begin(grant)
         if self.mode in READ_MODES:  # read, work, then write what the read allows
             if self.read(section) is None:

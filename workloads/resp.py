@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import socket
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import hiredis
@@ -28,12 +29,37 @@ class RespError(Exception):
     """An error reply of the server (it executed nothing of the command)."""
 
 
+HOLE = object()  # where a :class:`Command`'s one varying argument goes
+
+
+class Command:
+    """A command whose arguments are fixed but one (``HOLE``), packed once: ``pack(value)`` is
+    what :func:`hiredis.pack_command` makes of the arguments with ``value`` in the hole (a
+    lock's request with its owner: a copy of three pieces, where the packing of every argument
+    costs ten times as much: 1.3 against 0.14 us for the SET NX PX)."""
+
+    def __init__(self, *args: Any) -> None:
+        at = next(i for i, a in enumerate(args) if a is HOLE)
+        self.head = b"*%d\r\n" % len(args) + b"".join(_bulk(a) for a in args[:at])
+        self.tail = b"".join(_bulk(a) for a in args[at + 1:])
+
+    def pack(self, value: str) -> bytes:
+        data = value.encode()
+        return b"%b$%d\r\n%b\r\n%b" % (self.head, len(data), data, self.tail)
+
+
+def _bulk(arg: Any) -> bytes:
+    """One argument as :func:`hiredis.pack_command` writes it (a bulk string)."""
+    return hiredis.pack_command((arg,)).split(b"\r\n", 1)[1]
+
+
 class Resp:
     def __init__(self, host: str, port: int, timeout: float) -> None:
         self.address = (host, port)
         self.timeout = timeout
         self.sock: socket.socket | None = None
         self.reader = hiredis.Reader()
+        self.buffer = bytearray(BUFFER)  # every reply is read into it, no new object a read
         self.scripts: dict[str, str] = {}  # sha -> source
 
     def _connect(self) -> socket.socket:
@@ -56,18 +82,25 @@ class Resp:
 
     def call(self, *args: Any) -> Any:
         """One command, one reply; an error reply raises RespError."""
-        if self.sock is None:
-            self.sock = self._connect()
+        return self.request(hiredis.pack_command(args))
+
+    def request(self, packed: bytes) -> Any:
+        """One packed command (:func:`hiredis.pack_command`, :class:`Command`), one reply; an
+        error reply raises RespError. Two system calls when the reply comes in one piece: the
+        send, and one read into a buffer kept for every reply."""
         sock = self.sock
+        if sock is None:
+            sock = self.sock = self._connect()
+        reader, buffer = self.reader, self.buffer
         try:
-            sock.sendall(hiredis.pack_command(args))
-            reply = self.reader.gets()
+            sock.sendall(packed)
+            reply = reader.gets()
             while reply is False:
-                data = sock.recv(BUFFER)
-                if not data:
+                n = sock.recv_into(buffer)
+                if not n:
                     raise ConnectionResetError("the server closed the connection")
-                self.reader.feed(data)
-                reply = self.reader.gets()
+                reader.feed(buffer, 0, n)
+                reply = reader.gets()
         except BlockingIOError as e:  # SO_RCVTIMEO / SO_SNDTIMEO ran out
             self.close()
             raise Indeterminate(f"timeout: no reply within {self.timeout:g} s") from e
@@ -135,6 +168,35 @@ class LeanRedis:
         """A callable ``(keys=[...], args=[...])`` running ``source`` by EVALSHA."""
         sha = self.resp.script(source)
         return lambda keys, args: self.resp.evalsha(sha, list(keys), list(args))
+
+    def setter(self, key: str, *, nx: bool = False, px: int | None = None
+               ) -> Callable[[str], bool]:
+        """``set(key, value, nx=..., px=...)`` of one key, packed once: ``(value) -> bool``."""
+        args: list[Any] = ["SET", key, HOLE]
+        if nx:
+            args.append("NX")
+        if px is not None:
+            args += ["PX", px]
+        command, request = Command(*args), self.resp.request
+        return lambda value: request(command.pack(value)) is not None
+
+    def script_of_keys(self, source: str, keys: list[str]) -> Callable[[str], Any]:
+        """A script on fixed ``keys`` with one argument, packed once: ``(arg) -> reply``. As
+        :meth:`register_script`'s: EVALSHA, and EVAL when the server does not know it."""
+        sha = self.resp.script(source)
+        by_sha = Command("EVALSHA", sha, len(keys), *keys, HOLE)
+        by_source = Command("EVAL", source, len(keys), *keys, HOLE)
+        request = self.resp.request
+
+        def run(arg: str) -> Any:
+            try:
+                return request(by_sha.pack(arg))
+            except RespError as e:
+                if not str(e).startswith("NOSCRIPT"):
+                    raise
+            return request(by_source.pack(arg))
+
+        return run
 
     def close(self) -> None:
         self.resp.close()

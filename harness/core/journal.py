@@ -16,10 +16,10 @@ from __future__ import annotations
 import mmap
 import os
 import threading
-import time
 from collections.abc import Iterable
 from operator import itemgetter
 from pathlib import Path
+from time import monotonic_ns
 from typing import Any, BinaryIO
 
 import orjson
@@ -27,6 +27,7 @@ import orjson
 from harness.core.history import Op, parse_lines
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS
+_dumps = orjson.dumps
 NEWLINE = 10
 GROWTH = 4 << 20  # bytes the file grows by at a time (then one new mapping)
 _SCAN = 1 << 18  # bytes a reader takes at a time while it looks for the end of the lines
@@ -51,27 +52,53 @@ class JournalWriter:
         self.lines = 0
 
     def now(self) -> int:
-        return max(0, time.monotonic_ns() - self.t0_ns)
+        return max(0, monotonic_ns() - self.t0_ns)
 
-    def record(self, type_: str, f: str, value: Any = None, **extra: Any) -> Op:
-        op: Op = {"time": max(0, time.monotonic_ns() - self.t0_ns), "process": self.process,
-                  "type": type_, "f": f, "value": value}
-        for k, v in extra.items():
-            if v is not None:
-                op[k] = v
+    def record(self, type_: str, f: str, value: Any = None, lock: str | None = None,
+               token: Any = None, **extra: Any) -> Op:
+        """Journal one op, now. Its keys: time, process, type, f, value, then ``lock``,
+        ``token`` and ``extra`` in that order, each only when it is not None (the lock and
+        token of a lock workload's every op are named parameters: no dict built for them)."""
+        t = monotonic_ns() - self.t0_ns
+        op: Op = {"time": t if t > 0 else 0, "process": self.process, "type": type_, "f": f,
+                  "value": value}
+        if lock is not None:
+            op["lock"] = lock
+        if token is not None:
+            op["token"] = token
+        if extra:
+            for k, v in extra.items():
+                if v is not None:
+                    op[k] = v
         if self._fd is not None:
-            line = encode(op)
-            with self._mu:
-                if self._fd is not None:  # not closed meanwhile
+            try:
+                line = _dumps(op)  # what encode(op) tries first, a call less on every op
+            except TypeError:
+                line = encode(op)
+            n = len(line)
+            mu = self._mu
+            mu.acquire()
+            try:
+                m = self._map
+                at = self._end - self._base
+                if m is not None and at + n < len(m):  # room in the mapping: the common case
+                    m[at:at + n] = line
+                    m[at + n] = NEWLINE
+                    self._end += n + 1
+                    self.lines += 1
+                elif self._fd is not None:  # not closed meanwhile
                     self._append(line)
+            finally:
+                mu.release()
         return op
 
     def _append(self, line: bytes) -> None:
         """``line`` (no newline of its own), then its newline: only the newline makes it a
-        line, so a writer killed during the copy leaves a torn tail the readers skip."""
-        at = self._end - self._base
+        line, so a writer killed during the copy leaves a torn tail the readers skip (the
+        copy :meth:`record` makes itself while the mapping has room)."""
         n = len(line)
-        if self._map is None or at + n + 1 > len(self._map):
+        at = self._end - self._base
+        if self._map is None or at + n >= len(self._map):
             self._grow(n + 1)
             at = self._end - self._base
         m = self._map
@@ -109,9 +136,15 @@ class JournalWriter:
 
 def encode(op: Op) -> bytes:
     """One journal line, without its newline: JSON encoded once, in C (anything orjson cannot
-    encode, a lone surrogate in an error text say, falls back to json with escapes)."""
+    encode, a lone surrogate in an error text say, falls back to json with escapes). Plain
+    orjson first: its options (keys that are no strings, ``default=str``) change nothing of
+    what it encodes without them, and cost as much again."""
     try:
-        return orjson.dumps(op, option=_OPTIONS, default=str)
+        return _dumps(op)
+    except TypeError:  # orjson.JSONEncodeError is one
+        pass
+    try:
+        return _dumps(op, option=_OPTIONS, default=str)
     except (orjson.JSONEncodeError, TypeError):
         from harness.core.history import dumps
 

@@ -29,6 +29,7 @@ from workloads.locks.redis_conn import (
     recipe_client_for,
     uses_sentinel,
 )
+from workloads.resp import LeanRedis
 
 
 class RedisSingleLock(LockRole):
@@ -96,13 +97,24 @@ class SetNxLock(RedisSingleLock):
     def __init__(self, config: LockConfig) -> None:
         super().__init__(config)
         self._cad = self.client.register_script(COMPARE_AND_DELETE)
+        self._set_nx, self._compare_and_delete = self._requests()
+
+    def _requests(self) -> tuple[Callable[[str], Any], Callable[[str], Any]]:
+        """This lock's SET NX PX and compare-and-delete, each ``(owner) -> reply``: on the
+        lean client packed once (they are every session's two requests); through redis-py
+        (Sentinel) by way of :func:`attempt`, which maps its errors as the lean client does."""
+        client, key = self.client, self.key
+        if isinstance(client, LeanRedis):
+            return (client.setter(key, nx=True, px=self.ttl_ms),
+                    client.script_of_keys(COMPARE_AND_DELETE, [key]))
+        return (lambda owner: attempt(lambda: client.set(key, owner, nx=True, px=self.ttl_ms)),
+                lambda owner: attempt(lambda: self._cad(keys=[key], args=[owner])))
 
     def try_acquire(self, owner: str) -> Grant | None:
-        ok = self._call(lambda: self.client.set(self.key, owner, nx=True, px=self.ttl_ms))
-        return self._grant(owner) if ok else None
+        return self._grant(owner) if self._set_nx(owner) else None
 
     def release(self, grant: Grant) -> bool:
-        return bool(self._call(lambda: self._cad(keys=[self.key], args=[grant.handle])))
+        return bool(self._compare_and_delete(grant.handle))
 
 
 class SetNxExpireLock(SetNxLock):

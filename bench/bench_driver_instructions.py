@@ -1,0 +1,98 @@
+"""The user-space instructions a lock-workload client spends a pair, by layer, counted by
+valgrind: the same count on a busy machine as on an idle one (on a shared machine the CPU
+seconds a pair follow the load; the instructions do not).
+
+    .venv/bin/python bench/bench_driver_instructions.py [--pairs 2000]
+
+Against one redis-server (as bench_driver's), each layer runs in a process of its own under
+valgrind (cachegrind, no cache simulation), for N and then 3N pairs; the difference over 2N is
+what a pair costs, start-up left out:
+
+- ``lock``: the redis-setnx lock's acquire and release (its two requests on a real socket);
+- ``journal``: the four journal lines of a pair (invoke and ok of acquire and of release);
+- ``all``: the lock workload's loop with hold 0 and think 0: workload, journal and lock.
+
+The kernel's instructions (the socket's system calls) are not counted: valgrind sees none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench_driver import REPO, redis_node
+
+LOOP = """
+import os, sys, threading, time
+layer, host, port, pairs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+from harness.core.cluster import Node
+from harness.core.journal import JournalWriter
+from harness.core.locks import LockConfig
+from workloads.lock_only import LockWorkload
+from workloads.locks.redis_single import SetNxLock
+from workloads.mutex import MutexParams
+lock = SetNxLock(LockConfig(nodes=(Node("n1", host, port),), name="k", ttl=2.0, op_timeout=1.0))
+journal = JournalWriter(sys.argv[5], 0, time.monotonic_ns())
+if layer == "lock":
+    for _ in range(pairs):
+        lock.release(lock.acquire(5.0))
+elif layer == "journal":
+    for i in range(pairs):
+        journal.record("invoke", "acquire", {"timeout": 4.988}, lock="k")
+        journal.record("ok", "acquire", {"session": i, "validity": 2.0}, lock="k")
+        journal.record("invoke", "release", {"session": i}, lock="k")
+        journal.record("ok", "release", {"session": i}, lock="k")
+else:
+    stop = threading.Event()
+    params = MutexParams(process=0, lock_name="k", hold_min=0, hold_max=0, think_min=0,
+                         think_max=0, end_ns=time.monotonic_ns() + 10**12)
+    workload = LockWorkload(params, lock, None, journal, stop)
+    release = workload.release
+    def counted(grant):
+        release(grant)
+        if workload.session >= pairs:
+            stop.set()
+    workload.release = counted
+    workload.run()
+journal.close()
+"""
+
+
+def instructions(layer: str, host: str, port: int, pairs: int, tmp: Path) -> int:
+    out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                          "--cachegrind-out-file=/dev/null", sys.executable, "-c", LOOP, layer,
+                          host, str(port), str(pairs), str(tmp / f"{layer}-{pairs}.jsonl")],
+                         cwd=REPO, capture_output=True, text=True, timeout=900, check=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}).stderr
+    m = re.search(r"I\s+refs:\s+([\d,]+)", out)
+    if m is None:
+        raise RuntimeError(f"no instruction count from valgrind: {out[-300:]}")
+    return int(m.group(1).replace(",", ""))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=int, default=2000)
+    args = ap.parse_args()
+    for tool in ("valgrind", "redis-server"):
+        if shutil.which(tool) is None:
+            print(f"{tool} not found", file=sys.stderr)
+            return 3
+    n = args.pairs
+    with (tempfile.TemporaryDirectory(prefix="lh-instructions-") as tmp,
+          redis_node(Path(tmp) / "node") as (host, port)):
+        for layer in ("lock", "journal", "all"):
+            a = instructions(layer, host, port, n, Path(tmp))
+            b = instructions(layer, host, port, 3 * n, Path(tmp))
+            print(f"{layer}: {(b - a) / (2 * n):,.0f} instructions a pair", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
