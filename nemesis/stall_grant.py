@@ -2,12 +2,16 @@
 
 The seeds' third way to break a lease, after pauses and clock jumps: packets delayed long after
 the lease they carry has expired. The link layer's proxy follows each client's Redis requests
-and replies (:mod:`harness.controller.respgrants`) and waits, on the links of the target clients
-(``waiters``, the default: every client blocked in an acquire; or one ``waiter``, ``any``,
-``client:N``), for the next reply that *is* a grant: ``+OK`` to a ``SET ... NX``, ``:1`` to a
-``SETNX``, a token from a script that SETs NX. The lock was free and the server took it for
-that client; from that reply on, every reply to that client is held for ``stall`` seconds
-(default ``max(1.5 TTL, TTL + 0.5)``), the grant first. The other clients' links are not held:
+and replies (:mod:`harness.controller.respgrants`). Once a client holds the lock, the proxy is
+armed from the holder's next request (its release) on, and waits, on the links of the target
+clients (``waiters``, the default: every other client blocked in an acquire; or one ``waiter``,
+``any``, ``client:N``, the holder included: its next grant), for the next reply that *is* a
+grant: ``+OK`` to a ``SET ... NX``, ``:1`` to a ``SETNX``, a token from a script that SETs NX.
+The lock was free and the server took it for that client; from that reply on, every reply to
+that client is held for ``stall`` seconds (default ``max(1.5 TTL, TTL + 0.5)``), the grant
+first. (Armed while the holder still holds the lock, so the grant held is the first of an
+acquire: a Redlock client cannot have a quorum of other masters' grants already, whatever
+step of its acquire it is at.) The other clients' links are not held:
 once the lease runs out one of them takes the lock. After the stall the held grant is let go as
 soon as another client begins a fresh hold (waiting at most ``FRESH_WAIT`` s for one), so the
 late grant lands while another client holds the lock.
@@ -38,7 +42,13 @@ from typing import Any
 from harness.core.capabilities import LinkLayer
 from harness.core.cluster import NemesisContext, client_name, link_ends, process_of
 from harness.core.options import Option
-from nemesis.base import HOLDER_WAIT, BaseNemesis, client_target, wait_for, wait_for_fresh_grant
+from nemesis.base import (
+    HOLDER_WAIT,
+    BaseNemesis,
+    client_target,
+    wait_for_fresh_grant,
+    wait_for_holder,
+)
 from nemesis.linksets import link_layer, summarize, waiting_clients
 
 GRANT_WAIT = 2 * HOLDER_WAIT  # seconds (at most) the targets have to be granted the lock
@@ -97,21 +107,21 @@ class StallGrant(BaseNemesis):
     def parameters(self, ctx: NemesisContext) -> dict[str, Any]:
         return {"stall": stall_for(ctx.ttl, ctx.options)}
 
-    def candidates(self, ctx: NemesisContext, role: str) -> list[str] | None:
+    def candidates(self, ctx: NemesisContext, role: str, holder: int) -> list[str] | None:
         """The clients whose next grant may be held."""
         if role in ("waiters", "waiter"):
-            first = wait_for(ctx, lambda: waiting_clients(ctx))
-            if first is None:
-                return None
-            if role == "waiter":
-                return [client_name(first)]
-            return [client_name(p) for p in sorted({first, *waiting_clients(ctx)})]
+            waiting = waiting_clients(ctx, exclude=[holder])
+            return [client_name(p) for p in (waiting[:1] if role == "waiter" else waiting)]
         return client_target(ctx, role)
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
-        """Arm the proxy on the candidates' links and wait until it holds a grant to one of
-        them: that client is the target (the stall is on from its grant)."""
-        chosen = self.candidates(ctx, target or "waiters")
+        """Once a client holds the lock, arm the proxy on the candidates' links from the
+        holder's next request on, and wait until it holds a grant to one of them: that client is
+        the target (the stall is on from its grant)."""
+        holder = wait_for_holder(ctx)
+        if holder is None:
+            return None
+        chosen = self.candidates(ctx, target or "waiters", holder)
         if not chosen:
             return None
         layer = link_layer(ctx)
@@ -119,7 +129,8 @@ class StallGrant(BaseNemesis):
         links = [x for g in groups.values() for x in g]
         before = layer.stats(links)
         layer.stall(links, stall_for(ctx.ttl, ctx.options) + SLACK, direction="down",
-                    trigger="grant", groups=list(groups.values()))
+                    trigger="grant", groups=list(groups.values()),
+                    after=layer.links(src=client_name(holder)))
         deadline = time.monotonic() + GRANT_WAIT
         while True:
             now = layer.stats(links)

@@ -281,6 +281,22 @@ def test_a_grant_stall_holds_the_grant_itself_and_no_other_client(
     assert grants(links, "c0>n1") == (0, 0, 0, 0)
 
 
+def test_a_grant_stall_after_a_link_is_armed_by_its_next_request(
+        locking: tuple[Links, LockServer]) -> None:
+    links, _ = locking
+    holder, waiter = connect(links, 0), connect(links, 1)
+    links.stall(["c1>n1"], 0.8, direction="down", trigger="grant", after=["c0>n1"])
+    assert ask(waiter, "SET", "lock", "b", "NX", "PX", 2000)[1] < 0.5  # not armed yet
+    assert ask(waiter, "DEL", "lock")[0] == b":1\r\n"
+    assert grants(links, "c1>n1") == (0, 0, 0, 0)
+    assert ask(holder, "SET", "lock", "a", "NX", "PX", 2000)[1] < 0.5  # arms; its own passes
+    assert ask(holder, "DEL", "lock")[1] < 0.5  # c0 is in no group
+    granted, took = ask(waiter, "SET", "lock", "b", "NX", "PX", 2000)
+    assert granted == b"+OK\r\n" and took >= 0.75
+    assert grants(links, "c1>n1") == (1, 1, 0, 1)
+    assert grants(links, "c0>n1") == (0, 0, 0, 0)
+
+
 def test_a_grant_split_over_two_sends_is_held_from_its_last_part(
         locking: tuple[Links, LockServer]) -> None:
     links, server = locking

@@ -48,8 +48,8 @@ def nemesis_ops(run_dir: Path, f: str, value: str) -> list[dict[str, Any]]:
 @needs_redis
 @pytest.mark.slow  # CI holds it in tests/test_fault_matrix.py (stall-grant, redis: INVALID, 20 s)
 def test_a_grant_stalled_past_its_ttl_is_believed_by_redis_setnx(store: Path) -> None:
-    # 25 s: each stall breaks the lease only if an unstalled client takes the expired lock in
-    # the second between its expiry and the late reply; two stalls in 15 s once did not (CI).
+    # Each stall holds a waiter's grant 3 s and delivers it as another client begins a fresh
+    # hold of the expired lock: every stall that ran to its end makes an overlap.
     code, results, run_dir, out = run(store, "--lock", "redis-setnx", "--nemesis",
                                       "stall-grant", "--time-limit", "25", "--seed", "1")
     assert code == 1, out

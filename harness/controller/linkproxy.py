@@ -29,9 +29,10 @@ comes back. Per link and direction the controller sets, over a JSON-lines contro
   request is held); with ``after``, the stall is only armed once one of the ``after`` links
   carries a chunk up (the lock holder's release request arms the waiters' stalls before it is
   passed on, so no waiter's request can slip in between); or from the next *grant* on a link
-  of one of ``groups`` (``trigger: grant``): a reply that says a lock was taken (see
-  :mod:`harness.controller.respgrants`), and the stall then holds every link of that group (one
-  client's), the grant first; the other groups are disarmed, their links never held;
+  of one of ``groups`` (``trigger: grant``, armed at once or, with ``after``, as above): a reply
+  that says a lock was taken (see :mod:`harness.controller.respgrants`), and the stall then
+  holds every link of that group (one client's), the grant first; the other groups are
+  disarmed, their links never held;
 - ``reset``: close every connection of the link with a TCP RST, both sides;
 - ``stats``: bytes, chunks, time added, bytes held by stalls, grants held (and of those, how
   many were delivered late and how many were dropped: the client had closed the connection),
@@ -170,8 +171,10 @@ class Proxy:
         self.tasks: set[asyncio.Task[None]] = set()
         # stalls armed when a chunk goes up one of the watched links: (watched, links, dirs)
         self.pending: list[tuple[set[str], list[Link], tuple[str, ...], float]] = []
-        # a stall armed for the next grant on a link of one of the groups: (groups, seconds)
+        # a stall armed for the next grant on a link of one of the groups: (groups, seconds);
+        # with ``after``, armed once a chunk goes up one of the watched links
         self.grant_watch: tuple[list[list[Link]], float] | None = None
+        self.grant_after: tuple[set[str], tuple[list[list[Link]], float]] | None = None
         self.scripts: dict[bytes, bool] = {}  # scripts seen (sha1 -> takes a lock), for all
 
     def link(self, name: str) -> Link:
@@ -302,7 +305,10 @@ class Proxy:
                 if self._dirs(cmd) != ("down",):
                     raise ValueError("a grant comes down: trigger grant needs direction down")
                 groups = cmd.get("groups") or [[link] for link in cmd.get("links") or []]
-                self.grant_watch = ([[self.link(str(x)) for x in g] for g in groups], seconds)
+                watch = ([[self.link(str(x)) for x in g] for g in groups], seconds)
+                after = cmd.get("after")
+                self.grant_watch, self.grant_after = (None, ({str(x) for x in after}, watch)
+                                                      ) if after else (watch, None)
                 return {}
             after = cmd.get("after")
             if after:
@@ -315,7 +321,7 @@ class Proxy:
             return {}
         if op == "unstall":
             self.pending.clear()
-            self.grant_watch = None
+            self.grant_watch = self.grant_after = None
             for link in self._links(cmd):
                 for state in link.dirs.values():
                     st = state.stall
@@ -361,6 +367,8 @@ class Proxy:
 
     def watched(self, link: Link) -> None:
         """A chunk goes up ``link``: arm the stalls that waited for it."""
+        if self.grant_after is not None and link.name in self.grant_after[0]:
+            self.grant_watch, self.grant_after = self.grant_after[1], None
         fired = [p for p in self.pending if link.name in p[0]]
         if fired:
             self.pending = [p for p in self.pending if link.name not in p[0]]
@@ -519,7 +527,7 @@ class Pipe:
             proxy = self.source.proxy
             if self.direction == "up":
                 self.conn.grants.requests(data)
-                if proxy.pending:
+                if proxy.pending or proxy.grant_after:
                     proxy.watched(self.link)
             elif self.conn.grants.replies(data):
                 grant = proxy.caught(self.link, now)
