@@ -114,23 +114,47 @@ class StallGrant(BaseNemesis):
             return [client_name(p) for p in (waiting[:1] if role == "waiter" else waiting)]
         return client_target(ctx, role)
 
-    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+    def arm(self, ctx: NemesisContext, role: str
+            ) -> tuple[dict[str, list[str]], dict[str, Any]] | None:
         """Once a client holds the lock, arm the proxy on the candidates' links from the
-        holder's next request on, and wait until it holds a grant to one of them: that client is
-        the target (the stall is on from its grant)."""
-        holder = wait_for_holder(ctx)
-        if holder is None:
-            return None
-        chosen = self.candidates(ctx, target or "waiters", holder)
-        if not chosen:
-            return None
+        holder's next request on: (each candidate's links, their counters before), or None when
+        nobody holds the lock or waits for it. Armed again on the next holder when the holder
+        had begun to release meanwhile (a Redlock waiter could then collect a quorum of grants
+        before the one held)."""
         layer = link_layer(ctx)
-        groups = {c: layer.links(src=c) for c in chosen}
+        deadline = time.monotonic() + HOLDER_WAIT
+        while True:
+            holder = wait_for_holder(ctx)
+            if holder is None:
+                return None
+            since = ctx.live.held_since(holder)
+            chosen = self.candidates(ctx, role, holder)
+            if not chosen:
+                return None
+            groups = {c: layer.links(src=c) for c in chosen}
+            links = [x for g in groups.values() for x in g]
+            before = layer.stats(links)
+            layer.stall(links, stall_for(ctx.ttl, ctx.options) + SLACK, direction="down",
+                        trigger="grant", groups=list(groups.values()),
+                        after=layer.links(src=client_name(holder)))
+            # A client journals its release before it sends it: still holding here, the holder
+            # had not sent its release when the proxy was armed.
+            if ctx.live.held_since(holder) == since:
+                return groups, before
+            layer.unstall(links)
+            if time.monotonic() >= deadline or ctx.finishing.is_set():
+                return None
+
+    def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+        """Arm the proxy, and wait until it holds a grant to one of the candidates: that
+        client is the target (the stall is on from its grant)."""
+        armed = self.arm(ctx, target or "waiters")
+        if armed is None:
+            return None
+        groups, before = armed
+        chosen = list(groups)
         links = [x for g in groups.values() for x in g]
-        before = layer.stats(links)
-        layer.stall(links, stall_for(ctx.ttl, ctx.options) + SLACK, direction="down",
-                    trigger="grant", groups=list(groups.values()),
-                    after=layer.links(src=client_name(holder)))
+        layer = link_layer(ctx)
         deadline = time.monotonic() + GRANT_WAIT
         while True:
             now = layer.stats(links)
