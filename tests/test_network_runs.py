@@ -85,10 +85,13 @@ def test_redlock_never_believes_a_stalled_grant(store: Path) -> None:
     assert code == 0, out
     assert results["checks"]["faults"]["fault-count"] >= 1
     stops = nemesis_ops(run_dir, "stall-grant", "stop")
-    assert stops, "no stall-grant ran"
-    for stop in stops:  # a master's grant was held; Redlock had given up on it (TTL/20)
-        assert stop["detail"]["grant-held-on"].startswith(f"{stop['targets'][0]}>n")
-        assert stop["detail"]["late-grant"] == "dropped: the client had closed the connection"
+    assert all(s["detail"]["grant-held-on"].startswith(f"{s['targets'][0]}>n") for s in stops)
+    # A stall the run's end cut short may let the grant go within Redlock's wait (TTL/20: in
+    # time, not late); one that ran its 3 s held a master's grant Redlock had given up on.
+    ran = [s for s in stops if s["detail"]["grant-held-s"] >= 3.0]
+    assert ran, "no stall-grant ran its course"
+    assert all(s["detail"]["late-grant"] == "dropped: the client had closed the connection"
+               for s in ran)
     nothing_left(run_dir)
 
 
