@@ -29,6 +29,7 @@ class RedisDB(DB):
     summary: ClassVar[str] = "independent redis-server nodes (single-instance locks use n1)"
     default_nodes: ClassVar[int] = 1
     port: ClassVar[int] = 16379
+    protocol: ClassVar[str] = "resp"  # the link layer tells grants in it (stall-grant)
     persistence_words: ClassVar[dict[str, str]] = {
         "none": "no append-only file: a restarted node comes back empty",
         "appendonly": "appendonly yes, appendfsync always: each write fsynced before its reply",

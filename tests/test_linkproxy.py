@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import hiredis
 import pytest
 
 from harness.controller.links import Links
@@ -188,6 +189,140 @@ def test_a_triggered_stall_holds_the_reply_to_the_next_request_only(links: Links
     assert stalls("c1>n1") == (1, 1)
     rtt(waiter)
     assert stalls("c1>n1") == (1, 1)  # one stall only
+
+
+class LockServer(Echo):
+    """A few Redis commands over RESP, enough for a lock: ``SET k v NX`` takes the one lock
+    if it is free (``+OK``, else a nil), ``DEL`` frees it, ``PING`` pongs. With ``split``, each
+    reply goes out in two sends 50 ms apart."""
+
+    def __init__(self) -> None:
+        self.free = True
+        self.split = False
+        super().__init__()
+
+    def _echo(self, conn: socket.socket) -> None:
+        reader = hiredis.Reader()
+        with contextlib.suppress(OSError), conn:
+            while data := conn.recv(65536):
+                reader.feed(data)
+                while (request := reader.gets()) is not False:
+                    cmd = request[0].upper()
+                    if cmd == b"SET":
+                        reply, self.free = (b"+OK\r\n", False) if self.free else (
+                            b"$-1\r\n", False)
+                    elif cmd == b"DEL":
+                        reply, self.free = b":1\r\n", True
+                    else:
+                        reply = b"+PONG\r\n"
+                    if self.split:
+                        conn.sendall(reply[:2])
+                        time.sleep(0.05)
+                        reply = reply[2:]
+                    conn.sendall(reply)
+
+
+@pytest.fixture
+def locking(tmp_path: Path) -> Iterator[tuple[Links, LockServer]]:
+    server = LockServer()
+    run = RunDir(tmp_path)
+    layer = Links(run, ProcessTable(run.pids), seed=1)
+    layer.route_clients({0: "127.0.0.1", 1: "127.0.0.1"}, [server.node], lambda n: "127.0.0.1")
+    layer.start()
+    yield layer, server
+    layer.stop()
+    server.sock.close()
+
+
+def ask(s: socket.socket, *args: object) -> tuple[bytes, float]:
+    """One request, its whole reply and the seconds it took."""
+    began = time.monotonic()
+    s.sendall(hiredis.pack_command(args))
+    got = b""
+    while not got.endswith(b"\r\n"):
+        chunk = s.recv(100)
+        assert chunk, "connection closed"
+        got += chunk
+    return got, time.monotonic() - began
+
+
+def grants(links: Links, link: str) -> tuple[int, int, int, int]:
+    """(grants held, delivered late, dropped, stalls begun) of the link's replies."""
+    down = links.stats([link])[link]["down"]
+    return down["grants_held"], down["grants_late"], down["grants_dropped"], down["stalls"]
+
+
+def test_a_grant_stall_holds_the_grant_itself_and_no_other_client(
+        locking: tuple[Links, LockServer]) -> None:
+    links, _ = locking
+    holder, waiter = connect(links, 0), connect(links, 1)
+    assert ask(holder, "SET", "lock", "a", "NX", "PX", 2000)[0] == b"+OK\r\n"  # unarmed
+    links.stall(["c0>n1", "c1>n1"], 0.8, direction="down", trigger="grant",
+                groups=[["c1>n1"]])
+    refused, took = ask(waiter, "SET", "lock", "b", "NX", "PX", 2000)
+    assert refused == b"$-1\r\n" and took < 0.5  # a refusal is no grant: it passes
+    assert ask(waiter, "PING")[0] == b"+PONG\r\n"
+    assert ask(holder, "DEL", "lock")[0] == b":1\r\n"  # c0 is in no group: never held
+    assert grants(links, "c1>n1") == (0, 0, 0, 0)
+
+    def meanwhile() -> None:  # while c1's grant is held, c0 is answered at once
+        time.sleep(0.2)
+        answered.append(ask(holder, "PING"))
+
+    answered: list[tuple[bytes, float]] = []
+    threading.Thread(target=meanwhile).start()
+    granted, took = ask(waiter, "SET", "lock", "b", "NX", "PX", 2000)
+    assert granted == b"+OK\r\n" and took >= 0.75  # the grant itself was held
+    assert answered and answered[0][0] == b"+PONG\r\n" and answered[0][1] < 0.5
+    assert grants(links, "c1>n1") == (1, 1, 0, 1)
+    assert ask(waiter, "DEL", "lock")[1] < 0.5  # one grant held, then the link is free
+    assert ask(waiter, "SET", "lock", "c", "NX", "PX", 2000)[1] < 0.5
+    assert grants(links, "c1>n1") == (1, 1, 0, 1)
+    assert grants(links, "c0>n1") == (0, 0, 0, 0)
+
+
+def test_a_grant_stall_after_a_link_is_armed_by_its_next_request(
+        locking: tuple[Links, LockServer]) -> None:
+    links, _ = locking
+    holder, waiter = connect(links, 0), connect(links, 1)
+    links.stall(["c1>n1"], 0.8, direction="down", trigger="grant", after=["c0>n1"])
+    assert ask(waiter, "SET", "lock", "b", "NX", "PX", 2000)[1] < 0.5  # not armed yet
+    assert ask(waiter, "DEL", "lock")[0] == b":1\r\n"
+    assert grants(links, "c1>n1") == (0, 0, 0, 0)
+    assert ask(holder, "SET", "lock", "a", "NX", "PX", 2000)[1] < 0.5  # arms; its own passes
+    assert ask(holder, "DEL", "lock")[1] < 0.5  # c0 is in no group
+    granted, took = ask(waiter, "SET", "lock", "b", "NX", "PX", 2000)
+    assert granted == b"+OK\r\n" and took >= 0.75
+    assert grants(links, "c1>n1") == (1, 1, 0, 1)
+    assert grants(links, "c0>n1") == (0, 0, 0, 0)
+
+
+def test_a_grant_split_over_two_sends_is_held_from_its_last_part(
+        locking: tuple[Links, LockServer]) -> None:
+    links, server = locking
+    server.split = True
+    s = connect(links, 0)
+    links.stall(["c0>n1"], 0.8, direction="down", trigger="grant")
+    granted, took = ask(s, "SET", "lock", "a", "NX", "PX", 2000)
+    assert granted == b"+OK\r\n" and took >= 0.75
+    assert grants(links, "c0>n1") == (1, 1, 0, 1)
+
+
+def test_a_held_grant_whose_client_hangs_up_is_counted_dropped(
+        locking: tuple[Links, LockServer]) -> None:
+    links, _ = locking
+    s = connect(links, 0)
+    links.stall(["c0>n1"], 30, direction="down", trigger="grant")
+    s.sendall(hiredis.pack_command(("SET", "lock", "a", "NX", "PX", 2000)))
+    deadline = time.monotonic() + 5
+    while grants(links, "c0>n1")[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    s.close()  # as Redlock does when its per-node timeout runs out
+    time.sleep(0.1)
+    links.unstall()  # the grant goes to a client that hung up
+    while grants(links, "c0>n1")[2] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert grants(links, "c0>n1") == (1, 0, 1, 1)
 
 
 def test_reset_ends_every_connection_of_the_link(links: Links) -> None:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from dbs.redis import RedisDB
 from harness.controller.faults import FaultRunner, generate
 from harness.controller.spec import TestSpec
 from harness.core.cluster import NemesisContext, Node
@@ -38,6 +39,9 @@ from tests.harness_runs import harness
      "--nemesis stall-grant: stall=1 is not longer than --ttl 2"),
     (["--nemesis", "stall-grant", "--op-timeout", "2"],
      "--op-timeout 2: --nemesis stall-grant needs the client to wait at least 4 s"),
+    (["--db", "zookeeper", "--nemesis", "stall-grant"],
+     "--nemesis stall-grant: zookeeper does not speak Redis's protocol, the only one in which "
+     "the link layer tells a grant from another reply"),
     (["--nemesis", "lag-replication"], "--nemesis lag-replication needs a db that replicates"),
     (["--db", "redis-masters", "--nemesis", "delay", "--nemesis-opt", "delay-links=peers"],
      "--nemesis delay: redis-masters's nodes do not talk to each other"),
@@ -67,7 +71,7 @@ def test_the_op_timeout_follows_what_the_stall_needs() -> None:
     assert spec.op_timeout == 6.0
     assert TestSpec(nemesis=["pause"]).validate().op_timeout == 1.0
     assert TestSpec(nemesis=["pause"], op_timeout=2.5).validate().op_timeout == 2.5
-    assert StallGrant.refuse(None, {"stall": 2.5}, 2.0, None) is None
+    assert StallGrant.refuse(RedisDB(), {"stall": 2.5}, 2.0, None) is None
 
 
 def test_the_spec_carries_the_locks_own_wait_for_a_reply_and_whether_release_waits() -> None:

@@ -3,7 +3,8 @@
 One process per run, started by the controller (:mod:`harness.controller.links`) and recorded
 in the run's process table, so teardown and ``harness clean`` stop it. It is the network, not a
 client: a client that is SIGSTOPped freezes alone, the proxy goes on delivering (or holding)
-bytes. It uses nothing but the standard library, so it starts in a fraction of a second.
+bytes. It uses nothing but the standard library and hiredis (to tell grants in Redis replies),
+so it starts in a fraction of a second.
 
 **Routes.** Each listener is a route to one DB endpoint (``dst``), of one of two kinds:
 
@@ -27,9 +28,15 @@ comes back. Per link and direction the controller sets, over a JSON-lines contro
   or from the next chunk the other direction carries (``trigger: next``: the reply to the next
   request is held); with ``after``, the stall is only armed once one of the ``after`` links
   carries a chunk up (the lock holder's release request arms the waiters' stalls before it is
-  passed on, so no waiter's request can slip in between);
+  passed on, so no waiter's request can slip in between); or from the next *grant* on a link
+  of one of ``groups`` (``trigger: grant``, armed at once or, with ``after``, as above): a reply
+  that says a lock was taken (see :mod:`harness.controller.respgrants`), and the stall then
+  holds every link of that group (one client's), the grant first; the other groups are
+  disarmed, their links never held;
 - ``reset``: close every connection of the link with a TCP RST, both sides;
-- ``stats``: bytes, chunks, time added, bytes held by stalls, connections.
+- ``stats``: bytes, chunks, time added, bytes held by stalls, grants held (and of those, how
+  many were delivered late and how many were dropped: the client had closed the connection),
+  connections.
 
 Bytes keep their order within a connection (a chunk is never delivered before the one ahead of
 it): a jittered delay is the time a chunk waits at least, measured from its arrival.
@@ -51,6 +58,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness.controller.respgrants import GrantTracker
 
 QUEUE_LIMIT = 16 * 1024 * 1024  # bytes held per connection and direction before reading stops
 CONNECT_TIMEOUT = 5.0
@@ -94,6 +103,10 @@ class DirStats:
     stalls: int = 0  # stalls that began (a triggered one begins at the next chunk)
     last_stall_began: float | None = None
     last_stall_until: float | None = None
+    grants_held: int = 0  # grants a ``trigger: grant`` stall caught
+    grants_late: int = 0  # ...delivered when the stall let them go
+    grants_dropped: int = 0  # ...never delivered: the connection closed first
+    last_grant_held: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -158,6 +171,11 @@ class Proxy:
         self.tasks: set[asyncio.Task[None]] = set()
         # stalls armed when a chunk goes up one of the watched links: (watched, links, dirs)
         self.pending: list[tuple[set[str], list[Link], tuple[str, ...], float]] = []
+        # a stall armed for the next grant on a link of one of the groups: (groups, seconds);
+        # with ``after``, armed once a chunk goes up one of the watched links
+        self.grant_watch: tuple[list[list[Link]], float] | None = None
+        self.grant_after: tuple[set[str], tuple[list[list[Link]], float]] | None = None
+        self.scripts: dict[bytes, bool] = {}  # scripts seen (sha1 -> takes a lock), for all
 
     def link(self, name: str) -> Link:
         found = self.links.get(name)
@@ -281,8 +299,17 @@ class Proxy:
             if seconds < 0:
                 raise ValueError("seconds must be >= 0")
             trigger = cmd.get("trigger", "now")
-            if trigger not in ("now", "next"):
-                raise ValueError(f"trigger {trigger!r}: use now or next")
+            if trigger not in ("now", "next", "grant"):
+                raise ValueError(f"trigger {trigger!r}: use now, next or grant")
+            if trigger == "grant":
+                if self._dirs(cmd) != ("down",):
+                    raise ValueError("a grant comes down: trigger grant needs direction down")
+                groups = cmd.get("groups") or [[link] for link in cmd.get("links") or []]
+                watch = ([[self.link(str(x)) for x in g] for g in groups], seconds)
+                after = cmd.get("after")
+                self.grant_watch, self.grant_after = (None, ({str(x) for x in after}, watch)
+                                                      ) if after else (watch, None)
+                return {}
             after = cmd.get("after")
             if after:
                 if trigger != "next":
@@ -294,6 +321,7 @@ class Proxy:
             return {}
         if op == "unstall":
             self.pending.clear()
+            self.grant_watch = self.grant_after = None
             for link in self._links(cmd):
                 for state in link.dirs.values():
                     st = state.stall
@@ -317,8 +345,30 @@ class Proxy:
         raise ValueError(f"unknown op {op!r}")
 
 
+    def caught(self, link: Link, now: float) -> bool:
+        """A grant comes down ``link``: if a stall waits for one there, it begins on the
+        link's group (and the grant is held); the other groups are disarmed."""
+        if self.grant_watch is None:
+            return False
+        groups, seconds = self.grant_watch
+        group = next((g for g in groups if link in g), None)
+        if group is None:
+            return False
+        self.grant_watch = None
+        for member in group:
+            state = member.dirs["down"]
+            state.stall.seconds = seconds
+            begin_stall(state, now)
+            member.notify()
+        stats = link.dirs["down"].stats
+        stats.grants_held += 1
+        stats.last_grant_held = now
+        return True
+
     def watched(self, link: Link) -> None:
         """A chunk goes up ``link``: arm the stalls that waited for it."""
+        if self.grant_after is not None and link.name in self.grant_after[0]:
+            self.grant_watch, self.grant_after = self.grant_after[1], None
         fired = [p for p in self.pending if link.name in p[0]]
         if fired:
             self.pending = [p for p in self.pending if link.name not in p[0]]
@@ -422,6 +472,7 @@ class Conn:
         client.into, server.out = up, up
         server.into, client.out = down, down
         self.done = False
+        self.grants = GrantTracker(client.proxy.scripts)
         link.conns.add(self)
         for side in (client, server):
             early, side.early = side.early, []
@@ -436,6 +487,7 @@ class Conn:
         self.link.conns.discard(self)
         for pipe in self.pipes:
             pipe.cancel()
+            pipe.state.stats.grants_dropped += sum(1 for entry in pipe.queue if entry[3])
         for side in (self.client, self.server):
             if not side.closed:
                 side.transport.close()
@@ -458,19 +510,27 @@ class Pipe:
         self.state = conn.link.dirs[direction]
         self.other = conn.link.dirs[OTHER[direction]]
         self.source, self.sink = source, sink
-        self.queue: deque[tuple[float, float, bytes | None]] = deque()
+        # (arrival, drawn delay, bytes or None for the close, a grant a stall caught?)
+        self.queue: deque[tuple[float, float, bytes | None, bool]] = deque()
         self.queued = 0
         self.previous = 0.0  # when the chunk ahead went: order is kept
         self.rate_free = 0.0
         self.timer: asyncio.TimerHandle | None = None
         self.eof_sent = False
+        self.ended = False  # the source closed its side (its end of file arrived)
         self.loop = asyncio.get_running_loop()
 
     def feed(self, data: bytes | None) -> None:
         now = time.monotonic()
+        grant = False
         if data is not None:
-            if self.direction == "up" and self.source.proxy.pending:
-                self.source.proxy.watched(self.link)
+            proxy = self.source.proxy
+            if self.direction == "up":
+                self.conn.grants.requests(data)
+                if proxy.pending or proxy.grant_after:
+                    proxy.watched(self.link)
+            elif self.conn.grants.replies(data):
+                grant = proxy.caught(self.link, now)
             if self.other.stall.armed:  # the request whose reply is to be held
                 begin_stall(self.other, now)
                 self.link.notify()
@@ -489,7 +549,8 @@ class Pipe:
                 self.source.transport.pause_reading()
         else:
             delay = 0.0
-        self.queue.append((now, delay, data))
+            self.ended = True
+        self.queue.append((now, delay, data, grant))
         self.pump()
 
     def kick(self) -> None:
@@ -509,7 +570,7 @@ class Pipe:
             self.timer.cancel()
             self.timer = None
         while self.queue and not self.conn.done:
-            arrival, delay, data = self.queue[0]
+            arrival, delay, data, grant = self.queue[0]
             shape = self.state.shape()
             due = max(arrival + delay, self.previous)
             if data is not None and shape.rate > 0:  # delivered once all its bytes passed
@@ -542,6 +603,12 @@ class Pipe:
                 with contextlib.suppress(Exception):
                     self.source.transport.resume_reading()
             self.sent(data, now - arrival, held_by_stall)
+            if grant:  # a client that has hung up will never read it
+                hung_up = self.conn.pipes[0 if self.direction == "down" else 1].ended
+                if hung_up:
+                    self.state.stats.grants_dropped += 1
+                else:
+                    self.state.stats.grants_late += 1
             self.sink.transport.write(data)
 
     def idle(self, shape: Shape, now: float) -> bool:

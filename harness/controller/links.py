@@ -226,9 +226,11 @@ class Links:
         self.command(op="unshape", owner=owner, links=None if links is None else list(links))
 
     def stall(self, links: Iterable[str], seconds: float, *, direction: str = "down",
-              trigger: str = "now", after: Iterable[str] | None = None) -> None:
+              trigger: str = "now", after: Iterable[str] | None = None,
+              groups: Iterable[Iterable[str]] | None = None) -> None:
         self.command(op="stall", links=list(links), seconds=seconds, direction=direction,
-                     trigger=trigger, after=None if after is None else list(after))
+                     trigger=trigger, after=None if after is None else list(after),
+                     groups=None if groups is None else [list(g) for g in groups])
 
     def unstall(self, links: Iterable[str] | None = None) -> None:
         self.command(op="unstall", links=None if links is None else list(links))

@@ -110,7 +110,9 @@ class LinkOps(Protocol):
     Shapes are kept per ``owner`` (the nemesis that set them) and add up, so one fault's heal
     never undoes another's. A stall holds one direction's bytes for some seconds, then
     delivers them all: from now, or (``trigger="next"``) from the next chunk the other
-    direction carries, so that the reply to the next request is the one held.
+    direction carries, so that the reply to the next request is the one held, or
+    (``trigger="grant"``, down) from the next reply that grants a lock on a link of one of
+    ``groups``: that group's links are held, the grant first, and no other group's.
     """
 
     def links(self, src: str | None = None, dst: str | None = None) -> list[str]:
@@ -130,7 +132,8 @@ class LinkOps(Protocol):
     def unshape(self, owner: str, links: Iterable[str] | None = None) -> None: ...
 
     def stall(self, links: Iterable[str], seconds: float, *, direction: str = "down",
-              trigger: str = "now", after: Iterable[str] | None = None) -> None:
+              trigger: str = "now", after: Iterable[str] | None = None,
+              groups: Iterable[Iterable[str]] | None = None) -> None:
         """With ``after`` (and ``trigger="next"``), armed only once one of the ``after`` links
         carries a chunk up (a holder's release request arms the waiters' stalls)."""
 
