@@ -13,6 +13,12 @@ B. ``harness run --workload lock --nemesis none --hold 0 --think 0 --keys N --cl
    (acquire and release, the same two commands; each client its own key, so nobody waits for
    a lock), acquire+release pairs per second from its history, every op journaled.
 
+With ``--floor``, each round also runs C. a bare Python loop: ``--clients`` processes, each
+sending the same two requests on a socket of its own (packed once, the owner changed each
+time, EVALSHA for the release as the driver's lock sends it), nothing journaled, no lock or
+workload layer: what any Python client process a request costs on this machine, the floor the
+driver's own layers stand on.
+
 The ratio B/A is printed per round and as the median, and beside it what each side spent on
 the CPU a pair: redis-benchmark's user+system seconds, and the client processes' own (each
 prints in its log as it exits its CPU seconds and how many of them went before its first op;
@@ -137,6 +143,49 @@ def bare_pairs(db: str, hosts: str, clients: int, seconds: float) -> float:
     return total / seconds
 
 
+BARE_PYTHON = """
+import os, random, resource, socket, sys, time
+host, port, key, seconds = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode(), float(sys.argv[4])
+cad = sys.argv[5].encode()
+sha = __import__("hashlib").sha1(cad).hexdigest().encode()
+def bulk(b):
+    return b"$%d\\r\\n%b\\r\\n" % (len(b), b)
+s = socket.create_connection((host, port)); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+buf = bytearray(65536)
+s.sendall(b"*3\\r\\n" + bulk(b"SCRIPT") + bulk(b"LOAD") + bulk(cad)); s.recv_into(buf)
+set_head = b"*6\\r\\n" + bulk(b"SET") + bulk(key)
+set_tail = bulk(b"NX") + bulk(b"PX") + bulk(b"2000")
+cad_head = b"*5\\r\\n" + bulk(b"EVALSHA") + bulk(sha) + bulk(b"1") + bulk(key)
+rng = random.Random(os.urandom(16))
+def cpu():
+    u = resource.getrusage(resource.RUSAGE_SELF); return u.ru_utime + u.ru_stime
+n, c0 = 0, cpu(); end = time.monotonic() + seconds
+while time.monotonic() < end:
+    owner = b"%032x" % rng.getrandbits(128)
+    s.sendall(set_head + bulk(owner) + set_tail)
+    if not s.recv_into(buf) or buf[0] != 43:  # +OK
+        raise SystemExit("SET NX PX failed")
+    s.sendall(cad_head + bulk(owner))
+    if not s.recv_into(buf) or buf[:2] != b":1":
+        raise SystemExit("compare-and-delete failed")
+    n += 1
+print(n, cpu() - c0)
+"""
+
+
+def bare_python_pairs(host: str, port: int, clients: int, seconds: float
+                      ) -> tuple[float, float]:
+    """Pairs per second of ``clients`` bare Python loops (module doc: C), and their CPU a
+    pair."""
+    procs = [subprocess.Popen([sys.executable, "-c", BARE_PYTHON, host, str(port),
+                               f"lock:floor{i}", str(seconds), CAD], stdout=subprocess.PIPE,
+                              text=True)
+             for i in range(clients)]
+    outs = [p.communicate(timeout=seconds * 4 + 60)[0].split() for p in procs]
+    pairs = sum(int(o[0]) for o in outs)
+    return pairs / seconds, sum(float(o[1]) for o in outs) / max(1, pairs)
+
+
 def driver_pairs(store: Path, clients: int, time_limit: float, db: str = "redis",
                  workload: str = "lock", extra: tuple[str, ...] = ("--nemesis", "none")
                  ) -> float:
@@ -168,13 +217,15 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=100_000)
     ap.add_argument("--db", default="redis", choices=["redis", "zookeeper", "etcd"])
     ap.add_argument("--workload", default="lock", choices=["lock", "mutex"])
+    ap.add_argument("--floor", action="store_true",
+                    help="also a bare Python loop each round (C in the module doc)")
     args = ap.parse_args()
     if args.db != "redis":
         return main_bare(args)
     if shutil.which("redis-benchmark") is None:
         print("redis-benchmark not found (Debian package redis-tools)", file=sys.stderr)
         return 3
-    ratios, a_all, b_all = [], [], []
+    ratios, a_all, b_all, floors = [], [], [], []
     per_pair = 2 if args.workload == "mutex" else 1  # requests a pair, against the benchmark's
     with tempfile.TemporaryDirectory(prefix="lh-driver-") as tmp:
         for r in range(1, args.rounds + 1):
@@ -182,6 +233,8 @@ def main() -> int:
                 cpu = children_cpu()
                 a = benchmark_pairs(host, port, args.clients, args.requests)
                 a_cpu = (children_cpu() - cpu) / args.requests
+                if args.floor:
+                    c, c_cpu = bare_python_pairs(host, port, args.clients, args.time_limit)
             store = Path(tmp) / f"store{r}"
             b = driver_pairs(store, args.clients, args.time_limit, workload=args.workload)
             b_cpu = client_cpu_per_pair(store)
@@ -192,11 +245,18 @@ def main() -> int:
                   f"{100 * b / a:.1f}% (requests: {100 * per_pair * b / a:.1f}%); CPU a pair: "
                   f"redis-benchmark {1e6 * a_cpu:.1f} us, driver's clients "
                   f"{1e6 * b_cpu:.1f} us", flush=True)
+            if args.floor:
+                floors.append(c / a)
+                print(f"round {r}: bare Python loop {c:,.0f} pairs/s: {100 * c / a:.1f}% of "
+                      f"redis-benchmark; CPU a pair {1e6 * c_cpu:.1f} us", flush=True)
             time.sleep(1)
     med = statistics.median(ratios)
     print(f"median: redis-benchmark {statistics.median(a_all):,.0f} pairs/s, driver "
           f"{statistics.median(b_all):,.0f} pairs/s, ratio {100 * med:.1f}% of "
           f"redis-benchmark (requests per second: {100 * per_pair * med:.1f}%)")
+    if floors:
+        print(f"median: bare Python loop at {100 * statistics.median(floors):.1f}% of "
+              "redis-benchmark")
     return 0
 
 
