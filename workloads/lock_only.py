@@ -28,6 +28,7 @@ class LockWorkload(MutexWorkload):
                 *lock_checks(spec)]
 
     def critical_section(self, grant: Grant) -> None:
-        hold = self.draw(self.p.hold_min, self.p.hold_max)
+        low, high = self.p.hold_min, self.p.hold_max
+        hold = low if low == high else self.rng.uniform(low, high)  # draw(low, high)
         if hold > 0:
             self.hold(grant, hold)

@@ -160,31 +160,38 @@ class MutexWorkload:
             raise LockContractError(f"{type(lock).__name__}.release_bound() returned "
                                     f"{show(seconds, 60)}, not seconds or None")
         self.release_inline = seconds is not None and seconds <= params.release_timeout
+        # What the invoke of an acquire shows as its timeout when the run's end is not near.
+        self.timeout_shown = round(params.acquire_timeout, 3)
 
     def run(self) -> None:
-        while not self.stop.is_set():
+        is_set, wait = self.stop.is_set, self.stop.wait
+        acquire, critical_section, release = self.acquire, self.critical_section, self.release
+        low, high = self.p.think_min, self.p.think_max
+        while not is_set():
             self.session += 1
-            grant = self.acquire()
+            grant = acquire()
             if grant is not None:
-                self.critical_section(grant)
-                self.release(grant)
-            think = self.draw(self.p.think_min, self.p.think_max)
+                critical_section(grant)
+                release(grant)
+            think = low if low == high else self.rng.uniform(low, high)  # draw(low, high)
             if think > 0:
-                self.stop.wait(think)
+                wait(think)
 
     def draw(self, low: float, high: float) -> float:
         """A time between ``low`` and ``high`` (the RNG's uniform draw); one of a range of a
-        single value is that value, drawn without the RNG (--hold 0 --think 0: twice a
-        session)."""
+        single value is that value, drawn without the RNG. (The loop's think time and the lock
+        workload's hold are drawn the same way inline: a frame less each, twice a session.)"""
         return low if low == high else self.rng.uniform(low, high)
 
     def acquire(self) -> Grant | None:
         j, name = self.journal, self.p.lock_name
-        timeout = self.p.acquire_timeout
+        timeout = limit = self.p.acquire_timeout
         if self.p.end_ns is not None:
             timeout = max(0.1, min(timeout, (self.p.end_ns - time.monotonic_ns()) / 1e9))
         # Its own timeout in the history: an acquire pending past it is unmet demand.
-        j.record(INVOKE, "acquire", {"timeout": round(timeout, 3)}, lock=name)
+        j.record(INVOKE, "acquire",
+                 {"timeout": self.timeout_shown if timeout == limit else round(timeout, 3)},
+                 lock=name)
         try:
             grant = self.lock.acquire(timeout)
         except Indeterminate as e:

@@ -30,6 +30,7 @@ class RespError(Exception):
 
 
 HOLE = object()  # where a :class:`Command`'s one varying argument goes
+FILLED = b"%b$%d\r\n%b\r\n%b"  # a Command: head, the value's length, the value, tail
 
 
 class Command:
@@ -45,7 +46,7 @@ class Command:
 
     def pack(self, value: str) -> bytes:
         data = value.encode()
-        return b"%b$%d\r\n%b\r\n%b" % (self.head, len(data), data, self.tail)
+        return FILLED % (self.head, len(data), data, self.tail)
 
 
 def _bulk(arg: Any) -> bytes:
@@ -177,20 +178,29 @@ class LeanRedis:
             args.append("NX")
         if px is not None:
             args += ["PX", px]
-        command, request = Command(*args), self.resp.request
-        return lambda value: request(command.pack(value)) is not None
+        request = self.resp.request
+        command = Command(*args)
+        head, tail = command.head, command.tail
+
+        def set_value(value: str) -> bool:  # Command.pack inlined: a frame less a request
+            data = value.encode()
+            return request(FILLED % (head, len(data), data, tail)) is not None
+
+        return set_value
 
     def script_of_keys(self, source: str, keys: list[str]) -> Callable[[str], Any]:
         """A script on fixed ``keys`` with one argument, packed once: ``(arg) -> reply``. As
         :meth:`register_script`'s: EVALSHA, and EVAL when the server does not know it."""
         sha = self.resp.script(source)
         by_sha = Command("EVALSHA", sha, len(keys), *keys, HOLE)
+        head, tail = by_sha.head, by_sha.tail
         by_source = Command("EVAL", source, len(keys), *keys, HOLE)
         request = self.resp.request
 
         def run(arg: str) -> Any:
+            data = arg.encode()  # Command.pack inlined: a frame less a request
             try:
-                return request(by_sha.pack(arg))
+                return request(FILLED % (head, len(data), data, tail))
             except RespError as e:
                 if not str(e).startswith("NOSCRIPT"):
                     raise

@@ -48,6 +48,8 @@ class JournalWriter:
             self._end = read_lines(fh)[1]  # the file offset the next line goes to
         self._base = 0  # the file offset of the mapping's first byte
         self._map: mmap.mmap | None = None
+        self._view: memoryview | None = None  # of the mapping: a copy into it costs less
+        self._room = 0  # bytes of the mapping (0: none)
         self._mu = threading.Lock()
         self.lines = 0
 
@@ -79,11 +81,12 @@ class JournalWriter:
             mu = self._mu
             mu.acquire()
             try:
-                m = self._map
                 at = self._end - self._base
-                if m is not None and at + n < len(m):  # room in the mapping: the common case
-                    m[at:at + n] = line
-                    m[at + n] = NEWLINE
+                if at + n < self._room:  # room in the mapping: the common case
+                    view = self._view
+                    assert view is not None
+                    view[at:at + n] = line
+                    view[at + n] = NEWLINE
                     self._end += n + 1
                     self.lines += 1
                 elif self._fd is not None:  # not closed meanwhile
@@ -98,13 +101,13 @@ class JournalWriter:
         copy :meth:`record` makes itself while the mapping has room)."""
         n = len(line)
         at = self._end - self._base
-        if self._map is None or at + n >= len(self._map):
+        if at + n >= self._room:
             self._grow(n + 1)
             at = self._end - self._base
-        m = self._map
-        assert m is not None
-        m[at:at + n] = line
-        m[at + n] = NEWLINE
+        view = self._view
+        assert view is not None
+        view[at:at + n] = line
+        view[at + n] = NEWLINE
         self._end += n + 1
         self.lines += 1
 
@@ -116,19 +119,24 @@ class JournalWriter:
         size = max(GROWTH, self._end - base + need)
         size += -size % mmap.PAGESIZE
         os.posix_fallocate(self._fd, base, size)
-        old, self._map = self._map, mmap.mmap(self._fd, size, offset=base)
-        self._base = base
-        if old is not None:
-            old.close()
+        self._unmap()
+        self._map = mmap.mmap(self._fd, size, offset=base)
+        self._view, self._room, self._base = memoryview(self._map), size, base
+
+    def _unmap(self) -> None:
+        if self._view is not None:
+            self._view.release()  # a mapping with a view of it cannot be closed
+            self._view, self._room = None, 0
+        if self._map is not None:
+            self._map.close()
+            self._map = None
 
     def close(self) -> None:
         """Unmap and cut the file to its lines (what stays is plain JSON lines)."""
         with self._mu:
             if self._fd is None:
                 return
-            if self._map is not None:
-                self._map.close()
-                self._map = None
+            self._unmap()
             os.ftruncate(self._fd, self._end)
             os.close(self._fd)
             self._fd = None

@@ -47,19 +47,17 @@ class RedisSingleLock(LockRole):
         # Owners are random 128-bit values, as uuid4's, drawn without a system call each.
         self.owners = random.Random(os.urandom(32))
 
-    def new_owner(self) -> str:
-        return f"{self.owners.getrandbits(128):032x}"
-
     def try_acquire(self, owner: str) -> Grant | None:
         """One attempt. Returns None when the lock is certainly held by someone else."""
         raise NotImplementedError
 
     def acquire(self, timeout: float) -> Grant | None:
         deadline = time.monotonic() + timeout
+        draw, try_acquire = self.owners.getrandbits, self.try_acquire
         while True:
-            owner = self.new_owner()
+            owner = f"{draw(128):032x}"  # a new owner each attempt
             try:
-                grant = self.try_acquire(owner)
+                grant = try_acquire(owner)
             except ConnectionRefusedError:
                 grant = None
             if grant is not None:
@@ -111,7 +109,7 @@ class SetNxLock(RedisSingleLock):
                 lambda owner: attempt(lambda: self._cad(keys=[key], args=[owner])))
 
     def try_acquire(self, owner: str) -> Grant | None:
-        return self._grant(owner) if self._set_nx(owner) else None
+        return Grant(validity=self.config.ttl, handle=owner) if self._set_nx(owner) else None
 
     def release(self, grant: Grant) -> bool:
         return bool(self._compare_and_delete(grant.handle))
