@@ -146,7 +146,7 @@ def bare_pairs(db: str, hosts: str, clients: int, seconds: float) -> float:
 BARE_PYTHON = """
 import os, random, resource, socket, sys, time
 host, port, key, seconds = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode(), float(sys.argv[4])
-cad = sys.argv[5].encode()
+cad, pairs = sys.argv[5].encode(), int(sys.argv[6]) if len(sys.argv) > 6 else -1
 sha = __import__("hashlib").sha1(cad).hexdigest().encode()
 def bulk(b):
     return b"$%d\\r\\n%b\\r\\n" % (len(b), b)
@@ -160,7 +160,7 @@ rng = random.Random(os.urandom(16))
 def cpu():
     u = resource.getrusage(resource.RUSAGE_SELF); return u.ru_utime + u.ru_stime
 n, c0 = 0, cpu(); end = time.monotonic() + seconds
-while time.monotonic() < end:
+while n != pairs and time.monotonic() < end:
     owner = b"%032x" % rng.getrandbits(128)
     s.sendall(set_head + bulk(owner) + set_tail)
     if not s.recv_into(buf) or buf[0] != 43:  # +OK

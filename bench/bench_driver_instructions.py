@@ -10,7 +10,9 @@ what a pair costs, start-up left out:
 
 - ``lock``: the redis-setnx lock's acquire and release (its two requests on a real socket);
 - ``journal``: the four journal lines of a pair (invoke and ok of acquire and of release);
-- ``all``: the lock workload's loop with hold 0 and think 0: workload, journal and lock.
+- ``all``: the lock workload's loop with hold 0 and think 0: workload, journal and lock;
+- ``bare``: bench_driver's bare Python loop (``--floor``): the same two requests on a socket,
+  nothing else (what any Python client spends).
 
 The kernel's instructions (the socket's system calls) are not counted: valgrind sees none.
 """
@@ -26,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_driver import REPO, redis_node
+from bench_driver import BARE_PYTHON, CAD, REPO, redis_node
 
 LOOP = """
 import os, sys, threading, time
@@ -65,9 +67,11 @@ journal.close()
 
 
 def instructions(layer: str, host: str, port: int, pairs: int, tmp: Path) -> int:
+    argv = ([BARE_PYTHON, host, str(port), "lock:bare", "3600", CAD, str(pairs)]
+            if layer == "bare" else
+            [LOOP, layer, host, str(port), str(pairs), str(tmp / f"{layer}-{pairs}.jsonl")])
     out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                          "--cachegrind-out-file=/dev/null", sys.executable, "-c", LOOP, layer,
-                          host, str(port), str(pairs), str(tmp / f"{layer}-{pairs}.jsonl")],
+                          "--cachegrind-out-file=/dev/null", sys.executable, "-c", *argv],
                          cwd=REPO, capture_output=True, text=True, timeout=900, check=True,
                          env={**os.environ, "PYTHONPATH": str(REPO)}).stderr
     m = re.search(r"I\s+refs:\s+([\d,]+)", out)
@@ -87,7 +91,7 @@ def main() -> int:
     n = args.pairs
     with (tempfile.TemporaryDirectory(prefix="lh-instructions-") as tmp,
           redis_node(Path(tmp) / "node") as (host, port)):
-        for layer in ("lock", "journal", "all"):
+        for layer in ("bare", "lock", "journal", "all"):
             a = instructions(layer, host, port, n, Path(tmp))
             b = instructions(layer, host, port, 3 * n, Path(tmp))
             print(f"{layer}: {(b - a) / (2 * n):,.0f} instructions a pair", flush=True)

@@ -276,3 +276,33 @@ def test_a_bounded_release_to_a_silent_server_is_unknown_within_its_bound(
     lock.close()
     for s in (server, *held):
         s.close()
+
+
+@pytest.mark.parametrize(("acquire_timeout", "end_in", "shown"), [
+    (1.23456, None, 1.235),  # no end: the whole timeout, to the ms
+    (1.23456, 60.0, 1.235),  # the end far off: the same
+    (5.0, -1.0, 0.1),  # the end passed: the least wait
+])
+def test_an_acquire_s_invoke_shows_the_timeout_it_waits_to_the_ms(
+        tmp_path: Path, acquire_timeout: float, end_in: float | None, shown: float) -> None:
+    end_ns = None if end_in is None else time.monotonic_ns() + int(end_in * 1e9)
+    journal = JournalWriter(tmp_path / "c0.jsonl", 0, 0)
+    workload = LockWorkload(MutexParams(process=0, acquire_timeout=acquire_timeout,
+                                        end_ns=end_ns), _Recorded(1.0), None, journal,
+                            threading.Event())
+    workload.acquire()
+    journal.close()
+    assert read_journal(journal.path)[0]["value"] == {"timeout": shown}
+
+
+def test_an_acquire_near_the_run_s_end_shows_the_time_left_to_the_ms(tmp_path: Path) -> None:
+    journal = JournalWriter(tmp_path / "c0.jsonl", 0, 0)
+    before = time.monotonic_ns()
+    workload = LockWorkload(MutexParams(process=0, acquire_timeout=5.0,
+                                        end_ns=before + 2_500_000_000), _Recorded(1.0), None,
+                            journal, threading.Event())
+    workload.acquire()
+    journal.close()
+    shown = read_journal(journal.path)[0]["value"]["timeout"]
+    left = (before + 2_500_000_000 - time.monotonic_ns()) / 1e9
+    assert left - 0.001 <= shown <= 2.5 and shown == round(shown, 3)
