@@ -6,15 +6,18 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Hashable, Sequence
 
 from checker.lives import crash_of, refuse_after_crash
 from checker.models import Model, OpView, freeze
-from harness.core.history import FAIL, INVOKE, NEMESIS, OK, Op
+from harness.core.history import FAIL, INFO, INVOKE, NEMESIS, OK, Op
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
     from typing import Any
+
+    from harness.core.columns import Columns
 
 _NO_OUTCOME: dict[str, Any] = {"type": "info"}  # replaced before anyone reads it
 
@@ -101,7 +104,12 @@ def prepare(history: Sequence[Op], model: Model) -> Prepared:
 
     A process that crashed (:func:`checker.lives.crash_of`) ends its life holding nothing: in
     every part it took part in, a release of unknown outcome is invoked at its crash, after
-    its last op, so the model may free a lock it held, but no earlier than the crash."""
+    its last op, so the model may free a lock it held, but no earlier than the crash.
+
+    ``history`` may be a :class:`harness.core.columns.Columns` (see :func:`prepare_columns`)."""
+    columns = sys.modules.get("harness.core.columns")  # not imported: no history is in columns
+    if columns is not None and isinstance(history, columns.Columns):
+        return prepare_columns(history, model)
     prepared = Prepared(parts={})
     parts = prepared.parts
     fs = model.fs
@@ -198,3 +206,114 @@ def _release_at_crashes(parts: dict[Hashable, list[Call]], crashes: dict[Any, in
             release = Call(inv, "release", int(crash), seq, p)
             release.unknown_outcome()
             calls.append(release)
+
+
+# ---------------------------------------------------------------------------------------------
+# A history in columns (harness.core.columns): the same pairing, by array operations, and
+# calls that make their ops into dicts only when asked
+
+
+class RowCall(Call):
+    """A :class:`Call` of a history in columns: its invocation and completion are rows, made
+    dicts (:meth:`harness.core.columns.Columns.op`) only when read."""
+
+    __slots__ = ("_cols", "_crow", "_irow")
+
+    @property  # type: ignore[override]
+    def inv(self) -> Op:
+        return self._cols.op(self._irow)
+
+    @property  # type: ignore[override]
+    def comp(self) -> Op | None:
+        return None if self._crow < 0 else self._cols.op(self._crow)
+
+    @property  # type: ignore[override]
+    def completion(self) -> dict[str, Any]:
+        if self.known:
+            return self._cols.op(self._crow)
+        return {"type": "info", "process": self.process, "f": self.f}
+
+    @property
+    def index(self) -> int:
+        return int(self._cols.index[self._irow])
+
+
+def prepare_columns(cols: Columns, model: Model) -> Prepared:
+    """:func:`prepare` of a well-formed history in columns (every op a client's, so no crash;
+    :func:`harness.core.columns.well_formed` holds): the same parts, calls in the same order,
+    the same counts."""
+    import numpy as np
+
+    from harness.core.columns import LOCK_NULL, TYPE_CODES
+
+    prepared = Prepared(parts={})
+    n = len(cols)
+    order = cols.by_process()
+    p = cols.process[order]
+    invoke = cols.type[order] == TYPE_CODES[INVOKE]
+    inv_k = np.flatnonzero(invoke)
+    completed = np.zeros(len(inv_k), dtype=bool)
+    nxt = inv_k + 1
+    inside = nxt < n
+    completed[inside] = p[nxt[inside]] == p[inv_k[inside]]
+    inv_rows = order[inv_k]
+    comp_rows = np.full(len(inv_k), -1, dtype=np.int64)
+    comp_rows[completed] = order[nxt[completed]]
+    ctype = np.full(len(inv_k), TYPE_CODES[INFO], dtype=np.uint8)
+    ctype[completed] = cols.type[comp_rows[completed]]
+    keep = np.ones(len(inv_k), dtype=bool)
+    fails = np.flatnonzero(ctype == TYPE_CODES[FAIL])
+    if len(fails):
+        understood = model.understood_failure
+        ok = np.fromiter((understood is not None and understood(cols.op(r))
+                          for r in comp_rows[fails].tolist()), bool, len(fails))
+        keep[fails[~ok]] = False
+        prepared.failed = int((~ok).sum())
+    f_codes = cols.f[inv_rows]
+    in_model = np.array([name in model.fs for name in cols.fs], dtype=bool)
+    wanted = keep & in_model[f_codes]
+    for code in np.unique(f_codes[keep & ~in_model[f_codes]]).tolist():
+        prepared.ignored[cols.fs[code]] = int((f_codes[keep] == code).sum())
+    # In the order the one pass adds them: at their completion, then the open ones at the end.
+    at = np.where(completed, comp_rows, n + inv_rows)[wanted]
+    sel = np.argsort(at, kind="stable")
+    irow = inv_rows[wanted][sel]
+    crow = comp_rows[wanted][sel]
+    known = np.isin(ctype[wanted][sel], (TYPE_CODES[OK], TYPE_CODES[FAIL]))
+    start = cols.time[irow]
+    end = np.maximum(cols.time[np.maximum(crow, 0)], start)
+    lock = cols.lock[irow]
+    parts = prepared.parts
+    names = cols.fs
+    locks = cols.locks
+    ints: dict[int, int] = {}  # one int object per process
+    share = ints.setdefault
+    fail = TYPE_CODES[FAIL]
+    for i, c_row, f, t, e, k, code, ct, proc in zip(
+            irow.tolist(), crow.tolist(), cols.f[irow].tolist(), start.tolist(),
+            end.tolist(), known.tolist(), lock.tolist(), cols.type[np.maximum(crow, 0)].tolist(),
+            cols.process[irow].tolist(), strict=True):
+        c = RowCall.__new__(RowCall)
+        c._cols = cols
+        c._irow = i
+        c._crow = c_row
+        c.f = names[f]
+        c.value = None
+        c.start = t
+        c.seq = i
+        c.process = share(proc, proc)
+        if k:
+            c.known = True
+            c.refused = ct == fail
+            c.end = e
+        else:
+            c.known = False
+            c.refused = False
+            c.end = None
+        key = locks[code] if code > LOCK_NULL else None
+        part = parts.get(key)
+        if part is None:
+            parts[key] = [c]
+        else:
+            part.append(c)
+    return prepared

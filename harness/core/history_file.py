@@ -80,3 +80,24 @@ def _line_of(path: str, position: int) -> int:
                 if seen == position:
                     return lineno
     return position + 1
+
+
+def read_columns(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
+                 ) -> Any:
+    """A big ``history.jsonl`` of plain client ops, well-formed, as
+    :class:`harness.core.columns.Columns` (a few bytes an op, where :func:`read_history` makes
+    a dict of each); None for a small file, one with any other op, or anything
+    :func:`read_history` would refuse or read otherwise: read it with that, for its ops or its
+    error."""
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size < BULK_BYTES:
+                return None
+            from harness.core.columns import well_formed
+            from harness.core.history_bulk import read_columns as read
+
+            cols = read(fh, progress)
+    except OSError:
+        return None
+    return cols if cols is not None and well_formed(cols) else None
