@@ -82,17 +82,17 @@ def _line_of(path: str, position: int) -> int:
     return position + 1
 
 
-def read_columns(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
-                 ) -> Any:
+def read_columns(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None,
+                 smallest: int = BULK_BYTES) -> Any:
     """A big ``history.jsonl`` of plain client ops, well-formed, as
     :class:`harness.core.columns.Columns` (a few bytes an op, where :func:`read_history` makes
     a dict of each); None for a small file, one with any other op, or anything
     :func:`read_history` would refuse or read otherwise: read it with that, for its ops or its
-    error."""
+    error. ``smallest``: the size from which a file is read in columns (a test's: any)."""
     p = os.fspath(path)
     try:
         with open(p, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size < BULK_BYTES:
+            if os.fstat(fh.fileno()).st_size < smallest:
                 return None
             from harness.core.columns import well_formed
             from harness.core.history_bulk import read_columns as read
