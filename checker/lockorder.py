@@ -584,30 +584,35 @@ def check_rows(key: Hashable, paired: Paired, rows: Any, model: Model) -> PartRe
     names = paired.cols.fs
     code = {name: i for i, name in enumerate(names)}
     acq, rel = code.get("acquire", -1), code.get("release", -1)
-    f = paired.f[rows]
-    if not bool(np.all((f == acq) | (f == rel))) or bool(np.any(paired.refused[rows])):
+    whole = len(rows) == len(paired.f)  # (rows are in order: all of them, as they are)
+
+    def part(x: Any) -> Any:
+        return x if whole else x[rows]
+
+    f = part(paired.f)
+    if not bool(np.all((f == acq) | (f == rel))) or bool(np.any(part(paired.refused))):
         return None
     big = np.iinfo(np.int64).max  # "no end": no time is that late (one that is: None)
-    start = paired.start[rows]
-    if len(start) and int(paired.end[rows].max()) >= big:
+    if len(f) and int(part(paired.end).max()) >= big:
         return None
     # Each process's calls in their order (the part's order is theirs, process by process).
-    by = np.argsort(paired.process[rows], kind="stable")
-    proc = paired.process[rows][by]
-    f, start = f[by], start[by]
-    known = paired.known[rows][by]
-    end = paired.end[rows][by]
+    by = np.argsort(part(paired.process), kind="stable").astype(np.int32)  # (n < 2**31)
+    proc = part(paired.process)[by]
+    f, start = f[by], part(paired.start)[by]
+    known = part(paired.known)[by]
+    end = part(paired.end)[by]
     n = len(by)
     head = np.ones(n, dtype=bool)  # a process's first call
     head[1:] = proc[1:] != proc[:-1]
     tail = np.ones(n, dtype=bool)  # its last
     tail[:-1] = head[1:]
-    group = np.cumsum(head) - 1  # each call's process, numbered in sorted order
-    last = np.flatnonzero(tail)[group]  # and that process's last call
+    group = np.cumsum(head, dtype=np.int32) - 1  # each call's process, numbered in order
+    lasts = np.flatnonzero(tail).astype(np.int32)  # each process's last call
     # An unknown release only last; known outcomes alternate from an acquire.
     if bool(np.any(~known & (f == rel) & ~tail)):
         return None
-    kn = np.flatnonzero(known)
+    del tail
+    kn = np.flatnonzero(known).astype(np.int32)
     kf, kp = f[kn], proc[kn]
     kfirst = np.ones(len(kn), dtype=bool)
     kfirst[1:] = kp[1:] != kp[:-1]
@@ -618,7 +623,7 @@ def check_rows(key: Hashable, paired: Paired, rows: Any, model: Model) -> PartRe
     # The unknown release last invoked after the last known op completed (plan() would keep
     # it early, where it may leave a choice), and no op invoked the instant the one before it
     # completed, but an acquire after a release (no choice: _tie_is_moot).
-    u = last[kn[klast]]
+    u = lasts[group[kn[klast]]]
     if bool(np.any(~known[u] & (f[u] == rel) & (start[u] <= end[kn[klast]]))):
         return None
     tie = ~kfirst[1:] & (start[kn[1:]] <= end[kn[:-1]])
@@ -632,7 +637,7 @@ def check_rows(key: Hashable, paired: Paired, rows: Any, model: Model) -> PartRe
     ends_by = np.full(m, -1, dtype=np.int64)
     more = ~klast[is_a]
     ends_by[more] = kn[np.flatnonzero(is_a)[more] + 1]
-    u = last[a[~more]]
+    u = lasts[group[a[~more]]]
     ends_by[~more] = np.where(~known[u] & (f[u] == rel), u, -1)
     has_end = ends_by >= 0
     d = end[a]
@@ -640,8 +645,10 @@ def check_rows(key: Hashable, paired: Paired, rows: Any, model: Model) -> PartRe
     e[has_end] = np.maximum(start[a][has_end], start[ends_by[has_end]])
     # By deadline, then end, then as plan() makes them (processes by their first call in
     # the part, then each one's in turn).
-    first_pos = by[head][group]
-    order = np.lexsort((a, first_pos[a], e, d))
+    first_pos = by[head][group[a]]
+    del by, head, group, lasts, kf, kp, kfirst, klast, tie
+    order = np.lexsort((a, first_pos, e, d))
+    del first_pos
     d, e = d[order], e[order]
     before = np.maximum.accumulate(np.concatenate(([np.iinfo(np.int64).min], e[:-1])))
     if bool(np.any(d < before)):

@@ -445,16 +445,24 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
             progress(fh.tell())
     if not at:
         return None
-    time = np.concatenate(parts["time"])
+    time = _joined(parts, "time")
     if time[0] < 0 or not bool(np.all(time[1:] >= time[:-1])):
         return None
-    index = np.concatenate(parts["index"])
-    cols = Columns(time, np.concatenate(parts["process"]), np.concatenate(parts["type"]),
-                   np.concatenate(parts["f"]), [str(x) for x in fs.names],
-                   np.concatenate(parts["lock"]),
-                   [None, None, *locks.names[LOCK_NULL + 1:]], index,
-                   np.concatenate(parts["value"]))
-    return cols
+    process = _joined(parts, "process")
+    if len(process) and int(process.min()) >= -(1 << 31) and int(process.max()) < 1 << 31:
+        process = process.astype(np.int32)  # (half the memory; any int64 is as good)
+    return Columns(time, process, _joined(parts, "type"), _joined(parts, "f"),
+                   [str(x) for x in fs.names], _joined(parts, "lock"),
+                   [None, None, *locks.names[LOCK_NULL + 1:]], _joined(parts, "index"),
+                   _joined(parts, "value"))
+
+
+def _joined(parts: dict[str, list[Any]], key: str) -> Any:
+    """One column from its blocks', which are let go (one column's worth of memory at most
+    held twice)."""
+    import numpy as np
+
+    return np.concatenate(parts.pop(key))
 
 
 _TIME_OF = attrgetter("time")
