@@ -214,28 +214,28 @@ def _release_at_crashes(parts: dict[Hashable, list[Call]], crashes: dict[Any, in
 
 
 class RowCall(Call):
-    """A :class:`Call` of a history in columns: its invocation and completion are rows, made
-    dicts (:meth:`harness.core.columns.Columns.op`) only when read."""
+    """A :class:`Call` of a history in columns: its invocation and completion are rows, read
+    a field at a time (:class:`harness.core.columns.Row`) when read."""
 
     __slots__ = ("_cols", "_crow", "_irow")
 
     @property  # type: ignore[override]
     def inv(self) -> Op:
-        return self._cols.op(self._irow)
+        return self._cols.row(self._irow)  # type: ignore[return-value]
 
     @property  # type: ignore[override]
     def comp(self) -> Op | None:
-        return None if self._crow < 0 else self._cols.op(self._crow)
+        return None if self._crow < 0 else self._cols.row(self._crow)  # type: ignore[return-value]
 
     @property  # type: ignore[override]
     def completion(self) -> dict[str, Any]:
         if self.known:
-            return self._cols.op(self._crow)
+            return self._cols.row(self._crow)  # type: ignore[return-value]
         return {"type": "info", "process": self.process, "f": self.f}
 
     @property
     def index(self) -> int:
-        return int(self._cols.index[self._irow])
+        return self._cols.index.item(self._irow)
 
 
 def prepare_columns(cols: Columns, model: Model) -> Prepared:

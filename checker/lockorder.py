@@ -55,7 +55,6 @@ from checker.calls import Call, Paired
 from checker.models import Model, State, fenced_step, mutex_step
 from checker.wgl import INVALID, VALID, Budget, Part, PartResult
 from checker.witness import make_witness
-from harness.core.history import FAIL
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
@@ -212,9 +211,7 @@ def _tie_is_moot(a: Call, b: Call, held: bool, ends: bool) -> bool:
     the process held, then an acquire (the acquire first would find the lock still held, with
     no indeterminate release to free it); or two acquires (whichever goes second finds it held).
     Every other such tie leaves a choice, for the search."""
-    refused_a = a.comp is not None and a.comp.get("type") == FAIL
-    refused_b = b.comp is not None and b.comp.get("type") == FAIL
-    if refused_a or refused_b or b.f != "acquire" or ends:
+    if a.refused or b.refused or b.f != "acquire" or ends:  # (refused: completed as a fail)
         return False
     return a.f == "acquire" or (a.f == "release" and held)
 

@@ -9,6 +9,8 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 import numpy as np
 
 from harness.core.history import FAIL, INFO, INVOKE, OK
@@ -53,15 +55,20 @@ class Columns:
     def op(self, i: int) -> Op:
         """The ``i``-th op as the strict reader gives it (a dict)."""
         i = int(i)
-        op: dict[str, Any] = {"index": int(self.index[i]), "time": int(self.time[i]),
-                              "process": int(self.process[i]),
-                              "type": TYPE_NAMES[self.type[i]], "f": self.fs[self.f[i]]}
-        if self.has_value[i]:
+        op: dict[str, Any] = {"index": self.index.item(i), "time": self.time.item(i),
+                              "process": self.process.item(i),
+                              "type": TYPE_NAMES[self.type.item(i)], "f": self.fs[self.f.item(i)]}
+        if self.has_value.item(i):
             op["value"] = None
-        code = int(self.lock[i])
+        code = self.lock.item(i)
         if code != LOCK_ABSENT:
             op["lock"] = self.locks[code]
         return op
+
+    def row(self, i: int) -> Row:
+        """The ``i``-th op as a read-only mapping whose fields are read when asked (a check
+        that reads one or two fields of a million ops makes no dict of each)."""
+        return Row(self, i)
 
     def ops(self) -> list[Op]:
         """Every op as a dict (a small history, or a test: a big one is what columns avoid)."""
@@ -103,3 +110,54 @@ def well_formed(cols: Columns) -> bool:
     f = cols.f[order]
     lock = cols.same_lock()[order]
     return not bool(np.any(done & ((f[1:] != f[:-1]) | (lock[1:] != lock[:-1]))))
+
+
+class Row(Mapping):  # type: ignore[type-arg]
+    """An op of :class:`Columns`, its fields read from the columns when asked: what
+    :meth:`Columns.op` gives, as a mapping."""
+
+    __slots__ = ("cols", "i")
+
+    def __init__(self, cols: Columns, i: int) -> None:
+        self.cols = cols
+        self.i = i
+
+    def __getitem__(self, key: str) -> Any:
+        cols, i = self.cols, self.i
+        if key == "process":
+            return cols.process.item(i)
+        if key == "type":
+            return TYPE_NAMES[cols.type.item(i)]
+        if key == "index":
+            return cols.index.item(i)
+        if key == "time":
+            return cols.time.item(i)
+        if key == "f":
+            return cols.fs[cols.f.item(i)]
+        if key == "value" and cols.has_value.item(i):
+            return None
+        if key == "lock":
+            code = cols.lock.item(i)
+            if code != LOCK_ABSENT:
+                return cols.locks[code]
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.cols.op(self.i))
+
+    def __len__(self) -> int:
+        return len(self.cols.op(self.i))
+
+    def __eq__(self, other: object) -> bool:
+        return self.cols.op(self.i) == (dict(other) if isinstance(other, Mapping) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # (as a dict's)
+
+    def __repr__(self) -> str:
+        return repr(self.cols.op(self.i))

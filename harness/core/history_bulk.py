@@ -491,6 +491,7 @@ class _Template:
                      comma + b'"process"' + colon]
         self.colon, self.comma = colon, comma
         self.tails: list[tuple[bytes, int, int, int]] = []  # (bytes, type, f, lock codes)
+        self._scratch: list[Any] | None = None
 
     def learn(self, fs: list[str], locks: list[Any]) -> None:
         """The tails of every type, f and lock name known (locks[2:]: names)."""
@@ -541,6 +542,16 @@ class _Template:
         self.sizes = np.array([len(x) for x in lines], np.int64)
         self.codes = np.array([t[1:] for t in self.tails], np.int32)
 
+    def scratch(self, size: int) -> list[Any]:
+        """Three byte arrays of at least ``size`` bytes, kept from block to block (fresh ones
+        each time cost a page fault every 4 KiB)."""
+        import numpy as np
+
+        if self._scratch is None or len(self._scratch[0]) < size:
+            self._scratch = [np.empty(size, np.uint8), np.empty(size, bool),
+                             np.empty(size, bool)]
+        return self._scratch
+
     def read(self, block: bytes, n: int) -> tuple[Any, ...] | None:
         """(index, time, process, type, f, lock codes) of the block's ``n`` lines, or None
         when a line is not of the layout.
@@ -554,23 +565,27 @@ class _Template:
         if not self.tails:
             return None
         buf = np.frombuffer(block, np.uint8)
-        digit = (buf - 48) < 10  # (bytes below "0" wrap around)
-        edge = np.diff(digit.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-        run_start = np.flatnonzero(edge == 1)
-        if len(run_start) != 3 * n:
+        size = len(buf)
+        scratch = self.scratch(size)
+        digit = np.less(np.subtract(buf, 48, out=scratch[0][:size]), 10,
+                        out=scratch[1][:size])  # (bytes below "0" wrap around)
+        # Where a run of digits begins or ends (the block begins with "{", ends with "\n").
+        turns = np.flatnonzero(np.not_equal(digit[1:], digit[:-1], out=scratch[2][:size - 1]))
+        if len(turns) != 6 * n:
             return None
-        run_end = np.flatnonzero(edge == -1).reshape(n, 3)
+        run_start = turns[0::2] + 1
+        run_end = (turns[1::2] + 1).reshape(n, 3)
         run_start = run_start.reshape(n, 3)
         length = run_end - run_start
         if int(length.max()) > 18 or bool(np.any((length > 1) & (buf[run_start] == 48))):
             return None  # (a leading zero is not JSON)
-        skel = buf[~digit]
-        ends = np.flatnonzero(skel == 10)  # each line's newline, in what is not a digit
+        skel = buf[np.invert(digit, out=scratch[2][:size])]
+        ends = np.flatnonzero(np.equal(skel, 10, out=scratch[1][:len(skel)]))  # newlines
         if len(ends) != n:
             return None
         starts = np.empty(n, np.int64)  # of each line, in the block
         starts[0] = 0
-        starts[1:] = np.flatnonzero(buf == 10)[:-1] + 1
+        starts[1:] = np.flatnonzero(np.equal(buf, 10, out=scratch[1][:size]))[:-1] + 1
         l0, l1, l2 = map(len, self.segs)
         if not (bool(np.all(run_start[:, 0] == starts + l0))
                 and bool(np.all(run_start[:, 1] == run_end[:, 0] + l1))
@@ -600,15 +615,12 @@ class _Template:
         # The numbers: the 18 bytes up to each run's end, the run's digits by powers of ten.
         values = []
         for j in range(3):
-            end, size = run_end[:, j], length[:, j]
-            longest = int(size.max())
-            value = np.zeros(n, np.int64)
-            for k in range(longest, 0, -1):  # the k-th digit from the end, where there is one
-                digits = buf[np.maximum(end - k, 0)].astype(np.int64) - 48
-                digits[size < k] = 0
-                value *= 10
-                value += digits
-            values.append(value)
+            end, digits = run_end[:, j], length[:, j]
+            longest = int(digits.max())
+            place = np.arange(longest)
+            window = np.subtract(buf[end[:, None] - longest + place], 48, dtype=np.int64)
+            window[place < longest - digits[:, None]] = 0  # (not this number's)
+            values.append(window @ 10 ** place[::-1])
         codes = self.codes[which]
         return (*values, codes[:, 0].astype(np.uint8), codes[:, 1].copy(), codes[:, 2].copy())
 
