@@ -1,6 +1,10 @@
 """A history file read from disk: its lines bounded (one huge line never has to fit in memory
 whole), parsed (:func:`harness.core.history.parse_lines`), and held to the well-formedness rules
-(:mod:`harness.core.wellformed`) before anything reads it; an error names the file and line."""
+(:mod:`harness.core.wellformed`) before anything reads it; an error names the file and line.
+
+A big file of plain client ops can be read into columns instead (:func:`read_columns`:
+:mod:`harness.core.columns`, a few bytes an op where a dict is about 330), which the lock
+checkers read as they are (``harness check``); any other file is read as ops, as always."""
 
 from __future__ import annotations
 
