@@ -479,7 +479,7 @@ class _Template:
     ``{"index": N, "time": N, "process": N, "type": "T", "f": "F", "value": null, "lock": "L"}``
     (as ``json.dumps`` writes them, or without the spaces, as orjson does), every N digits
     without a leading zero (at most 18), T a type and F, L names the file has shown already
-    (so each line's tail after the process is one of a few exact byte strings). A line of any
+    (so what is not a digit in a line is one of a few exact byte strings). A line of any
     other form fails the block, which is then decoded (:data:`_decode_plain`): what a line
     that matches says is beyond doubt, and what does not match is read as before."""
 
@@ -509,38 +509,11 @@ class _Template:
                                   + b'"lock"' + c + orjson.dumps(lock) + b"}",
                                   t_code, f_code, l_code))
         self.tails = tails if len(tails) <= self.MAX_TAILS else []
-        if not self.tails:
-            return
         import numpy as np
 
-        # The offsets into a tail whose bytes (with its length) tell the tails apart.
-        width = max(len(t[0]) for t in self.tails)
-        padded = [t[0].ljust(width, b"\0") for t in self.tails]
-        telling: list[int] = []
-        while len({(len(t), *(p[d] for d in telling)) for t, p in zip(
-                [x[0] for x in self.tails], padded, strict=True)}) < len(padded):
-            best = max(range(width), key=lambda d: len({(len(t[0]), p[d], *(p[e] for e in telling))
-                                                        for t, p in zip(self.tails, padded,
-                                                                        strict=True)}))
-            if best in telling or len(telling) >= 6:
-                self.tails = []
-                return
-            telling.append(best)
-        self.telling = telling
-        keys = []
-        for t, p in zip(self.tails, padded, strict=True):
-            key = len(t[0])
-            for d in telling:
-                key = (key << 8) | p[d]
-            keys.append(key)
-        self.order = np.argsort(np.array(keys, np.int64))
-        self.keys = np.array(keys, np.int64)[self.order]
-        lines = [self.segs[0] + self.segs[1] + self.segs[2] + t[0] + b"\n" for t in self.tails]
-        self.width = max(map(len, lines))
-        self.table = np.frombuffer(b"".join(x.ljust(self.width, b"\0") for x in lines),
-                                   np.uint8).reshape(len(lines), self.width)
-        self.sizes = np.array([len(x) for x in lines], np.int64)
-        self.codes = np.array([t[1:] for t in self.tails], np.int32)
+        self.lines = {self.segs[0] + self.segs[1] + self.segs[2] + t[0]: k
+                      for k, t in enumerate(self.tails)}  # what is not a digit, by tail
+        self.codes = np.array([t[1:] for t in self.tails], np.int32).reshape(-1, 3)
 
     def scratch(self, size: int) -> list[Any]:
         """Three byte arrays of at least ``size`` bytes, kept from block to block (fresh ones
@@ -558,8 +531,7 @@ class _Template:
 
         The digits of a line form exactly three runs, each where the layout puts it (right
         after its segment); what is not a digit, line by line, is exactly the layout's three
-        segments, one of the known tails and the newline (compared byte for byte: the tail is
-        first guessed from its length and sums, then checked)."""
+        segments and one of the known tails (each line's looked up whole)."""
         import numpy as np
 
         if not self.tails:
@@ -579,9 +551,9 @@ class _Template:
         length = run_end - run_start
         if int(length.max()) > 18 or bool(np.any((length > 1) & (buf[run_start] == 48))):
             return None  # (a leading zero is not JSON)
-        skel = buf[np.invert(digit, out=scratch[2][:size])]
-        ends = np.flatnonzero(np.equal(skel, 10, out=scratch[1][:len(skel)]))  # newlines
-        if len(ends) != n:
+        # What is not a digit, line by line: exactly one of the layout's lines (below).
+        skeletons = buf[np.invert(digit, out=scratch[2][:size])].tobytes().split(b"\n")
+        if len(skeletons) != n + 1 or skeletons[n]:
             return None
         starts = np.empty(n, np.int64)  # of each line, in the block
         starts[0] = 0
@@ -591,27 +563,11 @@ class _Template:
                 and bool(np.all(run_start[:, 1] == run_end[:, 0] + l1))
                 and bool(np.all(run_start[:, 2] == run_end[:, 1] + l2))):
             return None
-        # Which tail each line has: a guess from its length and a few of its bytes (those
-        # that tell the known tails apart), checked below.
-        tail_at = np.empty(n, np.int64)
-        tail_at[0] = l0 + l1 + l2
-        tail_at[1:] = ends[:-1] + 1 + l0 + l1 + l2
-        guess = ends - tail_at
-        padded = np.concatenate((skel, np.zeros(self.width, np.uint8)))
-        for d in self.telling:
-            guess = (guess << 8) | padded[tail_at + d]
-        at = np.searchsorted(self.keys, guess)
-        at[at >= len(self.keys)] = 0
-        which = self.order[at]
-        if not bool(np.all(self.keys[at] == guess)):
+        try:
+            which = np.fromiter(map(self.lines.__getitem__, islice(skeletons, n)), np.intp, n)
+        except KeyError:
             return None
-        # What is not a digit, exactly: the segments, the tail, the newline, line by line.
-        sizes = self.sizes[which]
-        if int(sizes.sum()) != len(skel):
-            return None
-        rows = self.table[which]
-        if not bool(np.all(skel == rows[np.arange(self.width) < sizes[:, None]])):
-            return None
+        del skeletons
         # The numbers: the 18 bytes up to each run's end, the run's digits by powers of ten.
         values = []
         for j in range(3):
