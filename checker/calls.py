@@ -6,15 +6,18 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import sys
+from collections.abc import Hashable, Iterator, Sequence
 
 from checker.lives import crash_of, refuse_after_crash
 from checker.models import Model, OpView, freeze
-from harness.core.history import FAIL, INVOKE, NEMESIS, OK, Op
+from harness.core.history import FAIL, INFO, INVOKE, NEMESIS, OK, Op
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
     from typing import Any
+
+    from harness.core.columns import Columns
 
 _NO_OUTCOME: dict[str, Any] = {"type": "info"}  # replaced before anyone reads it
 
@@ -101,7 +104,12 @@ def prepare(history: Sequence[Op], model: Model) -> Prepared:
 
     A process that crashed (:func:`checker.lives.crash_of`) ends its life holding nothing: in
     every part it took part in, a release of unknown outcome is invoked at its crash, after
-    its last op, so the model may free a lock it held, but no earlier than the crash."""
+    its last op, so the model may free a lock it held, but no earlier than the crash.
+
+    ``history`` may be a :class:`harness.core.columns.Columns` (see :func:`prepare_columns`)."""
+    columns = sys.modules.get("harness.core.columns")  # not imported: no history is in columns
+    if columns is not None and isinstance(history, columns.Columns):
+        return prepare_columns(history, model)
     prepared = Prepared(parts={})
     parts = prepared.parts
     fs = model.fs
@@ -198,3 +206,170 @@ def _release_at_crashes(parts: dict[Hashable, list[Call]], crashes: dict[Any, in
             release = Call(inv, "release", int(crash), seq, p)
             release.unknown_outcome()
             calls.append(release)
+
+
+# ---------------------------------------------------------------------------------------------
+# A history in columns (harness.core.columns): the same pairing, by array operations, and
+# calls that make their ops into dicts only when asked
+
+
+class RowCall(Call):
+    """A :class:`Call` of a history in columns: its invocation and completion are rows, read
+    a field at a time (:class:`harness.core.columns.Row`) when read."""
+
+    __slots__ = ("_cols", "_crow", "_irow")
+
+    @property  # type: ignore[override]
+    def inv(self) -> Op:
+        return self._cols.row(self._irow)  # type: ignore[return-value]
+
+    @property  # type: ignore[override]
+    def comp(self) -> Op | None:
+        return None if self._crow < 0 else self._cols.row(self._crow)  # type: ignore[return-value]
+
+    @property  # type: ignore[override]
+    def completion(self) -> dict[str, Any]:
+        if self.known:
+            return self._cols.row(self._crow)  # type: ignore[return-value]
+        return {"type": "info", "process": self.process, "f": self.f}
+
+    @property
+    def index(self) -> int:
+        return self._cols.index.item(self._irow)
+
+
+def prepare_columns(cols: Columns, model: Model) -> Prepared:
+    """:func:`prepare` of a well-formed history in columns (every op a client's, so no crash;
+    :func:`harness.core.columns.well_formed` holds): the same parts, calls in the same order,
+    the same counts."""
+    paired = Paired(cols, model)
+    prepared = Prepared(parts={})
+    prepared.failed = paired.failed
+    prepared.ignored = paired.ignored
+    for key, rows in paired.parts().items():
+        prepared.parts[key] = paired.calls(rows)
+    return prepared
+
+
+class Paired:
+    """The calls of a well-formed history in columns, as arrays, in the order :func:`prepare`
+    adds them (at their completion, then those never completed, by invocation): the rows of
+    invocation and completion (-1: none), whether the outcome is known, refused, the window
+    (``end``: the completion's time, not before ``start``; meaningless when not known), the f
+    and lock codes and the process; and the counts :class:`Prepared` keeps."""
+
+    def __init__(self, cols: Columns, model: Model) -> None:
+        import numpy as np
+
+        from harness.core.columns import TYPE_CODES
+
+        self.cols = cols
+        n = len(cols)
+        order = cols.by_process()
+        p = cols.process[order]
+        inv_k = np.flatnonzero(cols.type[order] == TYPE_CODES[INVOKE])
+        completed = np.zeros(len(inv_k), dtype=bool)
+        nxt = inv_k + 1
+        inside = nxt < n
+        completed[inside] = p[nxt[inside]] == p[inv_k[inside]]
+        del p
+        inv_rows = order[inv_k]
+        comp_rows = np.full(len(inv_k), -1, dtype=np.int64)
+        comp_rows[completed] = order[nxt[completed]]
+        del order, inv_k, nxt, inside
+        ctype = np.full(len(inv_rows), TYPE_CODES[INFO], dtype=np.uint8)
+        ctype[completed] = cols.type[comp_rows[completed]]
+        keep = np.ones(len(inv_rows), dtype=bool)
+        fails = np.flatnonzero(ctype == TYPE_CODES[FAIL])
+        self.failed = 0
+        if len(fails):
+            understood = model.understood_failure
+            ok = np.fromiter((understood is not None and understood(cols.op(r))
+                              for r in comp_rows[fails].tolist()), bool, len(fails))
+            keep[fails[~ok]] = False
+            self.failed = int((~ok).sum())
+        f_codes = cols.f[inv_rows]
+        in_model = np.array([name in model.fs for name in cols.fs], dtype=bool)
+        self.ignored: dict[str, int] = {}
+        for code in np.unique(f_codes[keep & ~in_model[f_codes]]).tolist():
+            self.ignored[cols.fs[code]] = int((f_codes[keep] == code).sum())
+        wanted = keep & in_model[f_codes]
+        del keep, f_codes
+        at = np.where(completed, comp_rows, n + inv_rows)[wanted]
+        sel = np.flatnonzero(wanted)[np.argsort(at, kind="stable")]
+        del at, wanted, completed
+        self.irow = inv_rows[sel]
+        self.crow = comp_rows[sel]
+        ctype = ctype[sel]
+        self.known = (ctype == TYPE_CODES[OK]) | (ctype == TYPE_CODES[FAIL])
+        self.refused = ctype == TYPE_CODES[FAIL]
+        self.start = cols.time[self.irow]
+        self.end = np.maximum(cols.time[np.maximum(self.crow, 0)], self.start)
+        self.f = cols.f[self.irow]
+        self.process = cols.process[self.irow]
+        self.lock = cols.lock[self.irow]
+
+    def parts(self) -> dict[Hashable, Any]:
+        """Each part's key (its lock; None: none) and its calls' positions here, in order."""
+        import numpy as np
+
+        from harness.core.columns import LOCK_NULL
+
+        codes = np.where(self.lock > LOCK_NULL, self.lock, LOCK_NULL)
+        out: dict[Hashable, Any] = {}
+        present = np.unique(codes)
+        if len(present) == 1:
+            out[self.cols.locks[int(present[0])]] = np.arange(len(codes))
+            return out
+        first = {int(c): int(np.argmax(codes == c)) for c in present}  # the dict's order:
+        for c in sorted(first, key=first.__getitem__):  # by each part's first call
+            out[self.cols.locks[c]] = np.flatnonzero(codes == c)
+        return out
+
+    def calls(self, rows: Any) -> list[Call]:
+        """The calls at ``rows`` (positions here), as objects: :class:`RowCall`."""
+        cols = self.cols
+        names = cols.fs
+        ints: dict[int, int] = {}  # one int object per process
+        share = ints.setdefault
+        out: list[Call] = []
+        add = out.append
+        for i, c_row, f, t, e, k, refused, proc in zip(
+                self.irow[rows].tolist(), self.crow[rows].tolist(), self.f[rows].tolist(),
+                self.start[rows].tolist(), self.end[rows].tolist(), self.known[rows].tolist(),
+                self.refused[rows].tolist(), self.process[rows].tolist(), strict=True):
+            c = RowCall.__new__(RowCall)
+            c._cols = cols
+            c._irow = i
+            c._crow = c_row
+            c.f = names[f]
+            c.value = None
+            c.start = t
+            c.seq = i
+            c.process = share(proc, proc)
+            c.known = k
+            c.refused = refused
+            c.end = e if k else None
+            add(c)
+        return out
+
+
+class CallRows(Sequence[Call]):
+    """A part's calls held as positions in :class:`Paired`, each made an object when read
+    (a valid part decided over the arrays needs none)."""
+
+    def __init__(self, paired: Paired, rows: Any) -> None:
+        self.paired = paired
+        self.rows = rows
+        self.unknown = int(len(rows) - paired.known[rows].sum())
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return self.paired.calls(self.rows[i])
+        return self.paired.calls(self.rows[i:i + 1] if i >= 0 else self.rows[i:][:1])[0]
+
+    def __iter__(self) -> Iterator[Call]:
+        return iter(self.paired.calls(self.rows))

@@ -29,11 +29,12 @@ Pure: no I/O; the only clock is ``time.monotonic``, read for the time budget.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from checker import lockorder
 from checker.base import Checker
-from checker.calls import Prepared, prepare
+from checker.calls import Call, CallRows, Paired, Prepared, prepare
 from checker.models import Model, get_model
 from checker.wgl import INVALID, UNKNOWN, VALID, Budget, Part, PartResult
 from checker.witness import jsonable
@@ -58,29 +59,49 @@ def check(history: Sequence[Op], model: str | Model = "mutex", *,
     ``"invalid_parts"``; when unknown, ``"reason"`` and ``"unknown_parts"``.
     """
     m = get_model(model)
-    prepared = prepare(history, m)
+    paired = _paired(history, m)
+    if paired is not None:  # a history in columns: each part's calls are rows of arrays
+        prepared = Prepared(parts=paired.parts())
+        prepared.failed, prepared.ignored = paired.failed, paired.ignored
+    else:
+        prepared = prepare(history, m)
     budget = Budget(time_limit, max_states)
     parts = sorted(prepared.parts.items(), key=lambda kv: (len(kv[1]), repr(kv[0])))
     results: list[PartResult] = []
     fast = lockorder.applies(m)
     for key, calls in parts:
         if budget.reason is not None:
-            results.append(PartResult(UNKNOWN, key, calls, 0))
+            results.append(PartResult(UNKNOWN, key, CallRows(paired, calls) if paired else calls,
+                                      0))
             continue
+        if paired is not None:
+            result = lockorder.check_rows(key, paired, calls, m) if fast else None
+            if result is not None:
+                results.append(result)
+                continue
+            calls = paired.calls(calls)  # as objects, checked as any other part's
         result = lockorder.check_part(key, calls, m, budget) if fast else None
         results.append(result if result is not None else Part(key, calls, m).search(budget))
     return _summarize(m, prepared, results, budget)
 
 
+def _paired(history: Any, model: Model) -> Paired | None:
+    """A history in columns (:class:`harness.core.columns.Columns`) paired as arrays."""
+    columns = sys.modules.get("harness.core.columns")  # not imported: no history is in columns
+    if columns is None or not isinstance(history, columns.Columns):
+        return None
+    return Paired(history, model)
+
+
 def _summarize(model: Model, prepared: Prepared, results: list[PartResult],
                budget: Budget) -> dict[str, Any]:
-    all_calls = [c for r in results for c in r.calls]
+    ops = sum(len(r.calls) for r in results)
     out: dict[str, Any] = {
         "valid": VALID,
         "model": model.name,
         "parts": len(results),
-        "ops": len(all_calls),
-        "indeterminate": sum(1 for c in all_calls if not c.known),
+        "ops": ops,
+        "indeterminate": sum(_unknown(r.calls) for r in results),
         "failed": prepared.failed,
         "ignored": dict(sorted(prepared.ignored.items())),
         "states": sum(r.states for r in results),
@@ -93,7 +114,7 @@ def _summarize(model: Model, prepared: Prepared, results: list[PartResult],
         out["unmatched_completions"] = prepared.unmatched
     invalid = [r for r in results if r.valid is INVALID]
     unknown = [r for r in results if r.valid == UNKNOWN]
-    if not all_calls:
+    if not ops:
         out["valid"] = UNKNOWN
         left = ", ".join(f"{n} {f}" for f, n in sorted(prepared.ignored.items())) or "none"
         out["reason"] = (f"no op of the {model.name} model ({', '.join(sorted(model.fs))}) to "
@@ -110,6 +131,13 @@ def _summarize(model: Model, prepared: Prepared, results: list[PartResult],
     if unknown:
         out["unknown_parts"] = [jsonable(r.key) for r in unknown]
     return out
+
+
+def _unknown(calls: Sequence[Call]) -> int:
+    """How many of ``calls`` have an unknown outcome."""
+    if isinstance(calls, CallRows):
+        return calls.unknown
+    return sum(1 for c in calls if not c.known)
 
 
 LOCK_BUDGET_S = 60.0

@@ -51,11 +51,10 @@ import time
 from collections import deque
 from collections.abc import Hashable, Iterable
 
-from checker.calls import Call
+from checker.calls import Call, Paired
 from checker.models import Model, State, fenced_step, mutex_step
 from checker.wgl import INVALID, VALID, Budget, Part, PartResult
 from checker.witness import make_witness
-from harness.core.history import FAIL
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
@@ -212,9 +211,7 @@ def _tie_is_moot(a: Call, b: Call, held: bool, ends: bool) -> bool:
     the process held, then an acquire (the acquire first would find the lock still held, with
     no indeterminate release to free it); or two acquires (whichever goes second finds it held).
     Every other such tie leaves a choice, for the search."""
-    refused_a = a.comp is not None and a.comp.get("type") == FAIL
-    refused_b = b.comp is not None and b.comp.get("type") == FAIL
-    if refused_a or refused_b or b.f != "acquire" or ends:
+    if a.refused or b.refused or b.f != "acquire" or ends:  # (refused: completed as a fail)
         return False
     return a.f == "acquire" or (a.f == "release" and held)
 
@@ -558,3 +555,118 @@ def _remaining(budget: Budget, cap: float) -> float:
     if budget.deadline is None:
         return cap
     return max(0.1, min(cap, budget.deadline - time.monotonic()))
+
+
+# ---------------------------------------------------------------------------------------------
+# A part held in arrays (checker.calls.Paired): the common valid case with no object a call
+
+
+def check_rows(key: Hashable, paired: Paired, rows: Any, model: Model) -> PartResult | None:
+    """:func:`check_part` of the part at ``rows`` of ``paired``, by array operations, where its
+    shape is the plainest: no extend and no refused op; each process's ops with a known
+    outcome alternate acquire, release, ... from an acquire, at most one op of unknown outcome
+    after them all, and no op invoked the instant the one before it completed (but an acquire
+    right at a release's completion: :func:`_tie_is_moot`). Then :func:`plan` makes a section
+    of each acquire (start its invocation, deadline its completion, end the next release's
+    invocation, or the unknown release's, else none), and the part is valid when, by deadline
+    then end (:func:`by_deadline`), each section comes after only sections that end by its
+    deadline (:func:`first_misfit` finds none), and :func:`linearize`'s times are certified to
+    lie in the windows (:func:`certified`; the model's replay of acquire p, release p, in turn,
+    succeeds by that shape). None otherwise: the part is then checked with its calls as
+    objects, as any other."""
+    import numpy as np
+
+    if not applies(model):
+        return None
+    names = paired.cols.fs
+    code = {name: i for i, name in enumerate(names)}
+    acq, rel = code.get("acquire", -1), code.get("release", -1)
+    whole = len(rows) == len(paired.f)  # (rows are in order: all of them, as they are)
+
+    def part(x: Any) -> Any:
+        return x if whole else x[rows]
+
+    f = part(paired.f)
+    if not bool(np.all((f == acq) | (f == rel))) or bool(np.any(part(paired.refused))):
+        return None
+    big = np.iinfo(np.int64).max  # "no end": no time is that late (one that is: None)
+    if len(f) and int(part(paired.end).max()) >= big:
+        return None
+    # Each process's calls in their order (the part's order is theirs, process by process).
+    by = np.argsort(part(paired.process), kind="stable").astype(np.int32)  # (n < 2**31)
+    proc = part(paired.process)[by]
+    f, start = f[by], part(paired.start)[by]
+    known = part(paired.known)[by]
+    end = part(paired.end)[by]
+    n = len(by)
+    head = np.ones(n, dtype=bool)  # a process's first call
+    head[1:] = proc[1:] != proc[:-1]
+    tail = np.ones(n, dtype=bool)  # its last
+    tail[:-1] = head[1:]
+    group = np.cumsum(head, dtype=np.int32) - 1  # each call's process, numbered in order
+    lasts = np.flatnonzero(tail).astype(np.int32)  # each process's last call
+    # An unknown release only last; known outcomes alternate from an acquire.
+    if bool(np.any(~known & (f == rel) & ~tail)):
+        return None
+    del tail
+    kn = np.flatnonzero(known).astype(np.int32)
+    kf, kp = f[kn], proc[kn]
+    kfirst = np.ones(len(kn), dtype=bool)
+    kfirst[1:] = kp[1:] != kp[:-1]
+    if bool(np.any(kfirst & (kf != acq))) or bool(np.any(~kfirst[1:] & (kf[1:] == kf[:-1]))):
+        return None
+    klast = np.ones(len(kn), dtype=bool)
+    klast[:-1] = kfirst[1:]
+    # The unknown release last invoked after the last known op completed (plan() would keep
+    # it early, where it may leave a choice), and no op invoked the instant the one before it
+    # completed, but an acquire after a release (no choice: _tie_is_moot).
+    u = lasts[group[kn[klast]]]
+    if bool(np.any(~known[u] & (f[u] == rel) & (start[u] <= end[kn[klast]]))):
+        return None
+    tie = ~kfirst[1:] & (start[kn[1:]] <= end[kn[:-1]])
+    if bool(np.any(tie & (kf[1:] != acq))):
+        return None
+    # The sections: one per known acquire, ended by the process's next known op (a release),
+    # else by its unknown release last, else by nothing.
+    is_a = kf == acq
+    a = kn[is_a]
+    m = len(a)
+    ends_by = np.full(m, -1, dtype=np.int64)
+    more = ~klast[is_a]
+    ends_by[more] = kn[np.flatnonzero(is_a)[more] + 1]
+    u = lasts[group[a[~more]]]
+    ends_by[~more] = np.where(~known[u] & (f[u] == rel), u, -1)
+    has_end = ends_by >= 0
+    d = end[a]
+    e = np.full(m, big, dtype=np.int64)
+    e[has_end] = np.maximum(start[a][has_end], start[ends_by[has_end]])
+    # By deadline, then end, then as plan() makes them (processes by their first call in
+    # the part, then each one's in turn).
+    first_pos = by[head][group[a]]
+    del by, head, group, lasts, kf, kp, kfirst, klast, tie
+    order = np.lexsort((a, first_pos, e, d))
+    del first_pos
+    d, e = d[order], e[order]
+    before = np.maximum.accumulate(np.concatenate(([np.iinfo(np.int64).min], e[:-1])))
+    if bool(np.any(d < before)):
+        return None  # first_misfit finds one: the full reasoning, on objects
+    # linearize: acquire, then its release, each at the earliest the order allows.
+    a_ord, r_ord = a[order], ends_by[order]
+    ends_here = r_ord >= 0
+    if bool(np.any(~ends_here[:-1])):
+        return None
+    times = np.empty(m + int(ends_here.sum()), dtype=np.int64)
+    slot = np.arange(m) + np.concatenate(([0], np.cumsum(ends_here)[:-1]))
+    times[slot] = start[a_ord]
+    times[slot[ends_here] + 1] = start[r_ord[ends_here]]
+    ats = np.maximum.accumulate(times)
+    ops = np.empty(len(times), dtype=np.int64)
+    ops[slot] = a_ord
+    ops[slot[ends_here] + 1] = r_ord[ends_here]
+    # certified: each known op once, inside its window; every known op placed.
+    k = known[ops]
+    if bool(np.any(k & (ats > end[ops]))) or int(k.sum()) != len(kn):
+        return None
+    from checker.calls import CallRows
+
+    return PartResult(VALID, key, CallRows(paired, rows), 0, method="sections")

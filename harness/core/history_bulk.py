@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from itertools import accumulate, islice, repeat, zip_longest
-from operator import itemgetter, le
+from operator import attrgetter, is_, itemgetter, le
 from typing import Annotated, Literal, TypedDict
 
 import msgspec
@@ -334,3 +334,250 @@ def bulk_lines(data: bytes, name: str) -> list[Op] | None:
         line += len(got)  # one op a line: a blank line is read strictly
         start = end
     return ops
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns: a big file of plain client ops read with no Python object per op kept
+
+
+class _Plain(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """A plain lock client's op: the fields :class:`harness.core.columns.Columns` holds, of
+    the schema's types (``value`` only null). Any other field, and the op is not plain."""
+
+    time: _Nat
+    process: _Int
+    type: Literal["invoke", "ok", "fail", "info"]
+    f: _F
+    index: _Nat = -1  # (a default is not checked: -1, as no index is, says it is not there)
+    value: None = msgspec.UNSET  # type: ignore[assignment]  # (so: null, or not there)
+    lock: _LOCK | msgspec.UnsetType | None = msgspec.UNSET
+
+
+_decode_plain = msgspec.json.Decoder(_Plain).decode_lines
+
+
+class _Codes(dict):  # type: ignore[type-arg]
+    """Names to codes, a new name given the next code."""
+
+    def __init__(self, names: list[Any]) -> None:
+        super().__init__((x, i) for i, x in enumerate(names))
+        self.names = list(names)
+
+    def __missing__(self, name: Any) -> int:
+        self.names.append(name)
+        code = self[name] = len(self.names) - 1
+        return code
+
+
+def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) -> Any:
+    """The ops of a JSON-lines file as :class:`harness.core.columns.Columns`, read a block at a
+    time, when every line is a plain client op (see :class:`_Plain`) and times never go back;
+    None otherwise (a nemesis op, another field, anything the strict reader would refuse or
+    read another way: the caller then reads the file as it always did). ``progress`` is told
+    the bytes read so far after each block."""
+    import numpy as np
+
+    from harness.core.columns import LOCK_NULL, TYPE_CODES, Columns
+
+    types = TYPE_CODES.__getitem__
+    fs = _Codes([])
+    locks = _Codes([msgspec.UNSET, None])  # codes LOCK_ABSENT, LOCK_NULL
+    parts: dict[str, list[Any]] = {k: [] for k in ("time", "process", "type", "f", "lock",
+                                                   "index", "value")}
+    at = 0  # ops read so far
+    first = True
+    template: _Template | bool | None = None  # None: not known yet; False: none fits
+    while block := fh.read(BLOCK):
+        if not block.endswith(b"\n"):
+            block += fh.readline(MAX_LINE + 1)
+        if first and block.startswith(_BOM):
+            block = block[len(_BOM):]
+        first = False
+        if not (block.startswith(b"{") and block.endswith(b"}\n")):
+            return None
+        n = block.count(b"}\n{") + 1
+        if _count(block, b"\n") != n:
+            return None
+        column = parts.__getitem__
+        if template is None:
+            template = (_Template(True) if block.startswith(b'{"index": ') else
+                        _Template(False) if block.startswith(b'{"index":') else False)
+        read = template.read(block, n) if template else None
+        if read is not None:
+            for key, col in zip(("index", "time", "process", "type", "f", "lock"), read,
+                                strict=True):
+                column(key).append(col)
+            column("value").append(np.ones(n, bool))
+            at += n
+            if progress is not None:
+                progress(fh.tell())
+            continue
+        try:
+            got = _decode_plain(block)
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+            return None
+        if len(got) != n:
+            return None
+        column("time").append(np.fromiter(map(_TIME_OF, got), np.int64, n))
+        column("process").append(np.fromiter(map(_PROCESS_OF, got), np.int64, n))
+        column("type").append(np.fromiter(map(types, map(_TYPE_OF, got)), np.uint8, n))
+        column("f").append(np.fromiter(map(fs.__getitem__, map(_F_OF_PLAIN, got)), np.int32,
+                                       n))
+        column("lock").append(np.fromiter(map(locks.__getitem__, map(_LOCK_OF, got)),
+                                          np.int32, n))
+        index = np.fromiter(map(_INDEX_OF, got), np.int64, n)
+        absent = index < 0
+        missing = int(absent.sum())
+        if missing:  # as read_history numbers them: by position
+            index[absent] = np.arange(at, at + n, dtype=np.int64)[absent]
+        column("index").append(index)
+        values = np.fromiter(map(is_, map(_VALUE_OF, got), repeat(None)), bool, n)
+        column("value").append(values)
+        fields = 5 * n - missing + int(values.sum()) + int(
+            np.count_nonzero(parts["lock"][-1]))
+        if fields != _count(block, b":"):  # a duplicate key, or a colon inside a string
+            return None
+        at += n
+        del got
+        if template:
+            template.learn(fs.names, locks.names)
+        if progress is not None:
+            progress(fh.tell())
+    if not at:
+        return None
+    time = _joined(parts, "time")
+    if time[0] < 0 or not bool(np.all(time[1:] >= time[:-1])):
+        return None
+    process = _joined(parts, "process")
+    if len(process) and int(process.min()) >= -(1 << 31) and int(process.max()) < 1 << 31:
+        process = process.astype(np.int32)  # (half the memory; any int64 is as good)
+    return Columns(time, process, _joined(parts, "type"), _joined(parts, "f"),
+                   [str(x) for x in fs.names], _joined(parts, "lock"),
+                   [None, None, *locks.names[LOCK_NULL + 1:]], _joined(parts, "index"),
+                   _joined(parts, "value"))
+
+
+def _joined(parts: dict[str, list[Any]], key: str) -> Any:
+    """One column from its blocks', which are let go (one column's worth of memory at most
+    held twice)."""
+    import numpy as np
+
+    return np.concatenate(parts.pop(key))
+
+
+_TIME_OF = attrgetter("time")
+_PROCESS_OF = attrgetter("process")
+_TYPE_OF = attrgetter("type")
+_F_OF_PLAIN = attrgetter("f")
+_LOCK_OF = attrgetter("lock")
+_INDEX_OF = attrgetter("index")
+_VALUE_OF = attrgetter("value")
+
+
+class _Template:
+    """Lines of one exact layout, read by array operations with no Python object a line:
+    ``{"index": N, "time": N, "process": N, "type": "T", "f": "F", "value": null, "lock": "L"}``
+    (as ``json.dumps`` writes them, or without the spaces, as orjson does), every N digits
+    without a leading zero (at most 18), T a type and F, L names the file has shown already
+    (so what is not a digit in a line is one of a few exact byte strings). A line of any
+    other form fails the block, which is then decoded (:data:`_decode_plain`): what a line
+    that matches says is beyond doubt, and what does not match is read as before."""
+
+    MAX_TAILS = 64
+
+    def __init__(self, spaced: bool) -> None:
+        colon, comma = (b": ", b", ") if spaced else (b":", b",")
+        self.segs = [b'{"index"' + colon, comma + b'"time"' + colon,
+                     comma + b'"process"' + colon]
+        self.colon, self.comma = colon, comma
+        self.tails: list[tuple[bytes, int, int, int]] = []  # (bytes, type, f, lock codes)
+        self._scratch: list[Any] | None = None
+
+    def learn(self, fs: list[str], locks: list[Any]) -> None:
+        """The tails of every type, f and lock name known (locks[2:]: names)."""
+        from harness.core.columns import TYPE_NAMES
+
+        c, k = self.colon, self.comma
+        tails = []
+        for t_code, t in enumerate(TYPE_NAMES):
+            for f_code, f in enumerate(fs):
+                for l_code, lock in enumerate(locks):
+                    if l_code < 2:
+                        continue
+                    tails.append((k + b'"type"' + c + orjson.dumps(t) + k + b'"f"' + c
+                                  + orjson.dumps(f) + k + b'"value"' + c + b"null" + k
+                                  + b'"lock"' + c + orjson.dumps(lock) + b"}",
+                                  t_code, f_code, l_code))
+        self.tails = tails if len(tails) <= self.MAX_TAILS else []
+        import numpy as np
+
+        self.lines = {self.segs[0] + self.segs[1] + self.segs[2] + t[0]: k
+                      for k, t in enumerate(self.tails)}  # what is not a digit, by tail
+        self.codes = np.array([t[1:] for t in self.tails], np.int32).reshape(-1, 3)
+
+    def scratch(self, size: int) -> list[Any]:
+        """Three byte arrays of at least ``size`` bytes, kept from block to block (fresh ones
+        each time cost a page fault every 4 KiB)."""
+        import numpy as np
+
+        if self._scratch is None or len(self._scratch[0]) < size:
+            self._scratch = [np.empty(size, np.uint8), np.empty(size, bool),
+                             np.empty(size, bool)]
+        return self._scratch
+
+    def read(self, block: bytes, n: int) -> tuple[Any, ...] | None:
+        """(index, time, process, type, f, lock codes) of the block's ``n`` lines, or None
+        when a line is not of the layout.
+
+        The digits of a line form exactly three runs, each where the layout puts it (right
+        after its segment); what is not a digit, line by line, is exactly the layout's three
+        segments and one of the known tails (each line's looked up whole)."""
+        import numpy as np
+
+        if not self.tails:
+            return None
+        buf = np.frombuffer(block, np.uint8)
+        size = len(buf)
+        scratch = self.scratch(size)
+        digit = np.less(np.subtract(buf, 48, out=scratch[0][:size]), 10,
+                        out=scratch[1][:size])  # (bytes below "0" wrap around)
+        # Where a run of digits begins or ends (the block begins with "{", ends with "\n").
+        turns = np.flatnonzero(np.not_equal(digit[1:], digit[:-1], out=scratch[2][:size - 1]))
+        if len(turns) != 6 * n:
+            return None
+        run_start = turns[0::2] + 1
+        run_end = (turns[1::2] + 1).reshape(n, 3)
+        run_start = run_start.reshape(n, 3)
+        length = run_end - run_start
+        if int(length.max()) > 18 or bool(np.any((length > 1) & (buf[run_start] == 48))):
+            return None  # (a leading zero is not JSON)
+        # What is not a digit, line by line: exactly one of the layout's lines (below).
+        skeletons = buf[np.invert(digit, out=scratch[2][:size])].tobytes().split(b"\n")
+        if len(skeletons) != n + 1 or skeletons[n]:
+            return None
+        starts = np.empty(n, np.int64)  # of each line, in the block
+        starts[0] = 0
+        starts[1:] = np.flatnonzero(np.equal(buf, 10, out=scratch[1][:size]))[:-1] + 1
+        l0, l1, l2 = map(len, self.segs)
+        if not (bool(np.all(run_start[:, 0] == starts + l0))
+                and bool(np.all(run_start[:, 1] == run_end[:, 0] + l1))
+                and bool(np.all(run_start[:, 2] == run_end[:, 1] + l2))):
+            return None
+        try:
+            which = np.fromiter(map(self.lines.__getitem__, islice(skeletons, n)), np.intp, n)
+        except KeyError:
+            return None
+        del skeletons
+        # The numbers: the 18 bytes up to each run's end, the run's digits by powers of ten.
+        values = []
+        for j in range(3):
+            end, digits = run_end[:, j], length[:, j]
+            longest = int(digits.max())
+            place = np.arange(longest)
+            window = np.subtract(buf[end[:, None] - longest + place], 48, dtype=np.int64)
+            window[place < longest - digits[:, None]] = 0  # (not this number's)
+            values.append(window @ 10 ** place[::-1])
+        codes = self.codes[which]
+        return (*values, codes[:, 0].astype(np.uint8), codes[:, 1].copy(), codes[:, 2].copy())
+
+

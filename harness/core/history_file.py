@@ -1,6 +1,10 @@
 """A history file read from disk: its lines bounded (one huge line never has to fit in memory
 whole), parsed (:func:`harness.core.history.parse_lines`), and held to the well-formedness rules
-(:mod:`harness.core.wellformed`) before anything reads it; an error names the file and line."""
+(:mod:`harness.core.wellformed`) before anything reads it; an error names the file and line.
+
+A big file of plain client ops can be read into columns instead (:func:`read_columns`:
+:mod:`harness.core.columns`, a few bytes an op where a dict is about 330), which the lock
+checkers read as they are (``harness check``); any other file is read as ops, as always."""
 
 from __future__ import annotations
 
@@ -80,3 +84,24 @@ def _line_of(path: str, position: int) -> int:
                 if seen == position:
                     return lineno
     return position + 1
+
+
+def read_columns(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None,
+                 smallest: int = BULK_BYTES) -> Any:
+    """A big ``history.jsonl`` of plain client ops, well-formed, as
+    :class:`harness.core.columns.Columns` (a few bytes an op, where :func:`read_history` makes
+    a dict of each); None for a small file, one with any other op, or anything
+    :func:`read_history` would refuse or read otherwise: read it with that, for its ops or its
+    error. ``smallest``: the size from which a file is read in columns (a test's: any)."""
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size < smallest:
+                return None
+            from harness.core.columns import well_formed
+            from harness.core.history_bulk import read_columns as read
+
+            cols = read(fh, progress)
+    except OSError:
+        return None
+    return cols if cols is not None and well_formed(cols) else None

@@ -157,6 +157,17 @@ def client_ops(ops: list[Op]) -> tuple[list[Op], set[str], bool]:
     return client, fs, tokens
 
 
+def _columns(path: str | PathLike[str], progress: tuple[Any, Callable[[int], None]] | None
+             ) -> Any:
+    """A big JSONL file of plain client ops in columns (:mod:`harness.core.columns`), or None:
+    then it is read as ops (:func:`harness.presentation.interop.load_any`)."""
+    if not os.fspath(path).lower().endswith(".jsonl"):  # (load_any's test for JSONL)
+        return None
+    from harness.core.history_file import read_columns
+
+    return read_columns(path, None if progress is None else progress[1])
+
+
 def check_file(path: str | PathLike[str], model: str | None, limits: dict[str, Any]) -> int:
     """A foreign (or our own) history file, checked for linearizability against ``model``
     (inferred from its ops when not given)."""
@@ -175,8 +186,12 @@ def check_file(path: str | PathLike[str], model: str | None, limits: dict[str, A
         return exit_code_for("unknown")
     progress = file_progress(path)
     started = time.monotonic()
-    ops = load_any(path, None if progress is None else progress[1])
-    client, fs, tokens = client_ops(ops)
+    ops: Any = _columns(path, progress)
+    if ops is not None:  # every op a client's, none with a token
+        client, fs, tokens = ops, set(ops.fs), False
+    else:
+        ops = load_any(path, None if progress is None else progress[1])
+        client, fs, tokens = client_ops(ops)
     inferred = infer(fs, tokens)
     if model is None or not client:  # no client op: nothing to test, whatever the model
         if inferred is None:

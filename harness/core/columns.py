@@ -1,0 +1,163 @@
+"""A client history held in columns (numpy arrays, a few bytes an op) rather than one dict an
+op: what :mod:`harness.core.history_bulk` reads from a big JSON-lines file whose every op has
+the plain shape of a lock client's op (``index``, ``time``, ``process`` an int, ``type``, ``f``,
+``value`` null, ``lock``), and what the checkers read without building an object per op. An op
+is made a dict (:meth:`Columns.op`) only where somebody shows it (a witness, a message).
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+
+from harness.core.history import FAIL, INFO, INVOKE, OK
+
+TYPE_CHECKING = False  # see harness/core/history.py
+if TYPE_CHECKING:
+    from typing import Any
+
+    from harness.core.history import Op
+
+TYPE_NAMES = (INVOKE, OK, FAIL, INFO)  # type codes, in this order
+TYPE_CODES = {t: i for i, t in enumerate(TYPE_NAMES)}
+LOCK_ABSENT, LOCK_NULL = 0, 1  # lock codes with no name: the field is not there, or null
+
+
+class Columns:
+    """The ops of a history, position ``i`` in each column; ops are ordered by time.
+
+    ``fs`` and ``locks`` name the codes of ``f`` and ``lock`` (``locks[0]`` and ``locks[1]``:
+    absent and null); ``has_value``: the op has a ``value`` field (always null)."""
+
+    __slots__ = ("_by_process", "f", "fs", "has_value", "index", "lock", "locks", "process",
+                 "time", "type")
+
+    def __init__(self, time: np.ndarray, process: np.ndarray, type_: np.ndarray,
+                 f: np.ndarray, fs: list[str], lock: np.ndarray, locks: list[str | None],
+                 index: np.ndarray, has_value: np.ndarray) -> None:
+        self.time = time
+        self.process = process
+        self.type = type_
+        self.f = f
+        self.fs = fs
+        self.lock = lock
+        self.locks = locks
+        self.index = index
+        self.has_value = has_value
+        self._by_process: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.time)
+
+    def op(self, i: int) -> Op:
+        """The ``i``-th op as the strict reader gives it (a dict)."""
+        i = int(i)
+        op: dict[str, Any] = {"index": self.index.item(i), "time": self.time.item(i),
+                              "process": self.process.item(i),
+                              "type": TYPE_NAMES[self.type.item(i)], "f": self.fs[self.f.item(i)]}
+        if self.has_value.item(i):
+            op["value"] = None
+        code = self.lock.item(i)
+        if code != LOCK_ABSENT:
+            op["lock"] = self.locks[code]
+        return op
+
+    def row(self, i: int) -> Row:
+        """The ``i``-th op as a read-only mapping whose fields are read when asked (a check
+        that reads one or two fields of a million ops makes no dict of each)."""
+        return Row(self, i)
+
+    def ops(self) -> list[Op]:
+        """Every op as a dict (a small history, or a test: a big one is what columns avoid)."""
+        return [self.op(i) for i in range(len(self))]
+
+    def by_process(self) -> np.ndarray:
+        """The positions of the ops, process by process, each process's in history order."""
+        if self._by_process is None:
+            self._by_process = np.argsort(self.process, kind="stable")
+        return self._by_process
+
+    def same_lock(self) -> np.ndarray:
+        """The lock codes with absent and null made one (``op.get("lock")`` compares so)."""
+        return np.where(self.lock == LOCK_ABSENT, LOCK_NULL, self.lock)
+
+
+def well_formed(cols: Columns) -> bool:
+    """Whether :func:`harness.core.wellformed.problem` finds nothing in these ops (times
+    already known not to go backwards, every process a client's): per process, invoke and
+    completion alternate, beginning with an invoke, a completion's f and lock its invoke's;
+    indexes unique. False sends the caller to that function, for its words."""
+    n = len(cols)
+    if n == 0:
+        return True
+    idx = cols.index
+    if n > 1 and not bool(np.all(idx[1:] > idx[:-1])) and len(np.unique(idx)) != n:
+        return False
+    order = cols.by_process()
+    p = cols.process[order]
+    invoke = cols.type[order] == TYPE_CODES[INVOKE]
+    first = np.ones(n, dtype=bool)
+    first[1:] = p[1:] != p[:-1]
+    if not bool(np.all(invoke[first])):  # a process's first op completes nothing
+        return False
+    after = ~first[1:]  # an op of the same process as the one before it
+    if bool(np.any(after & (invoke[1:] == invoke[:-1]))):  # two invokes, or two completions
+        return False
+    done = after & ~invoke[1:]  # a completion; the op before it is its invoke
+    f = cols.f[order]
+    lock = cols.same_lock()[order]
+    return not bool(np.any(done & ((f[1:] != f[:-1]) | (lock[1:] != lock[:-1]))))
+
+
+class Row(Mapping):  # type: ignore[type-arg]
+    """An op of :class:`Columns`, its fields read from the columns when asked: what
+    :meth:`Columns.op` gives, as a mapping."""
+
+    __slots__ = ("cols", "i")
+
+    def __init__(self, cols: Columns, i: int) -> None:
+        self.cols = cols
+        self.i = i
+
+    def __getitem__(self, key: str) -> Any:
+        cols, i = self.cols, self.i
+        if key == "process":
+            return cols.process.item(i)
+        if key == "type":
+            return TYPE_NAMES[cols.type.item(i)]
+        if key == "index":
+            return cols.index.item(i)
+        if key == "time":
+            return cols.time.item(i)
+        if key == "f":
+            return cols.fs[cols.f.item(i)]
+        if key == "value" and cols.has_value.item(i):
+            return None
+        if key == "lock":
+            code = cols.lock.item(i)
+            if code != LOCK_ABSENT:
+                return cols.locks[code]
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.cols.op(self.i))
+
+    def __len__(self) -> int:
+        return len(self.cols.op(self.i))
+
+    def __eq__(self, other: object) -> bool:
+        return self.cols.op(self.i) == (dict(other) if isinstance(other, Mapping) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # (as a dict's)
+
+    def __repr__(self) -> str:
+        return repr(self.cols.op(self.i))

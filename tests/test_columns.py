@@ -1,0 +1,168 @@
+"""A history in columns (harness.core.columns; read by harness.core.history_bulk.read_columns,
+paired by checker.calls.Paired, a lock's part decided over arrays by
+checker.lockorder.check_rows) against the same file read as dicts and checked as always: the
+same ops, the same refusal, the same verdict, counts and witness, on valid, invalid and
+malformed histories, in one block or many, written with spaces (``json.dumps``) or without
+(orjson), plain or not (then the columns are refused and the file is read as dicts)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import harness.core.history_bulk as bulk
+from checker import lockorder
+from checker.linearizable import check
+from harness.core.history import HistoryError
+from harness.core.history_file import read_columns, read_history
+from tests.test_linearizable import Picker, load_bench, mutate, random_ops, simulated_ops
+
+Op = dict[str, Any]
+LOCK_MODELS = ("mutex", "fenced-mutex")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def strict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lockorder, "STRICT", True)
+
+
+def write(path: Path, history: list[Op], spaced: bool) -> None:
+    dump = (lambda op: json.dumps(op).encode()) if spaced else orjson.dumps
+    path.write_bytes(b"".join(dump(op) + b"\n" for op in history))
+
+
+def agree(path: Path, block: int, monkeypatch: pytest.MonkeyPatch, *, plain: bool | None = None
+          ) -> Any:
+    """Read ``path`` both ways (blocks of ``block`` bytes), and check it both ways when it
+    reads: everything the same. ``plain``: whether the columns must read it."""
+    monkeypatch.setattr(bulk, "BLOCK", block)
+    try:
+        ops: list[Op] | None = read_history(path)
+    except HistoryError:
+        ops = None
+    cols = read_columns(path, smallest=0)
+    if plain is not None:
+        assert (cols is not None) is plain
+    if cols is None:
+        return None
+    assert ops is not None, "the columns read what the strict reader refuses"
+    assert cols.ops() == ops
+    for model in LOCK_MODELS:
+        assert check(cols, model) == check(ops, model), model
+    return cols
+
+
+def plain(history: list[Op], rnd: random.Random) -> list[Op]:
+    """The client ops of ``history`` in the plain shape the columns hold (value null; no
+    token, no error), some with no index, some locks absent or null or another name."""
+    locks = rnd.choice([["lock"], ["lock", "b"], [None], ["lock", None]])
+    index = rnd.random() < 0.8
+    out = []
+    for i, op in enumerate(o for o in history if type(o["process"]) is int):
+        new: Op = {"index": i} if index or rnd.random() < 0.5 else {}
+        new.update(time=op["time"], process=op["process"], type=op["type"], f=op["f"],
+                   value=None)
+        lock = locks[op["process"] % len(locks)]
+        if lock is not None or rnd.random() < 0.5:
+            new["lock"] = lock
+        out.append(new)
+    return out
+
+
+def test_generated_lock_services_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                       ) -> None:
+    """The benchmark's simulated lock service (crashes, timeouts, unknown outcomes), valid and
+    with a grant inside another's section: read and decided the same, mostly over arrays."""
+    bench = load_bench()
+    rnd = random.Random(11)
+    decided = {True: 0, False: 0}
+    for i in range(40):
+        h = bench.mutex_history(rnd.randint(5, 600), rnd.randint(1, 8), rnd.randint(0, 10**6),
+                                crash_rate=rnd.random() * 0.1, timeout_rate=rnd.random() * 0.4,
+                                info_rate=rnd.random())
+        if i % 2:
+            with contextlib.suppress(ValueError):  # no place to inject one
+                h = bench.inject_violation(h, rnd.random())
+        path = tmp_path / f"h{i}.jsonl"
+        write(path, h, spaced=i % 3 != 0)
+        cols = agree(path, rnd.choice([64, 700, 4 << 20]), monkeypatch, plain=True)
+        decided[check(cols, "mutex")["valid"] is True] += 1
+    assert min(decided.values()) >= 5
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Op]:
+    pick = Picker(draw=draw)
+    name = LOCK_MODELS[pick.int(0, 1)]
+    h = (simulated_ops if pick.int(0, 2) else random_ops)(name, pick)
+    rnd = random.Random(pick.int(0, 2**31))
+    if pick.int(0, 1):
+        h = mutate(h, rnd)
+    return plain(h, rnd)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(h=histories(), spaced=st.booleans(), block=st.sampled_from([1, 90, 333, 4 << 20]),
+       spoil=st.integers(0, 9), where=st.integers(0, 10**6))
+def test_any_plain_history_agrees(h: list[Op], spaced: bool, block: int, spoil: int,
+                                  where: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                  ) -> None:
+    """Lock histories of any shape (overlaps, ties, unknown outcomes, changed completions),
+    some spoilt: an op's type or f or lock changed, an index repeated, a time earlier, a field
+    added, a value, a name with a digit or a quote, a negative process: the columns read and
+    decide what the dicts do, or refuse and leave it to them."""
+    if h and spoil:
+        op = h[where % len(h)]
+        if spoil == 1:
+            op["type"] = ["invoke", "ok", "fail", "info"][where % 4]
+        elif spoil == 2:
+            op["f"] = "release" if op["f"] == "acquire" else "acquire"
+        elif spoil == 3:
+            op["lock"] = "other"
+        elif spoil == 4:
+            op["index"] = 0
+        elif spoil == 5:
+            op["time"] = max(0, op["time"] - 10**9)
+        elif spoil == 6:
+            op["error"] = "not-held"
+        elif spoil == 7:
+            op["value"] = 1
+        elif spoil == 8:
+            op["lock"] = 'l"7'
+        else:
+            op["process"] = -1 - op["process"]
+    path = tmp_path / "h.jsonl"
+    write(path, h, spaced)
+    agree(path, block, monkeypatch)
+
+
+def test_a_big_file_is_checked_in_columns_with_the_same_words(tmp_path: Path) -> None:
+    """``harness check`` of a file past the size read in columns prints what it prints for
+    the same ops read as dicts (the same file with one op that is not plain: a token)."""
+    bench = load_bench()
+    h = bench.inject_violation(bench.mutex_history(30_000, 6, 4))
+    columns, dicts = tmp_path / "c.jsonl", tmp_path / "d.jsonl"
+    write(columns, h, spaced=True)
+    h[0] = {**h[0], "token": None}  # not plain: the whole file read as dicts
+    write(dicts, h, spaced=True)
+    assert columns.stat().st_size >= 4 << 20
+    outs = []
+    for path in (columns, dicts):
+        proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(path)],
+                              capture_output=True, text=True, cwd=ROOT, check=False)
+        assert proc.returncode == 1, proc.stderr
+        outs.append(proc.stdout.replace(str(path), "PATH"))
+    assert outs[0] == outs[1]
+    assert "INVALID  PATH as mutex" in outs[0] and "had not released" in outs[0]
