@@ -6,10 +6,12 @@ Pure functions of the history.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from harness.core.checks import derive
 from harness.core.history import FAIL, INFO, INVOKE, OK, Op, pairs, seconds
 
 
@@ -69,9 +71,10 @@ def client_ops(history: Sequence[Op]) -> list[Op]:
 
 def client_pairs(history: Sequence[Op]) -> Pairs:
     """The client processes' invocations with their completions (:func:`pairs` of
-    :func:`client_ops`, without the list between). A checker that needs them twice passes them
-    on rather than pairing the history again."""
-    return list(pairs(op for op in history if isinstance(op.get("process"), int)))
+    :func:`client_ops`, without the list between): once per shared history
+    (:func:`harness.core.checks.derive`), for every reader, who never changes it."""
+    return derive(history, client_pairs, lambda: list(pairs(
+        op for op in history if isinstance(op.get("process"), int))))
 
 
 def horizon(history: Sequence[Op]) -> int:
@@ -123,10 +126,20 @@ def writes_in_lock_transaction(history: Sequence[Op]) -> bool:
     """Did every write go through the lock's own transaction (``pg-row``,
     ``pg-advisory-xact``)? Then the writes commit with the lock or not at all: a holder whose
     session the server ended lost its writes with it, and the resource's log decides."""
-    writes = [op for op in client_ops(history) if op.get("f") == "write"
-              and op.get("type") == INVOKE]
-    return bool(writes) and all(isinstance(op.get("value"), dict)
-                                and op["value"].get("in_lock_tx") for op in writes)
+    return derive(history, writes_in_lock_transaction, lambda: _in_lock_transaction(history))
+
+
+def _in_lock_transaction(history: Sequence[Op]) -> bool:
+    """:func:`writes_in_lock_transaction`: one pass, ended by the first write outside."""
+    found = False
+    for op in history:
+        if (op.get("f") == "write" and op.get("type") == INVOKE
+                and isinstance(op.get("process"), int)):
+            value = op.get("value")
+            if not (isinstance(value, dict) and value.get("in_lock_tx")):
+                return False
+            found = True
+    return found
 
 
 def final_state(history: Sequence[Op]) -> dict[str, Any] | None:
@@ -146,7 +159,13 @@ def resource_log(history: Sequence[Op], paired: Pairs | None = None
     With the final read, every write is known, the indeterminate ones included. Without it (a
     run that was killed), writes that completed ok or were rejected are known from their
     completions; a write that timed out or never completed may or may not have happened.
+    Once per shared history (:func:`harness.core.checks.derive`; ``paired``, the history's
+    :func:`client_pairs` when the caller has them, changes nothing of the result).
     """
+    return derive(history, resource_log, lambda: _resource_log(history, paired))
+
+
+def _resource_log(history: Sequence[Op], paired: Pairs | None) -> tuple[list[Entry], int]:
     log = final_read(history)
     if log is not None:
         entries = [
@@ -188,8 +207,13 @@ def by_lock(items: list[Grant]) -> dict[str, list[Grant]]:
 
 
 def count_types(history: Sequence[Op]) -> dict[str, dict[str, int]]:
+    """Client ops by f, then type (f in order of first appearance)."""
+    seen = Counter((op["f"], op["type"]) for op in history
+                   if isinstance(op.get("process"), int))
     counts: dict[str, dict[str, int]] = {}
-    for op in client_ops(history):
-        c = counts.setdefault(op["f"], {INVOKE: 0, OK: 0, FAIL: 0, INFO: 0})
-        c[op["type"]] = c.get(op["type"], 0) + 1
+    for (f, t), n in seen.items():  # first appearance first: the order of the ops
+        c = counts.get(f)
+        if c is None:
+            c = counts[f] = {INVOKE: 0, OK: 0, FAIL: 0, INFO: 0}
+        c[t] = c.get(t, 0) + n
     return counts

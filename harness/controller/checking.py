@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.controller.registry import Check, Registry, default_registry
 from harness.controller.store import RunDir
-from harness.core.checks import compose
+from harness.core.checks import WELL_FORMED, Shared, compose
 from harness.core.errors import EXIT_INVALID, EXIT_SETUP, exit_code_for
 from harness.core.history import INFO, INVOKE, OK, Op
 from harness.core.text import line
@@ -57,8 +57,14 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
                   registry: Registry | None = None, *, status: str = "complete",
                   limits: Mapping[str, Any] | None = None,
                   checks: Sequence[Check] | None = None) -> dict[str, Any]:
-    """The verdict on ``history``: the ``checks`` a run resolved, else the stored spec's."""
-    require_checked(history)  # malformed: HistoryError (exit 3), and no checker runs
+    """The verdict on ``history``: the ``checks`` a run resolved, else the stored spec's.
+    ``history`` shared (:class:`~harness.core.checks.Shared`) keeps what the checkers derive
+    from it for the summary and the report; one its reader found well-formed is not walked
+    again."""
+    history = Shared.of(history)
+    if not history.derived.get(WELL_FORMED):
+        require_checked(history)  # malformed: HistoryError (exit 3), and no checker runs
+        history.derived[WELL_FORMED] = True
     if checks is None:
         checks = plan(spec, registry, limits)
     results = compose(history, [(e.name, fn, params) for e, fn, params in checks])
