@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker import availability, liveness
-from checker.intervals import subtract, total, union
+from checker.intervals import length, subtract, subtract_unions, total, union
 from harness.controller.checking import check_history as check_all
 from tests.histories import MS, Built, retime, valid_histories
 
@@ -36,7 +36,8 @@ def test_union_and_subtract_match_sets_of_points(a: list[tuple[int, int]],
     assert points(u) == points(a)
     assert all(x[1] < y[0] for x, y in itertools.pairwise(u)), "disjoint and sorted"
     assert points(subtract(a, b)) == points(a) - points(b)
-    assert total(a) == len(points(a))
+    assert total(a) == len(points(a)) == length(u)
+    assert subtract_unions(u, union(b)) == subtract(a, b)  # of unions taken already
 
 
 # history builders ------------------------------------------------------------------------------
