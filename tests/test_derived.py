@@ -10,10 +10,12 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from checker.lives import Lives
 from checker.sessions import client_pairs, resource_log
-from harness.controller.checking import check_history
+from harness.controller.checking import _tested, _untested, check_history, untested
 from harness.controller.store import RunDir
 from harness.core.checks import WELL_FORMED, Shared, derive, well_formed
 from harness.core.history import HistoryError, Op, write_history
@@ -114,3 +116,31 @@ def test_a_stored_history_read_back_is_shared_and_not_walked_twice(tmp_path: Pat
     monkeypatch.setattr(checking, "require_checked", walked)
     assert check_history(loaded, synth_history.spec_for(history))["valid"] is False
     assert type(well_formed(list(loaded))) is Shared
+
+
+@st.composite
+def client_histories(draw: st.DrawFn) -> list[Op]:
+    """Clients whose requests end ok, fail, or info with an error (a timeout or not), some of
+    them acquires, in any order; a completion may have no invoke, the last one none."""
+    ops: list[Op] = []
+    for t in range(draw(st.integers(0, 30))):
+        p = draw(st.integers(0, 3))
+        f = draw(st.sampled_from(["acquire", "release"]))
+        kind = draw(st.sampled_from(["ok", "fail", "info", "info-timeout", "none"]))
+        if draw(st.booleans()) or kind == "none":
+            ops.append({"time": 2 * t, "process": p, "type": "invoke", "f": f})
+        if kind != "none":
+            done: Op = {"time": 2 * t + 1, "process": p, "type": kind[:4], "f": f}
+            if kind.startswith("info"):
+                done["error"] = "TimeoutError: timed out" if kind == "info-timeout" else "refused"
+            ops.append(done)
+    return ops
+
+
+@given(client_histories())
+@settings(max_examples=300, deadline=None)
+def test_the_usual_run_is_told_tested_from_the_pairs_as_op_by_op(history: list[Op]) -> None:
+    """untested's quick pass (over the client pairs) says "tested" exactly when the op by op
+    pass finds some acquire ok and no client whose every request failed."""
+    assert _tested(Shared(history)) == (_untested(history) == (None, False))
+    assert untested(Shared(history)) == _untested(history)

@@ -106,6 +106,40 @@ def untested(history: Sequence[Op]) -> tuple[str | None, bool]:
     """Why the history tested nothing, or not through some client, with the most frequent
     error and its count; and whether it tested nothing at all (no acquire succeeded). A client
     "could not test" when it made ``MIN_FAILED`` requests or more and every one failed."""
+    if _tested(history):
+        return None, False
+    return _untested(history)
+
+
+def _tested(history: Sequence[Op]) -> bool:
+    """Some acquire succeeded and no client "could not test": the usual run, told from the
+    client op pairs the checkers derived already (:func:`checker.sessions.client_pairs`), the
+    completions only, and no failed request looked at once its client had one that was not.
+    False: :func:`_untested` says why, from the history op by op."""
+    from checker.sessions import client_pairs
+
+    acquired = False
+    made: dict[int, int] = {}  # client -> completions, while every one of them failed
+    worked: set[int] = set()  # clients with a completion that did not fail
+    for _inv, done in client_pairs(history):
+        if done is None:
+            continue
+        p = done["process"]
+        if type(p) is not int and isinstance(p, bool):  # a bool is no client (_untested)
+            continue
+        if not acquired and done["type"] == OK and done["f"] == "acquire":
+            acquired = True
+        if p in worked:
+            continue
+        if failed(done):
+            made[p] = made.get(p, 0) + 1
+        else:
+            worked.add(p)
+            made.pop(p, None)
+    return acquired and all(n < MIN_FAILED for n in made.values())
+
+
+def _untested(history: Sequence[Op]) -> tuple[str | None, bool]:
     acquired = False
     ended: dict[int, list[Op]] = {}
     for op in history:
