@@ -128,12 +128,12 @@ def writes_in_lock_transaction(history: Sequence[Op]) -> bool:
 
 
 def _in_lock_transaction(history: Sequence[Op]) -> bool:
-    """:func:`writes_in_lock_transaction`: one pass, ended by the first write outside."""
+    """:func:`writes_in_lock_transaction`: over the client pairs (every client invoke is one
+    of their invocations), ended by the first write outside."""
     found = False
-    for op in history:
-        if (op.get("f") == "write" and op.get("type") == INVOKE
-                and isinstance(op.get("process"), int)):
-            value = op.get("value")
+    for inv, _done in client_pairs(history):
+        if inv["f"] == "write" and inv["type"] == INVOKE:
+            value = inv.get("value")
             if not (isinstance(value, dict) and value.get("in_lock_tx")):
                 return False
             found = True
