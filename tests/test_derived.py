@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -144,3 +145,18 @@ def test_the_usual_run_is_told_tested_from_the_pairs_as_op_by_op(history: list[O
     pass finds some acquire ok and no client whose every request failed."""
     assert _tested(Shared(history)) == (_untested(history) == (None, False))
     assert untested(Shared(history)) == _untested(history)
+
+
+@pytest.mark.parametrize("change", [
+    lambda h: h.append(dict(h[0])), lambda h: h.extend([dict(h[0])]),
+    lambda h: h.insert(0, dict(h[0])), lambda h: h.pop(), lambda h: h.remove(h[0]),
+    lambda h: h.clear(), lambda h: h.sort(key=lambda op: -op["time"]), lambda h: h.reverse(),
+    lambda h: h.__setitem__(0, dict(h[1])), lambda h: h.__delitem__(0),
+    lambda h: h.__iadd__([dict(h[0])]), lambda h: h.__imul__(2)])
+def test_a_shared_history_changed_forgets_what_was_derived(change: Any) -> None:
+    history = well_formed(synth_history.generate(200))
+    pairs_before = client_pairs(history)
+    change(history)
+    assert history.derived == {}
+    assert client_pairs(history) is not pairs_before
+    assert client_pairs(history) == client_pairs(list(history))

@@ -7,8 +7,8 @@ violation found is real whatever else happened, and nothing unknown passes as va
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, SupportsIndex, TypeVar
 
 from harness.core.heap import collector_paused
 from harness.core.history import Op
@@ -59,13 +59,67 @@ class Shared(list[Op]):
     through its checks, its summary and its report: each view built once); so is a stored
     history read back (:meth:`harness.controller.store.RunDir.load_history`). It lives as long
     as the history: nothing is kept from one history to the next. Nobody changes the ops of a
-    history once read (a history is what happened)."""
+    history once read (a history is what happened); a list changed all the same (an op
+    added, removed, replaced, the order changed) forgets what was derived from it."""
 
     __slots__ = ("derived",)
 
     def __init__(self, ops: Sequence[Op]) -> None:
         super().__init__(ops)
         self.derived: dict[Any, Any] = {}
+
+    def _changed(self) -> None:
+        """The ops are not those it was derived from: forget what was (a history is what
+        happened and nobody should change it, but a list can be changed)."""
+        self.derived.clear()
+
+    def append(self, op: Op) -> None:
+        self._changed()
+        super().append(op)
+
+    def extend(self, ops: Iterable[Op]) -> None:
+        self._changed()
+        super().extend(ops)
+
+    def insert(self, i: SupportsIndex, op: Op) -> None:
+        self._changed()
+        super().insert(i, op)
+
+    def pop(self, i: SupportsIndex = -1) -> Op:
+        self._changed()
+        return super().pop(i)
+
+    def remove(self, op: Op) -> None:
+        self._changed()
+        super().remove(op)
+
+    def clear(self) -> None:
+        self._changed()
+        super().clear()
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        self._changed()
+        super().sort(*args, **kwargs)
+
+    def reverse(self) -> None:
+        self._changed()
+        super().reverse()
+
+    def __setitem__(self, i: Any, value: Any) -> None:
+        self._changed()
+        super().__setitem__(i, value)
+
+    def __delitem__(self, i: Any) -> None:
+        self._changed()
+        super().__delitem__(i)
+
+    def __iadd__(self, ops: Iterable[Op]) -> Shared:  # type: ignore[override,misc]
+        self._changed()
+        return super().__iadd__(ops)
+
+    def __imul__(self, n: SupportsIndex) -> Shared:  # type: ignore[override,misc]
+        self._changed()
+        return super().__imul__(n)
 
     @classmethod
     def of(cls, history: Sequence[Op]) -> Shared:
