@@ -19,6 +19,7 @@ grant, whether or not somebody was asking all along) listed. Informational: alwa
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,10 +38,17 @@ def stretches(gaps: list[Interval], held: list[Interval]) -> list[Interval]:
     asking does not end an outage, a grant does."""
     ends = [h1 for _, h1 in held]  # ``held`` is a union: sorted and disjoint
     out: list[Interval] = []
+    i, n, last = 0, len(ends), -math.inf
     for a, b in gaps:
         if out:
-            i = bisect.bisect_right(ends, out[-1][1])  # the first holding after that stretch
-            if i == len(held) or held[i][0] >= a:
+            x = out[-1][1]
+            if x < last:  # gaps out of order: search afresh
+                i = bisect.bisect_right(ends, x)
+            else:  # the first holding after that stretch, found walking on (gaps are sorted)
+                while i < n and ends[i] <= x:
+                    i += 1
+            last = x
+            if i == n or held[i][0] >= a:
                 out[-1] = (out[-1][0], b)
                 continue
         out.append((a, b))

@@ -16,7 +16,9 @@ def union(intervals: Iterable[Interval]) -> list[Interval]:
     out: list[Interval] = []
     add = out.append
     start = end = None
-    for a, b in sorted(i for i in intervals if i[1] > i[0]):
+    items = [i for i in intervals if i[1] > i[0]]
+    items.sort()
+    for a, b in items:
         if end is not None and a <= end:
             if b > end:
                 end = b

@@ -277,7 +277,8 @@ class Lives:
         """When one of ``gs`` (grants of one lock) was believed held: sorted, disjoint."""
         from checker.intervals import union
 
-        return union((g.start, self.grant_end(g)) for g in gs)
+        horizon = self.horizon
+        return union([(g.start, horizon if g.end is None else g.end) for g in gs])
 
     def wanted(self, lock: str) -> list[Interval]:
         """When some live client was inside an acquire of ``lock``."""
