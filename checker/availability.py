@@ -19,11 +19,12 @@ grant, whether or not somebody was asking all along) listed. Informational: alwa
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from checker.base import Checker
-from checker.intervals import Interval, subtract, total
+from checker.intervals import Interval, length, subtract_unions, union
 from checker.lives import Lives
 from harness.core import defaults
 from harness.core.history import Op, seconds
@@ -37,10 +38,17 @@ def stretches(gaps: list[Interval], held: list[Interval]) -> list[Interval]:
     asking does not end an outage, a grant does."""
     ends = [h1 for _, h1 in held]  # ``held`` is a union: sorted and disjoint
     out: list[Interval] = []
+    i, n, last = 0, len(ends), -math.inf
     for a, b in gaps:
         if out:
-            i = bisect.bisect_right(ends, out[-1][1])  # the first holding after that stretch
-            if i == len(held) or held[i][0] >= a:
+            x = out[-1][1]
+            if x < last:  # gaps out of order: search afresh
+                i = bisect.bisect_right(ends, x)
+            else:  # the first holding after that stretch, found walking on (gaps are sorted)
+                while i < n and ends[i] <= x:
+                    i += 1
+            last = x
+            if i == n or held[i][0] >= a:
                 out[-1] = (out[-1][0], b)
                 continue
         out.append((a, b))
@@ -49,15 +57,17 @@ def stretches(gaps: list[Interval], held: list[Interval]) -> list[Interval]:
 
 def lock_availability(wanted: list[Interval], held: list[Interval], outage_ns: int
                       ) -> dict[str, Any]:
-    span = total([*wanted, *held])
-    lost = total(subtract(wanted, held))
-    gaps = stretches(subtract(wanted, held), held)
+    want, have = union(wanted), union(held)
+    short = subtract_unions(want, have)
+    lost = length(short)
+    span = length(have) + lost  # wanted or held: held, and wanted while not held
+    gaps = stretches(short, held)
     outages = [g for g in gaps if g[1] - g[0] >= outage_ns]
     longest = max(gaps, key=lambda g: g[1] - g[0], default=None)
     return {
         "availability": round(1 - lost / span, 4) if span else 1.0,
-        "wanted-s": round(total(wanted) / NS, 3),
-        "held-s": round(total(held) / NS, 3),
+        "wanted-s": round(length(want) / NS, 3),
+        "held-s": round(length(have) / NS, 3),
         "unavailable-s": round(lost / NS, 3),
         "longest-unavailable": None if longest is None else {
             "from": seconds(longest[0]), "until": seconds(longest[1]),
@@ -83,7 +93,8 @@ class AvailabilityChecker(Checker):
         for lock in lives.locks():
             per_lock[lock] = lock_availability(lives.wanted(lock), lives.held(gs.get(lock, [])),
                                                outage_ns)
-            blocked = sum(1 for a in lives.attempts if a.lock == lock and lives.overdue(a))
+            blocked = sum(1 for a in lives.attempts  # overdue: never completed, first
+                          if a.end is None and a.lock == lock and lives.overdue(a))
             if blocked:
                 per_lock[lock]["blocked-in-acquire"] = blocked  # pending past their own timeouts
         result: dict[str, Any] = {"valid": True, "locks": per_lock}

@@ -14,20 +14,33 @@ T = TypeVar("T")
 def union(intervals: Iterable[Interval]) -> list[Interval]:
     """Sorted, disjoint, non-empty intervals covering the same time."""
     out: list[Interval] = []
-    for a, b in sorted(i for i in intervals if i[1] > i[0]):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
+    add = out.append
+    start = end = None
+    items = [i for i in intervals if i[1] > i[0]]
+    items.sort()
+    for a, b in items:
+        if end is not None and a <= end:
+            if b > end:
+                end = b
+            continue
+        if end is not None:
+            add((start, end))
+        start, end = a, b
+    if end is not None:
+        add((start, end))
     return out
 
 
 def subtract(these: Iterable[Interval], those: Iterable[Interval]) -> list[Interval]:
     """The time in ``these`` and not in ``those`` (one merge of two sorted lists: linear)."""
-    cuts = union(those)
+    return subtract_unions(union(these), union(those))
+
+
+def subtract_unions(these: list[Interval], cuts: list[Interval]) -> list[Interval]:
+    """:func:`subtract` of two :func:`union` results (their union taken already)."""
     out: list[Interval] = []
     j = 0
-    for a, b in union(these):
+    for a, b in these:
         while j < len(cuts) and cuts[j][1] <= a:  # cuts that end before this interval
             j += 1
         start = a
@@ -45,8 +58,13 @@ def subtract(these: Iterable[Interval], those: Iterable[Interval]) -> list[Inter
     return out
 
 
+def length(disjoint: Iterable[Interval]) -> int:
+    """The time a :func:`union` result covers."""
+    return sum(b - a for a, b in disjoint)
+
+
 def total(intervals: Iterable[Interval]) -> int:
-    return sum(b - a for a, b in union(intervals))
+    return length(union(intervals))
 
 
 def overlapping(items: Sequence[T], start: Callable[[T], float], end: Callable[[T], float],

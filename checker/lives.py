@@ -41,6 +41,7 @@ from harness.core.history import INFO, NEMESIS
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
     from checker.intervals import Interval
     from checker.sessions import Grant, Pairs
@@ -140,8 +141,8 @@ class Lives:
     timeout that is not a duration is refused (ValueError) when the attempts are first read.
     """
 
-    __slots__ = ("_attempts", "_pending", "acquire_timeout", "crashes", "grants", "horizon",
-                 "paired")
+    __slots__ = ("_attempts", "_own", "_pending", "acquire_timeout", "crashes", "grants",
+                 "horizon", "paired")
 
     def __init__(self, history: Sequence[Op], paired: Pairs | None = None,
                  acquire_timeout: float | None = None) -> None:
@@ -153,7 +154,8 @@ class Lives:
         self.acquire_timeout = acquire_timeout
         self._attempts: list[Attempt] | None = None  # built when first asked for (a mutex
         self._pending: dict[int, Op] = {}            # check of a million ops never asks)
-        if self.crashes:
+        self._own: list[Any] = [None]  # (attempts with their own timeouts, pending), shared
+        if self.crashes:                # by the lives of every acquire timeout
             self._end_at_crashes()
 
     @classmethod
@@ -175,33 +177,55 @@ class Lives:
         return lives
 
     def _timed(self, acquire_timeout: float | None) -> Lives:
-        """The same lives, acquires judged with another timeout (attempts built anew)."""
+        """The same lives, acquires judged with another timeout (those without their own)."""
         out = object.__new__(type(self))
         out.paired, out.horizon, out.crashes = self.paired, self.horizon, self.crashes
         out.grants, out.acquire_timeout = self.grants, acquire_timeout
-        out._attempts, out._pending = None, {}
+        out._attempts, out._pending, out._own = None, {}, self._own
         return out
 
     @property
     def attempts(self) -> list[Attempt]:
         """Every acquire, in the order of their invocations."""
         if self._attempts is None:
-            attempts: list[Attempt] = []  # kept only once whole: a timeout refused (ValueError)
-            pending: dict[int, Op] = {}   # leaves nothing half built for the next reader
-            for inv, done in self.paired:
-                if done is None:
-                    pending[inv["process"]] = inv
-                if inv["f"] != "acquire":
-                    continue
-                lock = str((done or {}).get("lock", inv.get("lock", "lock")))
-                attempts.append(Attempt(
-                    inv["process"], lock, int(inv["time"]),
-                    None if done is None else int(done["time"]),
-                    None if done is None else str(done["type"]),
-                    timeout_of(inv, self.acquire_timeout)))
+            if self._own[0] is None:
+                self._own[0] = self._own_attempts()
+            own, pending, untimed = self._own[0]
+            default = self.acquire_timeout
+            if untimed and default is not None:  # the run's timeout where an acquire has none
+                own = [a if a.timeout is not None else
+                       Attempt(a.process, a.lock, a.invoke, a.end, a.outcome, default)
+                       for a in own]
             self._pending = pending
-            self._attempts = attempts
+            self._attempts = own
         return self._attempts
+
+    def _own_attempts(self) -> tuple[list[Attempt], dict[int, Op], bool]:
+        """Every acquire with its own timeout (None where it has none), the pending
+        invocations, and whether some acquire has no timeout of its own. Kept only once
+        whole: a timeout refused (ValueError) leaves nothing half built for the next reader."""
+        attempts: list[Attempt] = []
+        add = attempts.append
+        pending: dict[int, Op] = {}
+        untimed = False
+        for inv, done in self.paired:
+            if done is None:
+                pending[inv["process"]] = inv
+            if inv["f"] != "acquire":
+                continue
+            value = inv.get("value")
+            t = value.get("timeout") if isinstance(value, dict) else None
+            if t is None:
+                untimed = True
+            elif type(t) is not float or not 0 < t < math.inf:  # the usual case passes here
+                t = timeout_of(inv, None)
+            if done is None:
+                add(Attempt(inv["process"], str(inv.get("lock", "lock")), int(inv["time"]),
+                            None, None, t))
+            else:
+                add(Attempt(inv["process"], str(done.get("lock", inv.get("lock", "lock"))),
+                            int(inv["time"]), int(done["time"]), str(done["type"]), t))
+        return attempts, pending, untimed
 
     @property
     def pending(self) -> dict[int, Op]:
@@ -253,11 +277,19 @@ class Lives:
         """When one of ``gs`` (grants of one lock) was believed held: sorted, disjoint."""
         from checker.intervals import union
 
-        return union((g.start, self.grant_end(g)) for g in gs)
+        horizon = self.horizon
+        return union([(g.start, horizon if g.end is None else g.end) for g in gs])
 
     def wanted(self, lock: str) -> list[Interval]:
         """When some live client was inside an acquire of ``lock``."""
-        return [(a.invoke, self.attempt_end(a)) for a in self.attempts if a.lock == lock]
+        crashes, horizon = self.crashes, self.horizon
+        out: list[Interval] = []
+        for a in self.attempts:
+            if a.lock == lock:  # attempt_end, inline: once per acquire
+                end = a.end
+                out.append((a.invoke, end if end is not None
+                            else min(crashes.get(a.process, horizon), horizon)))
+        return out
 
     def holders(self) -> list[tuple[str, int, int, int]]:
         """(lock, process, from, until) of every grant, in the order of the grants' starts:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 from checker.base import Checker
@@ -53,9 +54,11 @@ def lock_overlaps(gs: list[Grant], limit: int = MAX_LISTED
                   ) -> tuple[int, list[tuple[Grant, Grant]]]:
     """How many pairs (earlier, later) of grants have intersecting believed-held intervals, and
     the first ``limit`` of them by the later grant's start."""
-    ordered = sorted(gs, key=lambda g: (g.start, g.process))
-    return overlapping(ordered, lambda g: g.start,
-                       lambda g: math.inf if g.end is None else g.end, limit)
+    ordered = sorted(gs, key=_START_PROCESS)
+    return overlapping(ordered, _START, lambda g: math.inf if g.end is None else g.end, limit)
+
+
+_START_PROCESS, _START = attrgetter("start", "process"), attrgetter("start")
 
 
 def describe_overlap(a: Grant, b: Grant, end: int) -> str:

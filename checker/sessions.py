@@ -6,10 +6,13 @@ Pure functions of the history.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
+from harness.core.checks import derive
 from harness.core.history import FAIL, INFO, INVOKE, OK, Op, pairs, seconds
 
 
@@ -69,9 +72,9 @@ def client_ops(history: Sequence[Op]) -> list[Op]:
 
 def client_pairs(history: Sequence[Op]) -> Pairs:
     """The client processes' invocations with their completions (:func:`pairs` of
-    :func:`client_ops`, without the list between). A checker that needs them twice passes them
-    on rather than pairing the history again."""
-    return list(pairs(op for op in history if isinstance(op.get("process"), int)))
+    :func:`client_ops`, without the list between): once per shared history
+    (:func:`harness.core.checks.derive`), for every reader, who never changes it."""
+    return derive(history, client_pairs, lambda: list(pairs(history, clients=True)))
 
 
 def horizon(history: Sequence[Op]) -> int:
@@ -82,32 +85,30 @@ def grants(history: Sequence[Op], paired: Pairs | None = None) -> list[Grant]:
     """Every acquire that completed ok, with the end of its process's belief. ``paired``:
     :func:`client_pairs` of the history, when the caller has it already."""
     out: list[Grant] = []
+    add = out.append
     open_: dict[int, Grant] = {}
+    let_go = open_.pop
     for inv, done in (client_pairs(history) if paired is None else paired):
-        p = inv["process"]
-        if inv["f"] == "acquire" and done is not None and done["type"] == OK:
-            value = done.get("value") or {}
-            g = Grant(
-                process=p,
-                session=value.get("session") if isinstance(value, dict) else None,
-                lock=str(done.get("lock", inv.get("lock", "lock"))),
-                invoke=inv["time"],
-                start=done["time"],
-                end=None,
-                token=done.get("token"),
-                validity=value.get("validity") if isinstance(value, dict) else None,
-            )
-            g.ops.append(done.get("index", -1))
-            out.append(g)
-            open_[p] = g
-        elif inv["f"] == "release" and p in open_:
-            g = open_.pop(p)
+        f = inv["f"]
+        if f == "acquire":
+            if done is not None and done["type"] == OK:
+                value = done.get("value")
+                session = validity = None
+                if isinstance(value, dict):
+                    session, validity = value.get("session"), value.get("validity")
+                p = inv["process"]
+                g = Grant(p, session, str(done.get("lock", inv.get("lock", "lock"))),
+                          inv["time"], done["time"], None, done.get("token"), validity, None,
+                          [done.get("index", -1)])
+                add(g)
+                open_[p] = g
+            elif (g := let_go(inv["process"], None)) is not None:
+                # A new acquire without a release: the process let go of the old grant silently.
+                g.end = inv["time"]
+        elif f == "release" and (g := let_go(inv["process"], None)) is not None:
             g.end = inv["time"]
             g.release = None if done is None else done["type"]
             g.ops.append(inv.get("index", -1))
-        elif inv["f"] == "acquire" and p in open_:
-            # A new acquire without a release: the process let go of the old grant silently.
-            open_.pop(p).end = inv["time"]
     return out
 
 
@@ -123,10 +124,20 @@ def writes_in_lock_transaction(history: Sequence[Op]) -> bool:
     """Did every write go through the lock's own transaction (``pg-row``,
     ``pg-advisory-xact``)? Then the writes commit with the lock or not at all: a holder whose
     session the server ended lost its writes with it, and the resource's log decides."""
-    writes = [op for op in client_ops(history) if op.get("f") == "write"
-              and op.get("type") == INVOKE]
-    return bool(writes) and all(isinstance(op.get("value"), dict)
-                                and op["value"].get("in_lock_tx") for op in writes)
+    return derive(history, writes_in_lock_transaction, lambda: _in_lock_transaction(history))
+
+
+def _in_lock_transaction(history: Sequence[Op]) -> bool:
+    """:func:`writes_in_lock_transaction`: over the client pairs (every client invoke is one
+    of their invocations), ended by the first write outside."""
+    found = False
+    for inv, _done in client_pairs(history):
+        if inv["f"] == "write" and inv["type"] == INVOKE:
+            value = inv.get("value")
+            if not (isinstance(value, dict) and value.get("in_lock_tx")):
+                return False
+            found = True
+    return found
 
 
 def final_state(history: Sequence[Op]) -> dict[str, Any] | None:
@@ -146,7 +157,13 @@ def resource_log(history: Sequence[Op], paired: Pairs | None = None
     With the final read, every write is known, the indeterminate ones included. Without it (a
     run that was killed), writes that completed ok or were rejected are known from their
     completions; a write that timed out or never completed may or may not have happened.
+    Once per shared history (:func:`harness.core.checks.derive`; ``paired``, the history's
+    :func:`client_pairs` when the caller has them, changes nothing of the result).
     """
+    return derive(history, resource_log, lambda: _resource_log(history, paired))
+
+
+def _resource_log(history: Sequence[Op], paired: Pairs | None) -> tuple[list[Entry], int]:
     log = final_read(history)
     if log is not None:
         entries = [
@@ -188,8 +205,22 @@ def by_lock(items: list[Grant]) -> dict[str, list[Grant]]:
 
 
 def count_types(history: Sequence[Op]) -> dict[str, dict[str, int]]:
+    """Client ops by f, then type (f in order of first appearance). Counted in C by (process,
+    f, type), then summed over the client processes (an op without those fields: op by op)."""
+    try:
+        seen = Counter(map(_FIELDS, history))
+    except KeyError:
+        seen = Counter((op["process"], op["f"], op["type"]) for op in history
+                       if isinstance(op.get("process"), int))
     counts: dict[str, dict[str, int]] = {}
-    for op in client_ops(history):
-        c = counts.setdefault(op["f"], {INVOKE: 0, OK: 0, FAIL: 0, INFO: 0})
-        c[op["type"]] = c.get(op["type"], 0) + 1
+    for (p, f, t), n in seen.items():  # first appearance first: the order of the ops
+        if not isinstance(p, int):
+            continue
+        c = counts.get(f)
+        if c is None:
+            c = counts[f] = {INVOKE: 0, OK: 0, FAIL: 0, INFO: 0}
+        c[t] = c.get(t, 0) + n
     return counts
+
+
+_FIELDS = itemgetter("process", "f", "type")

@@ -44,7 +44,8 @@ class StatsChecker(Checker):
             "acquires-per-second": round(acquired / duration, 2) if duration else 0.0,
             "duration-s": round(duration, 3),
             "crashed-processes": len(lives.crashes),
-            "blocked-in-acquire": sum(1 for a in lives.attempts if lives.overdue(a)),
+            "blocked-in-acquire": sum(1 for a in lives.attempts  # overdue: never completed
+                                      if a.end is None and lives.overdue(a)),
         }
         if not acquired:
             result["note"] = "no acquire succeeded: the run tested nothing"

@@ -286,3 +286,40 @@ def test_an_op_s_keys_come_in_one_order_and_none_is_left_out(tmp_path: Path) -> 
         ["time", "process", "type", "f", "value"]]
     assert lines[0].endswith(b',"process":3,"type":"fail","f":"release","value":{"session":1},'
                              b'"lock":"l","token":7,"error":"not-held"}')
+
+
+def test_one_decoder_reads_every_journal_of_a_merge_as_each_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The merge reads its journals with one bulk decoder (the names of the first shared with
+    the rest): the same ops as journal by journal, strictly; a journal with an f the decoder
+    has not seen yet is read as well, and a bad line is refused with the strict reader's
+    words and line."""
+    from harness.core import journal
+
+    def write(p: int, fs: tuple[str, ...], bad: int | None = None) -> None:
+        ops = [{"time": 5 * i + p, "process": p, "type": ("invoke", "ok")[i % 2],
+                "f": fs[(i // 2) % len(fs)], "value": {"session": i}, "lock": "lock"}
+               for i in range(4000)]
+        lines = [json.dumps(op, separators=(",", ":")) for op in ops]
+        if bad is not None:
+            lines[bad] = lines[bad].replace('"ok"', '"okay"')
+        (tmp_path / f"c{p}.jsonl").write_text("\n".join(lines) + "\n")
+
+    write(0, ("acquire", "release"))
+    write(1, ("acquire", "extend", "release"))  # a name the first journal did not have
+    write(2, ("acquire", "release"))
+    paths = sorted(tmp_path.glob("*.jsonl"))
+    assert len(paths[0].read_bytes()) >= journal.BULK_BYTES  # read in bulk
+    merged = journal.merge_journals(paths)
+    monkeypatch.setattr(journal, "BULK_BYTES", 1 << 62)  # strictly, one journal at a time
+    assert merged == journal.merge_journals(paths)
+    assert len(merged) == 12000 and [op["index"] for op in merged] == list(range(12000))
+    assert {op["f"] for op in merged} == {"acquire", "extend", "release"}
+    write(2, ("acquire", "release"), bad=2501)
+    with pytest.raises(HistoryError) as strict:
+        journal.merge_journals(paths)
+    monkeypatch.setattr(journal, "BULK_BYTES", 0)
+    with pytest.raises(HistoryError) as bulk:
+        journal.merge_journals(paths)
+    assert str(bulk.value) == str(strict.value)
+    assert "c2.jsonl line 2502" in str(bulk.value) and "okay" in str(bulk.value)

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.controller.registry import Check, Registry, default_registry
 from harness.controller.store import RunDir
-from harness.core.checks import compose
+from harness.core.checks import WELL_FORMED, Shared, compose
 from harness.core.errors import EXIT_INVALID, EXIT_SETUP, exit_code_for
 from harness.core.history import INFO, INVOKE, OK, Op
 from harness.core.text import line
@@ -57,8 +57,14 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
                   registry: Registry | None = None, *, status: str = "complete",
                   limits: Mapping[str, Any] | None = None,
                   checks: Sequence[Check] | None = None) -> dict[str, Any]:
-    """The verdict on ``history``: the ``checks`` a run resolved, else the stored spec's."""
-    require_checked(history)  # malformed: HistoryError (exit 3), and no checker runs
+    """The verdict on ``history``: the ``checks`` a run resolved, else the stored spec's.
+    ``history`` shared (:class:`~harness.core.checks.Shared`) keeps what the checkers derive
+    from it for the summary and the report; one its reader found well-formed is not walked
+    again."""
+    history = Shared.of(history)
+    if not history.derived.get(WELL_FORMED):
+        require_checked(history)  # malformed: HistoryError (exit 3), and no checker runs
+        history.derived[WELL_FORMED] = True
     if checks is None:
         checks = plan(spec, registry, limits)
     results = compose(history, [(e.name, fn, params) for e, fn, params in checks])
@@ -100,6 +106,40 @@ def untested(history: Sequence[Op]) -> tuple[str | None, bool]:
     """Why the history tested nothing, or not through some client, with the most frequent
     error and its count; and whether it tested nothing at all (no acquire succeeded). A client
     "could not test" when it made ``MIN_FAILED`` requests or more and every one failed."""
+    if _tested(history):
+        return None, False
+    return _untested(history)
+
+
+def _tested(history: Sequence[Op]) -> bool:
+    """Some acquire succeeded and no client "could not test": the usual run, told from the
+    client op pairs the checkers derived already (:func:`checker.sessions.client_pairs`), the
+    completions only, and no failed request looked at once its client had one that was not.
+    False: :func:`_untested` says why, from the history op by op."""
+    from checker.sessions import client_pairs
+
+    acquired = False
+    made: dict[int, int] = {}  # client -> completions, while every one of them failed
+    worked: set[int] = set()  # clients with a completion that did not fail
+    for _inv, done in client_pairs(history):
+        if done is None:
+            continue
+        p = done["process"]
+        if type(p) is not int and isinstance(p, bool):  # a bool is no client (_untested)
+            continue
+        if not acquired and done["type"] == OK and done["f"] == "acquire":
+            acquired = True
+        if p in worked:
+            continue
+        if failed(done):
+            made[p] = made.get(p, 0) + 1
+        else:
+            worked.add(p)
+            made.pop(p, None)
+    return acquired and all(n < MIN_FAILED for n in made.values())
+
+
+def _untested(history: Sequence[Op]) -> tuple[str | None, bool]:
     acquired = False
     ended: dict[int, list[Op]] = {}
     for op in history:

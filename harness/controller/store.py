@@ -45,6 +45,7 @@ from typing import Any
 from harness.controller.spec_keys import check_types
 from harness.core.atomic import write_json
 from harness.core.capped import read_capped
+from harness.core.checks import Shared, well_formed
 from harness.core.errors import HarnessError, UsageError
 from harness.core.history import HistoryError, Op, write_history
 from harness.core.history_file import read_history
@@ -176,16 +177,18 @@ class RunDir:
         return history
 
     def merged(self) -> list[Op]:
-        """The journals merged into one history, not written (:meth:`save_history`)."""
-        return merge_journals(self.journals.glob("*.jsonl"))
+        """The journals merged into one history, not written (:meth:`save_history`); shared
+        (:class:`~harness.core.checks.Shared`: its checks, summary and report derive each view
+        of it once)."""
+        return Shared(merge_journals(self.journals.glob("*.jsonl")))
 
     def save_history(self, history: list[Op]) -> None:
         write_history(self.history, history)
 
     def load_history(self) -> list[Op]:
         """history.jsonl, or the journals merged now (a run that died before merging)."""
-        if self.history.exists():
-            return read_history(self.history)
+        if self.history.exists():  # read_history found it well-formed (a check need not again)
+            return well_formed(read_history(self.history))
         if self.has_journals():
             return self.merge()
         raise HarnessError(f"{self.path} has no history.jsonl and no journals")

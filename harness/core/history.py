@@ -378,8 +378,9 @@ def write_history(path: str | os.PathLike[str], ops: Iterable[Op]) -> None:
         fh.writelines(encode(op) + b"\n" for op in ops)  # a journal line has no newline
 
 
-def pairs(history: Iterable[Op]) -> Iterator[tuple[Op, Op | None]]:
-    """Each invocation with its completion (None when the process never completed it).
+def pairs(history: Iterable[Op], *, clients: bool = False) -> Iterator[tuple[Op, Op | None]]:
+    """Each invocation with its completion (None when the process never completed it);
+    ``clients``: of the client processes' ops only (an int ``process``).
 
     A client process has at most one op outstanding, and is never restarted under its number:
     :mod:`harness.core.wellformed` refuses any other history before a checker runs. Handed one
@@ -388,18 +389,24 @@ def pairs(history: Iterable[Op]) -> Iterator[tuple[Op, Op | None]]:
     open_: dict[Any, int] = {}  # each process's open invocation, by its place in invs (a newer
     invs: list[Op] = []         # one replaces it: the earlier one stays uncompleted)
     comps: list[Op | None] = []
+    add_inv, add_comp, close = invs.append, comps.append, open_.pop
     for op in history:
-        p = op["process"]
+        if clients:
+            p = op.get("process")
+            if not isinstance(p, int):
+                continue
+        else:
+            p = op["process"]
         if op["type"] == INVOKE:
             open_[p] = len(invs)
-            invs.append(op)
-            comps.append(None)
+            add_inv(op)
+            add_comp(None)
         else:
-            where = open_.pop(p, None)
+            where = close(p, None)
             if where is not None:
                 comps[where] = op
                 continue
             # A completion with no invocation (a nemesis info, say): pair it with itself.
-            invs.append(op)
-            comps.append(op)
+            add_inv(op)
+            add_comp(op)
     return zip(invs, comps, strict=True)

@@ -17,6 +17,7 @@ import mmap
 import os
 import threading
 from collections.abc import Iterable
+from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
 from time import monotonic_ns
@@ -190,15 +191,18 @@ def read_lines(fh: BinaryIO, start: int = 0) -> tuple[bytes, int]:
     return data[:end], start + end
 
 
-def read_journal(path: Path) -> list[Op]:
+def read_journal(path: Path, decoder: Any = None) -> list[Op]:
     """A journal's ops. Its tail after the last newline, a line its killed writer had not
-    finished and the zeros of the space it had reserved, is dropped."""
+    finished and the zeros of the space it had reserved, is dropped. ``decoder``: the bulk
+    decoder of the journals read before (:func:`harness.core.history_bulk.new_decoder`), which
+    knows their f and lock names already: a merge reads every journal with one."""
     with path.open("rb") as fh:
         data, _ = read_lines(fh)
     if len(data) >= BULK_BYTES:
-        from harness.core.history_bulk import bulk_lines
+        from harness.core.history_bulk import bulk, bulk_lines
 
-        ops = bulk_lines(data, str(path))
+        ops = (bulk_lines(data, str(path)) if decoder is None
+               else bulk(data, str(path), 1, decoder))  # the journal as one block
         if ops is not None:
             return ops
     text = data.decode("utf-8", errors="replace")
@@ -206,9 +210,17 @@ def read_journal(path: Path) -> list[Op]:
 
 
 def merge_journals(paths: Iterable[Path]) -> list[Op]:
-    """Merge per-process journals into one history ordered by time (stable within a journal)."""
-    ops = [op for path in sorted(paths) for op in read_journal(path)]
+    """Merge per-process journals into one history ordered by time (stable within a journal).
+    One bulk decoder reads them all: the clients' journals share their f and lock names, so
+    the first teaches it the names and the others are decoded with them shared (no pass over
+    their ops in Python; a third less time for the merge of a lock run, measured)."""
+    from harness.core.history_bulk import new_decoder
+
+    decoder = new_decoder()
+    ops = [op for path in sorted(paths) for op in read_journal(path, decoder)]
     ops.sort(key=itemgetter("time"))  # stable: equal times stay in (journal, line) order
+    if not any(map(dict.__contains__, ops, repeat("index"))):  # (a pass in C: none has one)
+        return [{"index": i, **op} for i, op in enumerate(ops)]
     for i, op in enumerate(ops):
         op.pop("index", None)
         ops[i] = {"index": i, **op}

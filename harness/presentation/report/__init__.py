@@ -7,6 +7,7 @@ from typing import Any
 
 from harness.controller.store import RunDir
 from harness.core.atomic import write_text
+from harness.core.heap import collector_paused
 from harness.presentation.report.html import render, verdict_class, verdict_word
 
 
@@ -17,8 +18,11 @@ def write_report(run: RunDir, spec: dict[str, Any], history: list[dict[str, Any]
         test = run.load_test()
     except Exception:  # a report of what there is, even beside a broken test.json
         test = {}
-    write_text(run.report, render(spec, history, results, run.log_names(), test,
-                                  run.raw_files()))
+    # The model is built in passes over every op, allocating as it goes: with the cyclic
+    # collector on, it would walk the whole history again and again (see harness.core.heap).
+    with collector_paused():
+        page = render(spec, history, results, run.log_names(), test, run.raw_files())
+    write_text(run.report, page)
     return run.report
 
 

@@ -31,7 +31,8 @@ from typing import Any
 
 from checker.lives import Lives
 from checker.sessions import Grant, resource_log
-from harness.core.history import FAIL, INFO, NEMESIS, OK, Op, pairs
+from harness.core.checks import derive
+from harness.core.history import FAIL, INFO, NEMESIS, OK, Op
 from harness.presentation.report import charts, sampling
 from harness.presentation.report.narrative import nemesis_of
 
@@ -61,11 +62,16 @@ class Grounds:
 
 
 def grounds(history: Sequence[Op]) -> Grounds:
-    client_pairs = [(inv, done) for inv, done in pairs(history)
-                    if isinstance(inv.get("process"), int)]
-    gs = believed_grants(history)
-    return Grounds(client_pairs, gs, Places(write_times(client_pairs),
-                                            index_times(client_pairs), grant_times(gs)))
+    """The grounds of ``history``, worked out once for a shared history
+    (:func:`harness.core.checks.derive`: the summary's incidents and the report read the
+    same); the client op pairs and the grants are the checkers' own
+    (:meth:`checker.lives.Lives.of`), built once for them and for the report."""
+    return derive(history, grounds, lambda: _grounds(history))
+
+
+def _grounds(history: Sequence[Op]) -> Grounds:
+    lives = Lives.of(history)
+    return Grounds(lives.paired, lives.grants, Places(lives.paired, lives.grants))
 
 
 def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any],
@@ -112,7 +118,7 @@ def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any],
 def believed_grants(history: Sequence[Op]) -> list[Grant]:
     """The grants as the checkers see them (:class:`checker.lives.Lives`): a crashed holder's
     bar ends at its crash, not at the end of the history."""
-    return Lives(history).grants
+    return Lives.of(history).grants
 
 
 def lane_label(process: int, clients: int) -> str:
@@ -353,13 +359,39 @@ def grant_times(gs: list[Grant]) -> dict[tuple[int, Any], list[tuple[int, int]]]
     return out
 
 
-@dataclass(frozen=True)
 class Places:
-    """Where things are in time, by the names checkers use for them."""
+    """Where things are in time, by the names checkers use for them; each table is built from
+    the client op pairs and the grants when first asked for (a run without violations never
+    needs the table of every op)."""
 
-    writes: dict[int, tuple[int, int, int]]  # resource seq -> write (invoke, done, process)
-    ops: dict[int, tuple[int, int, Any]]  # history index -> op (invoke, done, process)
-    grants: dict[tuple[int, Any], list[tuple[int, int]]]  # (process, token) -> grants
+    __slots__ = ("_grants", "_gs", "_ops", "_pairs", "_writes")
+
+    def __init__(self, client_pairs: list[tuple[Op, Op | None]], gs: list[Grant]) -> None:
+        self._pairs, self._gs = client_pairs, gs
+        self._writes: dict[int, tuple[int, int, int]] | None = None
+        self._ops: dict[int, tuple[int, int, Any]] | None = None
+        self._grants: dict[tuple[int, Any], list[tuple[int, int]]] | None = None
+
+    @property
+    def writes(self) -> dict[int, tuple[int, int, int]]:
+        """Resource seq -> write (invoke, done, process)."""
+        if self._writes is None:
+            self._writes = write_times(self._pairs)
+        return self._writes
+
+    @property
+    def ops(self) -> dict[int, tuple[int, int, Any]]:
+        """History index -> op (invoke, done, process)."""
+        if self._ops is None:
+            self._ops = index_times(self._pairs)
+        return self._ops
+
+    @property
+    def grants(self) -> dict[tuple[int, Any], list[tuple[int, int]]]:
+        """(process, token) -> grants."""
+        if self._grants is None:
+            self._grants = grant_times(self._gs)
+        return self._grants
 
 
 @dataclass(frozen=True)
