@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
+from itertools import accumulate
 from operator import attrgetter
 from typing import Any
 
@@ -82,21 +83,47 @@ def lease_broken(a: Grant, b: Grant) -> bool | None:
     return b.invoke > a.start and b.start < a.invoke + int(a.validity * 1_000_000_000)
 
 
+LIVE_LEASES = 512  # leases in force at once past which the count takes the Fenwick tree
+
+
 def lease_broken_count(gs: list[Grant]) -> int:
     """How many overlapping pairs (a, b) have :func:`lease_broken` true, without listing the
     pairs: b asked after a was granted (a.start < b.invoke) and was granted before a let go
     and before a's lease ran out (b.start < min(a.end, a.invoke + validity)). Offline, by b's
-    invocation, with a Fenwick tree over the a's lease ends: O(n log n)."""
+    invocation: with the ends of the leases that may still count in a sorted list (a few at
+    any time: a lease ends when its holder lets go), else (:data:`LIVE_LEASES` of them) with
+    a Fenwick tree over the lease ends: O(n log n)."""
     leases = sorted((g.start, min(math.inf if g.end is None else g.end,
                                   g.invoke + int(g.validity * 1_000_000_000)))
                     for g in gs if isinstance(g.validity, int | float)
                     and not isinstance(g.validity, bool) and math.isfinite(g.validity))
     if not leases:
         return 0
+    bs = sorted(gs, key=attrgetter("invoke"))
+    # A lease that ended at or before every grant from b on counts for none of them
+    gone = list(accumulate(reversed([b.start for b in bs]), min))[::-1]
+    live: list[float] = []  # the ends of the leases granted before b asked, not yet gone
+    count = i = 0
+    for b, floor in zip(bs, gone, strict=True):
+        while i < len(leases) and leases[i][0] < b.invoke:
+            bisect.insort(live, leases[i][1])
+            i += 1
+        cut = bisect.bisect_right(live, floor)
+        if cut:
+            del live[:cut]
+        if len(live) > LIVE_LEASES:
+            return _fenwick_count(leases, bs)
+        count += len(live) - bisect.bisect_right(live, b.start)
+    return count
+
+
+def _fenwick_count(leases: list[tuple[int, float]], bs: list[Grant]) -> int:
+    """:func:`lease_broken_count` with a Fenwick tree over the lease ends (``leases``: (grant,
+    lease end) in order; ``bs``: the grants by invocation)."""
     ends = sorted({e for _, e in leases})
     tree = [0] * (len(ends) + 1)
     inserted = count = i = 0
-    for b in sorted(gs, key=lambda g: g.invoke):
+    for b in bs:
         while i < len(leases) and leases[i][0] < b.invoke:
             k = bisect.bisect_left(ends, leases[i][1]) + 1
             while k <= len(ends):

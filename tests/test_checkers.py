@@ -320,7 +320,22 @@ def test_lease_broken_count_is_the_pairs_lease_broken_calls_true(
     ordered = sorted(gs, key=lambda g: (g.start, g.process))
     pairs = [(a, b) for j, b in enumerate(ordered) for a in ordered[:j]
              if (math.inf if a.end is None else a.end) > b.start]
-    assert mutex.lease_broken_count(gs) == sum(1 for a, b in pairs if mutex.lease_broken(a, b))
+    want = sum(1 for a, b in pairs if mutex.lease_broken(a, b))
+    assert mutex.lease_broken_count(gs) == want
+    leases = sorted((g.start, min(math.inf if g.end is None else g.end,
+                                  g.invoke + int(g.validity * 1_000_000_000)))
+                    for g in gs if g.validity is not None and math.isfinite(g.validity))
+    # the Fenwick tree, which the count takes when many leases are in force at once
+    assert mutex._fenwick_count(leases, sorted(gs, key=lambda g: g.invoke)) == want
+
+
+def test_lease_broken_count_with_many_leases_in_force_takes_the_fenwick_tree() -> None:
+    """Grants that never let go, each asked before the earlier ones' leases ran out: every
+    pair (a, b) with b asked after a's grant is a broken lease, more leases in force at once
+    than the sorted list keeps."""
+    n = mutex.LIVE_LEASES + 100
+    gs = [Grant(p, 1, "lock", p * MS, p * MS + MS // 2, None, None, 10.0) for p in range(n)]
+    assert mutex.lease_broken_count(gs) == n * (n - 1) // 2
 
 
 @settings(max_examples=200, deadline=None)
