@@ -62,12 +62,15 @@ def windows(history: Sequence[Op]) -> tuple[list[Window], list[dict[str, Any]]]:
     """Each fault that started (from its start ``info`` to its stop ``invoke``, or the end of
     the history) and each fault start that failed."""
     end = max((op["time"] for op in history), default=0)
+    return windows_of([op for op in history if op.get("process") == NEMESIS], end)
+
+
+def windows_of(nemesis: Sequence[Op], end: int) -> tuple[list[Window], list[dict[str, Any]]]:
+    """:func:`windows` from the nemesis's ops and the history's last time."""
     open_: dict[tuple[str, Any], Window] = {}
     out: list[Window] = []
     failed: list[dict[str, Any]] = []
-    for op in history:
-        if op.get("process") != NEMESIS:
-            continue
+    for op in nemesis:
         key = (op["f"], op.get("step"))
         if op["value"] == "start" and op["type"] == INFO:
             if op.get("error"):
@@ -210,12 +213,23 @@ class FaultsChecker(Checker):
         """``asked``: the faults the run was asked for (its nemeses); when none of them ran (every
         step skipped for want of a target), the run tested the lock without them: unknown."""
         fs = waiting_fs(release_waits)
-        faults, failed = windows(history)
         by_process: dict[int, list[Op]] = {}
-        for op in history:
+        nemesis: list[Op] = []
+        end = None
+        for op in history:  # one pass: each client's ops, the nemesis's, the last time
+            t = op["time"]
+            if end is None or t > end:
+                end = t
             p = op.get("process")
-            if isinstance(p, int) and not isinstance(p, bool):
-                by_process.setdefault(p, []).append(op)
+            if type(p) is int:
+                ops = by_process.get(p)
+                if ops is None:
+                    by_process[p] = [op]
+                else:
+                    ops.append(op)
+            elif p == NEMESIS:
+                nemesis.append(op)
+        faults, failed = windows_of(nemesis, 0 if end is None else end)
         ineffective: list[dict[str, Any]] = []
         for w in faults:
             lo, hi = w.start + GRACE_NS, w.stop
