@@ -210,3 +210,27 @@ def test_an_op_after_its_process_crashed_is_malformed_in_one_line(tmp_path: Path
     code, out, err = check(path)
     assert (code, out) == (3, "")
     assert err.count("\n") == 1 and "line 5: malformed history: an op after its process" in err
+
+
+def test_a_merged_history_is_checked_as_time_ordered_and_still_refused_when_malformed(
+        tmp_path: Path) -> None:
+    """A run's merged history is sorted by time, so its check skips each process's clock; it
+    still refuses a completion with no invoke (process 1's release), naming its line."""
+    from harness.controller.checking import check_history
+    from harness.controller.store import RunDir
+    from harness.core.checks import TIME_ORDERED
+
+    journals = tmp_path / "journals"
+    journals.mkdir()
+    lines = {0: [(10, "invoke", "acquire"), (30, "ok", "acquire")],
+             1: [(20, "invoke", "acquire"), (40, "fail", "acquire"), (50, "ok", "release")]}
+    for p, ops in lines.items():
+        (journals / f"c{p}.jsonl").write_text("".join(
+            json.dumps({"time": t, "process": p, "type": k, "f": f, "lock": "l"}) + "\n"
+            for t, k, f in ops))
+    merged = RunDir(tmp_path).merged()
+    assert merged.derived[TIME_ORDERED] is True
+    assert [op["time"] for op in merged] == [10, 20, 30, 40, 50]
+    with pytest.raises(HistoryError, match=r"^history.jsonl line 5: malformed history: "
+                                           r"completion without an invoke: ok 'release'"):
+        check_history(merged, {"workload": "mutex"})

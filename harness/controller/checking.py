@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.controller.registry import Check, Registry, default_registry
 from harness.controller.store import RunDir
-from harness.core.checks import WELL_FORMED, Shared, compose
+from harness.core.checks import TIME_ORDERED, WELL_FORMED, Shared, compose
 from harness.core.errors import EXIT_INVALID, EXIT_SETUP, exit_code_for
 from harness.core.history import INFO, INVOKE, OK, Op
 from harness.core.text import line
@@ -63,7 +63,8 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
     again."""
     history = Shared.of(history)
     if not history.derived.get(WELL_FORMED):
-        require_checked(history)  # malformed: HistoryError (exit 3), and no checker runs
+        # malformed: HistoryError (exit 3), and no checker runs
+        require_checked(history, ordered=bool(history.derived.get(TIME_ORDERED)))
         history.derived[WELL_FORMED] = True
     if checks is None:
         checks = plan(spec, registry, limits)

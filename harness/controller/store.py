@@ -45,7 +45,7 @@ from typing import Any
 from harness.controller.spec_keys import check_types
 from harness.core.atomic import write_json
 from harness.core.capped import read_capped
-from harness.core.checks import Shared, well_formed
+from harness.core.checks import TIME_ORDERED, Shared, well_formed
 from harness.core.errors import HarnessError, UsageError
 from harness.core.history import HistoryError, Op, write_history
 from harness.core.history_file import read_history
@@ -180,7 +180,9 @@ class RunDir:
         """The journals merged into one history, not written (:meth:`save_history`); shared
         (:class:`~harness.core.checks.Shared`: its checks, summary and report derive each view
         of it once)."""
-        return Shared(merge_journals(self.journals.glob("*.jsonl")))
+        merged = Shared(merge_journals(self.journals.glob("*.jsonl")))
+        merged.derived[TIME_ORDERED] = True  # sorted by time: no process's clock goes back
+        return merged
 
     def save_history(self, history: list[Op]) -> None:
         write_history(self.history, history)

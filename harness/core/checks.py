@@ -130,6 +130,7 @@ class Shared(list[Op]):
 
 T = TypeVar("T")
 WELL_FORMED = "well-formed"  # derived: the history passed harness.core.wellformed.require
+TIME_ORDERED = "time-ordered"  # derived: its times never go backwards (a merge sorted them)
 
 
 def derive(history: Sequence[Op], key: Any, build: Callable[[], T]) -> T:

@@ -125,7 +125,7 @@ def require(history: Sequence[Op], place: Callable[[int], str], *, ordered: bool
         raise HistoryError(f"{place(i)}: malformed history: {why}")
 
 
-def require_checked(history: Sequence[Op]) -> None:
+def require_checked(history: Sequence[Op], *, ordered: bool = False) -> None:
     """:func:`require` for a history held in memory (a live run's merged history: one op a
-    line of its ``history.jsonl``)."""
-    require(history, lambda i: f"history.jsonl line {i + 1}")
+    line of its ``history.jsonl``); ``ordered``: its times never go backwards (merged)."""
+    require(history, lambda i: f"history.jsonl line {i + 1}", ordered=ordered)
