@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from harness.core import defaults
 from harness.core.history import FAIL, INFO, INVOKE, OK
-from harness.core.journal import JournalWriter
+from harness.core.journal import JournalWriter, encode, token_json
 from harness.core.locks import Grant, Indeterminate, Lock, LockContractError
 from harness.core.resource import READ_MODES, Observed, Resource, Write, Written
 from harness.core.text import show
@@ -162,6 +162,14 @@ class MutexWorkload:
         self.release_inline = seconds is not None and seconds <= params.release_timeout
         # What the invoke of an acquire shows as its timeout when the run's end is not near.
         self.timeout_shown = round(params.acquire_timeout, 3)
+        # The lines of a session's ops that go well, prepared: each written from its format
+        # with the time, the value and the token put in (no op built, no op encoded).
+        name = params.lock_name
+        self.acquiring, self.acquired, self.releasing, self.released = (
+            journal.line_format(t, f, name)
+            for t, f in ((INVOKE, "acquire"), (OK, "acquire"), (INVOKE, "release"),
+                         (OK, "release")))
+        self.timeout_json = encode({"timeout": self.timeout_shown})
 
     def run(self) -> None:
         is_set, wait = self.stop.is_set, self.stop.wait
@@ -189,9 +197,8 @@ class MutexWorkload:
         if self.p.end_ns is not None:
             timeout = max(0.1, min(timeout, (self.p.end_ns - time.monotonic_ns()) / 1e9))
         # Its own timeout in the history: an acquire pending past it is unmet demand.
-        j.record(INVOKE, "acquire",
-                 {"timeout": self.timeout_shown if timeout == limit else round(timeout, 3)},
-                 lock=name)
+        j.put(self.acquiring, self.timeout_json if timeout == limit
+              else encode({"timeout": round(timeout, 3)}))
         try:
             grant = self.lock.acquire(timeout)
         except Indeterminate as e:
@@ -212,8 +219,8 @@ class MutexWorkload:
             raise LockContractError(
                 f"{type(self.lock).__name__}.acquire returned {show(grant, 60)} "
                 f"({type(grant).__name__}), not a Grant or None")
-        j.record(OK, "acquire", {"session": self.session, "validity": grant.validity},
-                 lock=name, token=grant.token)
+        j.put(self.acquired, encode({"session": self.session, "validity": grant.validity}),
+              token_json(grant.token))
         return grant
 
     def begin(self, grant: Grant) -> Section:
@@ -353,7 +360,8 @@ class MutexWorkload:
         ``release_timeout`` is released on this thread instead."""
         j, name = self.journal, self.p.lock_name
         value = {"session": self.session}
-        j.record(INVOKE, "release", value, lock=name, token=grant.token)
+        value_json, token = encode(value), token_json(grant.token)
+        j.put(self.releasing, value_json, token)
         released: Any = None
         error: Exception | None = None
         if self.release_inline:
@@ -376,7 +384,7 @@ class MutexWorkload:
                            f"{error}"[:200])
             return
         if released:
-            j.record(OK, "release", value, lock=name, token=grant.token)
+            j.put(self.released, value_json, token)
         else:
             j.record(FAIL, "release", value, lock=name, token=grant.token,
                      error="not-held: the lock had expired or was taken")
