@@ -10,11 +10,15 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.core import journal as journal_module
 from harness.core.journal import GROWTH, JournalWriter, encode, read_journal, token_json
+from harness.core.locks import Grant
+from workloads.lock_only import LockWorkload
+from workloads.mutex import MutexParams
 
 NAMES = st.text(min_size=0, max_size=12)  # odd lock names: quotes, %, \0, unicode, emoji
 NUMBERS = st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False, allow_infinity=False)
@@ -105,9 +109,9 @@ def test_a_lone_surrogate_in_a_lock_name_reads_back_as_record_s_does(tmp_path: P
 def test_put_after_close_writes_nothing(tmp_path: Path) -> None:
     w = JournalWriter(tmp_path / "c.jsonl", 0, 0)
     form = w.line_format("invoke", "acquire", "k")
-    w.put(form, b"null")
+    w.put(form, b"null", b"")
     w.close()
-    w.put(form, b"null")
+    w.put(form, b"null", b"")
     assert (tmp_path / "c.jsonl").read_bytes().count(b"\n") == 1
     assert [op["value"] for op in read_journal(tmp_path / "c.jsonl")] == [None]
 
@@ -125,7 +129,7 @@ def test_threads_sharing_a_writer_lose_no_line_across_growths(tmp_path: Path) ->
         form = w.line_format("info", f"lane{k}", "k")
         for i in range(n):
             if i % 2:
-                w.put(form, encode({"i": i, "pad": pad}))
+                w.put(form, encode({"i": i, "pad": pad}), b"")
             else:
                 w.record("info", f"lane{k}", {"i": i, "pad": pad}, lock="k")
 
@@ -141,3 +145,60 @@ def test_threads_sharing_a_writer_lose_no_line_across_growths(tmp_path: Path) ->
     for k in range(4):
         assert [op["value"]["i"] for op in ops if op["f"] == f"lane{k}"] == list(range(n))
     assert len(ops) == 4 * n
+
+
+class _Granting:
+    """A lock in this process that grants at once, with the token and validity it is given
+    (the workload's own lines are what is tested, not a lock)."""
+
+    def __init__(self, token: Any, validity: Any, released: bool) -> None:
+        self.grant = Grant(token, validity, "mine")
+        self.released = released
+
+    def acquire(self, timeout: float) -> Grant:
+        return self.grant
+
+    def release(self, grant: Grant) -> bool:
+        return self.released
+
+    def release_bound(self) -> float:
+        return 1.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.none() | st.integers(0, 2**63) | NAMES, st.none() | NUMBERS, NAMES,
+       st.integers(0, 10**6) | NAMES, st.integers(1, 3), st.booleans())
+def test_a_lock_workload_s_sessions_are_the_lines_record_would_write(
+        token: Any, validity: Any, name: str, process: Any, sessions: int,
+        released: bool) -> None:
+    """Every line of the prepared sessions is orjson's encoding of the op record builds: the
+    keys in record's order with record's values, and the bytes orjson makes of them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        journal = JournalWriter(Path(tmp) / "c.jsonl", process, 0)
+        stop = threading.Event()
+        workload = LockWorkload(MutexParams(process=0, lock_name=name, hold_min=0, hold_max=0,
+                                            think_min=0, think_max=0, acquire_timeout=4.9876),
+                                _Granting(token, validity, released), None, journal, stop)
+        count = iter(range(sessions))
+        workload.critical_section = (  # type: ignore[method-assign]
+            lambda grant: next(count, None) == sessions - 1 and stop.set())
+        workload.run()
+        journal.close()
+        lines = journal.path.read_bytes().splitlines()
+    expected = []
+    for session in range(1, sessions + 1):
+        tail = {"lock": name, **({} if token is None else {"token": token})}
+        expected += [("invoke", "acquire", {"timeout": 4.988}, {"lock": name}),
+                     ("ok", "acquire", {"session": session, "validity": validity}, tail),
+                     ("invoke", "release", {"session": session}, tail)]
+        if released:
+            expected.append(("ok", "release", {"session": session}, tail))
+        else:
+            expected.append(("fail", "release", {"session": session},
+                             {**tail, "error": "not-held: the lock had expired or was taken"}))
+    assert len(lines) == len(expected)
+    for line, (type_, f, value, more) in zip(lines, expected, strict=True):
+        op = orjson.loads(line)
+        assert list(op.items())[1:] == list({"process": process, "type": type_, "f": f,
+                                             "value": value, **more}.items())
+        assert line == orjson.dumps(op)  # record's line: orjson's bytes of this op

@@ -97,9 +97,11 @@ class JournalWriter:
             self._copy(line)
         return op
 
-    def line_format(self, type_: str, f: str, lock: str | None = None) -> bytes:
+    def line_format(self, type_: str, f: str, lock: str | None = None,
+                    value: bytes = b"%b") -> bytes:
         """This writer's op of ``type_`` and ``f`` (and ``lock`` when not None) as a format
-        for :meth:`put`: ``%d`` the time, ``%b`` the value's JSON, ``%b`` the rest (empty, or
+        for :meth:`put`: ``%d`` the time, then ``value``, a format of the value's JSON (``%b``:
+        all of it given; ``b'{"session":%d}'``: an int put in), then ``%b`` the rest (empty, or
         ``,"token":`` and the token's JSON, as :func:`token_json` makes it). Filled in, it is
         byte for byte the line :meth:`record` writes for the same op (the same keys in the
         same order, each part encoded by orjson), whenever orjson can encode that op."""
@@ -107,23 +109,24 @@ class JournalWriter:
             return b',"' + name.encode() + b'":' + encode(value).replace(b"%", b"%%")
 
         return b"".join([b'{"time":%d', key("process", self.process), key("type", type_),
-                         key("f", f), b',"value":%b',
+                         key("f", f), b',"value":', value,
                          key("lock", lock) if lock is not None else b"", b"%b}\n"])
 
-    def put(self, form: bytes, value: bytes, rest: bytes = b"") -> None:
-        """Journal one op, now, from a :meth:`line_format`, its value's JSON and the rest
-        (:func:`token_json`): no op built, nothing encoded but what the caller encodes (a
-        value used twice, the invoke's and the ok's, it encodes once)."""
+    def put(self, form: bytes, *parts: Any) -> None:
+        """Journal one op, now, from a :meth:`line_format` and what it puts in after the
+        time: the value's parts, then the rest (:func:`token_json`). No op is built, nothing
+        encoded but what the caller encodes (a value used twice, the invoke's and the ok's,
+        it encodes once)."""
         t = monotonic_ns() - self.t0_ns
         m = self._map
         if m is not None:
             try:
-                m.write(form % (t if t > 0 else 0, value, rest))
+                m.write(form % (t if t > 0 else 0, *parts))
                 return
             except ValueError:  # no room left (or closed meanwhile)
                 pass
         if self._fd is not None:
-            self._append(form % (t if t > 0 else 0, value, rest))
+            self._append(form % (t if t > 0 else 0, *parts))
 
     def _copy(self, line: bytes) -> None:
         """Copy ``line`` (its newline last) into the mapping at its end: one call in C."""
