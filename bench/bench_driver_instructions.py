@@ -47,16 +47,17 @@ if layer == "lock":
     for _ in range(pairs):
         lock.release(lock.acquire(5.0))
 elif layer == "journal":  # as the lock workload writes them: prepared formats filled in
-    from harness.core.journal import encode, token_json
-    forms = [journal.line_format(t, f, "k") for t, f in
-             (("invoke", "acquire"), ("ok", "acquire"), ("invoke", "release"), ("ok", "release"))]
-    put, timeout = journal.put, encode({"timeout": 4.988})
+    from harness.core.journal import encode
+    acquiring = journal.line_format("invoke", "acquire", "k")
+    acquired = journal.line_format("ok", "acquire", "k", b'{"session":%d,"validity":%b}')
+    releasing, released = (journal.line_format(t, "release", "k", b'{"session":%d}')
+                           for t in ("invoke", "ok"))
+    put, timeout, validity = journal.put, encode({"timeout": 4.988}), encode(2.0)
     for i in range(pairs):
-        put(forms[0], timeout)
-        put(forms[1], encode({"session": i, "validity": 2.0}), token_json(None))
-        value, token = encode({"session": i}), token_json(None)
-        put(forms[2], value, token)
-        put(forms[3], value, token)
+        put(acquiring, timeout, b"")
+        put(acquired, i, validity, b"")
+        put(releasing, i, b"")
+        put(released, i, b"")
 elif layer == "record":
     for i in range(pairs):
         journal.record("invoke", "acquire", {"timeout": 4.988}, lock="k")
