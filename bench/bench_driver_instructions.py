@@ -9,7 +9,9 @@ valgrind (cachegrind, no cache simulation), for N and then 3N pairs; the differe
 what a pair costs, start-up left out:
 
 - ``lock``: the redis-setnx lock's acquire and release (its two requests on a real socket);
-- ``journal``: the four journal lines of a pair (invoke and ok of acquire and of release);
+- ``journal``: the four journal lines of a pair (invoke and ok of acquire and of release), as
+  the lock workload writes them (prepared formats, ``JournalWriter.put``);
+- ``record``: the same four lines through ``JournalWriter.record`` (an op built, then encoded);
 - ``all``: the lock workload's loop with hold 0 and think 0: workload, journal and lock;
 - ``bare``: bench_driver's bare Python loop (``--floor``): the same two requests on a socket,
   nothing else (what any Python client spends).
@@ -44,7 +46,19 @@ journal = JournalWriter(sys.argv[5], 0, time.monotonic_ns())
 if layer == "lock":
     for _ in range(pairs):
         lock.release(lock.acquire(5.0))
-elif layer == "journal":
+elif layer == "journal":  # as the lock workload writes them: prepared formats filled in
+    from harness.core.journal import encode
+    acquiring = journal.line_format("invoke", "acquire", "k")
+    acquired = journal.line_format("ok", "acquire", "k", b'{"session":%d,"validity":%b}')
+    releasing, released = (journal.line_format(t, "release", "k", b'{"session":%d}')
+                           for t in ("invoke", "ok"))
+    put, timeout, validity = journal.put, encode({"timeout": 4.988}), encode(2.0)
+    for i in range(pairs):
+        put(acquiring, timeout, b"")
+        put(acquired, i, validity, b"")
+        put(releasing, i, b"")
+        put(released, i, b"")
+elif layer == "record":
     for i in range(pairs):
         journal.record("invoke", "acquire", {"timeout": 4.988}, lock="k")
         journal.record("ok", "acquire", {"session": i, "validity": 2.0}, lock="k")
@@ -83,6 +97,8 @@ def instructions(layer: str, host: str, port: int, pairs: int, tmp: Path) -> int
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=2000)
+    ap.add_argument("--layers", default="bare,lock,journal,all",
+                    help="comma-separated, of: bare, lock, journal, record, all")
     args = ap.parse_args()
     for tool in ("valgrind", "redis-server"):
         if shutil.which(tool) is None:
@@ -91,7 +107,7 @@ def main() -> int:
     n = args.pairs
     with (tempfile.TemporaryDirectory(prefix="lh-instructions-") as tmp,
           redis_node(Path(tmp) / "node") as (host, port)):
-        for layer in ("bare", "lock", "journal", "all"):
+        for layer in args.layers.split(","):
             a = instructions(layer, host, port, n, Path(tmp))
             b = instructions(layer, host, port, 3 * n, Path(tmp))
             print(f"{layer}: {(b - a) / (2 * n):,.0f} instructions a pair", flush=True)

@@ -39,8 +39,11 @@ from harness.core.journal import JournalWriter
 w = JournalWriter(sys.argv[1], 0, 0)
 for k in range(3):
     w.record("ok", "acquire", k)
-at = w._end - w._base
-w._map[at:at + 12] = b'{"time": 99,'  # a line cut off mid-copy: no newline yet
+m = w._map
+at = m.tell()
+# A line cut off mid-copy, its end (newline too) copied before its middle: zeros between.
+m[at:at + 12] = b'{"time": 99,'
+m[at + 40:at + 52] = b'"f":"late"}\\n'
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
@@ -78,7 +81,7 @@ def test_a_torn_line_and_the_reserved_space_are_dropped_and_a_new_writer_continu
     proc = run_writer(TORN, path)
     assert proc.wait(30) == -signal.SIGKILL
     data = path.read_bytes()
-    assert b'{"time": 99,' in data and data.endswith(b"\0")
+    assert b'{"time": 99,' in data and b'"late"}\n' in data and data.endswith(b"\0")
     assert [op["value"] for op in read_journal(path)] == [0, 1, 2]
     tail = JournalTail(path)
     assert [op["value"] for op in tail.read_new()] == [0, 1, 2]
@@ -210,8 +213,8 @@ def test_the_merged_ops_are_the_ones_history_jsonl_holds(tmp_path: Path) -> None
     kept.close()
     nemesis.close()
     torn = b'{"time": 99999999999, "process": 1, "ty'  # killed mid-copy: no newline
-    at = killed._end - killed._base
     assert killed._map is not None
+    at = killed._map.tell()
     killed._map[at:at + len(torn)] = torn
     # killed is never closed: its file ends in the zeros of the space it reserved
     assert run.journal(1).read_bytes().endswith(b"\0" * 64)

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from harness.core import defaults
 from harness.core.history import FAIL, INFO, INVOKE, OK
-from harness.core.journal import JournalWriter
+from harness.core.journal import JournalWriter, encode, token_json
 from harness.core.locks import Grant, Indeterminate, Lock, LockContractError
 from harness.core.resource import READ_MODES, Observed, Resource, Write, Written
 from harness.core.text import show
@@ -162,6 +162,18 @@ class MutexWorkload:
         self.release_inline = seconds is not None and seconds <= params.release_timeout
         # What the invoke of an acquire shows as its timeout when the run's end is not near.
         self.timeout_shown = round(params.acquire_timeout, 3)
+        # The lines of a session's ops that go well, prepared: each written from its format
+        # with the time, the value's parts and the token put in (no op built or encoded).
+        name, line_format = params.lock_name, journal.line_format
+        self.acquiring = line_format(INVOKE, "acquire", name)
+        self.acquired = line_format(OK, "acquire", name, b'{"session":%d,"validity":%b}')
+        self.releasing, self.released = (line_format(t, "release", name, b'{"session":%d}')
+                                         for t in (INVOKE, OK))
+        self.timeout_json = encode({"timeout": self.timeout_shown})
+        # The JSON of the last grant's validity (a lock's grants share theirs, mostly): the
+        # same object, the same bytes.
+        self.validity: Any = None
+        self.validity_json = b"null"
 
     def run(self) -> None:
         is_set, wait = self.stop.is_set, self.stop.wait
@@ -186,12 +198,16 @@ class MutexWorkload:
     def acquire(self) -> Grant | None:
         j, name = self.journal, self.p.lock_name
         timeout = limit = self.p.acquire_timeout
-        if self.p.end_ns is not None:
-            timeout = max(0.1, min(timeout, (self.p.end_ns - time.monotonic_ns()) / 1e9))
+        end_ns = self.p.end_ns
+        if end_ns is not None:  # max(0.1, min(timeout, left)), without the two calls
+            left = (end_ns - time.monotonic_ns()) / 1e9
+            if left < timeout:
+                timeout = left
+            if timeout < 0.1:
+                timeout = 0.1
         # Its own timeout in the history: an acquire pending past it is unmet demand.
-        j.record(INVOKE, "acquire",
-                 {"timeout": self.timeout_shown if timeout == limit else round(timeout, 3)},
-                 lock=name)
+        j.put(self.acquiring, self.timeout_json if timeout == limit
+              else encode({"timeout": round(timeout, 3)}), b"")
         try:
             grant = self.lock.acquire(timeout)
         except Indeterminate as e:
@@ -212,8 +228,11 @@ class MutexWorkload:
             raise LockContractError(
                 f"{type(self.lock).__name__}.acquire returned {show(grant, 60)} "
                 f"({type(grant).__name__}), not a Grant or None")
-        j.record(OK, "acquire", {"session": self.session, "validity": grant.validity},
-                 lock=name, token=grant.token)
+        validity, token = grant.validity, grant.token
+        if validity is not self.validity:
+            self.validity, self.validity_json = validity, encode(validity)
+        j.put(self.acquired, self.session, self.validity_json,
+              b"" if token is None else token_json(token))
         return grant
 
     def begin(self, grant: Grant) -> Section:
@@ -352,8 +371,9 @@ class MutexWorkload:
         whose ``release_bound()`` (seconds its release takes at most, on its own) is within
         ``release_timeout`` is released on this thread instead."""
         j, name = self.journal, self.p.lock_name
-        value = {"session": self.session}
-        j.record(INVOKE, "release", value, lock=name, token=grant.token)
+        session, token = self.session, grant.token
+        rest = b"" if token is None else token_json(token)
+        j.put(self.releasing, session, rest)
         released: Any = None
         error: Exception | None = None
         if self.release_inline:
@@ -364,19 +384,20 @@ class MutexWorkload:
         else:
             call = LimitedCall(lambda: self.lock.release(grant))
             if not call.wait(self.p.release_timeout):
-                j.record(INFO, "release", value, lock=name, token=grant.token,
+                j.record(INFO, "release", {"session": session}, lock=name, token=token,
                          error=f"release_timeout: no answer within {self.p.release_timeout:g} "
                                "s; the client went on")
                 return
             released, error = call.result, call.error
         if error is not None:
             timeout = isinstance(error, self.timeout_errors)  # the lock says: certainly not
-            j.record(FAIL if timeout else INFO, "release", value, lock=name, token=grant.token,
+            j.record(FAIL if timeout else INFO, "release", {"session": session}, lock=name,
+                     token=token,
                      error=f"{'timeout: ' if timeout else ''}{type(error).__name__}: "
                            f"{error}"[:200])
             return
         if released:
-            j.record(OK, "release", value, lock=name, token=grant.token)
+            j.put(self.released, session, rest)
         else:
-            j.record(FAIL, "release", value, lock=name, token=grant.token,
+            j.record(FAIL, "release", {"session": session}, lock=name, token=token,
                      error="not-held: the lock had expired or was taken")

@@ -95,13 +95,16 @@ class Resp:
         reader, buffer = self.reader, self.buffer
         try:
             sock.sendall(packed)
-            reply = reader.gets()
-            while reply is False:
+            # The reader holds nothing yet (a reply a request, and a connection in doubt is
+            # closed, its reader with it): read first, then ask it for the reply.
+            while True:
                 n = sock.recv_into(buffer)
                 if not n:
                     raise ConnectionResetError("the server closed the connection")
                 reader.feed(buffer, 0, n)
                 reply = reader.gets()
+                if reply is not False:
+                    break
         except BlockingIOError as e:  # SO_RCVTIMEO / SO_SNDTIMEO ran out
             self.close()
             raise Indeterminate(f"timeout: no reply within {self.timeout:g} s") from e

@@ -1,14 +1,16 @@
 """Journals: each process appends its own ops as they happen; after the run they are merged.
 
-A journal is a file the writer maps into its memory (``mmap``, shared): a line is copied into
-the mapping, its newline last, and no system call is made per line; the file grows a few MiB at
-a time (``posix_fallocate``, then a new mapping), so a full disk is an error at the growth, not
-a fault later. The mapping is the page cache itself: a client killed with SIGKILL (a nemesis,
-or the kernel when the controller dies) loses nothing it recorded. What a killed writer leaves
-after its last newline (a torn line, then the zeros of the space it had reserved) is no
-journal line, and every reader stops at the last newline before the first zero byte (JSON text
-never holds a raw zero byte: orjson escapes it). A writer that closes cuts the file to its
-lines: a plain JSON-lines file, as every reader also accepts.
+A journal is a file the writer maps into its memory (``mmap``, shared): a line, its newline
+with it, is copied into the mapping by one ``write`` of the mapping, and no system call is made
+per line; the file grows a few MiB at a time (``posix_fallocate``, then the mapping is resized),
+so a full disk is an error at the growth, not a fault later. The mapping is the page cache
+itself: a client killed with SIGKILL (a nemesis, or the kernel when the controller dies) loses
+nothing it recorded. Past its lines the file holds zeros only (the space reserved; a writer
+that continues a journal first cuts off what a killed one left after its last newline), so a
+line a killed writer had not finished copying, in whatever order its bytes went, holds a zero
+byte: it is no journal line, and every reader stops at the last newline before the first zero
+byte (JSON text never holds a raw zero byte: orjson escapes it). A writer that closes cuts the
+file to its lines: a plain JSON-lines file, as every reader also accepts.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ import orjson
 from harness.core.history import Op, parse_lines
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS
+_NEWLINE = orjson.OPT_APPEND_NEWLINE
 _dumps = orjson.dumps
-NEWLINE = 10
 GROWTH = 4 << 20  # bytes the file grows by at a time (then one new mapping)
 _SCAN = 1 << 18  # bytes a reader takes at a time while it looks for the end of the lines
 BULK_BYTES = 256 << 10  # a journal this large is decoded in bulk (harness.core.history_bulk)
@@ -38,7 +40,13 @@ BULK_BYTES = 256 << 10  # a journal this large is decoded in bulk (harness.core.
 class JournalWriter:
     """Appends one process's ops to its journal as they happen: a copy into memory a line, no
     system call. A journal that exists already is continued after its last whole line.
-    Threads may share a writer (the nemesis's lanes do): a line is appended under a lock."""
+    Threads may share a writer (the nemesis's lanes do): a line is one copy, made by the
+    mapping's ``write`` (one call in C: no other thread runs during it, and none is torn by
+    another); only a growth of the file takes a lock.
+
+    Past the last line the file holds only zeros (the space reserved, and a killed writer's
+    torn line is cut off when a writer continues its journal), so a line the copy had not
+    finished when its writer was killed holds a zero byte, where every reader stops."""
 
     def __init__(self, path: str | os.PathLike[str], process: int | str, t0_ns: int) -> None:
         self.path = Path(path)
@@ -46,16 +54,26 @@ class JournalWriter:
         self.t0_ns = t0_ns
         self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         with open(self._fd, "rb", closefd=False) as fh:
-            self._end = read_lines(fh)[1]  # the file offset the next line goes to
-        self._base = 0  # the file offset of the mapping's first byte
-        self._map: mmap.mmap | None = None
-        self._view: memoryview | None = None  # of the mapping: a copy into it costs less
-        self._room = 0  # bytes of the mapping (0: none)
+            end = read_lines(fh)[1]  # the file offset the first line goes to
+        os.ftruncate(self._fd, end)  # a torn line left by a killed writer, and its zeros
+        self._first = end
+        self._base = end - end % mmap.PAGESIZE  # the file offset of the mapping's first byte
+        self._map: mmap.mmap | None = None  # from the first line on; its position: the end
         self._mu = threading.Lock()
-        self.lines = 0
+        self._lines = 0  # this writer's lines, once it has closed
 
     def now(self) -> int:
         return max(0, monotonic_ns() - self.t0_ns)
+
+    @property
+    def lines(self) -> int:
+        """The lines this writer wrote (counted when asked: no count is kept a line)."""
+        m = self._map
+        if m is None:
+            return self._lines
+        end = m.tell()
+        return sum(m[at:min(at + _SCAN, end)].count(b"\n")
+                   for at in range(self._first - self._base, end, _SCAN))
 
     def record(self, type_: str, f: str, value: Any = None, lock: str | None = None,
                token: Any = None, **extra: Any) -> Op:
@@ -74,71 +92,98 @@ class JournalWriter:
                 if v is not None:
                     op[k] = v
         if self._fd is not None:
-            try:
-                line = _dumps(op)  # what encode(op) tries first, a call less on every op
+            try:  # what encode(op) tries first, a call less on every op
+                line = _dumps(op, option=_NEWLINE)
             except TypeError:
-                line = encode(op)
-            n = len(line)
-            mu = self._mu
-            mu.acquire()
-            try:
-                at = self._end - self._base
-                if at + n < self._room:  # room in the mapping: the common case
-                    view = self._view
-                    assert view is not None
-                    view[at:at + n] = line
-                    view[at + n] = NEWLINE
-                    self._end += n + 1
-                    self.lines += 1
-                elif self._fd is not None:  # not closed meanwhile
-                    self._append(line)
-            finally:
-                mu.release()
+                line = encode(op) + b"\n"
+            self._copy(line)
         return op
 
+    def line_format(self, type_: str, f: str, lock: str | None = None,
+                    value: bytes = b"%b") -> bytes:
+        """This writer's op of ``type_`` and ``f`` (and ``lock`` when not None) as a format
+        for :meth:`put`: ``%d`` the time, then ``value``, a format of the value's JSON (``%b``:
+        all of it given; ``b'{"session":%d}'``: an int put in), then ``%b`` the rest (empty, or
+        ``,"token":`` and the token's JSON, as :func:`token_json` makes it). Filled in, it is
+        byte for byte the line :meth:`record` writes for the same op (the same keys in the
+        same order, each part encoded by orjson), whenever orjson can encode that op."""
+        def key(name: str, value: Any) -> bytes:
+            return b',"' + name.encode() + b'":' + encode(value).replace(b"%", b"%%")
+
+        return b"".join([b'{"time":%d', key("process", self.process), key("type", type_),
+                         key("f", f), b',"value":', value,
+                         key("lock", lock) if lock is not None else b"", b"%b}\n"])
+
+    def put(self, form: bytes, *parts: Any) -> None:
+        """Journal one op, now, from a :meth:`line_format` and what it puts in after the
+        time: the value's parts, then the rest (:func:`token_json`). No op is built, nothing
+        encoded but what the caller encodes (a value used twice, the invoke's and the ok's,
+        it encodes once)."""
+        t = monotonic_ns() - self.t0_ns
+        m = self._map
+        if m is not None:
+            try:
+                m.write(form % (t if t > 0 else 0, *parts))
+                return
+            except ValueError:  # no room left (or closed meanwhile)
+                pass
+        if self._fd is not None:
+            self._append(form % (t if t > 0 else 0, *parts))
+
+    def _copy(self, line: bytes) -> None:
+        """Copy ``line`` (its newline last) into the mapping at its end: one call in C."""
+        m = self._map
+        if m is not None:
+            try:
+                m.write(line)
+                return
+            except ValueError:  # no room left (or closed meanwhile)
+                pass
+        self._append(line)
+
     def _append(self, line: bytes) -> None:
-        """``line`` (no newline of its own), then its newline: only the newline makes it a
-        line, so a writer killed during the copy leaves a torn tail the readers skip (the
-        copy :meth:`record` makes itself while the mapping has room)."""
-        n = len(line)
-        at = self._end - self._base
-        if at + n >= self._room:
-            self._grow(n + 1)
-            at = self._end - self._base
-        view = self._view
-        assert view is not None
-        view[at:at + n] = line
-        view[at + n] = NEWLINE
-        self._end += n + 1
-        self.lines += 1
+        """``line`` where the mapping had no room for it: under the lock, after the file has
+        grown (unless another thread grew it meanwhile, or closed the writer)."""
+        with self._mu:
+            while self._fd is not None:
+                m = self._map
+                if m is not None:
+                    try:
+                        m.write(line)
+                        return
+                    except ValueError:
+                        pass
+                self._grow(len(line))
 
     def _grow(self, need: int) -> None:
         """Reserve the next stretch of the file (``posix_fallocate``: ENOSPC here, as an
-        OSError, never a SIGBUS at a later copy) and map it from the page holding the end."""
+        OSError, never a SIGBUS at a later copy) and map it too (the mapping grows in place,
+        its position kept: a line another thread copies meanwhile is not lost)."""
         assert self._fd is not None
-        base = self._end - self._end % mmap.PAGESIZE
-        size = max(GROWTH, self._end - base + need)
+        m = self._map
+        at = m.tell() if m is not None else self._first - self._base
+        size = at + need + GROWTH
         size += -size % mmap.PAGESIZE
-        os.posix_fallocate(self._fd, base, size)
-        self._unmap()
-        self._map = mmap.mmap(self._fd, size, offset=base)
-        self._view, self._room, self._base = memoryview(self._map), size, base
-
-    def _unmap(self) -> None:
-        if self._view is not None:
-            self._view.release()  # a mapping with a view of it cannot be closed
-            self._view, self._room = None, 0
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        os.posix_fallocate(self._fd, self._base, size)
+        if m is not None:
+            m.resize(size)
+        else:
+            m = mmap.mmap(self._fd, size, offset=self._base)
+            m.seek(at)
+            self._map = m
 
     def close(self) -> None:
         """Unmap and cut the file to its lines (what stays is plain JSON lines)."""
         with self._mu:
             if self._fd is None:
                 return
-            self._unmap()
-            os.ftruncate(self._fd, self._end)
+            m, end = self._map, self._first
+            if m is not None:
+                self._lines = self.lines
+                end = self._base + m.tell()
+                self._map = None
+                m.close()
+            os.ftruncate(self._fd, end)
             os.close(self._fd)
             self._fd = None
 
@@ -158,6 +203,12 @@ def encode(op: Op) -> bytes:
         from harness.core.history import dumps
 
         return dumps(_whole(op)).encode("utf-8")
+
+
+def token_json(token: Any) -> bytes:
+    """The end of a :meth:`JournalWriter.line_format` line for an op's token: none for None
+    (no key, as :meth:`JournalWriter.record` leaves it out), else the key and its JSON."""
+    return b"" if token is None else b',"token":' + encode(token)
 
 
 def _whole(value: Any) -> Any:

@@ -1,0 +1,204 @@
+"""A journal line written from its prepared format (:meth:`JournalWriter.put`) is byte for
+byte the line :meth:`JournalWriter.record` writes for the same op: the hot path of a lock
+workload changes no byte of its journal."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.core import journal as journal_module
+from harness.core.journal import GROWTH, JournalWriter, encode, read_journal, token_json
+from harness.core.locks import Grant
+from workloads.lock_only import LockWorkload
+from workloads.mutex import MutexParams
+
+NAMES = st.text(min_size=0, max_size=12)  # odd lock names: quotes, %, \0, unicode, emoji
+NUMBERS = st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+SCALARS = st.none() | st.booleans() | NUMBERS | NAMES
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3)
+                      | st.dictionaries(NAMES, inner, max_size=3), max_leaves=8)
+OPS = st.fixed_dictionaries({
+    "process": st.integers(0, 10**6) | st.sampled_from(["nemesis", "p%d", "é"]),
+    "type": st.sampled_from(["invoke", "ok", "fail", "info"]),
+    "f": st.sampled_from(["acquire", "release", "write", "read"]) | NAMES,
+    "value": VALUES,
+    "lock": st.none() | NAMES,
+    "token": st.none() | st.integers(0, 2**63) | NAMES,
+    "time": st.integers(-(10**12), 10**18),
+})
+
+
+def lines_both_ways(ops: list[dict[str, Any]]) -> tuple[bytes, bytes]:
+    """The journal bytes of ``ops`` written with record, then with put, the clock giving each
+    op its ``time`` (t0 is 0) in both."""
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for way in ("record", "put"):
+            path = Path(tmp) / f"{way}.jsonl"
+            clock = iter([op["time"] for op in ops])
+            with mock.patch.object(journal_module, "monotonic_ns", clock.__next__):
+                w = JournalWriter(path, ops[0]["process"], 0)
+                for op in ops:
+                    if way == "record":
+                        w.record(op["type"], op["f"], op["value"], lock=op["lock"],
+                                 token=op["token"])
+                    else:
+                        form = w.line_format(op["type"], op["f"], op["lock"])
+                        w.put(form, encode(op["value"]), token_json(op["token"]))
+                w.close()
+            out.append(path.read_bytes())
+    return out[0], out[1]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(OPS, min_size=1, max_size=6))
+def test_a_line_from_its_format_is_the_line_record_writes(ops: list[dict[str, Any]]) -> None:
+    for op in ops:
+        op["process"] = ops[0]["process"]  # one writer: one process
+    recorded, put = lines_both_ways(ops)
+    assert put == recorded
+    assert recorded.count(b"\n") == len(ops)
+
+
+@settings(max_examples=200, deadline=None)
+@given(OPS)
+def test_a_format_filled_in_is_orjson_s_encoding_of_the_op(op: dict[str, Any]) -> None:
+    """The format alone, any time: the bytes orjson gives the op record would build, then
+    the newline."""
+    w = JournalWriter(Path(tempfile.mkdtemp()) / "c.jsonl", op["process"], 0)
+    try:
+        form = w.line_format(op["type"], op["f"], op["lock"])
+        t = max(0, op["time"])
+        whole = {"time": t, "process": op["process"], "type": op["type"], "f": op["f"],
+                 "value": op["value"]}
+        if op["lock"] is not None:
+            whole["lock"] = op["lock"]
+        if op["token"] is not None:
+            whole["token"] = op["token"]
+        assert form % (t, encode(op["value"]), token_json(op["token"])) == encode(whole) + b"\n"
+    finally:
+        w.close()
+
+
+def test_a_lone_surrogate_in_a_lock_name_reads_back_as_record_s_does(tmp_path: Path) -> None:
+    """What orjson refuses (a half character, from an argument decoded with surrogateescape)
+    is spelled as text in both; the reader's view is the same."""
+    name = "k\udcff%"
+    ops = []
+    for way in ("record", "put"):
+        w = JournalWriter(tmp_path / f"{way}.jsonl", 0, 0)
+        if way == "record":
+            w.record("ok", "release", {"session": 1}, lock=name, token=3)
+        else:
+            w.put(w.line_format("ok", "release", name), encode({"session": 1}), token_json(3))
+        w.close()
+        ops.append([{k: v for k, v in op.items() if k != "time"}
+                    for op in read_journal(tmp_path / f"{way}.jsonl")])
+    assert ops[0] == ops[1] == [{"process": 0, "type": "ok", "f": "release",
+                                 "value": {"session": 1}, "lock": "k\\udcff%", "token": 3}]
+
+
+def test_put_after_close_writes_nothing(tmp_path: Path) -> None:
+    w = JournalWriter(tmp_path / "c.jsonl", 0, 0)
+    form = w.line_format("invoke", "acquire", "k")
+    w.put(form, b"null", b"")
+    w.close()
+    w.put(form, b"null", b"")
+    assert (tmp_path / "c.jsonl").read_bytes().count(b"\n") == 1
+    assert [op["value"] for op in read_journal(tmp_path / "c.jsonl")] == [None]
+
+
+def test_threads_sharing_a_writer_lose_no_line_across_growths(tmp_path: Path) -> None:
+    """Lines copied by several threads while one of them grows the file are all there, each
+    whole and once (the nemesis's lanes share a writer; so does a release on its thread)."""
+
+
+    w = JournalWriter(tmp_path / "c.jsonl", 0, 0)
+    pad = "x" * 1000
+    n = 3 * GROWTH // 1000 // 4
+
+    def lane(k: int) -> None:
+        form = w.line_format("info", f"lane{k}", "k")
+        for i in range(n):
+            if i % 2:
+                w.put(form, encode({"i": i, "pad": pad}), b"")
+            else:
+                w.record("info", f"lane{k}", {"i": i, "pad": pad}, lock="k")
+
+    threads = [threading.Thread(target=lane, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert w.lines == 4 * n
+    w.close()
+    assert w.lines == 4 * n
+    ops = read_journal(tmp_path / "c.jsonl")
+    for k in range(4):
+        assert [op["value"]["i"] for op in ops if op["f"] == f"lane{k}"] == list(range(n))
+    assert len(ops) == 4 * n
+
+
+class _Granting:
+    """A lock in this process that grants at once, with the token and validity it is given
+    (the workload's own lines are what is tested, not a lock)."""
+
+    def __init__(self, token: Any, validity: Any, released: bool) -> None:
+        self.grant = Grant(token, validity, "mine")
+        self.released = released
+
+    def acquire(self, timeout: float) -> Grant:
+        return self.grant
+
+    def release(self, grant: Grant) -> bool:
+        return self.released
+
+    def release_bound(self) -> float:
+        return 1.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.none() | st.integers(0, 2**63) | NAMES, st.none() | NUMBERS, NAMES,
+       st.integers(0, 10**6) | NAMES, st.integers(1, 3), st.booleans())
+def test_a_lock_workload_s_sessions_are_the_lines_record_would_write(
+        token: Any, validity: Any, name: str, process: Any, sessions: int,
+        released: bool) -> None:
+    """Every line of the prepared sessions is orjson's encoding of the op record builds: the
+    keys in record's order with record's values, and the bytes orjson makes of them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        journal = JournalWriter(Path(tmp) / "c.jsonl", process, 0)
+        stop = threading.Event()
+        workload = LockWorkload(MutexParams(process=0, lock_name=name, hold_min=0, hold_max=0,
+                                            think_min=0, think_max=0, acquire_timeout=4.9876),
+                                _Granting(token, validity, released), None, journal, stop)
+        count = iter(range(sessions))
+        workload.critical_section = (  # type: ignore[method-assign]
+            lambda grant: next(count, None) == sessions - 1 and stop.set())
+        workload.run()
+        journal.close()
+        lines = journal.path.read_bytes().splitlines()
+    expected = []
+    for session in range(1, sessions + 1):
+        tail = {"lock": name, **({} if token is None else {"token": token})}
+        expected += [("invoke", "acquire", {"timeout": 4.988}, {"lock": name}),
+                     ("ok", "acquire", {"session": session, "validity": validity}, tail),
+                     ("invoke", "release", {"session": session}, tail)]
+        if released:
+            expected.append(("ok", "release", {"session": session}, tail))
+        else:
+            expected.append(("fail", "release", {"session": session},
+                             {**tail, "error": "not-held: the lock had expired or was taken"}))
+    assert len(lines) == len(expected)
+    for line, (type_, f, value, more) in zip(lines, expected, strict=True):
+        op = orjson.loads(line)
+        assert list(op.items())[1:] == list({"process": process, "type": type_, "f": f,
+                                             "value": value, **more}.items())
+        assert line == orjson.dumps(op)  # record's line: orjson's bytes of this op
