@@ -87,6 +87,15 @@ def test_generated_lock_services_agree(tmp_path: Path, monkeypatch: pytest.Monke
     bench = load_bench()
     rnd = random.Random(11)
     decided = {True: 0, False: 0}
+    by_layout = []  # blocks the exact-layout reader read (not msgspec): it must have read some
+    layout_read = bulk._Template.read
+
+    def counted(self: Any, block: bytes, n: int) -> Any:
+        got = layout_read(self, block, n)
+        by_layout.extend([n] if got is not None else [])
+        return got
+
+    monkeypatch.setattr(bulk._Template, "read", counted)
     for i in range(40):
         h = bench.mutex_history(rnd.randint(5, 600), rnd.randint(1, 8), rnd.randint(0, 10**6),
                                 crash_rate=rnd.random() * 0.1, timeout_rate=rnd.random() * 0.4,
@@ -99,6 +108,7 @@ def test_generated_lock_services_agree(tmp_path: Path, monkeypatch: pytest.Monke
         cols = agree(path, rnd.choice([64, 700, 4 << 20]), monkeypatch, plain=True)
         decided[check(cols, "mutex")["valid"] is True] += 1
     assert min(decided.values()) >= 5
+    assert len(by_layout) >= 10, by_layout
 
 
 @st.composite
@@ -158,6 +168,7 @@ def test_a_big_file_is_checked_in_columns_with_the_same_words(tmp_path: Path) ->
     h[0] = {**h[0], "token": None}  # not plain: the whole file read as dicts
     write(dicts, h, spaced=True)
     assert columns.stat().st_size >= 4 << 20
+    assert read_columns(columns) is not None and read_columns(dicts) is None  # the two paths
     outs = []
     for path in (columns, dicts):
         proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(path)],
