@@ -51,6 +51,8 @@ from harness.core.journal import JournalWriter
 
 READY_TIMEOUT = 20.0
 START_GATE = 3.0  # seconds a db that starts its members in turn may hold the next one back
+SOURCE_SAMPLES = 3  # the DB's client list is read this many times, once every client ran
+SOURCE_SAMPLE_GAP = 0.1  # seconds between two reads
 
 
 @dataclass
@@ -344,10 +346,13 @@ class Run:
         if cluster.links is not None:  # a replica's link to its primary, through its door
             allowed |= set(cluster.links.door_hosts.values())
         seen: dict[str, list[str]] = {}
-        for node in cluster.nodes:
-            found = self.db.connected_from(node)
-            if found is not None:
-                seen[node.name] = sorted(set(found))
+        for sample in range(SOURCE_SAMPLES):  # a lock may hold a connection only while it asks
+            if sample:
+                time.sleep(SOURCE_SAMPLE_GAP)
+            for node in cluster.nodes:
+                found = self.db.connected_from(node)
+                if found is not None:
+                    seen[node.name] = sorted(set(found) | set(seen.get(node.name, ())))
         foreign = sorted({a for addrs in seen.values() for a in addrs} - allowed)
         self.sources = {"seen": seen, "foreign": foreign}
         if not foreign:
