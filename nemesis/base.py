@@ -117,13 +117,16 @@ class BaseNemesis:
                               f"{accepted}")
 
 
-def wait_for(ctx: NemesisContext, pick: Any, timeout: float = HOLDER_WAIT) -> int | None:
+def wait_for(ctx: NemesisContext, pick: Any, timeout: float = HOLDER_WAIT,
+             at_end: bool = False) -> int | None:
+    """The first process ``pick`` names within ``timeout``; the run's end stops the wait unless
+    ``at_end`` (a heal at the end that must meet a hold: the clients run until it is done)."""
     deadline = time.monotonic() + timeout
     while True:
         found = pick()
         if found:
             return int(found[0])
-        if time.monotonic() >= deadline or ctx.finishing.is_set():
+        if time.monotonic() >= deadline or (ctx.finishing.is_set() and not at_end):
             return None
         time.sleep(0.01)
 
@@ -132,12 +135,61 @@ def wait_for_holder(ctx: NemesisContext, timeout: float = HOLDER_WAIT) -> int | 
     return wait_for(ctx, ctx.live.holders, timeout)
 
 
-def wait_for_fresh_grant(ctx: NemesisContext, timeout: float = 2 * HOLDER_WAIT) -> int | None:
-    """The client holding a grant that began after this call, as soon as there is one: a fault
-    struck then meets the whole of that hold, not whatever was left of one half done."""
-    before = {p: ctx.live.held_since(p) for p in ctx.live.holders()}
-    return wait_for(ctx, lambda: [p for p in ctx.live.holders()
-                                  if ctx.live.held_since(p) != before.get(p)], timeout)
+Aim = tuple[int, float | None]  # (holder, since when): the hold a fault was aimed at
+
+
+def current_hold(ctx: NemesisContext) -> Aim | None:
+    """The longest hold in progress, from one read of the journals, None if nobody holds."""
+    holds = ctx.live.holds()
+    if not holds:
+        return None
+    p = min(holds, key=holds.__getitem__)
+    return p, holds[p]
+
+
+def wait_for_fresh_hold(ctx: NemesisContext, timeout: float = 2 * HOLDER_WAIT,
+                        at_end: bool = False) -> Aim | None:
+    """A hold that began after this call, as soon as there is one: a fault struck then meets
+    the whole of that hold, not whatever was left of one half done. Each look is one read of
+    who holds since when: asking who holds, then since when, could see a hold end in between
+    and take the holder that just let go for a new one (seen: a heal aimed so landed 4 ms after
+    the hold it was aimed at ended)."""
+    before = ctx.live.holds()
+    deadline = time.monotonic() + timeout
+    while True:
+        fresh = [(since, p) for p, since in ctx.live.holds().items() if before.get(p) != since]
+        if fresh:
+            since, p = min(fresh)
+            return p, since
+        if time.monotonic() >= deadline or (ctx.finishing.is_set() and not at_end):
+            return None
+        time.sleep(0.01)
+
+
+def wait_for_fresh_grant(ctx: NemesisContext, timeout: float = 2 * HOLDER_WAIT,
+                         at_end: bool = False) -> int | None:
+    """The client of :func:`wait_for_fresh_hold`."""
+    hold = wait_for_fresh_hold(ctx, timeout, at_end)
+    return None if hold is None else hold[0]
+
+
+def aim_at(ctx: NemesisContext, fresh: bool = False, at_end: bool = False) -> Aim | None:
+    """The hold a fault that needs its holder to go on holding after it lands (a cut, a clock
+    move) is aimed at, None if nobody holds. ``fresh``: a hold that begins now, else (none in
+    :data:`HOLDER_WAIT`) the one in progress, for a fault that cannot be made again if it
+    misses (see :mod:`nemesis.clock`); ``at_end``: see :func:`wait_for`."""
+    if fresh:
+        hold = wait_for_fresh_hold(ctx, HOLDER_WAIT, at_end)
+        if hold is not None or (ctx.finishing.is_set() and not at_end):
+            return hold
+        return current_hold(ctx)
+    return None if wait_for_holder(ctx) is None else current_hold(ctx)
+
+
+def hit(ctx: NemesisContext, aimed: Aim) -> bool:
+    """Is the hold a fault was aimed at still on, so that the fault landed inside it?"""
+    p, since = aimed
+    return since is not None and ctx.live.held_since(p) == since
 
 
 def client_target(ctx: NemesisContext, target: str | None, default: str = "holder"

@@ -43,7 +43,10 @@ A jump aims at a hold: the holder seen when the fault starts must still hold onc
 verified, else the move may have landed after it let go and hit nobody's lease (seen over SSH,
 where a move takes ~20 ms). Such a miss moves the clocks once more by the same offset, for the
 hold in progress then, up to :data:`RETARGETS` times: the offsets add up (+60, +120, ...), and
-the misses are in the fault's detail.
+the misses are in the fault's detail. Healing a jump back is itself a jump ahead, and cannot be
+made again: it waits for a hold to begin (at most :data:`nemesis.base.HOLDER_WAIT`, then the
+hold in progress), so that it meets a whole hold (CI: a heal made at once expired a lease 22 ms
+before its holder let go, and no waiter asked in between); a miss is noted.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from harness.core.capabilities import CLOCK_IDS, ClockFaults, clock_mechanism, c
 from harness.core.cluster import NemesisContext
 from harness.core.fault_run import FaultRun
 from harness.core.options import Option
-from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_holder
+from nemesis.base import NODE_TARGETS, Aim, BaseNemesis, aim_at, hit, node_target
 
 TOLERANCE = 1.0  # seconds between the offset asked for and the one observed
 RETARGETS = 5  # further moves when the hold a move was aimed at had ended before it landed
@@ -120,7 +123,7 @@ class Clock(BaseNemesis):
     def __init__(self, offset: float | None = None) -> None:
         self._offset = offset
         self._detail: dict[str, Any] | None = None
-        self._aim: tuple[int, float | None] | None = None  # (holder, since when) at select
+        self._aim: Aim | None = None  # (holder, since when) at select
         self._base: dict[str, float] = {}  # node -> where a rate left its clock
         self._thread: threading.Thread | None = None
         self._reader: threading.Thread | None = None  # a rate's read-backs
@@ -201,7 +204,7 @@ class Clock(BaseNemesis):
         self._mono_base = monotonic_offsets(ctx, [n.name for n in ctx.nodes])  # offsets 0
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
-        self._aim = aim(ctx)  # move clocks while a lease is held: that is when it hurts
+        self._aim = aim_at(ctx)  # move clocks while a lease is held: it hurts then
         if target is not None:
             return node_target(ctx, target)
         return choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))
@@ -228,7 +231,7 @@ class Clock(BaseNemesis):
             if self._aim is None or hit(ctx, self._aim):
                 break
             missed.append(self._aim[0])
-            self._aim = aim(ctx)
+            self._aim = aim_at(ctx)
             if self._aim is None:  # nobody holds now: the next grant is already on the new clock
                 break
             offset += step
@@ -347,7 +350,12 @@ class Clock(BaseNemesis):
                 self._detail = {"offset": 0, "kept": True,
                                 "observed": self._move(ctx, targets, 0.0)}
                 return
+            ahead = any(v < 0 for v in self._asked.values())  # putting it back jumps ahead
+            # also the run's last heal: the clients run until it is done
+            aimed = aim_at(ctx, fresh=True, at_end=True) if ahead else None
             self._detail = {"offset": 0, "observed": self._move(ctx, targets, 0.0)}
+            if aimed is not None and not hit(ctx, aimed):
+                self._detail["missed"] = [aimed[0]]
             return
         self._halt.set()
         for thread in (self._thread, self._reader):
@@ -413,18 +421,6 @@ def observed_rate(seen: list[tuple[float, float]]) -> float | None:
     if var == 0:
         return None
     return round(1.0 + sum((t - mt) * (o - mo) for t, o in seen) / var, 4)
-
-
-def aim(ctx: NemesisContext) -> tuple[int, float | None] | None:
-    """The hold a clock move is aimed at: (holder, since when), None if nobody holds."""
-    p = wait_for_holder(ctx)
-    return None if p is None else (p, ctx.live.held_since(p))
-
-
-def hit(ctx: NemesisContext, aimed: tuple[int, float | None]) -> bool:
-    """Is the hold a move was aimed at still on, so that the move landed inside it?"""
-    p, since = aimed
-    return since is not None and ctx.live.held_since(p) == since
 
 
 def move(ctx: NemesisContext, targets: list[str], offset: float) -> dict[str, float]:

@@ -12,30 +12,33 @@ from typing import Any
 
 import pytest
 
-from nemesis import clock
+from nemesis import base, clock
 from nemesis.clock import Clock, ClockJump
 
 ClockBack, ClockStrobe = Clock.alias("clock-back"), Clock.alias("clock-strobe")
 
 
 class Live:
-    """Who holds the lock: ``holds`` (process -> since when) is replaced by the next entry of
+    """Who holds the lock: ``held`` (process -> since when) is replaced by the next entry of
     ``after_moves`` each time the clocks are moved, as if holds ended while a move was on its
     way."""
 
     def __init__(self, holds: dict[int, float], after_moves: list[dict[int, float]]) -> None:
-        self.holds = holds
+        self.held = holds
         self.after_moves = after_moves
 
     def moved(self) -> None:
         if self.after_moves:
-            self.holds = self.after_moves.pop(0)
+            self.held = self.after_moves.pop(0)
 
     def holders(self) -> list[int]:
-        return sorted(self.holds, key=self.holds.__getitem__)
+        return sorted(self.held, key=self.held.__getitem__)
 
     def held_since(self, process: int) -> float | None:
-        return self.holds.get(process)
+        return self.held.get(process)
+
+    def holds(self) -> dict[int, float]:
+        return dict(self.held)
 
 
 class Nodes:
@@ -64,9 +67,18 @@ def context(live: Live) -> Any:
 
 @pytest.fixture(autouse=True)
 def no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Who holds is asked once: nobody holding means None at once, not after 3 s."""
-    monkeypatch.setattr(clock, "wait_for_holder",
-                        lambda ctx: (ctx.live.holders() or [None])[0])
+    """Who holds is asked once: nobody holding means None at once, not after 3 s. A hold
+    beginning is the newest one (what :func:`nemesis.base.wait_for_fresh_grant` would find,
+    the test's holds never changing while it waits)."""
+    monkeypatch.setattr(base, "wait_for_holder",
+                        lambda ctx, timeout=0.0: (ctx.live.holders() or [None])[0])
+    monkeypatch.setattr(base, "wait_for_fresh_hold", newest)
+
+
+def newest(ctx: Any, timeout: float = 0.0, at_end: bool = False) -> tuple[int, float] | None:
+    """The hold that began last, as if it were the one beginning while the fault waited."""
+    holds = ctx.live.holds()
+    return max(((p, s) for p, s in holds.items()), key=lambda h: h[1], default=None)
 
 
 def jump(nem: ClockJump, ctx: Any) -> list[str]:
@@ -153,3 +165,38 @@ def test_a_strobe_does_not_aim() -> None:
     targets = jump(nem, ctx)
     assert ctx.cluster.moves == [60.0]
     nem.stop(ctx, targets)
+
+
+def test_the_heal_of_a_jump_back_is_aimed_at_a_hold_and_notes_a_miss(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Healing a jump back is a jump ahead, the move that breaks a lease (CI: the run's last
+    heal, aimed at nobody, expired a lease 22 ms before its holder let go, and no waiter asked
+    in between). It is aimed at the run's end too: the clients run until it is done."""
+    live = Live({3: 2.0}, [{3: 2.0}])
+    ctx = context(live)
+    nem = ClockBack()
+    targets = jump(nem, ctx)
+    asked = []
+    monkeypatch.setattr(base, "wait_for_fresh_hold",
+                        lambda ctx, timeout=0.0, at_end=False: asked.append(at_end) or (3, 2.0))
+    ctx.finishing.set()
+    nem.stop(ctx, targets)
+    assert asked == [True], "the heal at the run's end did not wait for a hold to begin"
+    monkeypatch.setattr(base, "wait_for_fresh_hold", newest)
+    assert ctx.cluster.moves[-1] == 0.0 and "missed" not in nem.detail()  # type: ignore[operator]
+    # a hold that ended while the heal was on its way is noted, and the clock still healed
+    ctx = context(Live({3: 2.0}, [{3: 2.0}, {}]))
+    nem = ClockBack()
+    targets = jump(nem, ctx)
+    nem.stop(ctx, targets)
+    assert ctx.cluster.moves[-1] == 0.0
+    assert nem.detail()["missed"] == [3]  # type: ignore[index]
+
+
+def test_healing_a_jump_ahead_aims_at_nothing() -> None:
+    """Putting a clock back makes leases there last longer: no hold to aim at, no miss."""
+    ctx = context(Live({3: 2.0}, [{3: 2.0}, {}]))
+    nem = ClockJump()
+    targets = jump(nem, ctx)
+    nem.stop(ctx, targets)
+    assert ctx.cluster.moves[-1] == 0.0 and "missed" not in nem.detail()  # type: ignore[operator]

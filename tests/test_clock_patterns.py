@@ -15,7 +15,7 @@ import pytest
 
 from dbs.redis import RedisDB
 from harness.controller.registry import Registry
-from nemesis import clock
+from nemesis import base, clock
 from nemesis.clock import Clock, observed_rate
 
 ClockBack, ClockStrobe = Clock.alias("clock-back"), Clock.alias("clock-strobe")
@@ -43,7 +43,7 @@ class Nodes:
 def context(options: dict[str, Any], deaf: tuple[str, ...] = ()) -> Any:
     nodes = Nodes(deaf)
     named = {n: SimpleNamespace(name=n) for n in ("n1", "n2", "n3")}
-    live = SimpleNamespace(holders=lambda: [], held_since=lambda p: None)
+    live = SimpleNamespace(holders=lambda: [], held_since=lambda p: None, holds=dict)
     return SimpleNamespace(live=live, cluster=nodes, db=nodes, nodes=list(named.values()),
                            node=named.__getitem__, options=options, rng=random.Random(1),
                            finishing=threading.Event())
@@ -51,7 +51,8 @@ def context(options: dict[str, Any], deaf: tuple[str, ...] = ()) -> Any:
 
 @pytest.fixture(autouse=True)
 def nobody_holds(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(clock, "wait_for_holder", lambda ctx: None)
+    monkeypatch.setattr(base, "wait_for_fresh_hold", lambda ctx, timeout=0.0, at_end=False: None)
+    monkeypatch.setattr(base, "wait_for_holder", lambda ctx, timeout=0.0: None)
 
 
 def offsets_of(ctx: Any, name: str) -> list[float]:

@@ -127,6 +127,12 @@ class LiveState:
         with self._mu:
             return self.holding.get(process)
 
+    def holds(self) -> dict[int, float]:
+        """Every client holding now and when its hold began (s into the run), from one read."""
+        self.refresh()
+        with self._mu:
+            return dict(self.holding)
+
     def in_flight(self) -> list[int]:
         """Clients with an op invoked and not yet completed (whatever it is)."""
         if not self.follow:  # a client's ops follow one another: is its last an invoke?

@@ -193,6 +193,10 @@ class LiveView(Protocol):
         """When the client's current hold began (seconds into the run), None if it holds
         nothing: two answers that differ are two holds, even of one client."""
 
+    def holds(self) -> dict[int, float]:
+        """Every client holding now and when its hold began, from one read (see
+        :meth:`held_since`)."""
+
     def waiters(self) -> list[int]:
         """Clients blocked in an acquire now, longest-waiting first."""
 

@@ -1,0 +1,128 @@
+"""A partition aimed at the holder makes sure it cut the holder off (CI: a one-way cut meant
+for the holder landed twice, 10 and 4 ms late, on a client that had just released, and no
+cut-off holder released while cut): a miss is healed and the cut made again for the holder
+then, a bounded number of times, and the misses are the fault's detail."""
+
+from __future__ import annotations
+
+import random
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from nemesis import partition
+from nemesis.partition import Partition
+
+
+class Live:
+    """Holds as the journals show them: ``after_cuts`` replaces them, one entry a cut, as if
+    holds ended while the cut was being installed."""
+
+    def __init__(self, held: dict[int, float], after_cuts: list[dict[int, float]]) -> None:
+        self.held = held
+        self.after_cuts = after_cuts
+        self.waiting = [2]
+
+    def cut(self) -> None:
+        if self.after_cuts:
+            self.held = self.after_cuts.pop(0)
+
+    def holds(self) -> dict[int, float]:
+        return dict(self.held)
+
+    def holders(self) -> list[int]:
+        return sorted(self.held, key=self.held.__getitem__)
+
+    def held_since(self, process: int) -> float | None:
+        return self.held.get(process)
+
+    def waiters(self) -> list[int]:
+        return list(self.waiting)
+
+
+class Cluster:
+    def __init__(self, live: Live) -> None:
+        self.live = live
+        self.log: list[tuple[str, list[tuple[str, str]]]] = []
+
+    def cut(self, links: Any) -> None:
+        self.log.append(("cut", list(links)))
+        self.live.cut()
+
+    def cut_oneway(self, links: Any) -> None:
+        self.log.append(("oneway", list(links)))
+        self.live.cut()
+
+    def heal(self) -> None:
+        self.log.append(("heal", []))
+
+
+def context(live: Live, **options: Any) -> Any:
+    clients = SimpleNamespace(processes=[0, 1, 2, 3], alive=lambda: [0, 1, 2, 3], doomed=set())
+    return SimpleNamespace(live=live, cluster=Cluster(live), nodes=[SimpleNamespace(name="n1")],
+                           clients=clients, options=options, rng=random.Random(1),
+                           finishing=threading.Event())
+
+
+def nemesis(alias: str) -> Partition:
+    return Partition() if alias == "partition" else Partition.alias(alias)()
+
+
+@pytest.mark.parametrize(("alias", "kind"), [("partition", "cut"),
+                                             ("partition-oneway", "oneway")])
+def test_a_cut_that_missed_the_holder_is_made_again_for_the_holder_then(
+        alias: str, kind: str) -> None:
+    """1 holds at the pick and has let go once the cut is in; 3 holds then, and still holds
+    once its own cut is in."""
+    ctx = context(Live({1: 0.5}, [{3: 0.9}, {3: 0.9}]))
+    nem = nemesis(alias)
+    targets = nem.select(ctx, None)
+    assert targets == ["c1"]
+    nem.start(ctx, targets)
+    assert targets == ["c3"]
+    assert [k for k, _ in ctx.cluster.log] == [kind, "heal", kind]
+    assert {c for _, links in ctx.cluster.log for link in links for c in link} >= {"c3"}
+    assert all("c1" not in link for link in ctx.cluster.log[-1][1])
+    assert nem.detail() is not None and nem.detail()["missed"] == [1]  # type: ignore[index]
+    assert nem.expect(ctx, targets) == {"cut-off": [3]}
+
+
+def test_a_cut_that_met_its_hold_is_made_once() -> None:
+    ctx = context(Live({1: 0.5}, [{1: 0.5}]))
+    nem = Partition()
+    targets = nem.select(ctx, None)
+    nem.start(ctx, targets)
+    assert targets == ["c1"] and [k for k, _ in ctx.cluster.log] == ["cut"]
+    assert nem.detail() is None
+
+
+def test_nobody_holding_after_a_miss_keeps_the_cut_and_notes_the_miss() -> None:
+    ctx = context(Live({1: 0.5}, [{}]))
+    nem = Partition()
+    targets = nem.select(ctx, None)
+    nem.start(ctx, targets)
+    assert targets == ["c1"] and [k for k, _ in ctx.cluster.log] == ["cut"]
+    assert nem.detail() == {"missed": [1]}
+
+
+def test_cutting_again_is_bounded() -> None:
+    """Every holder lets go before its cut lands: RETARGETS more cuts, then it stops."""
+    after = [{p + 2: float(p + 1)} for p in range(partition.RETARGETS + 3)]
+    ctx = context(Live({1: 0.0}, after))
+    nem = Partition()
+    targets = nem.select(ctx, None)
+    nem.start(ctx, targets)
+    cuts = [k for k, _ in ctx.cluster.log if k == "cut"]
+    assert len(cuts) == partition.RETARGETS + 1
+    assert len(nem.detail()["missed"]) == partition.RETARGETS  # type: ignore[index]
+
+
+def test_a_cut_aimed_at_a_waiter_is_not_checked_against_a_hold() -> None:
+    ctx = context(Live({1: 0.5}, [{}]))
+    nem = Partition()
+    targets = nem.select(ctx, "waiter")
+    assert targets == ["c2"]
+    nem.start(ctx, targets)
+    assert [k for k, _ in ctx.cluster.log] == ["cut"] and nem.detail() is None
