@@ -210,3 +210,54 @@ def test_a_fault_that_breaks_once_on_stops_the_nemesis_thread(
     assert len(runner.errors) == (2 if fails == "start" else 0)
     if crashed is not None:  # the first step broke the thread: the second never ran
         assert nem.stopped >= 1 and len(runner.faults) <= 1
+
+
+class SlowStart:
+    """A live view whose clients invoke their first op ``after`` s after it was made, client 1
+    never (it died: it is not alive)."""
+
+    def __init__(self, after: float) -> None:
+        import time
+        self.up = time.monotonic() + after
+        self.asked: list[list[int]] = []
+
+    def running(self, processes: list[int]) -> bool:
+        import time
+        self.asked.append(list(processes))
+        return time.monotonic() >= self.up
+
+
+@pytest.mark.parametrize("ends", [False, True])
+def test_faults_begin_once_every_client_alive_has_invoked_an_op(tmp_path: Path,
+                                                                ends: bool) -> None:
+    """A step due at 0 s starts once the load is up (not at once), and the run's end stops the
+    wait: the step is then skipped, never started against clients that never ran."""
+    import random
+    import time
+    from types import SimpleNamespace
+
+    from harness.controller.faults import FaultRunner
+    from harness.core.cluster import NemesisContext
+    from harness.core.journal import JournalWriter
+
+    live = SlowStart(0.4)
+    clients = SimpleNamespace(alive=lambda: [0, 2])
+    ctx = NemesisContext(None, [], clients, live, random.Random(1), 2.0)  # type: ignore[arg-type]
+    journal = JournalWriter(tmp_path / "nemesis.jsonl", "nemesis", time.monotonic_ns())
+    nem = ScriptedFault("nothing")
+    runner = FaultRunner({"scripted": nem}, Schedule((Step(0.0, "scripted"),)), ctx,
+                         journal)  # type: ignore[dict-item]
+    t0 = time.monotonic()
+    runner.start()
+    if ends:
+        time.sleep(0.1)
+        runner.finish()
+        assert runner.faults == [] and nem.stopped == 0
+        assert [s["why"] for s in runner.skipped] == ["the run ended before it was due"]
+        return
+    deadline = t0 + 5
+    while time.monotonic() < deadline and not runner.faults:
+        time.sleep(0.01)
+    runner.finish()
+    assert runner.faults and runner.faults[0].start >= 0.4 - 0.05
+    assert live.asked and all(a == [0, 2] for a in live.asked)

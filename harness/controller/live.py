@@ -166,6 +166,13 @@ class LiveState:
             cut = {p: t for p, t in cut.items() if now.get(p) == t}
         return sorted(cut)
 
+    def running(self, processes: list[int]) -> bool:
+        """Has every one of ``processes`` invoked an op (or gone)?"""
+        self.refresh()
+        with self._mu:
+            return all(p in self.pending or p in self.completed or p in self.forgotten
+                       for p in processes)
+
     def all_started(self, processes: list[int]) -> bool:
         """Has every one of ``processes`` completed at least one op?"""
         self.refresh()

@@ -200,6 +200,9 @@ class LiveView(Protocol):
     def waiters(self) -> list[int]:
         """Clients blocked in an acquire now, longest-waiting first."""
 
+    def running(self, processes: list[int]) -> bool:
+        """Has every one of ``processes`` invoked an op (or gone)?"""
+
     def forget(self, process: int) -> None:
         """A client that is gone holds and wants nothing any more."""
 
