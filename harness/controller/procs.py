@@ -51,21 +51,28 @@ def owned(pid: int, started: int | None) -> bool:
     return now is not None and (started is None or now == started)
 
 
-def descendants(pid: int) -> list[int]:
-    """Every living descendant of ``pid``, parents before children."""
-    children: dict[int, list[int]] = {}
+def children() -> dict[int, list[int]]:
+    """Every living process's children, by parent: one scan of /proc."""
+    out: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         fields = _stat(int(entry.name))
         if fields is not None and fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
+            out.setdefault(int(fields[1]), []).append(int(entry.name))
+    return out
+
+
+def descendants(pid: int, tree: dict[int, list[int]] | None = None) -> list[int]:
+    """Every living descendant of ``pid``, parents before children (``tree``: a scan of
+    :func:`children` to read them from, else a new one)."""
+    kids = children() if tree is None else tree
     out: list[int] = []
-    todo = list(children.get(pid, []))
+    todo = list(kids.get(pid, []))
     while todo:
         child = todo.pop(0)
         out.append(child)
-        todo.extend(children.get(child, []))
+        todo.extend(kids.get(child, []))
     return out
 
 
@@ -73,22 +80,39 @@ def signal_owned(pid: int, sig: int, started: int | None, group: bool = False) -
     """Signal ``pid`` if it is still ours; ``group``: its whole tree (its process group, when
     it leads one, and every descendant), the parent first (a stopped or dead parent starts no
     new child)."""
-    if not owned(pid, started):
-        return False
-    tree = descendants(pid) if group else []
-    try:
-        if group and os.getpgid(pid) == pid:
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-    except ProcessLookupError:
-        return False
-    if group and sig != signal.SIGKILL:  # the tree is still there: add what it forked since
-        tree += [c for c in descendants(pid) if c not in tree]
-    for child in tree:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child, sig)
-    return True
+    return signal_all([(pid, started)], sig, group)[0]
+
+
+def signal_all(targets: list[tuple[int, int | None]], sig: int, group: bool = False
+               ) -> list[bool]:
+    """:func:`signal_owned` of each (pid, start time), whether each was signalled: with
+    ``group``, /proc scanned once before the signals and once after (what the trees forked
+    meanwhile), not twice for each."""
+    mine = [owned(pid, started) for pid, started in targets]
+    tree = children() if group and any(mine) else {}
+    trees = [descendants(pid, tree) if ok and group else [] for (pid, _), ok in
+             zip(targets, mine, strict=True)]
+    sent = []
+    for (pid, _), ok in zip(targets, mine, strict=True):
+        if ok:
+            try:
+                if group and os.getpgid(pid) == pid:
+                    os.killpg(pid, sig)
+                else:
+                    os.kill(pid, sig)
+            except ProcessLookupError:
+                ok = False
+        sent.append(ok)
+    if group and sig != signal.SIGKILL and any(sent):  # still there: add what they forked since
+        tree = children()
+        for (pid, _), kids, ok in zip(targets, trees, sent, strict=True):
+            if ok:
+                kids += [c for c in descendants(pid, tree) if c not in kids]
+    for kids, ok in zip(trees, sent, strict=True):
+        for child in kids if ok else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, sig)
+    return sent
 
 
 class ProcessTable:
@@ -150,6 +174,13 @@ class ProcessTable:
         if pid is None:
             return False
         return signal_owned(pid, sig, self._started.get(name), group)
+
+    def send_all(self, names: list[str], sig: int, *, group: bool = False) -> None:
+        """:meth:`send` to each of ``names`` still ours, their trees found together
+        (:func:`signal_all`)."""
+        targets = [(pid, self._started.get(name)) for name in names
+                   if (pid := self.pid(name)) is not None]
+        signal_all(targets, sig, group)
 
     def wait_gone(self, name: str, timeout: float) -> bool:
         """Wait until the process is gone (reaped, or no longer ours)."""
