@@ -25,10 +25,11 @@ def state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
-def wait_for(check: object, what: str, timeout: float = 10.0) -> None:
+def wait_for(check: object, what: str, timeout: float = 10.0, pids: tuple[int, ...] = ()
+             ) -> None:
     deadline = time.monotonic() + timeout
     while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
+        assert time.monotonic() < deadline, (what, {p: state(p) for p in pids})
         time.sleep(0.02)
 
 
@@ -44,7 +45,10 @@ def trees(tmp_path: Path) -> object:
         pid = table.pid(name)
         assert pid is not None
         wait_for(lambda p=pid: procs.descendants(p), f"{name}'s child started")
-        kids[name] = procs.descendants(pid)[0]
+        kids[name] = kid = procs.descendants(pid)[0]
+        # (not stopped between its fork and its exec: its parent would wait for it in D)
+        wait_for(lambda k=kid, p=pid: b"sleep(60)" in Path(f"/proc/{k}/cmdline").read_bytes()
+                 and state(p) == "S", f"{name}'s child running", pids=(pid, kid))
     yield table, names, kids
     table.kill_all()
     for kid in kids.values():
@@ -52,18 +56,26 @@ def trees(tmp_path: Path) -> object:
             os.kill(kid, signal.SIGKILL)
 
 
-def test_every_tree_is_stopped_and_continued_whole(trees: object,
+@pytest.mark.parametrize("kernel", [True, False], ids=["children-files", "scan"])
+def test_every_tree_is_stopped_and_continued_whole(trees: object, kernel: bool,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the kernel lists children, or (a kernel without those files) from scans of /proc:
+    two for the three trees together, before the signals and after."""
     table, names, kids = trees  # type: ignore[misc]
+    assert procs.kernel_descendants(os.getpid()) is not None  # this machine's kernel has them
+    if not kernel:
+        monkeypatch.setattr(procs, "kernel_descendants", lambda pid: None)
     scans = []
     real = procs.children
     monkeypatch.setattr(procs, "children", lambda: scans.append(1) or real())
     table.send_all(names, signal.SIGSTOP, group=True)
     everyone = [*(table.pid(n) for n in names), *kids.values()]
-    wait_for(lambda: all(state(p) == "T" for p in everyone), "every process stopped")
-    assert len(scans) == 2  # before the signals and after, for the three trees together
+    wait_for(lambda: all(state(p) == "T" for p in everyone), "every process stopped",
+             pids=tuple(everyone))
+    assert len(scans) == (0 if kernel else 2)
     table.send_all(names, signal.SIGCONT, group=True)
-    wait_for(lambda: all(state(p) in "SR" for p in everyone), "every process running again")
+    wait_for(lambda: all(state(p) in "SR" for p in everyone), "every process running again",
+             pids=tuple(everyone))
     table.send_all(names, signal.SIGTERM)  # not the group: the children stay
     wait_for(lambda: all(table.pid(n) is None for n in names), "the parents gone")
     assert all(state(k) in "SR" for k in kids.values())
@@ -81,3 +93,11 @@ def test_a_recycled_pid_is_not_signalled() -> None:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_the_kernels_children_are_the_scans(trees: object) -> None:
+    table, names, kids = trees  # type: ignore[misc]
+    scan = procs.children()
+    for name in names:
+        pid = table.pid(name)
+        assert procs.kernel_descendants(pid) == procs.descendants(pid, scan) == [kids[name]]

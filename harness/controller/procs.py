@@ -64,16 +64,61 @@ def children() -> dict[int, list[int]]:
 
 
 def descendants(pid: int, tree: dict[int, list[int]] | None = None) -> list[int]:
-    """Every living descendant of ``pid``, parents before children (``tree``: a scan of
-    :func:`children` to read them from, else a new one)."""
-    kids = children() if tree is None else tree
+    """Every living descendant of ``pid``, parents before children: as the kernel lists each
+    process's children (:func:`kernel_descendants`), else from ``tree``, a scan of
+    :func:`children` (a new one when not given)."""
+    if tree is None:
+        found = kernel_descendants(pid)
+        if found is not None:
+            return found
+        tree = children()
     out: list[int] = []
-    todo = list(kids.get(pid, []))
+    todo = list(tree.get(pid, []))
     while todo:
         child = todo.pop(0)
         out.append(child)
-        todo.extend(kids.get(child, []))
+        todo.extend(tree.get(child, []))
     return out
+
+
+def kernel_descendants(pid: int) -> list[int] | None:
+    """:func:`descendants` from each process's threads' ``children`` files in /proc (a few
+    small reads, not a read of every process's stat); None where the kernel keeps no such
+    file (built without CONFIG_PROC_CHILDREN). Zombies are left out, as by the scan."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop(0)
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:  # gone
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children") as fh:
+                    kids = [int(k) for k in fh.read().split()]
+            except FileNotFoundError:
+                if os.path.isdir(f"/proc/{parent}/task/{tid}"):
+                    return None  # the thread is there, its children file is not
+                continue  # the thread ended meanwhile
+            except OSError:
+                continue
+            for kid in kids:
+                fields = _stat(kid)
+                if fields is not None and fields[0] != "Z":
+                    out.append(kid)
+                    todo.append(kid)
+    return out
+
+
+def _trees(pids: list[int]) -> list[list[int]]:
+    """:func:`descendants` of each of ``pids``; where the kernel lists no children, from one
+    scan of /proc for them all."""
+    found = [kernel_descendants(pid) for pid in pids]
+    if all(t is not None for t in found):
+        return found  # type: ignore[return-value]
+    tree = children()
+    return [descendants(pid, tree) for pid in pids]
 
 
 def signal_owned(pid: int, sig: int, started: int | None, group: bool = False) -> bool:
@@ -86,12 +131,12 @@ def signal_owned(pid: int, sig: int, started: int | None, group: bool = False) -
 def signal_all(targets: list[tuple[int, int | None]], sig: int, group: bool = False
                ) -> list[bool]:
     """:func:`signal_owned` of each (pid, start time), whether each was signalled: with
-    ``group``, /proc scanned once before the signals and once after (what the trees forked
-    meanwhile), not twice for each."""
+    ``group``, the trees read before the signals and again after (what they forked meanwhile);
+    where that takes a scan of /proc, one for them all each time, not one each."""
     mine = [owned(pid, started) for pid, started in targets]
-    tree = children() if group and any(mine) else {}
-    trees = [descendants(pid, tree) if ok and group else [] for (pid, _), ok in
-             zip(targets, mine, strict=True)]
+    trees = _trees([pid for (pid, _), ok in zip(targets, mine, strict=True) if ok]
+                   if group else [])
+    trees = [trees.pop(0) if ok and group else [] for ok in mine]
     sent = []
     for (pid, _), ok in zip(targets, mine, strict=True):
         if ok:
@@ -104,10 +149,10 @@ def signal_all(targets: list[tuple[int, int | None]], sig: int, group: bool = Fa
                 ok = False
         sent.append(ok)
     if group and sig != signal.SIGKILL and any(sent):  # still there: add what they forked since
-        tree = children()
-        for (pid, _), kids, ok in zip(targets, trees, sent, strict=True):
-            if ok:
-                kids += [c for c in descendants(pid, tree) if c not in kids]
+        signalled = [pid for (pid, _), ok in zip(targets, sent, strict=True) if ok]
+        for kids, now in zip([t for t, ok in zip(trees, sent, strict=True) if ok],
+                             _trees(signalled), strict=True):
+            kids += [c for c in now if c not in kids]
     for kids, ok in zip(trees, sent, strict=True):
         for child in kids if ok else ():
             with contextlib.suppress(ProcessLookupError):
