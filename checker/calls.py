@@ -258,7 +258,10 @@ class Paired:
     (``end``: the completion's time, not before ``start``; meaningless when not known), the f
     and lock codes and the process; and the counts :class:`Prepared` keeps."""
 
-    def __init__(self, cols: Columns, model: Model) -> None:
+    def __init__(self, cols: Columns, model: Model, ops: Sequence[Op] | None = None) -> None:
+        """``ops``: the ops of the rows as dicts (:func:`harness.core.columns.from_ops`), which
+        the model's ``understood_failure`` reads, as :func:`prepare` gives them; else each a
+        row's :meth:`~harness.core.columns.Columns.op`."""
         import numpy as np
 
         from harness.core.columns import TYPE_CODES
@@ -284,7 +287,8 @@ class Paired:
         self.failed = 0
         if len(fails):
             understood = model.understood_failure
-            ok = np.fromiter((understood is not None and understood(cols.op(r))
+            op = cols.op if ops is None else ops.__getitem__
+            ok = np.fromiter((understood is not None and understood(op(r))
                               for r in comp_rows[fails].tolist()), bool, len(fails))
             keep[fails[~ok]] = False
             self.failed = int((~ok).sum())

@@ -31,15 +31,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from itertools import compress, repeat
 
 from checker import lockorder
 from checker.base import Checker
 from checker.calls import Call, CallRows, Paired, Prepared, prepare
-from checker.models import Model, get_model
+from checker.lives import crash_of
+from checker.models import Model, get_model, mutex_step
 from checker.wgl import INVALID, UNKNOWN, VALID, Budget, Part, PartResult
 from checker.witness import jsonable
 from harness.core.heap import gc_paused
-from harness.core.history import Op
+from harness.core.history import NEMESIS, Op
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
@@ -57,9 +59,26 @@ def check(history: Sequence[Op], model: str | Model = "mutex", *,
     "ops", "indeterminate", "failed", "ignored", "states", ...}`` and, when invalid,
     ``"witness"`` for the smallest failing part (see :func:`checker.witness.make_witness`) and
     ``"invalid_parts"``; when unknown, ``"reason"`` and ``"unknown_parts"``.
+
+    A big history of dicts (a run's) is tried as arrays first (:func:`_paired_ops`): the
+    verdict when :func:`checker.lockorder.check_rows` decides every part, valid, which is the
+    answer the calls as objects give; else the calls as objects decide, as always.
     """
     m = get_model(model)
     paired = _paired(history, m)
+    if paired is None and (rows := _paired_ops(history, m)) is not None:
+        result = _check(history, m, time_limit, max_states, rows, every_part=True)
+        if result is not None:
+            return result
+    out = _check(history, m, time_limit, max_states, paired)
+    assert out is not None
+    return out
+
+
+def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states: int | None,
+           paired: Paired | None, every_part: bool = False) -> dict[str, Any] | None:
+    """:func:`check`, the calls of ``paired`` when given; ``every_part``: None unless
+    :func:`checker.lockorder.check_rows` decides each part."""
     if paired is not None:  # a history in columns: each part's calls are rows of arrays
         prepared = Prepared(parts=paired.parts())
         prepared.failed, prepared.ignored = paired.failed, paired.ignored
@@ -79,6 +98,8 @@ def check(history: Sequence[Op], model: str | Model = "mutex", *,
             if result is not None:
                 results.append(result)
                 continue
+            if every_part:
+                return None
             calls = paired.calls(calls)  # as objects, checked as any other part's
         result = lockorder.check_part(key, calls, m, budget) if fast else None
         results.append(result if result is not None else Part(key, calls, m).search(budget))
@@ -91,6 +112,41 @@ def _paired(history: Any, model: Model) -> Paired | None:
     if columns is None or not isinstance(history, columns.Columns):
         return None
     return Paired(history, model)
+
+
+ROWS_FROM = 5000  # ops: a history of dicts this long is tried as arrays first
+
+
+def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
+    """A history of dicts (a run's merged history) paired as arrays, where :func:`prepare`
+    would give the same calls: every op a client's (an int process) but the nemesis's, none
+    of which records a crash (prepare adds a release at a crash), well-formed in columns
+    (:func:`harness.core.columns.well_formed`), and every call of the model on a named lock
+    (the part's key as prepare takes it). Only for the ``mutex`` model: its step reads an op's
+    process, f and outcome, which columns hold, not its value or token (``fenced-mutex``
+    compares tokens). None otherwise, and below ``ROWS_FROM`` ops (arrays cost more than they
+    save there)."""
+    if model.step is not mutex_step or len(history) < ROWS_FROM:
+        return None
+    try:
+        processes = list(map(dict.get, history, repeat("process")))
+    except TypeError:  # not dicts
+        return None
+    client: Sequence[Op] = history
+    if set(map(type, processes)) != {int}:
+        others = [i for i, p in enumerate(processes) if type(p) is not int]
+        if any(history[i].get("process") != NEMESIS or crash_of(history[i]) for i in others):
+            return None
+        client = list(compress(history, map(int.__instancecheck__, processes)))
+    from harness.core.columns import LOCK_NULL, from_ops, well_formed
+
+    cols = from_ops(client)
+    if cols is None or not well_formed(cols):
+        return None
+    paired = Paired(cols, model, client)
+    if bool((paired.lock <= LOCK_NULL).any()):
+        return None
+    return paired
 
 
 def _summarize(model: Model, prepared: Prepared, results: list[PartResult],

@@ -90,9 +90,9 @@ class Clients:
     def stop_all(self) -> None:
         """SIGTERM to every client at once (each finishes its op, journals it and exits),
         then wait for them together; a client that does not exit in time is killed."""
-        for p in self.processes:
-            self.resume(p)  # a stopped process cannot act on SIGTERM
-            self._signal(p, signal.SIGTERM)
+        names = [client_name(p) for p in self.processes]
+        self.procs.send_all(names, signal.SIGCONT, group=True)  # a stopped one cannot act
+        self.procs.send_all(names, signal.SIGTERM)  # on SIGTERM
         self.clock_helper.close()
         deadline = time.monotonic() + STOP_TIMEOUT
         for p in self.processes:

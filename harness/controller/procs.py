@@ -51,44 +51,113 @@ def owned(pid: int, started: int | None) -> bool:
     return now is not None and (started is None or now == started)
 
 
-def descendants(pid: int) -> list[int]:
-    """Every living descendant of ``pid``, parents before children."""
-    children: dict[int, list[int]] = {}
+def children() -> dict[int, list[int]]:
+    """Every living process's children, by parent: one scan of /proc."""
+    out: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         fields = _stat(int(entry.name))
         if fields is not None and fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
+            out.setdefault(int(fields[1]), []).append(int(entry.name))
+    return out
+
+
+def descendants(pid: int, tree: dict[int, list[int]] | None = None) -> list[int]:
+    """Every living descendant of ``pid``, parents before children: as the kernel lists each
+    process's children (:func:`kernel_descendants`), else from ``tree``, a scan of
+    :func:`children` (a new one when not given)."""
+    if tree is None:
+        found = kernel_descendants(pid)
+        if found is not None:
+            return found
+        tree = children()
     out: list[int] = []
-    todo = list(children.get(pid, []))
+    todo = list(tree.get(pid, []))
     while todo:
         child = todo.pop(0)
         out.append(child)
-        todo.extend(children.get(child, []))
+        todo.extend(tree.get(child, []))
     return out
+
+
+def kernel_descendants(pid: int) -> list[int] | None:
+    """:func:`descendants` from each process's threads' ``children`` files in /proc (a few
+    small reads, not a read of every process's stat); None where the kernel keeps no such
+    file (built without CONFIG_PROC_CHILDREN). Zombies are left out, as by the scan."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop(0)
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:  # gone
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children") as fh:
+                    kids = [int(k) for k in fh.read().split()]
+            except FileNotFoundError:
+                if os.path.isdir(f"/proc/{parent}/task/{tid}"):
+                    return None  # the thread is there, its children file is not
+                continue  # the thread ended meanwhile
+            except OSError:
+                continue
+            for kid in kids:
+                fields = _stat(kid)
+                if fields is not None and fields[0] != "Z":
+                    out.append(kid)
+                    todo.append(kid)
+    return out
+
+
+def _trees(pids: list[int]) -> list[list[int]]:
+    """:func:`descendants` of each of ``pids``; where the kernel lists no children, from one
+    scan of /proc for them all."""
+    found = [kernel_descendants(pid) for pid in pids]
+    if all(t is not None for t in found):
+        return found  # type: ignore[return-value]
+    tree = children()
+    return [descendants(pid, tree) for pid in pids]
 
 
 def signal_owned(pid: int, sig: int, started: int | None, group: bool = False) -> bool:
     """Signal ``pid`` if it is still ours; ``group``: its whole tree (its process group, when
     it leads one, and every descendant), the parent first (a stopped or dead parent starts no
     new child)."""
-    if not owned(pid, started):
-        return False
-    tree = descendants(pid) if group else []
-    try:
-        if group and os.getpgid(pid) == pid:
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-    except ProcessLookupError:
-        return False
-    if group and sig != signal.SIGKILL:  # the tree is still there: add what it forked since
-        tree += [c for c in descendants(pid) if c not in tree]
-    for child in tree:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child, sig)
-    return True
+    return signal_all([(pid, started)], sig, group)[0]
+
+
+def signal_all(targets: list[tuple[int, int | None]], sig: int, group: bool = False
+               ) -> list[bool]:
+    """:func:`signal_owned` of each (pid, start time), whether each was signalled: with
+    ``group``, the trees read before the signals and again after (what they forked meanwhile);
+    where that takes a scan of /proc, one for them all each time, not one each."""
+    mine = [owned(pid, started) for pid, started in targets]
+    trees = _trees([pid for (pid, _), ok in zip(targets, mine, strict=True) if ok]
+                   if group else [])
+    trees = [trees.pop(0) if ok and group else [] for ok in mine]
+    sent = []
+    for (pid, _), ok in zip(targets, mine, strict=True):
+        if ok:
+            try:
+                if group and os.getpgid(pid) == pid:
+                    os.killpg(pid, sig)
+                else:
+                    os.kill(pid, sig)
+            except ProcessLookupError:
+                ok = False
+        sent.append(ok)
+    if group and sig != signal.SIGKILL and any(sent):  # still there: add what they forked since
+        signalled = [pid for (pid, _), ok in zip(targets, sent, strict=True) if ok]
+        for kids, now in zip([t for t, ok in zip(trees, sent, strict=True) if ok],
+                             _trees(signalled), strict=True):
+            kids += [c for c in now if c not in kids]
+    for kids, ok in zip(trees, sent, strict=True):
+        for child in kids if ok else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, sig)
+    return sent
 
 
 class ProcessTable:
@@ -150,6 +219,13 @@ class ProcessTable:
         if pid is None:
             return False
         return signal_owned(pid, sig, self._started.get(name), group)
+
+    def send_all(self, names: list[str], sig: int, *, group: bool = False) -> None:
+        """:meth:`send` to each of ``names`` still ours, their trees found together
+        (:func:`signal_all`)."""
+        targets = [(pid, self._started.get(name)) for name in names
+                   if (pid := self.pid(name)) is not None]
+        signal_all(targets, sig, group)
 
     def wait_gone(self, name: str, timeout: float) -> bool:
         """Wait until the process is gone (reaped, or no longer ours)."""

@@ -9,7 +9,9 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
+from operator import itemgetter
 
 import numpy as np
 
@@ -83,6 +85,42 @@ class Columns:
     def same_lock(self) -> np.ndarray:
         """The lock codes with absent and null made one (``op.get("lock")`` compares so)."""
         return np.where(self.lock == LOCK_ABSENT, LOCK_NULL, self.lock)
+
+
+def from_ops(ops: Sequence[Op]) -> Columns | None:
+    """Client ops held as dicts (a run's merged history, its nemesis ops left out) in columns:
+    a pass in C for each field, no Python code an op. None unless every op has an int time
+    and process (not a bool), a type of the four, a str f, and a lock that is a str, null or
+    not there (both held as null, which the caller must not take for a part's key: an op with
+    no lock may have a ``key``). Not held: ``value`` (``has_value`` all false) and ``index``
+    (the ops' positions: ``index`` row ``i`` is ``i``), so :meth:`Columns.op` is not the op:
+    the caller reads those from ``ops`` itself."""
+    n = len(ops)
+    try:
+        processes = list(map(_PROCESS, ops))
+        fs = list(map(_F, ops))
+        locks = list(map(dict.get, ops, repeat("lock")))
+        if not (set(map(type, processes)) <= _INT and set(map(type, fs)) <= _STR
+                and set(map(type, locks)) <= _LOCK_TYPES):
+            return None
+        # A time that is no int is made one as int() makes it, as the checkers of dicts do.
+        time = np.fromiter(map(_TIME, ops), np.int64, n)
+        process = np.array(processes, dtype=np.int64)
+        type_ = np.fromiter(map(TYPE_CODES.__getitem__, map(_TYPE, ops)), np.uint8, n)
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None
+    f_names = list(dict.fromkeys(fs))
+    f = np.fromiter(map({x: i for i, x in enumerate(f_names)}.__getitem__, fs), np.int32, n)
+    lock_names: list[str | None] = [None, None, *(x for x in dict.fromkeys(locks)
+                                                  if x is not None)]
+    codes = {x: i for i, x in enumerate(lock_names) if i != LOCK_ABSENT}
+    lock = np.fromiter(map(codes.__getitem__, locks), np.int32, n)
+    return Columns(time, process, type_, f, f_names, lock, lock_names,
+                   np.arange(n, dtype=np.int64), np.zeros(n, dtype=bool))
+
+
+_TIME, _PROCESS, _TYPE, _F = (itemgetter(k) for k in ("time", "process", "type", "f"))
+_INT, _STR, _LOCK_TYPES = {int}, {str}, {str, type(None)}
 
 
 def well_formed(cols: Columns) -> bool:
