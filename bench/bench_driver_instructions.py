@@ -10,7 +10,8 @@ what a pair costs, start-up left out:
 
 - ``lock``: the redis-setnx lock's acquire and release (its two requests on a real socket);
 - ``journal``: the four journal lines of a pair (invoke and ok of acquire and of release), as
-  the lock workload writes them (prepared formats, ``JournalWriter.put``);
+  the lock workload writes them (prepared formats, what every session has the same put in
+  once, ``JournalWriter.put_at``);
 - ``record``: the same four lines through ``JournalWriter.record`` (an op built, then encoded);
 - ``all``: the lock workload's loop with hold 0 and think 0: workload, journal and lock;
 - ``bare``: bench_driver's bare Python loop (``--floor``): the same two requests on a socket,
@@ -47,17 +48,21 @@ if layer == "lock":
     for _ in range(pairs):
         lock.release(lock.acquire(5.0))
 elif layer == "journal":  # as the lock workload writes them: prepared formats filled in
-    from harness.core.journal import encode
-    acquiring = journal.line_format("invoke", "acquire", "k")
-    acquired = journal.line_format("ok", "acquire", "k", b'{"session":%d,"validity":%b}')
-    releasing, released = (journal.line_format(t, "release", "k", b'{"session":%d}')
+    from time import monotonic_ns
+    from harness.core.journal import encode, literal
+    acquiring = journal.line_format("invoke", "acquire", "k",
+                                    literal(encode({"timeout": 4.988})), b"")
+    acquired = journal.line_format("ok", "acquire", "k",
+                                   b'{"session":%d,"validity":' + literal(encode(2.0)) + b"}",
+                                   b"")
+    releasing, released = (journal.line_format(t, "release", "k", b'{"session":%d}', b"")
                            for t in ("invoke", "ok"))
-    put, timeout, validity = journal.put, encode({"timeout": 4.988}), encode(2.0)
+    put_at = journal.put_at
     for i in range(pairs):
-        put(acquiring, timeout, b"")
-        put(acquired, i, validity, b"")
-        put(releasing, i, b"")
-        put(released, i, b"")
+        put_at(monotonic_ns(), acquiring)
+        put_at(monotonic_ns(), acquired, i)
+        put_at(monotonic_ns(), releasing, i)
+        put_at(monotonic_ns(), released, i)
 elif layer == "record":
     for i in range(pairs):
         journal.record("invoke", "acquire", {"timeout": 4.988}, lock="k")
