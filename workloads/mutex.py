@@ -411,40 +411,45 @@ class MutexWorkload:
         thread while this client goes on to its next session, rather than stalling it. A lock
         whose ``release_bound()`` (seconds its release takes at most, on its own) is within
         ``release_timeout`` is released on this thread instead."""
-        j, name = self.journal, self.p.lock_name
+        j = self.journal
         session, token = self.session, grant.token
         if token is None:
             j.put_at(monotonic_ns(), self.releasing_plain, session)
         else:
             rest = token_json(token)
             j.put_at(monotonic_ns(), self.releasing, session, rest)
-        released: Any = None
-        error: Exception | None = None
         if self.release_inline:
             try:
                 released = self.lock.release(grant)
             except Exception as e:
-                error = e
+                self.release_failed(e, session, token)
+                return
         else:
             call = LimitedCall(lambda: self.lock.release(grant))
             if not call.wait(self.p.release_timeout):
-                j.record(INFO, "release", {"session": session}, lock=name, token=token,
+                j.record(INFO, "release", {"session": session}, lock=self.p.lock_name,
+                         token=token,
                          error=f"release_timeout: no answer within {self.p.release_timeout:g} "
                                "s; the client went on")
                 return
-            released, error = call.result, call.error
-        if error is not None:
-            timeout = isinstance(error, self.timeout_errors)  # the lock says: certainly not
-            j.record(FAIL if timeout else INFO, "release", {"session": session}, lock=name,
-                     token=token,
-                     error=f"{'timeout: ' if timeout else ''}{type(error).__name__}: "
-                           f"{error}"[:200])
-            return
+            if call.error is not None:
+                self.release_failed(call.error, session, token)
+                return
+            released = call.result
         if released:
             if token is None:
                 j.put_at(monotonic_ns(), self.released_plain, session)
             else:
                 j.put_at(monotonic_ns(), self.released, session, rest)
         else:
-            j.record(FAIL, "release", {"session": session}, lock=name, token=token,
+            j.record(FAIL, "release", {"session": session}, lock=self.p.lock_name, token=token,
                      error="not-held: the lock had expired or was taken")
+
+    def release_failed(self, error: Exception, session: int, token: Any) -> None:
+        """A release raised ``error``: a fail when the lock says it certainly did not release
+        (its ``timeout_errors``), else info."""
+        timeout = isinstance(error, self.timeout_errors)
+        self.journal.record(FAIL if timeout else INFO, "release", {"session": session},
+                            lock=self.p.lock_name, token=token,
+                            error=f"{'timeout: ' if timeout else ''}{type(error).__name__}: "
+                                  f"{error}"[:200])
