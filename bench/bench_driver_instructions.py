@@ -51,7 +51,7 @@ elif layer == "journal":  # as the lock workload writes them: prepared formats f
     from time import monotonic_ns
     from harness.core.journal import encode, literal
     acquiring = journal.line_format("invoke", "acquire", "k",
-                                    literal(encode({"timeout": 4.988})), b"")
+                                    literal(encode({"timeout": 4.988})))
     acquired = journal.line_format("ok", "acquire", "k",
                                    b'{"session":%d,"validity":' + literal(encode(2.0)) + b"}",
                                    b"")
@@ -59,7 +59,7 @@ elif layer == "journal":  # as the lock workload writes them: prepared formats f
                            for t in ("invoke", "ok"))
     put_at = journal.put_at
     for i in range(pairs):
-        put_at(monotonic_ns(), acquiring)
+        put_at(monotonic_ns(), acquiring, b"")
         put_at(monotonic_ns(), acquired, i)
         put_at(monotonic_ns(), releasing, i)
         put_at(monotonic_ns(), released, i)

@@ -167,7 +167,7 @@ class MutexWorkload:
         # The lines of a session's ops that go well, prepared: each written from its format
         # with the time, the value's parts and the token put in (no op built or encoded).
         name, line_format = params.lock_name, journal.line_format
-        self.acquiring = line_format(INVOKE, "acquire", name)
+        self.acquiring = line_format(INVOKE, "acquire", name, b"%b", b"")
         self.acquired = line_format(OK, "acquire", name, b'{"session":%d,"validity":%b}')
         self.releasing, self.released = (line_format(t, "release", name, b'{"session":%d}')
                                          for t in (INVOKE, OK))
@@ -175,8 +175,7 @@ class MutexWorkload:
         # The same lines with what is the same in most sessions put in once (a part less to
         # fill in each line): the acquire's whole timeout (while the run's end is not near),
         # no token, and (see acquired_form) the grant's validity.
-        self.acquiring_far = line_format(INVOKE, "acquire", name, literal(self.timeout_json),
-                                         b"")
+        self.acquiring_far = line_format(INVOKE, "acquire", name, literal(self.timeout_json))
         self.releasing_plain, self.released_plain = (
             line_format(t, "release", name, b'{"session":%d}', b"") for t in (INVOKE, OK))
         # The JSON of the last grant's validity (a lock's grants share theirs, mostly): the
@@ -223,7 +222,7 @@ class MutexWorkload:
         now = monotonic_ns()  # the invoke's time, and what tells how near the run's end is
         if now <= self.far_until_ns:
             timeout = self.p.acquire_timeout
-            j.put_at(now, self.acquiring_far)
+            j.put_at(now, self.acquiring_far, b"")  # no token
         else:  # max(0.1, min(timeout, left)), without the two calls
             timeout = limit = self.p.acquire_timeout
             end_ns = self.p.end_ns
@@ -235,7 +234,7 @@ class MutexWorkload:
                     timeout = 0.1
             # Its own timeout in the history: an acquire pending past it is unmet demand.
             j.put_at(now, self.acquiring, self.timeout_json if timeout == limit
-                     else encode({"timeout": round(timeout, 3)}), b"")
+                     else encode({"timeout": round(timeout, 3)}))
         try:
             grant = self.lock.acquire(timeout)
         except Indeterminate as e:
@@ -265,8 +264,8 @@ class MutexWorkload:
         else:
             self.validity, self.validity_json = validity, encode(validity)
             self.acquired_plain = None
-        j.put_at(monotonic_ns(), self.acquired, self.session, self.validity_json,
-                 b"" if token is None else token_json(token))
+        j.put(self.acquired, self.session, self.validity_json,
+              b"" if token is None else token_json(token))
         return grant
 
     def acquired_form(self) -> bytes:
@@ -417,7 +416,7 @@ class MutexWorkload:
             j.put_at(monotonic_ns(), self.releasing_plain, session)
         else:
             rest = token_json(token)
-            j.put_at(monotonic_ns(), self.releasing, session, rest)
+            j.put(self.releasing, session, rest)
         if self.release_inline:
             try:
                 released = self.lock.release(grant)
@@ -440,7 +439,7 @@ class MutexWorkload:
             if token is None:
                 j.put_at(monotonic_ns(), self.released_plain, session)
             else:
-                j.put_at(monotonic_ns(), self.released, session, rest)
+                j.put(self.released, session, rest)
         else:
             j.record(FAIL, "release", {"session": session}, lock=self.p.lock_name, token=token,
                      error="not-held: the lock had expired or was taken")

@@ -121,21 +121,25 @@ class JournalWriter:
         time: the value's parts, then the rest (:func:`token_json`). No op is built, nothing
         encoded but what the caller encodes (a value used twice, the invoke's and the ok's,
         it encodes once)."""
-        self.put_at(monotonic_ns(), form, *parts)
+        t = monotonic_ns() - self.t0_ns
+        self._copy(form % (t if t > 0 else 0, *parts))
 
-    def put_at(self, now_ns: int, form: bytes, *parts: Any) -> None:
-        """:meth:`put` at ``now_ns``, a :func:`time.monotonic_ns` the caller read just now
-        (and needed itself: the clock read once, not twice)."""
+    def put_at(self, now_ns: int, form: bytes, part: Any) -> None:
+        """:meth:`put` of a format with one part to put in after the time (a session's
+        number; the rest, when the format has it still to fill in), at ``now_ns``: a
+        :func:`time.monotonic_ns` the caller read just now, and needed itself (the clock read
+        once, not twice). The hot path of a lock workload's every line: no tuple of parts
+        built, no frame more (0.7k instructions less than :meth:`put`)."""
         t = now_ns - self.t0_ns
         m = self._map
         if m is not None:
             try:
-                m.write(form % (t if t > 0 else 0, *parts))
+                m.write(form % (t if t > 0 else 0, part))
                 return
             except ValueError:  # no room left (or closed meanwhile)
                 pass
         if self._fd is not None:
-            self._append(form % (t if t > 0 else 0, *parts))
+            self._append(form % (t if t > 0 else 0, part))
 
     def _copy(self, line: bytes) -> None:
         """Copy ``line`` (its newline last) into the mapping at its end: one call in C."""
