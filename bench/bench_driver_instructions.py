@@ -10,13 +10,17 @@ what a pair costs, start-up left out:
 
 - ``lock``: the redis-setnx lock's acquire and release (its two requests on a real socket);
 - ``journal``: the four journal lines of a pair (invoke and ok of acquire and of release), as
-  the lock workload writes them (prepared formats, ``JournalWriter.put``);
+  the lock workload writes them (prepared formats, what every session has the same put in
+  once, ``JournalWriter.put_at``);
 - ``record``: the same four lines through ``JournalWriter.record`` (an op built, then encoded);
 - ``all``: the lock workload's loop with hold 0 and think 0: workload, journal and lock;
 - ``bare``: bench_driver's bare Python loop (``--floor``): the same two requests on a socket,
   nothing else (what any Python client spends).
 
 The kernel's instructions (the socket's system calls) are not counted: valgrind sees none.
+With ``--cpu`` the same layers run without valgrind and what is printed is their CPU a pair,
+user and system (getrusage of each process, the same difference over 2N): noisy on a shared
+machine, where only a ratio of two trees taken in turns in one window says much.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -47,17 +52,21 @@ if layer == "lock":
     for _ in range(pairs):
         lock.release(lock.acquire(5.0))
 elif layer == "journal":  # as the lock workload writes them: prepared formats filled in
-    from harness.core.journal import encode
-    acquiring = journal.line_format("invoke", "acquire", "k")
-    acquired = journal.line_format("ok", "acquire", "k", b'{"session":%d,"validity":%b}')
-    releasing, released = (journal.line_format(t, "release", "k", b'{"session":%d}')
+    from time import monotonic_ns
+    from harness.core.journal import encode, literal
+    acquiring = journal.line_format("invoke", "acquire", "k",
+                                    literal(encode({"timeout": 4.988})))
+    acquired = journal.line_format("ok", "acquire", "k",
+                                   b'{"session":%d,"validity":' + literal(encode(2.0)) + b"}",
+                                   b"")
+    releasing, released = (journal.line_format(t, "release", "k", b'{"session":%d}', b"")
                            for t in ("invoke", "ok"))
-    put, timeout, validity = journal.put, encode({"timeout": 4.988}), encode(2.0)
+    put_at = journal.put_at
     for i in range(pairs):
-        put(acquiring, timeout, b"")
-        put(acquired, i, validity, b"")
-        put(releasing, i, b"")
-        put(released, i, b"")
+        put_at(monotonic_ns(), acquiring, b"")
+        put_at(monotonic_ns(), acquired, i)
+        put_at(monotonic_ns(), releasing, i)
+        put_at(monotonic_ns(), released, i)
 elif layer == "record":
     for i in range(pairs):
         journal.record("invoke", "acquire", {"timeout": 4.988}, lock="k")
@@ -80,10 +89,25 @@ journal.close()
 """
 
 
-def instructions(layer: str, host: str, port: int, pairs: int, tmp: Path) -> int:
-    argv = ([BARE_PYTHON, host, str(port), "lock:bare", "3600", CAD, str(pairs)]
+def loop_argv(layer: str, host: str, port: int, pairs: int, tmp: Path) -> list[str]:
+    return ([BARE_PYTHON, host, str(port), "lock:bare", "3600", CAD, str(pairs)]
             if layer == "bare" else
             [LOOP, layer, host, str(port), str(pairs), str(tmp / f"{layer}-{pairs}.jsonl")])
+
+
+def cpu_seconds(layer: str, host: str, port: int, pairs: int, tmp: Path) -> tuple[float, float]:
+    """User and system CPU seconds of one process running ``layer`` for ``pairs`` pairs."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-c", *loop_argv(layer, host, port, pairs, tmp)],
+                   cwd=REPO, capture_output=True, timeout=900, check=True,
+                   env={**os.environ, "PYTHONPATH": str(REPO)})
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    (tmp / f"{layer}-{pairs}.jsonl").unlink(missing_ok=True)
+    return after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+
+
+def instructions(layer: str, host: str, port: int, pairs: int, tmp: Path) -> int:
+    argv = loop_argv(layer, host, port, pairs, tmp)
     out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
                           "--cachegrind-out-file=/dev/null", sys.executable, "-c", *argv],
                          cwd=REPO, capture_output=True, text=True, timeout=900, check=True,
@@ -99,8 +123,10 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=2000)
     ap.add_argument("--layers", default="bare,lock,journal,all",
                     help="comma-separated, of: bare, lock, journal, record, all")
+    ap.add_argument("--cpu", action="store_true",
+                    help="CPU a pair (user, system), run without valgrind, not instructions")
     args = ap.parse_args()
-    for tool in ("valgrind", "redis-server"):
+    for tool in ("redis-server",) if args.cpu else ("valgrind", "redis-server"):
         if shutil.which(tool) is None:
             print(f"{tool} not found", file=sys.stderr)
             return 3
@@ -108,6 +134,12 @@ def main() -> int:
     with (tempfile.TemporaryDirectory(prefix="lh-instructions-") as tmp,
           redis_node(Path(tmp) / "node") as (host, port)):
         for layer in args.layers.split(","):
+            if args.cpu:
+                (ua, sa), (ub, sb) = (cpu_seconds(layer, host, port, k, Path(tmp))
+                                      for k in (n, 3 * n))
+                print(f"{layer}: {(ub - ua) / (2 * n) * 1e6:.1f} us user, "
+                      f"{(sb - sa) / (2 * n) * 1e6:.1f} us system a pair", flush=True)
+                continue
             a = instructions(layer, host, port, n, Path(tmp))
             b = instructions(layer, host, port, 3 * n, Path(tmp))
             print(f"{layer}: {(b - a) / (2 * n):,.0f} instructions a pair", flush=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -148,46 +149,59 @@ def test_threads_sharing_a_writer_lose_no_line_across_growths(tmp_path: Path) ->
 
 
 class _Granting:
-    """A lock in this process that grants at once, with the token and validity it is given
-    (the workload's own lines are what is tested, not a lock)."""
+    """A lock in this process that grants at once, with the token given and the validities
+    given in turn (the same objects again after the last: a lock's grants share a validity,
+    or each has its own); the workload's own lines are what is tested, not a lock. The
+    session's last release stops the workload."""
 
-    def __init__(self, token: Any, validity: Any, released: bool) -> None:
-        self.grant = Grant(token, validity, "mine")
-        self.released = released
+    def __init__(self, token: Any, validities: list[Any], released: bool, sessions: int,
+                 stop: threading.Event) -> None:
+        self.grants = [Grant(token, v, "mine") for v in validities]
+        self.given = 0
+        self.released, self.sessions, self.stop = released, sessions, stop
 
     def acquire(self, timeout: float) -> Grant:
-        return self.grant
+        self.given += 1
+        return self.grants[(self.given - 1) % len(self.grants)]
 
     def release(self, grant: Grant) -> bool:
+        if self.given == self.sessions:
+            self.stop.set()
         return self.released
 
     def release_bound(self) -> float:
         return 1.0
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.none() | st.integers(0, 2**63) | NAMES, st.none() | NUMBERS, NAMES,
-       st.integers(0, 10**6) | NAMES, st.integers(1, 3), st.booleans())
+@settings(max_examples=200, deadline=None)
+@given(st.none() | st.integers(0, 2**63) | NAMES, st.lists(st.none() | NUMBERS, min_size=1,
+                                                           max_size=3),
+       NAMES, st.integers(0, 10**6) | NAMES, st.integers(1, 5), st.booleans(),
+       st.sampled_from([None, 60.0, 1.0, 0.01]))
 def test_a_lock_workload_s_sessions_are_the_lines_record_would_write(
-        token: Any, validity: Any, name: str, process: Any, sessions: int,
-        released: bool) -> None:
+        token: Any, validities: list[Any], name: str, process: Any, sessions: int,
+        released: bool, end_in: float | None) -> None:
     """Every line of the prepared sessions is orjson's encoding of the op record builds: the
-    keys in record's order with record's values, and the bytes orjson makes of them."""
+    keys in record's order with record's values, and the bytes orjson makes of them; whether
+    the grants' validity is the same object as the last one's (its line prepared once) or
+    not, with or without a token, with the run's end far (the whole timeout shown) or near
+    (the time left, 0.1 s at least)."""
     with tempfile.TemporaryDirectory() as tmp:
         journal = JournalWriter(Path(tmp) / "c.jsonl", process, 0)
         stop = threading.Event()
+        end_ns = None if end_in is None else time.monotonic_ns() + int(end_in * 1e9)
         workload = LockWorkload(MutexParams(process=0, lock_name=name, hold_min=0, hold_max=0,
-                                            think_min=0, think_max=0, acquire_timeout=4.9876),
-                                _Granting(token, validity, released), None, journal, stop)
-        count = iter(range(sessions))
-        workload.critical_section = (  # type: ignore[method-assign]
-            lambda grant: next(count, None) == sessions - 1 and stop.set())
+                                            think_min=0, think_max=0, acquire_timeout=4.9876,
+                                            end_ns=end_ns),
+                                _Granting(token, validities, released, sessions, stop), None,
+                                journal, stop)
         workload.run()
         journal.close()
         lines = journal.path.read_bytes().splitlines()
-    expected = []
+    expected: list[tuple[str, str, Any, dict[str, Any]]] = []
     for session in range(1, sessions + 1):
         tail = {"lock": name, **({} if token is None else {"token": token})}
+        validity = validities[(session - 1) % len(validities)]
         expected += [("invoke", "acquire", {"timeout": 4.988}, {"lock": name}),
                      ("ok", "acquire", {"session": session, "validity": validity}, tail),
                      ("invoke", "release", {"session": session}, tail)]
@@ -199,6 +213,10 @@ def test_a_lock_workload_s_sessions_are_the_lines_record_would_write(
     assert len(lines) == len(expected)
     for line, (type_, f, value, more) in zip(lines, expected, strict=True):
         op = orjson.loads(line)
+        if f == "acquire" and type_ == "invoke" and end_in is not None and end_in < 4.9876:
+            shown = op["value"]["timeout"]  # the time left when it was asked, 0.1 s at least
+            assert shown == 0.1 if end_in <= 0.1 else 0.1 <= shown <= end_in
+            value = {"timeout": shown}
         assert list(op.items())[1:] == list({"process": process, "type": type_, "f": f,
                                              "value": value, **more}.items())
         assert line == orjson.dumps(op)  # record's line: orjson's bytes of this op

@@ -25,7 +25,13 @@ from tests.harness_runs import harness, history, run
 from tests.one_node import one_node
 from workloads.lock_only import LockWorkload
 from workloads.locks.redis_conn import COMPARE_AND_DELETE
-from workloads.locks.redis_single import SetNxLock
+from workloads.locks.redis_single import (
+    DelLock,
+    FencedLock,
+    GetDelLock,
+    SetNxExpireLock,
+    SetNxLock,
+)
 from workloads.mutex import MutexParams
 from workloads.resp import HOLE, Command, LeanRedis, RespError
 
@@ -156,6 +162,27 @@ def test_the_prepared_requests_answer_as_the_generic_ones(tmp_path: Path) -> Non
             broken("a")
         assert take("c") is True  # the connection is still good after an error reply
         r.close()
+
+
+def test_each_redis_recipe_acquires_by_its_own_attempt(tmp_path: Path) -> None:
+    """redis-setnx's acquire has its attempt inline; a variant with an attempt of its own
+    (SETNX then EXPIRE; SET NX PX with INCR) takes it, in the general loop."""
+    with one_node(RedisDB(), tmp_path) as (node,):
+        config = LockConfig(nodes=(node,), name="r", ttl=5.0, op_timeout=1.0)
+        probe = LeanRedis(node.host, node.port, 1.0)
+        for cls in (SetNxLock, DelLock, GetDelLock, SetNxExpireLock, FencedLock):
+            lock = cls(config)
+            grant = lock.acquire(0.2)
+            assert grant is not None and type(grant) is Grant
+            assert probe.get("lock:r") == grant.handle and len(grant.handle) == 32
+            assert grant.validity == 5.0
+            assert grant.token == (1 if cls is FencedLock else None)
+            ttl = int(probe.resp.call("PTTL", "lock:r"))
+            assert 4000 < ttl <= 5000  # EXPIRE 5 or PX 5000
+            assert lock.acquire(0.05) is None  # held: refused until the timeout
+            assert lock.release(grant) is True and probe.get("lock:r") is None
+            lock.close()
+        probe.close()
 
 
 def test_a_connection_closed_mid_request_is_unknown_and_the_next_one_reconnects() -> None:

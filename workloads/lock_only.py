@@ -27,6 +27,12 @@ class LockWorkload(MutexWorkload):
         return [("mutex", {}), ("linearizable", {"model": "mutex"}), ("stats", {}),
                 *lock_checks(spec)]
 
+    def holds_nothing(self) -> bool:
+        """A hold of 0 (``--hold 0``): every critical section is empty, unless a subclass or
+        the instance has one of its own."""
+        own = getattr(self.critical_section, "__func__", None) is LockWorkload.critical_section
+        return own and self.p.hold_min == self.p.hold_max <= 0
+
     def critical_section(self, grant: Grant) -> None:
         low, high = self.p.hold_min, self.p.hold_max
         hold = low if low == high else self.rng.uniform(low, high)  # draw(low, high)

@@ -15,17 +15,19 @@ that transaction.
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from time import monotonic_ns
 from typing import Any, ClassVar
 
 from harness.core import defaults
 from harness.core.history import FAIL, INFO, INVOKE, OK
-from harness.core.journal import JournalWriter, encode, token_json
+from harness.core.journal import JournalWriter, encode, literal, token_json
 from harness.core.locks import Grant, Indeterminate, Lock, LockContractError
 from harness.core.resource import READ_MODES, Observed, Resource, Write, Written
 from harness.core.text import show
@@ -165,29 +167,49 @@ class MutexWorkload:
         # The lines of a session's ops that go well, prepared: each written from its format
         # with the time, the value's parts and the token put in (no op built or encoded).
         name, line_format = params.lock_name, journal.line_format
-        self.acquiring = line_format(INVOKE, "acquire", name)
+        self.acquiring = line_format(INVOKE, "acquire", name, b"%b", b"")
         self.acquired = line_format(OK, "acquire", name, b'{"session":%d,"validity":%b}')
         self.releasing, self.released = (line_format(t, "release", name, b'{"session":%d}')
                                          for t in (INVOKE, OK))
         self.timeout_json = encode({"timeout": self.timeout_shown})
+        # The same lines with what is the same in most sessions put in once (a part less to
+        # fill in each line): the acquire's whole timeout (while the run's end is not near),
+        # no token, and (see acquired_form) the grant's validity.
+        self.acquiring_far = line_format(INVOKE, "acquire", name, literal(self.timeout_json))
+        self.releasing_plain, self.released_plain = (
+            line_format(t, "release", name, b'{"session":%d}', b"") for t in (INVOKE, OK))
         # The JSON of the last grant's validity (a lock's grants share theirs, mostly): the
-        # same object, the same bytes.
+        # same object, the same bytes; its own line once a second grant in a row has it.
         self.validity: Any = None
         self.validity_json = b"null"
+        self.acquired_plain: bytes | None = None
+        # Until this monotonic time an acquire is given its whole acquire_timeout: the run's
+        # end is further away (and the timeout is no shorter than the 0.1 s an acquire gets
+        # at least); after it, the time left (see acquire).
+        limit, end_ns = params.acquire_timeout, params.end_ns
+        self.far_until_ns = (math.inf if end_ns is None
+                             else end_ns - limit * 1e9 if limit >= 0.1 else -math.inf)
 
     def run(self) -> None:
         is_set, wait = self.stop.is_set, self.stop.wait
-        acquire, critical_section, release = self.acquire, self.critical_section, self.release
+        acquire, release = self.acquire, self.release
+        critical_section = None if self.holds_nothing() else self.critical_section
         low, high = self.p.think_min, self.p.think_max
         while not is_set():
             self.session += 1
             grant = acquire()
             if grant is not None:
-                critical_section(grant)
+                if critical_section is not None:
+                    critical_section(grant)
                 release(grant)
             think = low if low == high else self.rng.uniform(low, high)  # draw(low, high)
             if think > 0:
                 wait(think)
+
+    def holds_nothing(self) -> bool:
+        """Is every critical section empty (nothing done, nothing drawn), so the loop need not
+        call it? Not here: the mutex workload always writes."""
+        return False
 
     def draw(self, low: float, high: float) -> float:
         """A time between ``low`` and ``high`` (the RNG's uniform draw); one of a range of a
@@ -197,17 +219,22 @@ class MutexWorkload:
 
     def acquire(self) -> Grant | None:
         j, name = self.journal, self.p.lock_name
-        timeout = limit = self.p.acquire_timeout
-        end_ns = self.p.end_ns
-        if end_ns is not None:  # max(0.1, min(timeout, left)), without the two calls
-            left = (end_ns - time.monotonic_ns()) / 1e9
-            if left < timeout:
-                timeout = left
-            if timeout < 0.1:
-                timeout = 0.1
-        # Its own timeout in the history: an acquire pending past it is unmet demand.
-        j.put(self.acquiring, self.timeout_json if timeout == limit
-              else encode({"timeout": round(timeout, 3)}), b"")
+        now = monotonic_ns()  # the invoke's time, and what tells how near the run's end is
+        if now <= self.far_until_ns:
+            timeout = self.p.acquire_timeout
+            j.put_at(now, self.acquiring_far, b"")  # no token
+        else:  # max(0.1, min(timeout, left)), without the two calls
+            timeout = limit = self.p.acquire_timeout
+            end_ns = self.p.end_ns
+            if end_ns is not None:
+                left = (end_ns - now) / 1e9
+                if left < timeout:
+                    timeout = left
+                if timeout < 0.1:
+                    timeout = 0.1
+            # Its own timeout in the history: an acquire pending past it is unmet demand.
+            j.put_at(now, self.acquiring, self.timeout_json if timeout == limit
+                     else encode({"timeout": round(timeout, 3)}))
         try:
             grant = self.lock.acquire(timeout)
         except Indeterminate as e:
@@ -229,11 +256,24 @@ class MutexWorkload:
                 f"{type(self.lock).__name__}.acquire returned {show(grant, 60)} "
                 f"({type(grant).__name__}), not a Grant or None")
         validity, token = grant.validity, grant.token
-        if validity is not self.validity:
+        if validity is self.validity:
+            if token is None:
+                j.put_at(monotonic_ns(), self.acquired_plain or self.acquired_form(),
+                         self.session)
+                return grant
+        else:
             self.validity, self.validity_json = validity, encode(validity)
+            self.acquired_plain = None
         j.put(self.acquired, self.session, self.validity_json,
               b"" if token is None else token_json(token))
         return grant
+
+    def acquired_form(self) -> bytes:
+        """The line of an acquire's ok without a token, the last grant's validity put in."""
+        self.acquired_plain = self.journal.line_format(
+            OK, "acquire", self.p.lock_name,
+            b'{"session":%d,"validity":' + literal(self.validity_json) + b"}", b"")
+        return self.acquired_plain
 
     def begin(self, grant: Grant) -> Section:
         """The critical section starts: note the lock's session, if it has one."""
@@ -370,34 +410,45 @@ class MutexWorkload:
         thread while this client goes on to its next session, rather than stalling it. A lock
         whose ``release_bound()`` (seconds its release takes at most, on its own) is within
         ``release_timeout`` is released on this thread instead."""
-        j, name = self.journal, self.p.lock_name
+        j = self.journal
         session, token = self.session, grant.token
-        rest = b"" if token is None else token_json(token)
-        j.put(self.releasing, session, rest)
-        released: Any = None
-        error: Exception | None = None
+        if token is None:
+            j.put_at(monotonic_ns(), self.releasing_plain, session)
+        else:
+            rest = token_json(token)
+            j.put(self.releasing, session, rest)
         if self.release_inline:
             try:
                 released = self.lock.release(grant)
             except Exception as e:
-                error = e
+                self.release_failed(e, session, token)
+                return
         else:
             call = LimitedCall(lambda: self.lock.release(grant))
             if not call.wait(self.p.release_timeout):
-                j.record(INFO, "release", {"session": session}, lock=name, token=token,
+                j.record(INFO, "release", {"session": session}, lock=self.p.lock_name,
+                         token=token,
                          error=f"release_timeout: no answer within {self.p.release_timeout:g} "
                                "s; the client went on")
                 return
-            released, error = call.result, call.error
-        if error is not None:
-            timeout = isinstance(error, self.timeout_errors)  # the lock says: certainly not
-            j.record(FAIL if timeout else INFO, "release", {"session": session}, lock=name,
-                     token=token,
-                     error=f"{'timeout: ' if timeout else ''}{type(error).__name__}: "
-                           f"{error}"[:200])
-            return
+            if call.error is not None:
+                self.release_failed(call.error, session, token)
+                return
+            released = call.result
         if released:
-            j.put(self.released, session, rest)
+            if token is None:
+                j.put_at(monotonic_ns(), self.released_plain, session)
+            else:
+                j.put(self.released, session, rest)
         else:
-            j.record(FAIL, "release", {"session": session}, lock=name, token=token,
+            j.record(FAIL, "release", {"session": session}, lock=self.p.lock_name, token=token,
                      error="not-held: the lock had expired or was taken")
+
+    def release_failed(self, error: Exception, session: int, token: Any) -> None:
+        """A release raised ``error``: a fail when the lock says it certainly did not release
+        (its ``timeout_errors``), else info."""
+        timeout = isinstance(error, self.timeout_errors)
+        self.journal.record(FAIL if timeout else INFO, "release", {"session": session},
+                            lock=self.p.lock_name, token=token,
+                            error=f"{'timeout: ' if timeout else ''}{type(error).__name__}: "
+                                  f"{error}"[:200])

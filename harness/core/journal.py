@@ -100,19 +100,21 @@ class JournalWriter:
         return op
 
     def line_format(self, type_: str, f: str, lock: str | None = None,
-                    value: bytes = b"%b") -> bytes:
+                    value: bytes = b"%b", rest: bytes = b"%b") -> bytes:
         """This writer's op of ``type_`` and ``f`` (and ``lock`` when not None) as a format
         for :meth:`put`: ``%d`` the time, then ``value``, a format of the value's JSON (``%b``:
-        all of it given; ``b'{"session":%d}'``: an int put in), then ``%b`` the rest (empty, or
-        ``,"token":`` and the token's JSON, as :func:`token_json` makes it). Filled in, it is
-        byte for byte the line :meth:`record` writes for the same op (the same keys in the
-        same order, each part encoded by orjson), whenever orjson can encode that op."""
+        all of it given; ``b'{"session":%d}'``: an int put in), then ``rest``: ``%b``, the
+        rest given (empty, or ``,"token":`` and the token's JSON, as :func:`token_json` makes
+        it), or that rest itself, put in once here (a format's every ``%`` as ``%%``: a
+        ``%b`` less to fill in each line). Filled in, it is byte for byte the line
+        :meth:`record` writes for the same op (the same keys in the same order, each part
+        encoded by orjson), whenever orjson can encode that op."""
         def key(name: str, value: Any) -> bytes:
-            return b',"' + name.encode() + b'":' + encode(value).replace(b"%", b"%%")
+            return b',"' + name.encode() + b'":' + literal(encode(value))
 
         return b"".join([b'{"time":%d', key("process", self.process), key("type", type_),
                          key("f", f), b',"value":', value,
-                         key("lock", lock) if lock is not None else b"", b"%b}\n"])
+                         key("lock", lock) if lock is not None else b"", rest, b"}\n"])
 
     def put(self, form: bytes, *parts: Any) -> None:
         """Journal one op, now, from a :meth:`line_format` and what it puts in after the
@@ -120,15 +122,24 @@ class JournalWriter:
         encoded but what the caller encodes (a value used twice, the invoke's and the ok's,
         it encodes once)."""
         t = monotonic_ns() - self.t0_ns
+        self._copy(form % (t if t > 0 else 0, *parts))
+
+    def put_at(self, now_ns: int, form: bytes, part: Any) -> None:
+        """:meth:`put` of a format with one part to put in after the time (a session's
+        number; the rest, when the format has it still to fill in), at ``now_ns``: a
+        :func:`time.monotonic_ns` the caller read just now, and needed itself (the clock read
+        once, not twice). The hot path of a lock workload's every line: no tuple of parts
+        built, no frame more (0.7k instructions less than :meth:`put`)."""
+        t = now_ns - self.t0_ns
         m = self._map
         if m is not None:
             try:
-                m.write(form % (t if t > 0 else 0, *parts))
+                m.write(form % (t if t > 0 else 0, part))
                 return
             except ValueError:  # no room left (or closed meanwhile)
                 pass
         if self._fd is not None:
-            self._append(form % (t if t > 0 else 0, *parts))
+            self._append(form % (t if t > 0 else 0, part))
 
     def _copy(self, line: bytes) -> None:
         """Copy ``line`` (its newline last) into the mapping at its end: one call in C."""
@@ -203,6 +214,12 @@ def encode(op: Op) -> bytes:
         from harness.core.history import dumps
 
         return dumps(_whole(op)).encode("utf-8")
+
+
+def literal(part: bytes) -> bytes:
+    """``part`` as a :meth:`JournalWriter.line_format` takes it in to be written as it is
+    (a value's JSON or a token's part fixed in the format): its every ``%`` doubled."""
+    return part.replace(b"%", b"%%")
 
 
 def token_json(token: Any) -> bytes:
