@@ -9,6 +9,7 @@ resolved every name to a ``module:Class`` target already: this process never nee
 from __future__ import annotations
 
 import contextlib
+import os
 import resource as resource_usage
 import signal
 import sys
@@ -104,5 +105,15 @@ def run_client(argv: list[str]) -> int:
     return 0
 
 
+def exit_now(code: int) -> None:
+    """Exit without the interpreter's teardown: the journal, the lock and the resource are
+    closed by then, and a client spent ~0.33 s tearing down modules (strace: no system call
+    between its journal's close and its exit), five of them ~0.5 s of CPU on two cores, all of
+    it between the load's end and the verdict."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    exit_now(main(sys.argv))
