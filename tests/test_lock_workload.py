@@ -165,8 +165,8 @@ def test_the_prepared_requests_answer_as_the_generic_ones(tmp_path: Path) -> Non
 
 
 def test_each_redis_recipe_acquires_by_its_own_attempt(tmp_path: Path) -> None:
-    """redis-setnx's acquire has its attempt inline; a variant with an attempt of its own
-    (SETNX then EXPIRE; SET NX PX with INCR) takes it, in the general loop."""
+    """Each recipe's acquire takes the lock by its own attempt (SET NX PX; SETNX then EXPIRE;
+    SET NX PX with INCR), in the one loop they share, and releases it."""
     with one_node(RedisDB(), tmp_path) as (node,):
         config = LockConfig(nodes=(node,), name="r", ttl=5.0, op_timeout=1.0)
         probe = LeanRedis(node.host, node.port, 1.0)

@@ -112,28 +112,6 @@ class SetNxLock(RedisSingleLock):
         return (lambda owner: attempt(lambda: client.set(key, owner, nx=True, px=self.ttl_ms)),
                 lambda owner: attempt(lambda: self._cad(keys=[key], args=[owner])))
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A variant with an attempt of its own (``try_acquire``) takes the general loop."""
-        super().__init_subclass__(**kwargs)
-        if "try_acquire" in vars(cls) and "acquire" not in vars(cls):
-            cls.acquire = RedisSingleLock.acquire  # type: ignore[method-assign]
-
-    def acquire(self, timeout: float) -> Grant | None:
-        """:meth:`RedisSingleLock.acquire` with :meth:`try_acquire` in it (a frame less)."""
-        deadline = time.monotonic() + timeout
-        draw, set_nx, validity = self.owners.getrandbits, self._set_nx, self.validity
-        while True:
-            owner = draw(128).to_bytes(16, "big").hex()
-            try:
-                if set_nx(owner):
-                    # token, validity, handle: the tuple made in C, no frame of Grant's
-                    return _new(Grant, (None, validity, owner))
-            except ConnectionRefusedError:
-                pass
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(self.rng.uniform(0.01, 0.05))
-
     def try_acquire(self, owner: str) -> Grant | None:
         if not self._set_nx(owner):
             return None
