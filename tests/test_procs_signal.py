@@ -101,3 +101,38 @@ def test_the_kernels_children_are_the_scans(trees: object) -> None:
     for name in names:
         pid = table.pid(name)
         assert procs.kernel_descendants(pid) == procs.descendants(pid, scan) == [kids[name]]
+
+
+# A child in a session of its own (as a PostgreSQL backend is) that holds 1 GiB it touched: its
+# death after SIGKILL takes the kernel a while (freeing the pages), well after its parent's.
+SLOW_TO_DIE = ("import os, sys, time; os.setsid(); b = b'x' * (1 << 30); "
+               "open(sys.argv[1], 'w').close(); time.sleep(60)")
+
+
+def test_a_kill_waits_for_the_whole_tree_to_die(tmp_path: Path) -> None:
+    """``ProcessTable.kill`` returns once every process of the tree has died, not only the one
+    it spawned: a restart right after must not meet a survivor (PostgreSQL refuses to start
+    while a killed postmaster's backend still holds its shared memory)."""
+    ready = tmp_path / "ready"
+    tree = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+            f"{SLOW_TO_DIE!r}, {str(ready)!r}]); time.sleep(60)")
+    table = ProcessTable(tmp_path / "pids.json")
+    table.spawn("pm", [sys.executable, "-c", tree], tmp_path / "pm.log")
+    try:
+        wait_for(ready.exists, "the child touched its memory", timeout=30)
+        pid = table.pid("pm")
+        assert pid is not None
+        kid = procs.descendants(pid)[0]
+        kid_started = start_time(kid)
+        assert table.kill("pm", 10) is True
+        assert not procs.owned(kid, kid_started), state(kid)
+        assert table.pid("pm") is None
+    finally:
+        table.kill_all()
+
+
+def test_a_kill_of_a_process_already_gone_is_done(tmp_path: Path) -> None:
+    table = ProcessTable(tmp_path / "pids.json")
+    table.spawn("quick", [sys.executable, "-c", "pass"], tmp_path / "q.log")
+    assert table.wait_gone("quick", 10)
+    assert table.kill("quick", 1) is True

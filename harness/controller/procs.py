@@ -240,6 +240,24 @@ class ProcessTable:
             time.sleep(0.02)
         return False
 
+    def kill(self, name: str, timeout: float = 5.0) -> bool:
+        """SIGKILL the process's whole tree and wait, up to ``timeout``, until every process of
+        it has died (is gone or a zombie), not only the process itself: a PostgreSQL backend
+        leads a session of its own and can outlive its killed postmaster for a while, still
+        attached to the shared memory a restarted postmaster refuses to share. Whether all
+        died in time."""
+        pid = self.pid(name)
+        if pid is None:
+            return True
+        tree = [(p, start_time(p)) for p in [pid, *descendants(pid)]]
+        self.send(name, signal.SIGKILL, group=True)
+        deadline = time.monotonic() + timeout
+        while any(owned(p, started) for p, started in tree):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return self.wait_gone(name, max(0.0, deadline - time.monotonic()))
+
     def stop(self, name: str, timeout: float = 5.0, sig: int = signal.SIGTERM) -> int | None:
         """Signal, wait up to ``timeout``, then SIGKILL. Returns the exit code if known."""
         if self.pid(name) is not None:

@@ -56,8 +56,7 @@ class ProcessNodes:
         self.procs.stop(node.name, timeout=5, sig=stop_signal(self.dbs.get(node.name)))
 
     def kill(self, node: Node) -> None:
-        self.procs.send(node.name, signal.SIGKILL, group=True)
-        self.procs.wait_gone(node.name, 5)
+        self.procs.kill(node.name, 5)  # the whole tree dead before anything restarts it
 
     def pause(self, node: Node) -> None:
         self.procs.send(node.name, signal.SIGSTOP, group=True)
