@@ -7,10 +7,10 @@ from npm, pinned (:data:`DYNALITE`), into :func:`install_dir`: ``harness setup -
 runs :meth:`DynamoDB.install_argv` once Debian's packages are in, and a run without it is
 refused before anything starts with the line :meth:`DynamoDB.unavailable` gives.
 
-Tables are created by the locks (``CreateTable``, idempotent); ``--createTableMs 0`` makes a new
-table ACTIVE at once. dynalite checks that a request is signed but not the signature, so any
-credentials do. The readiness probe is a signed-looking ``ListTables`` answered 200: the store
-is open and serving.
+Tables are created by the locks, in their ``setup()`` before the first op (``CreateTable``,
+idempotent); ``--createTableMs 0`` makes a new table ACTIVE at once. dynalite checks that a
+request is signed but not the signature, so any credentials do. The readiness probe is a
+signed-looking ``ListTables`` answered 200: the store is open and serving.
 
 Clock faults do not apply to the server: a lease of the lock client is timed by the clients'
 clocks alone (the server stores the lease duration, it never expires an item).

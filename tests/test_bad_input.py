@@ -164,6 +164,26 @@ class CrashStepsNumbers(Base):
     crash_steps = (1, 2)
 
 
+class SetupNotAMethod(Base):
+    setup = 3
+
+
+class AsyncSetupOnASyncLock(Base):
+    async def setup(self):
+        pass
+
+
+class PlainSetupOnAnAsyncLock:
+    def setup(self):
+        pass
+
+    async def acquire(self, timeout):
+        return Grant()
+
+    async def release(self, grant):
+        return True
+
+
 class NoRelease:
     def acquire(self, timeout):
         return Grant()
@@ -228,6 +248,9 @@ BAD_LOCKS = {  # class -> what its one line must name (the field, and what is wr
     "ErrorNotAnException": "timeout_errors: <class 'object'> is not an exception class",
     "DbsAString": "dbs: must be a tuple of names",
     "CrashStepsNumbers": "crash_steps: must be a tuple of names",
+    "SetupNotAMethod": "setup: must be a method, got 3",
+    "AsyncSetupOnASyncLock": "setup: must be a plain `def` like its acquire",
+    "PlainSetupOnAnAsyncLock": "setup: must be `async def` like its acquire",
     "NoRelease": "has no release() method",
 }
 

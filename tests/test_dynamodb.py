@@ -81,6 +81,7 @@ def test_bad_client_clock_options_are_refused_before_the_run(tmp_path: Path) -> 
 def test_lease_lock_waits_out_heartbeats_takes_over_a_silent_holder_and_fences(
         tmp_path: Path) -> None:
     from tests.one_node import one_node
+    from workloads.locks.dynamodb_conn import TABLE
     from workloads.locks.dynamodb_lease import DynamoLeaseLock
 
     with one_node(DynamoDB(), tmp_path) as nodes:
@@ -89,6 +90,10 @@ def test_lease_lock_waits_out_heartbeats_takes_over_a_silent_holder_and_fences(
                                               process=process))
 
         a, b = lock(0), lock(1)
+        a.setup()  # the table, made by the first client
+        b.setup()  # and found there by the next
+        table = a.client.describe_table(TableName=TABLE)["Table"]
+        assert table["TableStatus"] == "ACTIVE" and table["ItemCount"] == 0
         first = a.acquire(5.0)
         assert first is not None and first.token == 1
         began = time.monotonic()
@@ -119,6 +124,7 @@ def test_cas_lock_expires_by_the_next_clients_clock(tmp_path: Path) -> None:
     with one_node(DynamoDB(), tmp_path) as nodes:
         a, b = (DynamoCasLock(LockConfig(nodes=tuple(nodes), ttl=1.0, op_timeout=1.0,
                                          process=p)) for p in (0, 1))
+        a.setup()
         first = a.acquire(2.0)
         assert first is not None and first.token is None
         began = time.monotonic()
@@ -140,6 +146,7 @@ def test_a_killed_node_keeps_its_items_on_disk(tmp_path: Path) -> None:
     with nodes_up(LocalBackend, db, tmp_path) as (backend, nodes):
         config = LockConfig(nodes=tuple(nodes), ttl=1.0, op_timeout=1.0)
         lock = DynamoLeaseLock(config)
+        lock.setup()
         grant = lock.acquire(5.0)
         assert grant is not None and lock.release(grant)
         backend.kill(nodes[0])

@@ -261,3 +261,55 @@ def test_faults_begin_once_every_client_alive_has_invoked_an_op(tmp_path: Path,
     runner.finish()
     assert runner.faults and runner.faults[0].start >= 0.4 - 0.05
     assert live.asked and all(a == [0, 2] for a in live.asked)
+
+
+class CountsLoad(ScriptedFault):
+    """A nemesis that records when the load started (``load_started``) and when it starts."""
+
+    def __init__(self, live: SlowStart) -> None:
+        super().__init__("nothing")
+        self.live = live
+        self.events: list[tuple[str, bool]] = []  # (what, was the load up then)
+
+    def load_started(self, ctx: Any) -> None:
+        import time
+        self.events.append(("load", time.monotonic() >= self.live.up))
+
+    def start(self, ctx: Any, targets: list[str]) -> None:
+        self.events.append(("start", any(e[0] == "load" for e in self.events)))
+
+
+@pytest.mark.parametrize("ends", [False, True])
+def test_load_started_is_called_once_when_the_load_is_up_before_any_lanes_first_step(
+        tmp_path: Path, ends: bool) -> None:
+    """Two lanes (a background step has its own): ``load_started`` runs once, after every
+    client alive invoked an op, and before either lane's fault starts; a run that ends before
+    the load is up never calls it (the power loss's write-back of the set-up)."""
+    import random
+    import time
+    from types import SimpleNamespace
+
+    from harness.controller.faults import FaultRunner
+    from harness.core.cluster import NemesisContext
+    from harness.core.journal import JournalWriter
+
+    live = SlowStart(0.3)
+    clients = SimpleNamespace(alive=lambda: [0, 1])
+    ctx = NemesisContext(None, [], clients, live, random.Random(1), 2.0)  # type: ignore[arg-type]
+    journal = JournalWriter(tmp_path / "nemesis.jsonl", "nemesis", time.monotonic_ns())
+    nem = CountsLoad(live)
+    steps = (Step(0.0, "scripted"), Step(0.0, "scripted", background=True))
+    runner = FaultRunner({"scripted": nem}, Schedule(steps), ctx,
+                         journal)  # type: ignore[dict-item]
+    runner.start()
+    if ends:
+        time.sleep(0.1)
+        runner.finish()
+        assert nem.events == []
+        return
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and len(runner.faults) < 2:
+        time.sleep(0.01)
+    runner.finish()
+    assert len(runner.faults) == 2, runner.skipped
+    assert nem.events == [("load", True), ("start", True), ("start", True)], nem.events

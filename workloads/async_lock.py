@@ -37,11 +37,15 @@ class AsyncLockRunner:
         for attr in ("reentrant", "crash_steps", "timeout_errors", "workload_defaults"):
             if hasattr(type(lock), attr):
                 setattr(self, attr, getattr(type(lock), attr))
-        setup = getattr(lock, "setup", None)
-        if setup is not None:
-            self._call(setup(), None)
         if callable(getattr(lock, "held", None)):
             self.held = self._held
+
+    def setup(self) -> None:
+        """The lock's ``async def setup()``, if it has one, awaited on the loop (the client
+        calls this once, bounded, before the first op: :mod:`workloads.lock_setup`)."""
+        setup = getattr(self.lock, "setup", None)
+        if setup is not None:
+            self._call(setup(), None)
 
     def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)

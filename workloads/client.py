@@ -24,6 +24,7 @@ from harness.core.roles import load_object
 from harness.core.text import line
 from workloads import crash
 from workloads.async_lock import AsyncLockRunner, is_async
+from workloads.lock_setup import set_up
 from workloads.mutex import MutexParams
 from workloads.sockbind import bind_source
 
@@ -84,6 +85,7 @@ def run_client(argv: list[str]) -> int:
     crash.configure(cfg.crash_file, tuple(getattr(lock_cls, "crash_steps", ())))
     lock = build_lock(cfg, lock_cls,
                       needs_tokens=bool(getattr(workload_cls, "needs_tokens", False)))
+    set_up(lock)  # once, bounded, before the first op; a failure: could-not-run
     resource = load_object(cfg.resource_target)(cfg.resource.host, cfg.resource.port,
                                                 mode=cfg.resource_mode)
     # A lock may say how it is used (consensus locks guard long critical sections); options

@@ -100,6 +100,8 @@ class FaultRunner:
     errors: list[str] = field(default_factory=list)
     crashed: str | None = None  # why a nemesis thread stopped before its steps were done
     _threads: list[threading.Thread] = field(default_factory=list)
+    _loaded: threading.Lock = field(default_factory=threading.Lock)  # one lane calls the hooks
+    _load_seen: bool = False
 
     def start(self) -> None:
         """Set every nemesis up, then run the steps on a thread of their own (and each
@@ -137,10 +139,23 @@ class FaultRunner:
         first ops all against a dead server). A step due before then starts late, as its record
         says; the run's end stops the wait."""
         live, clients = self.ctx.live, self.ctx.clients
-        if live is None or clients is None:  # no load to wait for (a unit test's runner)
-            return
-        while not self.done.is_set() and not live.running(clients.alive()):
-            self.done.wait(0.05)
+        if live is not None and clients is not None:  # None: no load (a unit test's runner)
+            while not self.done.is_set() and not live.running(clients.alive()):
+                self.done.wait(0.05)
+        self._load_started()
+
+    def _load_started(self) -> None:
+        """Once, as the load is up (every client set its lock up and invoked an op), before
+        any lane's first step: each nemesis's optional ``load_started(ctx)`` (the power loss
+        writes back what the servers wrote while they and the clients set up)."""
+        with self._loaded:
+            if self._load_seen or self.done.is_set():
+                return
+            self._load_seen = True
+            for nem in self.nemeses.values():
+                hook = getattr(nem, "load_started", None)
+                if callable(hook):
+                    hook(self.ctx)
 
     def _lane(self, lane: list[tuple[int, Step]]) -> None:
         for k, (i, step) in enumerate(lane):

@@ -23,6 +23,7 @@ with one clear line when it cannot.
 from __future__ import annotations
 
 import importlib.metadata as md
+import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -353,7 +354,22 @@ def declaration_problem(kind: str, cls: type) -> str | None:
     checks = (("workload_defaults", _workload_defaults_problem),
               ("timeout_errors", _timeout_errors_problem),
               ("dbs", _names_problem), ("crash_steps", _names_problem))
-    return _fields_problem(cls, checks)
+    return _fields_problem(cls, checks) or _setup_problem(cls)
+
+
+def _setup_problem(cls: type) -> str | None:
+    """A lock's optional ``setup()``: a method, a coroutine function exactly when its
+    ``acquire`` is one (a sync lock's ``async def setup`` would never be awaited)."""
+    setup = getattr(cls, "setup", None)
+    if setup is None:
+        return None
+    if not callable(setup):
+        return f"setup: must be a method, got {show(setup, 60)}"
+    is_async = inspect.iscoroutinefunction(getattr(cls, "acquire", None))
+    if inspect.iscoroutinefunction(setup) != is_async:
+        return ("setup: must be `async def` like its acquire" if is_async else
+                "setup: must be a plain `def` like its acquire (it is called, not awaited)")
+    return None
 
 
 def _workload_defaults_problem(value: Any) -> str | None:

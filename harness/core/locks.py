@@ -19,7 +19,14 @@ did not acquire: recorded as ``fail``; anything else it raises is ``info``), ``r
 (False: its release sends and does not wait for a reply). Optional methods:
 ``held(grant)`` (a lock that can tell it was lost), ``session(grant)``, ``release_bound()``
 (the seconds its release takes at most on its own, or None: within ``release_timeout``, the
-release is called on the workload's thread, with no thread of its own) and ``close()``.
+release is called on the workload's thread, with no thread of its own), ``setup()`` and
+``close()``.
+
+``setup()``: what the lock needs once before it is used (a table, a schema), called once in
+its client process after the lock is built and before the first op, on the thread that then
+calls ``acquire``: before any fault, since faults wait for every client's first op. It is
+bounded (30 s, :mod:`workloads.lock_setup`): a setup that raises or does not return stops the
+client with one line in its log, and the run ends could-not-run (exit 3), never with a verdict.
 
 The registry checks these declarations when it loads the class, before any server starts:
 ``options`` values are :class:`~harness.core.options.Option` with a default of the declared
@@ -32,8 +39,10 @@ address, ...) arrive apart from the options, in ``config.harness``.
 
 A lock whose ``acquire`` and ``release`` (and ``held``, ``close``) are coroutines is run on an
 event loop of its client process's own, on a thread that keeps running between calls, so its
-background tasks (a renewal loop) live as they would in an application; an optional
-``async def setup()`` is awaited once before the first acquire.
+background tasks (a renewal loop) live as they would in an application; its optional
+``setup`` is ``async def`` too, awaited there once before the first acquire, with the same
+bound (the registry refuses a ``setup`` that is a coroutine function on a sync lock, or not
+one on an async lock).
 
 ``session(grant)``: a lock that lives in a database transaction (``SELECT ... FOR UPDATE``)
 returns the session the critical section must write through, so that the writes commit or

@@ -18,6 +18,7 @@ from harness.core.locks import Grant, LockConfig, LockRole
 from workloads.locks.dynamodb_conn import (
     KEY,
     TABLE,
+    TABLE_WAIT,
     ConditionFailed,
     NotSent,
     call,
@@ -39,13 +40,13 @@ class DynamoCasLock(LockRole):
         self.client = connect(config)
         self.key = f"lock:{config.name}"
         self.rng = random.Random(config.harness.get("seed", 0) * 1000 + config.process)
-        self.table_ready = False
+
+    def setup(self) -> None:
+        """The locks' table, made before the first op (see :func:`create_table`)."""
+        create_table(self.client, time.monotonic() + TABLE_WAIT)
 
     def acquire(self, timeout: float) -> Grant | None:
         deadline = time.monotonic() + timeout
-        if not self.table_ready:
-            create_table(self.client, deadline)
-            self.table_ready = True
         while True:
             grant = None
             with contextlib.suppress(NotSent):

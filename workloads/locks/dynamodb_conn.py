@@ -4,7 +4,12 @@ errors certainly did nothing.
 - :func:`connect`: a low-level boto3 client with the op timeout for connecting and reading and
   **no retries** (botocore's retry of a conditional write that took effect would come back
   "condition failed": a grant the client never learns of).
-- :func:`create_table`: the locks' table, made by whichever client comes first (idempotent).
+- :func:`create_table`: the locks' table, made by whichever client comes first (idempotent),
+  in the lock's ``setup()``: before the client's first op, so before any fault (faults wait
+  for every client's first op), and before the power-loss fault writes back what the servers
+  wrote while they were set up (:mod:`nemesis.power_loss`): the table is on disk when a power
+  loss comes, as a deployed lock's table has been for long. A fault then tests the lock's
+  item, not the table's creation.
 - :func:`call`: one request. ``ConditionalCheckFailedException`` is the server saying no
   (:class:`ConditionFailed`); a connection that could not be opened did nothing
   (:class:`NotSent`); anything else (a read timeout, a connection closed mid-request, a
@@ -34,6 +39,7 @@ from harness.core.locks import Indeterminate, LockConfig
 T = TypeVar("T")
 TABLE = "lock_harness_locks"
 KEY = "lockKey"
+TABLE_WAIT = 20.0  # seconds a lock's setup() waits for the table: within its bound (30 s)
 
 
 class ConditionFailed(Exception):
@@ -72,7 +78,8 @@ def call(fn: Callable[[], T]) -> T:
 def create_table(client: Any, deadline: float) -> None:
     """The locks' table (one hash key, a string), created unless it exists; waits until it
     is ACTIVE (dynalite runs with ``--createTableMs 0``: at once). Retries a server that does
-    not answer until ``deadline`` (monotonic), then raises what it got."""
+    not answer until ``deadline`` (monotonic), then raises what it got (a table still not
+    ACTIVE then: :class:`~harness.core.locks.Indeterminate`)."""
     while True:
         try:
             call(lambda: client.create_table(
@@ -91,8 +98,10 @@ def create_table(client: Any, deadline: float) -> None:
             time.sleep(0.05)
             continue
         status = call(lambda: client.describe_table(TableName=TABLE))["Table"]["TableStatus"]
-        if status == "ACTIVE" or time.monotonic() >= deadline:
+        if status == "ACTIVE":
             return
+        if time.monotonic() >= deadline:
+            raise Indeterminate(f"table {TABLE} is still {status}")
         time.sleep(0.05)
 
 

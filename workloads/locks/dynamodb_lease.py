@@ -46,6 +46,7 @@ from harness.core.options import Option
 from workloads.locks.dynamodb_conn import (
     KEY,
     TABLE,
+    TABLE_WAIT,
     ConditionFailed,
     NotSent,
     call,
@@ -98,15 +99,15 @@ class DynamoLeaseLock(LockRole):
         self.lease_ms = max(1, int(config.ttl * 1000))
         self.heartbeat = config.ttl / 3
         self.refresh = min(0.1, config.ttl / 10)
-        self.table_ready = False
         self.clock = CLOCKS[str(config.options.get("watch-clock") or "wall")]
+
+    def setup(self) -> None:
+        """The locks' table, made before the first op (see :func:`create_table`)."""
+        create_table(self.client, time.monotonic() + TABLE_WAIT)
 
     # acquire ----------------------------------------------------------------------------------
     def acquire(self, timeout: float) -> Grant | None:
         deadline = time.monotonic() + timeout
-        if not self.table_ready:
-            create_table(self.client, deadline)
-            self.table_ready = True
         watched: tuple[str, float] | None = None  # (RVN, when this client first saw it)
         while True:
             try:
