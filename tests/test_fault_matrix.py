@@ -146,6 +146,12 @@ EXPECT: dict[tuple[str, str], Expect] = {
                                     "delayed restarts are the remedy)", check=OVERLAP),
     ("power-loss", "redis-masters"): Expect("invalid", FORGETS, ("--hold", "0.5-1.5"),
                                             check=OVERLAP, ci=False),
+    # the master restarted empty and its replicas resync from it. With the default 0.05-0.3 s
+    # holds the holder had let go before the restarted master granted again (seed 1, 6 s: both
+    # holds struck ended 0.17 s and 0.13 s after their grants, the next grant came 0.07 s and
+    # 0.04 s later): VALID, the loss unseen. Holds of 0.5-1.5 s outlast the restart.
+    ("power-loss", "redis-sentinel"): Expect("invalid", FORGETS, ("--hold", "0.5-1.5"),
+                                             check=OVERLAP, ci=False),
     # fsync on, as suites/power-loss.toml: with the default (fsync=off, "a power loss loses
     # anything", the DB's words) a second power loss drops the restarted server's own start
     # (an empty postmaster.pid: it cannot start, exit 3). That row passed before only because
