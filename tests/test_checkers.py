@@ -186,6 +186,57 @@ def test_stats_counts_and_unknown_when_nothing_acquired() -> None:
     assert s["counts"]["acquire"]["fail"] == 1
 
 
+S = 1_000_000_000
+
+
+def lease_session(release: str, released_at: float, error: str | None = None,
+                  validity: float | None = 2.0) -> list[dict[str, Any]]:
+    """Process 0 acquires (invoked at 1 s, granted at 1.1 s with ``validity``) and releases,
+    invoked 0.01 s before ``released_at``, completing ``release`` (ok / fail) then."""
+    done: dict[str, Any] = {"index": 3, "time": int(released_at * S), "process": 0,
+                            "type": release, "f": "release", "value": {"session": 1}}
+    if error is not None:
+        done["error"] = error
+    return [
+        {"index": 0, "time": 1 * S, "process": 0, "type": "invoke", "f": "acquire",
+         "value": {"timeout": 5.0}},
+        {"index": 1, "time": int(1.1 * S), "process": 0, "type": "ok", "f": "acquire",
+         "value": {"session": 1, "validity": validity}},
+        {"index": 2, "time": int((released_at - 0.01) * S), "process": 0, "type": "invoke",
+         "f": "release", "value": {"session": 1}},
+        done,
+    ]
+
+
+NOT_HELD = "not-held: the lock had expired or was taken"
+
+
+def test_a_release_refused_within_its_lease_is_a_lease_lost_early() -> None:
+    """The service dropped a lease it had promised (a failover, a forgetful restart): counted
+    and described, informational (nobody else got in: the verdict stands)."""
+    s = stats.StatsChecker.check(lease_session("fail", 2.5, NOT_HELD))
+    assert s["valid"] is True
+    assert s["lease-lost-early-count"] == 1
+    assert s["leases-lost-early"][0]["explanation"] == (
+        "process 0's lease was dropped early: its release was refused (not held) at 2.500 s, "
+        "0.500 s before the lease could have run out (acquire invoked at 1.000 s, validity 2 s)")
+
+
+@pytest.mark.parametrize("release, at, error, validity", [
+    ("fail", 3.5, NOT_HELD, 2.0),  # refused after the lease could have run out: expired
+    ("fail", 3.0, NOT_HELD, 2.0),  # at the very moment it could have: not certainly early
+    ("ok", 2.5, None, 2.0),  # released
+    ("fail", 2.5, "timeout: certainly not sent", 2.0),  # refused for another reason
+    ("fail", 2.5, NOT_HELD, None),  # no lease to tell (a lock without validity)
+    ("fail", 2.5, NOT_HELD, float("inf")),
+])
+def test_what_is_not_a_lease_lost_early(release: str, at: float, error: str | None,
+                                        validity: float | None) -> None:
+    s = stats.StatsChecker.check(lease_session(release, at, error, validity))
+    assert s["lease-lost-early-count"] == 0
+    assert "leases-lost-early" not in s
+
+
 def test_merge_valid_prefers_false_then_unknown() -> None:
     assert merge_valid([True, "unknown", False]) is False
     assert merge_valid([True, "unknown"]) == "unknown"
