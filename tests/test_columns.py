@@ -1,6 +1,6 @@
 """A history in columns (harness.core.columns; read by harness.core.history_bulk.read_columns,
 paired by checker.calls.Paired, a lock's part decided over arrays by
-checker.lockorder.check_rows) against the same file read as dicts and checked as always: the
+checker.lockorder_rows.check_rows) against the same file read as dicts and checked as always: the
 same ops, the same refusal, the same verdict, counts and witness, on valid, invalid and
 malformed histories, in one block or many, written with spaces (``json.dumps``) or without
 (orjson), plain or not (then the columns are refused and the file is read as dicts)."""
