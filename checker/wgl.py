@@ -41,6 +41,7 @@ Pure: no I/O; the only clock is ``time.monotonic``, read for the time budget.
 from __future__ import annotations
 
 import itertools
+import operator
 import time
 from collections.abc import Hashable, Sequence
 
@@ -181,6 +182,9 @@ class _Seen:
         return True
 
 
+_EVENT_ORDER = operator.itemgetter(0, 1, 2)  # time, call before return, seq
+
+
 class Part:
     """The WGL search over one part (one lock). Build once, then :meth:`search`. ``init``: the
     state to start from (the model's own by default).
@@ -200,16 +204,16 @@ class Part:
         self.model = model
         self.calls = calls
         self.init: State = model.init if init is None else init
-        for c in calls:  # what :class:`_Remaining` counts it under
-            failed = c.known and c.comp is not None and c.comp.get("type") == FAIL
-            c.ckey = (c.process, c.f, FAIL) if failed else (c.process, c.f)
         events: list[tuple[int, int, int, Call]] = []  # (time, 0 call | 1 return, seq, op)
+        add = events.append
         for c in calls:
-            events.append((c.start, 0, c.seq, c))
+            # What :class:`_Remaining` counts it under (refused: it completed as a fail).
+            c.ckey = (c.process, c.f, FAIL) if c.refused else (c.process, c.f)
+            add((c.start, 0, c.seq, c))
             if c.known:
                 assert c.end is not None
-                events.append((c.end, 1, c.seq, c))
-        events.sort(key=lambda e: (e[0], e[1], e[2]))
+                add((c.end, 1, c.seq, c))
+        events.sort(key=_EVENT_ORDER)
         self.known: list[Call] = [e[3] for e in events if e[1] == 0 and e[3].known]
         self.unknown: list[Call] = [e[3] for e in events if e[1] == 0 and not e[3].known]
         self._build_entries(events)
@@ -218,7 +222,7 @@ class Part:
     def _build_entries(self, events: list[tuple[int, int, int, Call]]) -> None:
         """Entries 1..2m for the known ops, in time order; 0 is the head, 2m+1 the tail."""
         m = len(self.known)
-        number = {id(c): i for i, c in enumerate(self.known)}
+        number = {c.seq: i for i, c in enumerate(self.known)}  # (seqs are unique in a part)
         self.tail = 2 * m + 1
         self.entry_op = [-1] * (2 * m + 2)  # the known op of each entry
         self.is_call = [False] * (2 * m + 2)  # a call entry; else a return entry
@@ -226,11 +230,11 @@ class Part:
         self.call_entry = [0] * m
         self.return_entry = [0] * m
         e = 0
-        for pos, (_, kind, _, c) in enumerate(events):
+        for pos, (_, kind, seq, c) in enumerate(events):
             if not c.known:
                 continue
             e += 1
-            x = number[id(c)]
+            x = number[seq]
             self.entry_op[e] = x
             self.is_call[e] = kind == 0
             self.entry_pos[e] = pos
