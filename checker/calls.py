@@ -270,7 +270,7 @@ class Paired:
         self.ops = ops
         self._index: Any = None
         n = len(cols)
-        order = cols.by_process()
+        order = cols.by_process(keep=False)  # (nothing after this needs it)
         p = cols.process[order]
         inv_k = np.flatnonzero(cols.type[order] == TYPE_CODES[INVOKE])
         completed = np.zeros(len(inv_k), dtype=bool)

@@ -34,6 +34,7 @@ from checker.witness import (
     explain,
     last_change,
 )
+from harness.core.heap import give_back
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
@@ -209,6 +210,7 @@ def _invalid(key: Hashable, paired: Paired, rows: Any, model: Model, budget: Bud
         return None
     core = np.concatenate((s.acquire[j:m], s.release[j:m][s.release[j:m] >= 0]))
     core = core[np.argsort(paired.irow[core], kind="stable")]  # by seq
+    give_back()  # (the arrays let go so far, before the window's objects are made)
     window = paired.calls(core)
     sub = Budget(_remaining(budget, WINDOW_TIME_S), WINDOW_STATES)
     found = Part(key, window, model, init=state).search(sub, witness=False)
@@ -225,11 +227,14 @@ def _invalid(key: Hashable, paired: Paired, rows: Any, model: Model, budget: Bud
         tail = []
         blocked = min((c for c in window if c.known), key=lambda c: (c.end, c.seq))
         end_state = state
-    where = dict(zip((c.seq for c in window), core.tolist(), strict=True))
+    shown = {id(blocked), *(id(c) for c, _ in tail)}
+    where = {c.seq: int(at) for c, at in zip(window, core, strict=True) if id(c) in shown}
+    states = found.states
+    del window, core, found  # (what the witness shows is in ``tail`` and ``blocked``)
     witness = _witness(model, key, paired, rows, prefix, tail, where, end_state, blocked)
     if witness is None:
         return None
-    return PartResult(INVALID, key, CallRows(paired, rows), found.states, witness,
+    return PartResult(INVALID, key, CallRows(paired, rows), states, witness,
                       method="sections")
 
 
@@ -254,51 +259,67 @@ def _witness(model: Model, key: Hashable, paired: Paired, rows: Any, prefix: np.
     """:func:`checker.witness.make_witness` of the part at ``rows`` of ``paired``, its chain
     the calls at positions ``prefix`` (acquire, release, ... from the model's initial state)
     then ``tail`` (objects: ``where`` gives their positions by seq), over the arrays. None
-    when an index is no int64 (the objects then make it)."""
+    when an index is no int64 (the objects then make it). The biggest arrays are let go
+    before the prefix's indexes are made a list (an int object each)."""
     rows = np.asarray(rows)
+    whole = len(rows) == len(paired.irow)  # (rows are in order: all of them, as they are)
+
+    def part(x: np.ndarray) -> np.ndarray:
+        return x if whole else x[rows]
+
     chain_pos = np.concatenate((prefix, np.array([where[c.seq] for c, _ in tail],
                                                  dtype=np.int64)))
     chain_index = paired.index(chain_pos)
     if chain_index is None:
         return None
-    done = np.zeros(len(paired.irow), dtype=bool)
-    done[chain_pos] = True
-    at = where[blocked.seq]
     assert blocked.end is not None
     setter = last_change(model.init, tail)  # (the prefix ends in the initial state)
     if setter is None and len(prefix):
         setter = paired.calls(prefix[-1:])[0]  # every op of the prefix changes the state
     since = min(blocked.start, setter.start if setter is not None else blocked.start)
-    start, known = paired.start[rows], paired.known[rows]
-    pending = ~done[rows] & (start <= blocked.end) & (rows != at)
-    near = pending & (known | (start >= since))
+    start = part(paired.start)
+    pending = start <= blocked.end
+    done = np.zeros(len(paired.irow), dtype=bool)
+    done[chain_pos] = True
+    done[where[blocked.seq]] = True  # (not pending either)
+    del chain_pos
+    pending &= ~part(done)
+    del done
+    near = pending & (part(paired.known) | (start >= since))
+    older = int(pending.sum()) - int(near.sum())
+    del pending
     concurrent = rows[near]
+    del near
     concurrent = concurrent[np.lexsort((paired.irow[concurrent], paired.start[concurrent]))]
     concurrent_index = paired.index(concurrent)
-    by_start = rows[np.argsort(start, kind="stable")]
+    span = _conflict(part(paired.process), start, blocked, setter)
     chain = _Chain(paired, prefix, tail, model.init[1:])
+    by_start = rows[np.argsort(start, kind="stable")]
+    words = explain(model, key, CallRows(paired, rows), state, blocked, chain,
+                    by_start=CallRows(paired, by_start))
+    del by_start, start
     return assemble(
         model, key, len(rows), state, blocked, setter,
-        concurrent=concurrent_index.tolist(), older=int(pending.sum()) - len(concurrent),
+        concurrent=concurrent_index.tolist(), older=older,
         head=paired.calls(concurrent[:CONCURRENT_ROWS]), prefix=chain_index.tolist(),
-        span=_conflict(paired, rows, blocked, setter),
-        tail=[chain.item(i) for i in range(max(0, len(chain) - LINEARIZATION_ROWS),
-                                           len(chain))],
-        chain=len(chain),
-        explanation=explain(model, key, CallRows(paired, rows), state, blocked, chain,
-                            by_start=CallRows(paired, by_start)))
+        span=span, tail=[chain.item(i) for i in range(max(0, len(chain) - LINEARIZATION_ROWS),
+                                                      len(chain))],
+        chain=len(chain), explanation=words)
 
 
-def _conflict(paired: Paired, rows: np.ndarray, blocked: Call, setter: Call | None
+def _conflict(process: np.ndarray, invoked: np.ndarray, blocked: Call, setter: Call | None
               ) -> tuple[int, int, list[Any]]:
-    """:func:`checker.witness.conflict` over the arrays."""
+    """:func:`checker.witness.conflict` over the part's arrays (each call's process and
+    invocation time)."""
     assert blocked.end is not None
     start = blocked.end
     if setter is not None and setter.end is not None and setter.end > start:
         start = setter.end
     procs = [blocked.process] if setter is None else [setter.process, blocked.process]
-    invoked = paired.start[rows]
-    after = invoked[np.isin(paired.process[rows], procs) & (invoked > start)]
+    mine = process == procs[0]
+    if len(procs) > 1:
+        mine |= process == procs[1]
+    after = invoked[mine & (invoked > start)]
     return start, int(after.min()) if len(after) else start, list(dict.fromkeys(procs))
 
 

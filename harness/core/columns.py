@@ -76,11 +76,14 @@ class Columns:
         """Every op as a dict (a small history, or a test: a big one is what columns avoid)."""
         return [self.op(i) for i in range(len(self))]
 
-    def by_process(self) -> np.ndarray:
-        """The positions of the ops, process by process, each process's in history order."""
-        if self._by_process is None:
-            self._by_process = np.argsort(self.process, kind="stable")
-        return self._by_process
+    def by_process(self, keep: bool = True) -> np.ndarray:
+        """The positions of the ops, process by process, each process's in history order;
+        kept for the next caller unless ``keep`` is False (the last one: 8 bytes an op)."""
+        order = self._by_process
+        if order is None:
+            order = np.argsort(self.process, kind="stable")
+        self._by_process = order if keep else None
+        return order
 
     def same_lock(self) -> np.ndarray:
         """The lock codes with absent and null made one (``op.get("lock")`` compares so)."""

@@ -374,7 +374,9 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
     time, when every line is a plain client op (see :class:`_Plain`) and times never go back;
     None otherwise (a nemesis op, another field, anything the strict reader would refuse or
     read another way: the caller then reads the file as it always did). ``progress`` is told
-    the bytes read so far after each block."""
+    the bytes read so far after each block. Each block's columns are written into columns
+    sized for the whole file (:class:`_Store`), not kept apart and joined at the end (which
+    held every column twice, and left the heap as large after)."""
     import numpy as np
 
     from harness.core.columns import LOCK_NULL, TYPE_CODES, Columns
@@ -382,8 +384,7 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
     types = TYPE_CODES.__getitem__
     fs = _Codes([])
     locks = _Codes([msgspec.UNSET, None])  # codes LOCK_ABSENT, LOCK_NULL
-    parts: dict[str, list[Any]] = {k: [] for k in ("time", "process", "type", "f", "lock",
-                                                   "index", "value")}
+    store = _Store(fh)
     at = 0  # ops read so far
     first = True
     template: _Template | bool | None = None  # None: not known yet; False: none fits
@@ -398,16 +399,12 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
         n = block.count(b"}\n{") + 1
         if _count(block, b"\n") != n:
             return None
-        column = parts.__getitem__
         if template is None:
             template = (_Template(True) if block.startswith(b'{"index": ') else
                         _Template(False) if block.startswith(b'{"index":') else False)
         read = template.read(block, n) if template else None
         if read is not None:
-            for key, col in zip(("index", "time", "process", "type", "f", "lock"), read,
-                                strict=True):
-                column(key).append(col)
-            column("value").append(np.ones(n, bool))
+            store.put(at, n, len(block), (*read, True))
             at += n
             if progress is not None:
                 progress(fh.tell())
@@ -418,25 +415,22 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
             return None
         if len(got) != n:
             return None
-        column("time").append(np.fromiter(map(_TIME_OF, got), np.int64, n))
-        column("process").append(np.fromiter(map(_PROCESS_OF, got), np.int64, n))
-        column("type").append(np.fromiter(map(types, map(_TYPE_OF, got)), np.uint8, n))
-        column("f").append(np.fromiter(map(fs.__getitem__, map(_F_OF_PLAIN, got)), np.int32,
-                                       n))
-        column("lock").append(np.fromiter(map(locks.__getitem__, map(_LOCK_OF, got)),
-                                          np.int32, n))
         index = np.fromiter(map(_INDEX_OF, got), np.int64, n)
         absent = index < 0
         missing = int(absent.sum())
         if missing:  # as read_history numbers them: by position
             index[absent] = np.arange(at, at + n, dtype=np.int64)[absent]
-        column("index").append(index)
         values = np.fromiter(map(is_, map(_VALUE_OF, got), repeat(None)), bool, n)
-        column("value").append(values)
-        fields = 5 * n - missing + int(values.sum()) + int(
-            np.count_nonzero(parts["lock"][-1]))
+        lock = np.fromiter(map(locks.__getitem__, map(_LOCK_OF, got)), np.int32, n)
+        fields = 5 * n - missing + int(values.sum()) + int(np.count_nonzero(lock))
         if fields != _count(block, b":"):  # a duplicate key, or a colon inside a string
             return None
+        store.put(at, n, len(block), (
+            index, np.fromiter(map(_TIME_OF, got), np.int64, n),
+            np.fromiter(map(_PROCESS_OF, got), np.int64, n),
+            np.fromiter(map(types, map(_TYPE_OF, got)), np.uint8, n),
+            np.fromiter(map(fs.__getitem__, map(_F_OF_PLAIN, got)), np.int32, n),
+            lock, values))
         at += n
         del got
         if template:
@@ -445,24 +439,51 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
             progress(fh.tell())
     if not at:
         return None
-    time = _joined(parts, "time")
+    index, time, process, type_, f, lock, value = store.columns(at)
     if time[0] < 0 or not bool(np.all(time[1:] >= time[:-1])):
         return None
-    process = _joined(parts, "process")
     if len(process) and int(process.min()) >= -(1 << 31) and int(process.max()) < 1 << 31:
         process = process.astype(np.int32)  # (half the memory; any int64 is as good)
-    return Columns(time, process, _joined(parts, "type"), _joined(parts, "f"),
-                   [str(x) for x in fs.names], _joined(parts, "lock"),
-                   [None, None, *locks.names[LOCK_NULL + 1:]], _joined(parts, "index"),
-                   _joined(parts, "value"))
+    return Columns(time, process, type_, f, [str(x) for x in fs.names], lock,
+                   [None, None, *locks.names[LOCK_NULL + 1:]], index, value)
 
 
-def _joined(parts: dict[str, list[Any]], key: str) -> Any:
-    """One column from its blocks', which are let go (one column's worth of memory at most
-    held twice)."""
-    import numpy as np
+class _Store:
+    """The columns of a file read a block at a time (index, time, process, type, f, lock,
+    value), each an array sized for the whole file: its size over the first block's bytes
+    an op, with a margin (pages never written take no memory), made larger (copied) if the
+    file holds more ops than that."""
 
-    return np.concatenate(parts.pop(key))
+    KINDS = ("int64", "int64", "int64", "uint8", "int32", "int32", "bool")
+    MARGIN = 1.125
+
+    def __init__(self, fh: BinaryIO) -> None:
+        try:
+            import os
+
+            self.size = os.fstat(fh.fileno()).st_size
+        except (OSError, AttributeError, ValueError):  # (not a file: grown as it goes)
+            self.size = 0
+        self.arrays: list[Any] = []
+
+    def put(self, at: int, n: int, nbytes: int, columns: tuple[Any, ...]) -> None:
+        """A block's ``n`` ops (``nbytes`` bytes) at ``at``; a column may be one value."""
+        import numpy as np
+
+        if not self.arrays or at + n > len(self.arrays[0]):
+            wanted = max(at + n, int(self.size * n / max(nbytes, 1) * self.MARGIN) + 1)
+            wanted = max(wanted, 2 * len(self.arrays[0])) if self.arrays else wanted
+            grown = [np.empty(wanted, kind) for kind in self.KINDS]
+            for old, new in zip(self.arrays, grown, strict=False):  # (none at first)
+                new[:at] = old[:at]
+            self.arrays = grown
+        for column, values in zip(self.arrays, columns, strict=True):
+            column[at:at + n] = values
+
+    def columns(self, n: int) -> list[Any]:
+        """The columns of the ``n`` ops read, each a copy when the array is much larger (a
+        file whose first block had longer lines than the rest), else the array's start."""
+        return [a[:n].copy() if len(a) > 2 * n else a[:n] for a in self.arrays]
 
 
 _TIME_OF = attrgetter("time")
