@@ -302,8 +302,11 @@ class Paired:
         wanted = keep & in_model[f_codes]
         del keep, f_codes
         at = np.where(completed, comp_rows, n + inv_rows)[wanted]
-        sel = np.flatnonzero(wanted)[np.argsort(at, kind="stable")]
-        del at, wanted, completed
+        # By ``at`` (each a different row, or n + one: told apart without a sort).
+        rank = np.full(2 * n, -1, dtype=np.int32 if n < 1 << 30 else np.int64)
+        rank[at] = np.arange(len(at), dtype=rank.dtype)
+        sel = np.flatnonzero(wanted)[rank[rank >= 0]]
+        del at, wanted, completed, rank
         self.irow = inv_rows[sel]
         self.crow = comp_rows[sel]
         ctype = ctype[sel]

@@ -34,6 +34,7 @@ from checker.witness import (
     explain,
     last_change,
 )
+from harness.core.columns import stable_order
 from harness.core.heap import give_back
 
 TYPE_CHECKING = False  # see harness/core/history.py
@@ -112,7 +113,7 @@ def sections(paired: Paired, rows: Any) -> Sections | None:
     if len(f) and int(part(paired.end).max()) >= BIG:  # (end: never before start)
         return None
     # Each process's calls in their order (the part's order is theirs, process by process).
-    by = np.argsort(part(paired.process), kind="stable").astype(np.int32)  # (n < 2**31)
+    by = stable_order(part(paired.process)).astype(np.int32)  # (n < 2**31)
     proc = part(paired.process)[by]
     f, start = f[by], part(paired.start)[by]
     known = part(paired.known)[by]

@@ -215,3 +215,31 @@ def test_columns_sized_from_the_first_block_grow_when_it_misleads(
     from_stream = bulk.read_columns(stream)
     assert from_stream is not None and from_stream.ops() == cols.ops()
     assert sum(grown) >= 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(fs=st.lists(st.sampled_from(["acquire", "release", "extend", "a", "b", "ab", "ba"]),
+                   min_size=1, max_size=4, unique=True),
+       locks=st.lists(st.sampled_from(["lock", "l", "x", "ly", "yl", 'l"7']), min_size=1,
+                      max_size=3, unique=True),
+       picks=st.lists(st.integers(0, 10**6), min_size=1, max_size=40),
+       spoil=st.integers(-1, 10**6), split=st.booleans())
+def test_the_layout_tells_each_lines_tail_exactly(fs: list[str], locks: list[str],
+                                                  picks: list[int], spoil: int,
+                                                  split: bool) -> None:
+    """The exact-layout reader tells which known line each line of a block's non-digit bytes
+    is by its length and a few bytes, then compares them whole: any byte changed, and the
+    block is not of the layout (the same answer as looking each line up, its other way)."""
+    template = bulk._Template(True)
+    template.learn(fs, [None, None, *locks])
+    lines = template.line_list
+    which = [p % len(lines) for p in picks]
+    skeleton = b"".join(lines[k] + b"\n" for k in which)
+    if split:
+        template.offsets = None  # (lines no offsets tell apart are looked up one by one)
+    if spoil >= 0:
+        at = spoil % len(skeleton)
+        skeleton = skeleton[:at] + bytes([skeleton[at] ^ 1]) + skeleton[at + 1:]
+        assert template.which(skeleton, len(which)) is None
+    else:
+        assert template.which(skeleton, len(which)).tolist() == which

@@ -36,7 +36,7 @@ from harness.core.history import MAX_LINE, MAX_NAME, MAX_TIME, TYPES, Op, parse_
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any, BinaryIO
 
 BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
@@ -486,6 +486,32 @@ class _Store:
         return [a[:n].copy() if len(a) > 2 * n else a[:n] for a in self.arrays]
 
 
+_DIGITS = b"0123456789"
+
+
+def _telling(lines: list[bytes]) -> tuple[int, ...] | None:
+    """A few offsets at which ``lines`` of the same length differ, so that a line's length and
+    its bytes there tell which it is (each offset the one that tells most apart, in turn);
+    None when three do not tell them all apart."""
+    longest = max(map(len, lines), default=0)
+    offsets: list[int] = []
+    while len({_key(x, offsets) for x in lines}) < len(lines):
+        if len(offsets) == 3:
+            return None
+        offsets.append(max(range(longest),
+                           key=lambda o: len({_key(x, [*offsets, o]) for x in lines})))
+    return tuple(offsets)
+
+
+def _key(line: bytes, offsets: Sequence[int]) -> int:
+    """A line's length, then its bytes at ``offsets`` (0 past its end), as one int (as
+    :meth:`_Template.which` computes it)."""
+    key = len(line)
+    for o in offsets:
+        key = key << 8 | (line[o] if o < len(line) else 0)
+    return key
+
+
 _TIME_OF = attrgetter("time")
 _PROCESS_OF = attrgetter("process")
 _TYPE_OF = attrgetter("type")
@@ -535,6 +561,11 @@ class _Template:
         self.lines = {self.segs[0] + self.segs[1] + self.segs[2] + t[0]: k
                       for k, t in enumerate(self.tails)}  # what is not a digit, by tail
         self.codes = np.array([t[1:] for t in self.tails], np.int32).reshape(-1, 3)
+        self.line_list = list(self.lines)  # (in code order)
+        self.offsets = _telling(self.line_list)
+        keys = np.array([_key(x, self.offsets or ()) for x in self.line_list], np.int64)
+        self.key_order = np.argsort(keys)
+        self.keys = keys[self.key_order]
 
     def scratch(self, size: int) -> list[Any]:
         """Three byte arrays of at least ``size`` bytes, kept from block to block (fresh ones
@@ -545,6 +576,41 @@ class _Template:
             self._scratch = [np.empty(size, np.uint8), np.empty(size, bool),
                              np.empty(size, bool)]
         return self._scratch
+
+    def which(self, skeleton: bytes, n: int) -> Any:
+        """Which of the layout's lines each of the ``n`` lines of ``skeleton`` (a block's
+        bytes that are not digits) is, or None when one is none of them. Each line is told
+        by its length and its bytes at a few offsets (:func:`_telling`), and the lines told
+        are then compared with the skeleton whole: what is told is only a guess, what is
+        compared is exact."""
+        import numpy as np
+
+        if self.offsets is None:  # no offsets tell the lines apart: each line looked up
+            lines = skeleton.split(b"\n")
+            if len(lines) != n + 1 or lines[n]:
+                return None
+            try:
+                return np.fromiter(map(self.lines.__getitem__, islice(lines, n)), np.intp, n)
+            except KeyError:
+                return None
+        sk = np.frombuffer(skeleton, np.uint8)
+        ends = np.flatnonzero(sk == 10)
+        if len(ends) != n or ends[-1] != len(sk) - 1:
+            return None
+        begins = np.empty(n, np.int64)
+        begins[0] = 0
+        begins[1:] = ends[:-1] + 1
+        length = ends - begins
+        key = length.copy()
+        for offset in self.offsets:
+            key <<= 8
+            key |= np.where(offset < length, sk[np.minimum(begins + offset, len(sk) - 1)], 0)
+        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+        if not bool(np.all(self.keys[at] == key)):
+            return None
+        which = self.key_order[at]
+        told = b"\n".join(map(self.line_list.__getitem__, which.tolist())) + b"\n"
+        return which if told == skeleton else None
 
     def read(self, block: bytes, n: int) -> tuple[Any, ...] | None:
         """(index, time, process, type, f, lock codes) of the block's ``n`` lines, or None
@@ -573,9 +639,7 @@ class _Template:
         if int(length.max()) > 18 or bool(np.any((length > 1) & (buf[run_start] == 48))):
             return None  # (a leading zero is not JSON)
         # What is not a digit, line by line: exactly one of the layout's lines (below).
-        skeletons = buf[np.invert(digit, out=scratch[2][:size])].tobytes().split(b"\n")
-        if len(skeletons) != n + 1 or skeletons[n]:
-            return None
+        skeleton = block.translate(None, _DIGITS)
         starts = np.empty(n, np.int64)  # of each line, in the block
         starts[0] = 0
         starts[1:] = np.flatnonzero(np.equal(buf, 10, out=scratch[1][:size]))[:-1] + 1
@@ -584,11 +648,10 @@ class _Template:
                 and bool(np.all(run_start[:, 1] == run_end[:, 0] + l1))
                 and bool(np.all(run_start[:, 2] == run_end[:, 1] + l2))):
             return None
-        try:
-            which = np.fromiter(map(self.lines.__getitem__, islice(skeletons, n)), np.intp, n)
-        except KeyError:
+        which = self.which(skeleton, n)
+        if which is None:
             return None
-        del skeletons
+        del skeleton
         # The numbers: the 18 bytes up to each run's end, the run's digits by powers of ten.
         values = []
         for j in range(3):
