@@ -613,13 +613,15 @@ class _Template:
         return which if told == skeleton else None
 
     def read(self, block: bytes, n: int) -> tuple[Any, ...] | None:
-        """(index, time, process, type, f, lock codes) of the block's ``n`` lines, or None
-        when a line is not of the layout.
+        """(index, time, process, type, f, lock codes) of the block's ``n`` lines (it has
+        ``n`` newlines, the last its last byte: the caller counted them), or None when a line
+        is not of the layout.
 
         The digits of a line form exactly three runs, each where the layout puts it (right
         after its segment); what is not a digit, line by line, is exactly the layout's three
         segments and one of the known tails (each line's looked up whole)."""
         import numpy as np
+        from numpy.lib.stride_tricks import sliding_window_view
 
         if not self.tails:
             return None
@@ -640,11 +642,13 @@ class _Template:
             return None  # (a leading zero is not JSON)
         # What is not a digit, line by line: exactly one of the layout's lines (below).
         skeleton = block.translate(None, _DIGITS)
-        starts = np.empty(n, np.int64)  # of each line, in the block
-        starts[0] = 0
-        starts[1:] = np.flatnonzero(np.equal(buf, 10, out=scratch[1][:size]))[:-1] + 1
+        # Each line begins where its first run says: the block's first, and each other one
+        # right after a newline. The block has n newlines, its last byte one of them, so these
+        # n - 1 (distinct, in order) are the others: the lines begin there and nowhere else.
         l0, l1, l2 = map(len, self.segs)
-        if not (bool(np.all(run_start[:, 0] == starts + l0))
+        starts = run_start[:, 0] - l0
+        if not (int(starts[0]) == 0 and buf[size - 1] == 10
+                and bool(np.all(buf[starts[1:] - 1] == 10))
                 and bool(np.all(run_start[:, 1] == run_end[:, 0] + l1))
                 and bool(np.all(run_start[:, 2] == run_end[:, 1] + l2))):
             return None
@@ -652,15 +656,24 @@ class _Template:
         if which is None:
             return None
         del skeleton
-        # The numbers: the 18 bytes up to each run's end, the run's digits by powers of ten.
+        # The numbers: the bytes up to each run's end (as many as the longest run's), the
+        # run's digits by powers of ten.
         values = []
         for j in range(3):
             end, digits = run_end[:, j], length[:, j]
             longest = int(digits.max())
             place = np.arange(longest)
-            window = np.subtract(buf[end[:, None] - longest + place], 48, dtype=np.int64)
+            weights = 10 ** place[::-1]
+            if int(end[0]) >= longest:  # (then every row is inside the block)
+                rows = sliding_window_view(buf, longest)[end - longest]
+                if int(digits.min()) == longest:  # every run as long: only digits in the rows
+                    values.append(rows @ weights - 48 * int(weights.sum()))
+                    continue
+                window = np.subtract(rows, 48, dtype=np.int64)
+            else:
+                window = np.subtract(buf[end[:, None] - longest + place], 48, dtype=np.int64)
             window[place < longest - digits[:, None]] = 0  # (not this number's)
-            values.append(window @ 10 ** place[::-1])
+            values.append(window @ weights)
         codes = self.codes[which]
         return (*values, codes[:, 0].astype(np.uint8), codes[:, 1].copy(), codes[:, 2].copy())
 
