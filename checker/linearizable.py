@@ -124,11 +124,12 @@ def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
     """A history of dicts (a run's merged history) paired as arrays, where :func:`prepare`
     would give the same calls: every op a client's (an int process) but the nemesis's, none
     of which records a crash (prepare adds a release at a crash), well-formed in columns
-    (:func:`harness.core.columns.well_formed`), and every call of the model on a named lock
-    (the part's key as prepare takes it). Only for the ``mutex`` model: its step reads an op's
-    process, f and outcome, which columns hold, not its value or token (``fenced-mutex``
-    compares tokens). None otherwise, and below ``ROWS_FROM`` ops (arrays cost more than they
-    save there)."""
+    (:func:`harness.core.columns.well_formed`), and every call of the model on a named lock,
+    or on none where no op has a ``key`` (the part's key as prepare takes it: a Jepsen or
+    Knossos history's lock ops have neither). Only for the ``mutex`` model: its step reads an
+    op's process, f and outcome, which columns hold, not its value or token
+    (``fenced-mutex`` compares tokens). None otherwise, and below ``ROWS_FROM`` ops (arrays
+    cost more than they save there)."""
     if model.step is not mutex_step or len(history) < ROWS_FROM:
         return None
     try:
@@ -147,8 +148,9 @@ def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
     if cols is None or not well_formed(cols):
         return None
     paired = Paired(cols, model, client)
-    if bool((paired.lock <= LOCK_NULL).any()):
-        return None
+    if bool((paired.lock <= LOCK_NULL).any()) and list(
+            map(dict.get, client, repeat("key"))).count(None) != len(client):
+        return None  # a call on no named lock: its part's key may be its "key" field
     return paired
 
 

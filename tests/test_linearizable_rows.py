@@ -133,10 +133,14 @@ def test_what_the_arrays_do_not_hold_goes_to_the_objects(taken: list[bool]) -> N
     no_lock = [dict(op) for op in base]
     del no_lock[0]["lock"], next(op for op in no_lock[1:] if op["process"] == no_lock[0][
         "process"])["lock"]
+    end = no_lock[-1]["time"]
+    keyed = [*no_lock, *({"index": len(no_lock) + k, "time": end + 1 + k, "process": 99,
+                          "type": t, "f": "read", "value": None, "key": "k"}
+                         for k, t in enumerate(("invoke", "ok")))]
     refused = {
         "fenced-mutex": (base, "fenced-mutex"),  # tokens: the arrays hold none
         "a crash": ([*base, crash], "mutex"),  # prepare adds a release at it
-        "no lock name": (no_lock, "mutex"),  # the part's key may be a "key" field
+        "no lock name, a key": (keyed, "mutex"),  # the part's key may be a "key" field
         "a bool process": ([*base, {**base[0], "process": True}], "mutex"),
         "another process that is no int": ([*base, {**base[0], "process": "p1"}], "mutex"),
     }
@@ -144,6 +148,13 @@ def test_what_the_arrays_do_not_hold_goes_to_the_objects(taken: list[bool]) -> N
         assert linearizable._paired_ops(h, get_model(model)) is None, why
         assert check(h, model) == by_objects(h, model), why
     assert taken == []
+    # No lock name and no key (a Jepsen or Knossos lock history): one part, key None.
+    assert linearizable._paired_ops(no_lock, get_model("mutex")) is not None
+    unnamed = [{k: v for k, v in op.items() if k != "lock"} for op in base]
+    for h in (no_lock, unnamed):
+        assert check(h, "mutex") == by_objects(h, "mutex")
+    # (no_lock's part "lock" has a release first, its acquire in the other part: objects)
+    assert taken == [False, True]
 
 
 def test_from_ops_refuses_what_columns_cannot_hold() -> None:

@@ -70,7 +70,7 @@ def columns(h: list[Op]) -> Any:
     """``h``'s client ops in columns, as ``harness check`` holds a plain file (each op's
     position its index; None when columns cannot hold them or they are malformed)."""
     ops = [{"index": i, **{k: op.get(k) for k in ("time", "process", "type", "f")},
-            "lock": op.get("lock", "lock")}
+            "lock": op.get("lock")}
            for i, op in enumerate(o for o in h if type(o["process"]) is int)]
     cols = from_ops(ops)
     if cols is None or not bool((cols.time[1:] >= cols.time[:-1]).all()) or not well_formed(
@@ -80,9 +80,11 @@ def columns(h: list[Op]) -> Any:
 
 
 def locked(h: list[Op], rnd: random.Random) -> list[Op]:
-    """``h`` with every client op on a named lock (one or two), as a run records them."""
-    names = rnd.choice([["lock"], ["lock", "b"]])
+    """``h`` with every client op on a named lock (one or two), as a run records them, or on
+    none (as a Jepsen or Knossos history)."""
+    names = rnd.choice([["lock"], ["lock", "b"], [None]])
     return [op if type(op["process"]) is not int else
+            {k: v for k, v in op.items() if k != "lock"} if names == [None] else
             {**op, "lock": names[op["process"] % len(names)]} for op in h]
 
 
