@@ -396,13 +396,14 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
         first = False
         if not (block.startswith(b"{") and block.endswith(b"}\n")):
             return None
-        n = block.count(b"}\n{") + 1
-        if _count(block, b"\n") != n:
-            return None
+        n = _count(block, b"\n")
         if template is None:
             template = (_Template(True) if block.startswith(b'{"index": ') else
                         _Template(False) if block.startswith(b'{"index":') else False)
+        # (a block the layout reads is n lines "{...}": no newline inside a value to fear)
         read = template.read(block, n) if template else None
+        if read is None and block.count(b"}\n{") + 1 != n:
+            return None
         if read is not None:
             store.put(at, n, len(block), (*read, True))
             at += n
