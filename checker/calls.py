@@ -297,7 +297,8 @@ class Paired:
         f_codes = cols.f[inv_rows]
         in_model = np.array([name in model.fs for name in cols.fs], dtype=bool)
         self.ignored: dict[str, int] = {}
-        for code in np.unique(f_codes[keep & ~in_model[f_codes]]).tolist():
+        # (the codes present, in order: a count of each small code, not a sort)
+        for code in np.flatnonzero(np.bincount(f_codes[keep & ~in_model[f_codes]])).tolist():
             self.ignored[cols.fs[code]] = int((f_codes[keep] == code).sum())
         wanted = keep & in_model[f_codes]
         del keep, f_codes
@@ -326,7 +327,7 @@ class Paired:
 
         codes = np.where(self.lock > LOCK_NULL, self.lock, LOCK_NULL)
         out: dict[Hashable, Any] = {}
-        present = np.unique(codes)
+        present = np.flatnonzero(np.bincount(codes))  # (as np.unique: small codes, no sort)
         if len(present) == 1:
             out[self.cols.locks[int(present[0])]] = np.arange(len(codes))
             return out
