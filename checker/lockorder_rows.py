@@ -217,7 +217,6 @@ def _invalid(key: Hashable, paired: Paired, rows: Any, model: Model, budget: Bud
     found = Part(key, window, model, init=state).search(sub, witness=False)
     if found.valid is VALID:
         return _unexpected("the search finds the sections with no order linearizable")
-    budget.states += found.states
     if found.valid is INVALID:
         tail = found.chain
         done = {id(c) for c, _ in tail}
@@ -233,8 +232,9 @@ def _invalid(key: Hashable, paired: Paired, rows: Any, model: Model, budget: Bud
     states = found.states
     del window, core, found  # (what the witness shows is in ``tail`` and ``blocked``)
     witness = _witness(model, key, paired, rows, prefix, tail, where, end_state, blocked)
-    if witness is None:
+    if witness is None:  # (the objects search the window again, and count its states)
         return None
+    budget.states += states
     return PartResult(INVALID, key, CallRows(paired, rows), states, witness,
                       method="sections")
 

@@ -184,3 +184,16 @@ def test_a_witness_over_the_arrays_names_the_injected_overlap(decided: list[Any]
     assert result["valid"] is False and w["explanation"].count("acquired at") >= 2
     assert len(w["prefix"]) > 10_000
     assert w["linearization_from"] == len(w["prefix"]) - len(w["linearization"])
+
+
+def test_an_index_no_int64_holds_leaves_the_witness_to_the_objects(decided: list[Any]) -> None:
+    """A run's dicts whose index is past int64: the arrays decline the witness (the objects
+    make it, their search's states counted once)."""
+    bench = load_bench()
+    h = locked(bench.inject_violation(bench.mutex_history(400, 4, 5, crash_rate=0.0), 0.6),
+               random.Random(1))
+    h[0] = {**h[0], "index": 2**70}
+    result = check(h, "mutex")
+    assert result == by_objects(h, "mutex")
+    assert result["valid"] is False and 2**70 in result["witness"]["prefix"]
+    assert decided == [None]
