@@ -267,8 +267,10 @@ class Paired:
         from harness.core.columns import TYPE_CODES
 
         self.cols = cols
+        self.ops = ops
+        self._index: Any = None
         n = len(cols)
-        order = cols.by_process()
+        order = cols.by_process(keep=False)  # (nothing after this needs it)
         p = cols.process[order]
         inv_k = np.flatnonzero(cols.type[order] == TYPE_CODES[INVOKE])
         completed = np.zeros(len(inv_k), dtype=bool)
@@ -295,13 +297,17 @@ class Paired:
         f_codes = cols.f[inv_rows]
         in_model = np.array([name in model.fs for name in cols.fs], dtype=bool)
         self.ignored: dict[str, int] = {}
-        for code in np.unique(f_codes[keep & ~in_model[f_codes]]).tolist():
+        # (the codes present, in order: a count of each small code, not a sort)
+        for code in np.flatnonzero(np.bincount(f_codes[keep & ~in_model[f_codes]])).tolist():
             self.ignored[cols.fs[code]] = int((f_codes[keep] == code).sum())
         wanted = keep & in_model[f_codes]
         del keep, f_codes
         at = np.where(completed, comp_rows, n + inv_rows)[wanted]
-        sel = np.flatnonzero(wanted)[np.argsort(at, kind="stable")]
-        del at, wanted, completed
+        # By ``at`` (each a different row, or n + one: told apart without a sort).
+        rank = np.full(2 * n, -1, dtype=np.int32 if n < 1 << 30 else np.int64)
+        rank[at] = np.arange(len(at), dtype=rank.dtype)
+        sel = np.flatnonzero(wanted)[rank[rank >= 0]]
+        del at, wanted, completed, rank
         self.irow = inv_rows[sel]
         self.crow = comp_rows[sel]
         ctype = ctype[sel]
@@ -321,7 +327,7 @@ class Paired:
 
         codes = np.where(self.lock > LOCK_NULL, self.lock, LOCK_NULL)
         out: dict[Hashable, Any] = {}
-        present = np.unique(codes)
+        present = np.flatnonzero(np.bincount(codes))  # (as np.unique: small codes, no sort)
         if len(present) == 1:
             out[self.cols.locks[int(present[0])]] = np.arange(len(codes))
             return out
@@ -331,7 +337,10 @@ class Paired:
         return out
 
     def calls(self, rows: Any) -> list[Call]:
-        """The calls at ``rows`` (positions here), as objects: :class:`RowCall`."""
+        """The calls at ``rows`` (positions here), as objects: :class:`RowCall`, or the
+        :class:`Call` :func:`prepare` makes of the dicts, when the rows are of dicts."""
+        if self.ops is not None:
+            return self._dict_calls(rows)
         cols = self.cols
         names = cols.fs
         ints: dict[int, int] = {}  # one int object per process
@@ -356,6 +365,51 @@ class Paired:
             c.end = e if k else None
             add(c)
         return out
+
+
+    def _dict_calls(self, rows: Any) -> list[Call]:
+        """The calls at ``rows`` as :func:`prepare` makes them of the dicts ``self.ops``
+        (each call's ``seq`` is its invocation's row, as prepare's is its position among the
+        client ops)."""
+        ops = self.ops
+        assert ops is not None
+        out: list[Call] = []
+        for i, c_row, t, e, k, refused in zip(
+                self.irow[rows].tolist(), self.crow[rows].tolist(), self.start[rows].tolist(),
+                self.end[rows].tolist(), self.known[rows].tolist(), self.refused[rows].tolist(),
+                strict=True):
+            inv = ops[i]
+            c = Call(inv, inv["f"], t, i, inv["process"])
+            c.comp = None if c_row < 0 else ops[c_row]
+            if k:
+                c.known = True
+                c.refused = refused
+                c.completion = c.comp  # type: ignore[assignment]
+                c.end = e
+            else:
+                c.unknown_outcome()
+            out.append(c)
+        return out
+
+    def index(self, rows: Any) -> Any:
+        """The index of each call at ``rows`` (:attr:`Call.index`), as an array; None when
+        one is no int64."""
+        import numpy as np
+
+        irow = self.irow[rows]
+        if self.ops is None:
+            return self.cols.index[irow]
+        if self._index is None:
+            from itertools import repeat
+
+            got = list(map(dict.get, self.ops, repeat("index")))
+            if set(map(type, got)) != {int}:  # (a bool, a float, none: its position)
+                got = [x if type(x) is int else r for r, x in enumerate(got)]
+            try:
+                self._index = np.array(got, dtype=np.int64)
+            except OverflowError:
+                self._index = False
+        return None if self._index is False else self._index[irow]
 
 
 class CallRows(Sequence[Call]):

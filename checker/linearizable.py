@@ -61,8 +61,9 @@ def check(history: Sequence[Op], model: str | Model = "mutex", *,
     ``"invalid_parts"``; when unknown, ``"reason"`` and ``"unknown_parts"``.
 
     A big history of dicts (a run's) is tried as arrays first (:func:`_paired_ops`): the
-    verdict when :func:`checker.lockorder.check_rows` decides every part, valid, which is the
-    answer the calls as objects give; else the calls as objects decide, as always.
+    verdict when :func:`checker.lockorder_rows.check_rows` decides every part, valid or
+    invalid with its witness, which is the answer the calls as objects give; else the calls as
+    objects decide, as always.
     """
     m = get_model(model)
     paired = _paired(history, m)
@@ -78,7 +79,7 @@ def check(history: Sequence[Op], model: str | Model = "mutex", *,
 def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states: int | None,
            paired: Paired | None, every_part: bool = False) -> dict[str, Any] | None:
     """:func:`check`, the calls of ``paired`` when given; ``every_part``: None unless
-    :func:`checker.lockorder.check_rows` decides each part."""
+    :func:`checker.lockorder_rows.check_rows` decides each part."""
     if paired is not None:  # a history in columns: each part's calls are rows of arrays
         prepared = Prepared(parts=paired.parts())
         prepared.failed, prepared.ignored = paired.failed, paired.ignored
@@ -88,13 +89,15 @@ def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states
     parts = sorted(prepared.parts.items(), key=lambda kv: (len(kv[1]), repr(kv[0])))
     results: list[PartResult] = []
     fast = lockorder.applies(m)
+    if paired is not None:  # (numpy: imported only for a history held in arrays)
+        from checker.lockorder_rows import check_rows
     for key, calls in parts:
         if budget.reason is not None:
             results.append(PartResult(UNKNOWN, key, CallRows(paired, calls) if paired else calls,
                                       0))
             continue
         if paired is not None:
-            result = lockorder.check_rows(key, paired, calls, m) if fast else None
+            result = check_rows(key, paired, calls, m, budget) if fast else None
             if result is not None:
                 results.append(result)
                 continue
@@ -121,11 +124,12 @@ def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
     """A history of dicts (a run's merged history) paired as arrays, where :func:`prepare`
     would give the same calls: every op a client's (an int process) but the nemesis's, none
     of which records a crash (prepare adds a release at a crash), well-formed in columns
-    (:func:`harness.core.columns.well_formed`), and every call of the model on a named lock
-    (the part's key as prepare takes it). Only for the ``mutex`` model: its step reads an op's
-    process, f and outcome, which columns hold, not its value or token (``fenced-mutex``
-    compares tokens). None otherwise, and below ``ROWS_FROM`` ops (arrays cost more than they
-    save there)."""
+    (:func:`harness.core.columns.well_formed`), and every call of the model on a named lock,
+    or on none where no op has a ``key`` (the part's key as prepare takes it: a Jepsen or
+    Knossos history's lock ops have neither). Only for the ``mutex`` model: its step reads an
+    op's process, f and outcome, which columns hold, not its value or token
+    (``fenced-mutex`` compares tokens). None otherwise, and below ``ROWS_FROM`` ops (arrays
+    cost more than they save there)."""
     if model.step is not mutex_step or len(history) < ROWS_FROM:
         return None
     try:
@@ -144,8 +148,9 @@ def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
     if cols is None or not well_formed(cols):
         return None
     paired = Paired(cols, model, client)
-    if bool((paired.lock <= LOCK_NULL).any()):
-        return None
+    if bool((paired.lock <= LOCK_NULL).any()) and list(
+            map(dict.get, client, repeat("key"))).count(None) != len(client):
+        return None  # a call on no named lock: its part's key may be its "key" field
     return paired
 
 

@@ -41,6 +41,7 @@ Pure: no I/O; the only clock is ``time.monotonic``, read for the time budget.
 from __future__ import annotations
 
 import itertools
+import operator
 import time
 from collections.abc import Hashable, Sequence
 
@@ -181,6 +182,9 @@ class _Seen:
         return True
 
 
+_EVENT_ORDER = operator.itemgetter(0, 1, 2)  # time, call before return, seq
+
+
 class Part:
     """The WGL search over one part (one lock). Build once, then :meth:`search`. ``init``: the
     state to start from (the model's own by default).
@@ -200,59 +204,58 @@ class Part:
         self.model = model
         self.calls = calls
         self.init: State = model.init if init is None else init
-        for c in calls:  # what :class:`_Remaining` counts it under
-            failed = c.known and c.comp is not None and c.comp.get("type") == FAIL
-            c.ckey = (c.process, c.f, FAIL) if failed else (c.process, c.f)
         events: list[tuple[int, int, int, Call]] = []  # (time, 0 call | 1 return, seq, op)
+        add = events.append
         for c in calls:
-            events.append((c.start, 0, c.seq, c))
+            # What :class:`_Remaining` counts it under (refused: it completed as a fail).
+            c.ckey = (c.process, c.f, FAIL) if c.refused else (c.process, c.f)
+            add((c.start, 0, c.seq, c))
             if c.known:
                 assert c.end is not None
-                events.append((c.end, 1, c.seq, c))
-        events.sort(key=lambda e: (e[0], e[1], e[2]))
-        self.known: list[Call] = [e[3] for e in events if e[1] == 0 and e[3].known]
-        self.unknown: list[Call] = [e[3] for e in events if e[1] == 0 and not e[3].known]
-        self._build_entries(events)
-        self._build_info_list(events)
+                add((c.end, 1, c.seq, c))
+        events.sort(key=_EVENT_ORDER)
+        self._build_lists(events, len(events) - len(calls))
 
-    def _build_entries(self, events: list[tuple[int, int, int, Call]]) -> None:
-        """Entries 1..2m for the known ops, in time order; 0 is the head, 2m+1 the tail."""
-        m = len(self.known)
-        number = {id(c): i for i, c in enumerate(self.known)}
+    def _build_lists(self, events: list[tuple[int, int, int, Call]], m: int) -> None:
+        """In one walk of the ``events``: the ``m`` known ops numbered 0..m-1 in call order
+        (``known``), their entries 1..2m in time order (0 is the head, 2m+1 the tail); the
+        indeterminate ops numbered 0..k-1 in call order (``unknown``; k: head, k+1: tail)."""
         self.tail = 2 * m + 1
-        self.entry_op = [-1] * (2 * m + 2)  # the known op of each entry
-        self.is_call = [False] * (2 * m + 2)  # a call entry; else a return entry
-        self.entry_pos = [0] * (2 * m + 2)  # its place among all events (for the info ops)
-        self.call_entry = [0] * m
-        self.return_entry = [0] * m
+        entry_op = self.entry_op = [-1] * (2 * m + 2)  # the known op of each entry
+        is_call = self.is_call = [False] * (2 * m + 2)  # a call entry; else a return entry
+        # Each entry's place among all events (for the info ops).
+        entry_pos = self.entry_pos = [0] * (2 * m + 2)
+        call_entry = self.call_entry = [0] * m
+        return_entry = self.return_entry = [0] * m
+        known: list[Call] = []
+        unknown: list[Call] = []
+        info_at: list[int] = []
+        number: dict[int, int] = {}  # a known op's, by seq (seqs are unique in a part)
         e = 0
-        for pos, (_, kind, _, c) in enumerate(events):
-            if not c.known:
+        for pos, (_, kind, seq, c) in enumerate(events):
+            if not c.known:  # (its call: an indeterminate op has no return)
+                info_at.append(pos)
+                unknown.append(c)
                 continue
             e += 1
-            x = number[id(c)]
-            self.entry_op[e] = x
-            self.is_call[e] = kind == 0
-            self.entry_pos[e] = pos
-            if kind == 0:
-                self.call_entry[x] = e
+            if kind == 0:  # (a call comes before its return)
+                x = number[seq] = len(known)
+                known.append(c)
+                call_entry[x] = e
+                is_call[e] = True
             else:
-                self.return_entry[x] = e
-        self.entry_pos[self.tail] = len(events)
+                x = number[seq]
+                return_entry[x] = e
+            entry_op[e] = x
+            entry_pos[e] = pos
+        self.known: list[Call] = known
+        self.unknown: list[Call] = unknown
+        entry_pos[self.tail] = len(events)
         self.next_entry = [*range(1, 2 * m + 2), self.tail]
         self.prev_entry = [0, *range(0, 2 * m + 1)]
-
-    def _build_info_list(self, events: list[tuple[int, int, int, Call]]) -> None:
-        """Indeterminate ops 0..k-1 in call order (k: head, k+1: tail), with their twins."""
-        k = len(self.unknown)
-        number = {id(c): i for i, c in enumerate(self.unknown)}
+        k = len(unknown)
         self.info_head, self.info_tail = k, k + 1
-        self.info_pos = [0] * (k + 2)  # its place among all events
-        for pos, (_, _, _, c) in enumerate(events):
-            if not c.known:
-                self.info_pos[number[id(c)]] = pos
-        self.info_pos[self.info_tail] = len(events) + 1
-        self.info_pos[self.info_head] = -1
+        self.info_pos = [*info_at, -1, len(events) + 1]  # its place among all events
         # Only the earliest pending op of each look is in the list (the others wait for it to
         # be linearized, see ``twin_after``): same-looking pending ops are interchangeable
         # (the process is part of the look unless the model never reads it).

@@ -15,7 +15,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import operator
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 
 from checker.calls import Call
 from checker.models import Model, OpView, State, secs
@@ -44,7 +44,7 @@ def make_witness(model: Model, key: Hashable, calls: Sequence[Call],
         blocked = min((c for c in calls if c.known and not done[c.seq]),
                       key=lambda c: (c.end, c.seq))
     assert blocked.end is not None
-    setter = _last_change(model.init if init is None else init, chain)
+    setter = last_change(model.init if init is None else init, chain)
     # Pending at the blocked op's return: every known op invoked by then, and the
     # indeterminate ops invoked since the prefix last changed state (older ones are only
     # counted: they have been pending all along and list badly).
@@ -54,31 +54,47 @@ def make_witness(model: Model, key: Hashable, calls: Sequence[Call],
     concurrent = sorted((c for c in pending if c.known or c.start >= since),
                         key=lambda c: (c.start, c.seq))
     older = len(pending) - len(concurrent)
-    involved = {blocked.index, *(c.index for c in concurrent)}
+    prefix = [c for c, _ in chain]
+    return assemble(
+        model, key, len(calls), state, blocked, setter,
+        concurrent=[c.index for c in concurrent], older=older,
+        head=concurrent[:CONCURRENT_ROWS],
+        prefix=[i if type(i := c.inv.get("index")) is int else c.seq for c in prefix],
+        span=conflict(calls, blocked, setter), tail=chain[-LINEARIZATION_ROWS:],
+        chain=len(chain), explanation=explain(model, key, calls, state, blocked, prefix))
+
+
+def assemble(model: Model, key: Hashable, ops: int, state: State, blocked: Call,
+             setter: Call | None, *, concurrent: list[int], older: int, head: list[Call],
+             prefix: list[int], span: tuple[int, int, list[Any]],
+             tail: list[tuple[Call, State]], chain: int, explanation: str) -> dict[str, Any]:
+    """The witness of :func:`make_witness` from what it found: the part's number of ``ops``;
+    the indexes of the ``concurrent`` ops (the first of them, ``head``, listed whole) and of
+    the ``prefix``; the conflict's ``span`` (:func:`conflict`); the ``tail`` of the ``chain``
+    (its length)."""
+    involved = {blocked.index, *concurrent}
     if setter is not None:
         involved.add(setter.index)
-    prefix = [c for c, _ in chain]
-    start, until, procs = conflict(calls, blocked, setter)
-    tail = chain[-LINEARIZATION_ROWS:]
+    start, until, procs = span
     return {
         "lock": jsonable(key),
-        "part_ops": len(calls),
+        "part_ops": ops,
         "ops": sorted(involved),
-        "prefix": [i if type(i := c.inv.get("index")) is int else c.seq for c in prefix],
+        "prefix": prefix,
         "prefix_state": model.describe(state),
         "state": jsonable(state),
         "blocked": [blocked.index],
         "blocked_op": summary(blocked),
-        "concurrent": [c.index for c in concurrent],
-        "concurrent_ops": [summary(c) for c in concurrent[:CONCURRENT_ROWS]],
+        "concurrent": concurrent,
+        "concurrent_ops": [summary(c) for c in head],
         "older_indeterminate": older,
         "from": round(start / 1e9, 6),
         "until": round(until / 1e9, 6),
         "processes": procs,
         "setter": None if setter is None else setter.index,
         "linearization": [{**summary(c), "state": model.describe(st)} for c, st in tail],
-        "linearization_from": len(chain) - len(tail),
-        "explanation": explain(model, key, calls, state, blocked, prefix),
+        "linearization_from": chain - len(tail),
+        "explanation": explanation,
     }
 
 
@@ -97,7 +113,8 @@ def conflict(calls: Sequence[Call], blocked: Call, setter: Call | None
     return start, min(after, default=start), ordered
 
 
-def _last_change(init: State, chain: list[tuple[Call, State]]) -> Call | None:
+def last_change(init: State, chain: Iterable[tuple[Call, State]]) -> Call | None:
+    """The last op of ``chain`` that changed the state (from ``init``)."""
     prev = init
     setter = None
     for c, st in chain:
@@ -137,11 +154,14 @@ class _Views(Sequence[OpView]):
 
 
 def explain(model: Model, key: Hashable, calls: Sequence[Call], state: State, blocked: Call,
-            prefix: list[Call]) -> str:
-    """Why ``blocked`` cannot follow ``prefix`` (the model's words, when it has some)."""
+            prefix: Sequence[Call], by_start: Sequence[Call] | None = None) -> str:
+    """Why ``blocked`` cannot follow ``prefix`` (the model's words, when it has some);
+    ``by_start``: ``calls`` sorted by invocation (stable), when the caller has them so."""
     lock = "" if key is None else f"on lock {show(jsonable(key))} "
     if model.explain is not None:
-        part = _Views(sorted(calls, key=operator.attrgetter("start")))
+        if by_start is None:
+            by_start = sorted(calls, key=operator.attrgetter("start"))
+        part = _Views(by_start)
         try:
             core = model.explain(state, blocked.view(), _Views(prefix), part)
         except Exception as e:  # words are a courtesy: never lose the verdict over them

@@ -1,6 +1,6 @@
 """A history in columns (harness.core.columns; read by harness.core.history_bulk.read_columns,
 paired by checker.calls.Paired, a lock's part decided over arrays by
-checker.lockorder.check_rows) against the same file read as dicts and checked as always: the
+checker.lockorder_rows.check_rows) against the same file read as dicts and checked as always: the
 same ops, the same refusal, the same verdict, counts and witness, on valid, invalid and
 malformed histories, in one block or many, written with spaces (``json.dumps``) or without
 (orjson), plain or not (then the columns are refused and the file is read as dicts)."""
@@ -8,6 +8,7 @@ malformed histories, in one block or many, written with spaces (``json.dumps``) 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import random
 import subprocess
@@ -177,3 +178,68 @@ def test_a_big_file_is_checked_in_columns_with_the_same_words(tmp_path: Path) ->
         outs.append(proc.stdout.replace(str(path), "PATH"))
     assert outs[0] == outs[1]
     assert "INVALID  PATH as mutex" in outs[0] and "had not released" in outs[0]
+
+
+def test_columns_sized_from_the_first_block_grow_when_it_misleads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The columns are sized for the file from its first block's bytes an op: a file whose
+    first ops are long (a long lock name) holds more ops than that says, and a stream with no
+    size none at all; both are read whole, as the strict reader reads them."""
+    monkeypatch.setattr(bulk, "BLOCK", 2048)
+    bench = load_bench()
+    h = bench.mutex_history(600, 3, 2, crash_rate=0.0)
+    ops = plain(h, random.Random(0))
+    lock_of: dict[int, str] = {}  # each call's, its invocation's
+    for k, op in enumerate(ops):
+        op["index"] = k
+        if op["type"] == "invoke":
+            lock_of[op["process"]] = "l" * 100 if k < 20 else "m"
+        op["lock"] = lock_of[op["process"]]
+    path = tmp_path / "h.jsonl"
+    write(path, ops, spaced=True)
+    grown = []
+    real = bulk._Store.put
+
+    def put(self: Any, at: int, n: int, nbytes: int, columns: Any) -> None:
+        before = len(self.arrays[0]) if self.arrays else 0
+        real(self, at, n, nbytes, columns)
+        grown.append(before and len(self.arrays[0]) > before)
+
+    monkeypatch.setattr(bulk._Store, "put", put)
+    cols = read_columns(path, smallest=0)
+    assert cols is not None and cols.ops() == read_history(path)
+    assert any(grown)
+    grown.clear()
+    with path.open("rb") as fh:
+        stream = io.BytesIO(fh.read())  # (no file number: no size)
+    from_stream = bulk.read_columns(stream)
+    assert from_stream is not None and from_stream.ops() == cols.ops()
+    assert sum(grown) >= 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(fs=st.lists(st.sampled_from(["acquire", "release", "extend", "a", "b", "ab", "ba"]),
+                   min_size=1, max_size=4, unique=True),
+       locks=st.lists(st.sampled_from(["lock", "l", "x", "ly", "yl", 'l"7']), min_size=1,
+                      max_size=3, unique=True),
+       picks=st.lists(st.integers(0, 10**6), min_size=1, max_size=40),
+       spoil=st.integers(-1, 10**6), split=st.booleans())
+def test_the_layout_tells_each_lines_tail_exactly(fs: list[str], locks: list[str],
+                                                  picks: list[int], spoil: int,
+                                                  split: bool) -> None:
+    """The exact-layout reader tells which known line each line of a block's non-digit bytes
+    is by its length and a few bytes, then compares them whole: any byte changed, and the
+    block is not of the layout (the same answer as looking each line up, its other way)."""
+    template = bulk._Template(True)
+    template.learn(fs, [None, None, *locks])
+    lines = template.line_list
+    which = [p % len(lines) for p in picks]
+    skeleton = b"".join(lines[k] + b"\n" for k in which)
+    if split:
+        template.offsets = None  # (lines no offsets tell apart are looked up one by one)
+    if spoil >= 0:
+        at = spoil % len(skeleton)
+        skeleton = skeleton[:at] + bytes([skeleton[at] ^ 1]) + skeleton[at + 1:]
+        assert template.which(skeleton, len(which)) is None
+    else:
+        assert template.which(skeleton, len(which)).tolist() == which

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
-    from typing import ParamSpec, TypeVar
+    from typing import Any, ParamSpec, TypeVar
 
     P = ParamSpec("P")
     R = TypeVar("R")
@@ -53,3 +53,24 @@ def gc_paused(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
 
     return wrapper
+
+
+def give_back() -> None:
+    """Return the C heap's free pages to the system (glibc's ``malloc_trim``; elsewhere
+    nothing). Arrays a few MB large are taken from the heap once glibc has seen larger ones
+    freed, and what they leave when freed stays resident, while Python's own objects come
+    from fresh mappings: before a stage that makes many objects, the arrays the last stage
+    let go would count twice in the peak."""
+    global _trim
+    if _trim is None:
+        try:
+            import ctypes
+
+            _trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _trim = False
+    if _trim:
+        _trim(0)
+
+
+_trim: Any = None

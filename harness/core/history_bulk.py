@@ -36,7 +36,7 @@ from harness.core.history import MAX_LINE, MAX_NAME, MAX_TIME, TYPES, Op, parse_
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any, BinaryIO
 
 BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
@@ -374,7 +374,9 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
     time, when every line is a plain client op (see :class:`_Plain`) and times never go back;
     None otherwise (a nemesis op, another field, anything the strict reader would refuse or
     read another way: the caller then reads the file as it always did). ``progress`` is told
-    the bytes read so far after each block."""
+    the bytes read so far after each block. Each block's columns are written into columns
+    sized for the whole file (:class:`_Store`), not kept apart and joined at the end (which
+    held every column twice, and left the heap as large after)."""
     import numpy as np
 
     from harness.core.columns import LOCK_NULL, TYPE_CODES, Columns
@@ -382,8 +384,7 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
     types = TYPE_CODES.__getitem__
     fs = _Codes([])
     locks = _Codes([msgspec.UNSET, None])  # codes LOCK_ABSENT, LOCK_NULL
-    parts: dict[str, list[Any]] = {k: [] for k in ("time", "process", "type", "f", "lock",
-                                                   "index", "value")}
+    store = _Store(fh)
     at = 0  # ops read so far
     first = True
     template: _Template | bool | None = None  # None: not known yet; False: none fits
@@ -395,19 +396,16 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
         first = False
         if not (block.startswith(b"{") and block.endswith(b"}\n")):
             return None
-        n = block.count(b"}\n{") + 1
-        if _count(block, b"\n") != n:
-            return None
-        column = parts.__getitem__
+        n = _count(block, b"\n")
         if template is None:
             template = (_Template(True) if block.startswith(b'{"index": ') else
                         _Template(False) if block.startswith(b'{"index":') else False)
+        # (a block the layout reads is n lines "{...}": no newline inside a value to fear)
         read = template.read(block, n) if template else None
+        if read is None and block.count(b"}\n{") + 1 != n:
+            return None
         if read is not None:
-            for key, col in zip(("index", "time", "process", "type", "f", "lock"), read,
-                                strict=True):
-                column(key).append(col)
-            column("value").append(np.ones(n, bool))
+            store.put(at, n, len(block), (*read, True))
             at += n
             if progress is not None:
                 progress(fh.tell())
@@ -418,25 +416,22 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
             return None
         if len(got) != n:
             return None
-        column("time").append(np.fromiter(map(_TIME_OF, got), np.int64, n))
-        column("process").append(np.fromiter(map(_PROCESS_OF, got), np.int64, n))
-        column("type").append(np.fromiter(map(types, map(_TYPE_OF, got)), np.uint8, n))
-        column("f").append(np.fromiter(map(fs.__getitem__, map(_F_OF_PLAIN, got)), np.int32,
-                                       n))
-        column("lock").append(np.fromiter(map(locks.__getitem__, map(_LOCK_OF, got)),
-                                          np.int32, n))
         index = np.fromiter(map(_INDEX_OF, got), np.int64, n)
         absent = index < 0
         missing = int(absent.sum())
         if missing:  # as read_history numbers them: by position
             index[absent] = np.arange(at, at + n, dtype=np.int64)[absent]
-        column("index").append(index)
         values = np.fromiter(map(is_, map(_VALUE_OF, got), repeat(None)), bool, n)
-        column("value").append(values)
-        fields = 5 * n - missing + int(values.sum()) + int(
-            np.count_nonzero(parts["lock"][-1]))
+        lock = np.fromiter(map(locks.__getitem__, map(_LOCK_OF, got)), np.int32, n)
+        fields = 5 * n - missing + int(values.sum()) + int(np.count_nonzero(lock))
         if fields != _count(block, b":"):  # a duplicate key, or a colon inside a string
             return None
+        store.put(at, n, len(block), (
+            index, np.fromiter(map(_TIME_OF, got), np.int64, n),
+            np.fromiter(map(_PROCESS_OF, got), np.int64, n),
+            np.fromiter(map(types, map(_TYPE_OF, got)), np.uint8, n),
+            np.fromiter(map(fs.__getitem__, map(_F_OF_PLAIN, got)), np.int32, n),
+            lock, values))
         at += n
         del got
         if template:
@@ -445,24 +440,77 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
             progress(fh.tell())
     if not at:
         return None
-    time = _joined(parts, "time")
+    index, time, process, type_, f, lock, value = store.columns(at)
     if time[0] < 0 or not bool(np.all(time[1:] >= time[:-1])):
         return None
-    process = _joined(parts, "process")
     if len(process) and int(process.min()) >= -(1 << 31) and int(process.max()) < 1 << 31:
         process = process.astype(np.int32)  # (half the memory; any int64 is as good)
-    return Columns(time, process, _joined(parts, "type"), _joined(parts, "f"),
-                   [str(x) for x in fs.names], _joined(parts, "lock"),
-                   [None, None, *locks.names[LOCK_NULL + 1:]], _joined(parts, "index"),
-                   _joined(parts, "value"))
+    return Columns(time, process, type_, f, [str(x) for x in fs.names], lock,
+                   [None, None, *locks.names[LOCK_NULL + 1:]], index, value)
 
 
-def _joined(parts: dict[str, list[Any]], key: str) -> Any:
-    """One column from its blocks', which are let go (one column's worth of memory at most
-    held twice)."""
-    import numpy as np
+class _Store:
+    """The columns of a file read a block at a time (index, time, process, type, f, lock,
+    value), each an array sized for the whole file: its size over the first block's bytes
+    an op, with a margin (pages never written take no memory), made larger (copied) if the
+    file holds more ops than that."""
 
-    return np.concatenate(parts.pop(key))
+    KINDS = ("int64", "int64", "int64", "uint8", "int32", "int32", "bool")
+    MARGIN = 1.125
+
+    def __init__(self, fh: BinaryIO) -> None:
+        try:
+            import os
+
+            self.size = os.fstat(fh.fileno()).st_size
+        except (OSError, AttributeError, ValueError):  # (not a file: grown as it goes)
+            self.size = 0
+        self.arrays: list[Any] = []
+
+    def put(self, at: int, n: int, nbytes: int, columns: tuple[Any, ...]) -> None:
+        """A block's ``n`` ops (``nbytes`` bytes) at ``at``; a column may be one value."""
+        import numpy as np
+
+        if not self.arrays or at + n > len(self.arrays[0]):
+            wanted = max(at + n, int(self.size * n / max(nbytes, 1) * self.MARGIN) + 1)
+            wanted = max(wanted, 2 * len(self.arrays[0])) if self.arrays else wanted
+            grown = [np.empty(wanted, kind) for kind in self.KINDS]
+            for old, new in zip(self.arrays, grown, strict=False):  # (none at first)
+                new[:at] = old[:at]
+            self.arrays = grown
+        for column, values in zip(self.arrays, columns, strict=True):
+            column[at:at + n] = values
+
+    def columns(self, n: int) -> list[Any]:
+        """The columns of the ``n`` ops read, each a copy when the array is much larger (a
+        file whose first block had longer lines than the rest), else the array's start."""
+        return [a[:n].copy() if len(a) > 2 * n else a[:n] for a in self.arrays]
+
+
+_DIGITS = b"0123456789"
+
+
+def _telling(lines: list[bytes]) -> tuple[int, ...] | None:
+    """A few offsets at which ``lines`` of the same length differ, so that a line's length and
+    its bytes there tell which it is (each offset the one that tells most apart, in turn);
+    None when three do not tell them all apart."""
+    longest = max(map(len, lines), default=0)
+    offsets: list[int] = []
+    while len({_key(x, offsets) for x in lines}) < len(lines):
+        if len(offsets) == 3:
+            return None
+        offsets.append(max(range(longest),
+                           key=lambda o: len({_key(x, [*offsets, o]) for x in lines})))
+    return tuple(offsets)
+
+
+def _key(line: bytes, offsets: Sequence[int]) -> int:
+    """A line's length, then its bytes at ``offsets`` (0 past its end), as one int (as
+    :meth:`_Template.which` computes it)."""
+    key = len(line)
+    for o in offsets:
+        key = key << 8 | (line[o] if o < len(line) else 0)
+    return key
 
 
 _TIME_OF = attrgetter("time")
@@ -514,6 +562,11 @@ class _Template:
         self.lines = {self.segs[0] + self.segs[1] + self.segs[2] + t[0]: k
                       for k, t in enumerate(self.tails)}  # what is not a digit, by tail
         self.codes = np.array([t[1:] for t in self.tails], np.int32).reshape(-1, 3)
+        self.line_list = list(self.lines)  # (in code order)
+        self.offsets = _telling(self.line_list)
+        keys = np.array([_key(x, self.offsets or ()) for x in self.line_list], np.int64)
+        self.key_order = np.argsort(keys)
+        self.keys = keys[self.key_order]
 
     def scratch(self, size: int) -> list[Any]:
         """Three byte arrays of at least ``size`` bytes, kept from block to block (fresh ones
@@ -525,14 +578,51 @@ class _Template:
                              np.empty(size, bool)]
         return self._scratch
 
+    def which(self, skeleton: bytes, n: int) -> Any:
+        """Which of the layout's lines each of the ``n`` lines of ``skeleton`` (a block's
+        bytes that are not digits) is, or None when one is none of them. Each line is told
+        by its length and its bytes at a few offsets (:func:`_telling`), and the lines told
+        are then compared with the skeleton whole: what is told is only a guess, what is
+        compared is exact."""
+        import numpy as np
+
+        if self.offsets is None:  # no offsets tell the lines apart: each line looked up
+            lines = skeleton.split(b"\n")
+            if len(lines) != n + 1 or lines[n]:
+                return None
+            try:
+                return np.fromiter(map(self.lines.__getitem__, islice(lines, n)), np.intp, n)
+            except KeyError:
+                return None
+        sk = np.frombuffer(skeleton, np.uint8)
+        ends = np.flatnonzero(sk == 10)
+        if len(ends) != n or ends[-1] != len(sk) - 1:
+            return None
+        begins = np.empty(n, np.int64)
+        begins[0] = 0
+        begins[1:] = ends[:-1] + 1
+        length = ends - begins
+        key = length.copy()
+        for offset in self.offsets:
+            key <<= 8
+            key |= np.where(offset < length, sk[np.minimum(begins + offset, len(sk) - 1)], 0)
+        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+        if not bool(np.all(self.keys[at] == key)):
+            return None
+        which = self.key_order[at]
+        told = b"\n".join(map(self.line_list.__getitem__, which.tolist())) + b"\n"
+        return which if told == skeleton else None
+
     def read(self, block: bytes, n: int) -> tuple[Any, ...] | None:
-        """(index, time, process, type, f, lock codes) of the block's ``n`` lines, or None
-        when a line is not of the layout.
+        """(index, time, process, type, f, lock codes) of the block's ``n`` lines (it has
+        ``n`` newlines, the last its last byte: the caller counted them), or None when a line
+        is not of the layout.
 
         The digits of a line form exactly three runs, each where the layout puts it (right
         after its segment); what is not a digit, line by line, is exactly the layout's three
         segments and one of the known tails (each line's looked up whole)."""
         import numpy as np
+        from numpy.lib.stride_tricks import sliding_window_view
 
         if not self.tails:
             return None
@@ -552,31 +642,39 @@ class _Template:
         if int(length.max()) > 18 or bool(np.any((length > 1) & (buf[run_start] == 48))):
             return None  # (a leading zero is not JSON)
         # What is not a digit, line by line: exactly one of the layout's lines (below).
-        skeletons = buf[np.invert(digit, out=scratch[2][:size])].tobytes().split(b"\n")
-        if len(skeletons) != n + 1 or skeletons[n]:
-            return None
-        starts = np.empty(n, np.int64)  # of each line, in the block
-        starts[0] = 0
-        starts[1:] = np.flatnonzero(np.equal(buf, 10, out=scratch[1][:size]))[:-1] + 1
+        skeleton = block.translate(None, _DIGITS)
+        # Each line begins where its first run says: the block's first, and each other one
+        # right after a newline. The block has n newlines, its last byte one of them, so these
+        # n - 1 (distinct, in order) are the others: the lines begin there and nowhere else.
         l0, l1, l2 = map(len, self.segs)
-        if not (bool(np.all(run_start[:, 0] == starts + l0))
+        starts = run_start[:, 0] - l0
+        if not (int(starts[0]) == 0 and buf[size - 1] == 10
+                and bool(np.all(buf[starts[1:] - 1] == 10))
                 and bool(np.all(run_start[:, 1] == run_end[:, 0] + l1))
                 and bool(np.all(run_start[:, 2] == run_end[:, 1] + l2))):
             return None
-        try:
-            which = np.fromiter(map(self.lines.__getitem__, islice(skeletons, n)), np.intp, n)
-        except KeyError:
+        which = self.which(skeleton, n)
+        if which is None:
             return None
-        del skeletons
-        # The numbers: the 18 bytes up to each run's end, the run's digits by powers of ten.
+        del skeleton
+        # The numbers: the bytes up to each run's end (as many as the longest run's), the
+        # run's digits by powers of ten.
         values = []
         for j in range(3):
             end, digits = run_end[:, j], length[:, j]
             longest = int(digits.max())
             place = np.arange(longest)
-            window = np.subtract(buf[end[:, None] - longest + place], 48, dtype=np.int64)
+            weights = 10 ** place[::-1]
+            if int(end[0]) >= longest:  # (then every row is inside the block)
+                rows = sliding_window_view(buf, longest)[end - longest]
+                if int(digits.min()) == longest:  # every run as long: only digits in the rows
+                    values.append(rows @ weights - 48 * int(weights.sum()))
+                    continue
+                window = np.subtract(rows, 48, dtype=np.int64)
+            else:
+                window = np.subtract(buf[end[:, None] - longest + place], 48, dtype=np.int64)
             window[place < longest - digits[:, None]] = 0  # (not this number's)
-            values.append(window @ 10 ** place[::-1])
+            values.append(window @ weights)
         codes = self.codes[which]
         return (*values, codes[:, 0].astype(np.uint8), codes[:, 1].copy(), codes[:, 2].copy())
 
