@@ -26,6 +26,7 @@ from tests.one_node import one_node
 from workloads.lock_only import LockWorkload
 from workloads.locks.redis_conn import COMPARE_AND_DELETE
 from workloads.locks.redis_single import (
+    OWNERS,
     DelLock,
     FencedLock,
     GetDelLock,
@@ -33,7 +34,7 @@ from workloads.locks.redis_single import (
     SetNxLock,
 )
 from workloads.mutex import MutexParams
-from workloads.resp import HOLE, Command, LeanRedis, RespError
+from workloads.resp import BUFFER, FIRST_READ, HOLE, SHORT_REPLIES, Command, LeanRedis, RespError
 
 needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
                                  reason="redis-server missing: run `bash setup.sh`")
@@ -106,7 +107,32 @@ def test_the_lean_client_speaks_redis(tmp_path: Path) -> None:
         assert r.get("k") is None
         assert r.setnx("k2", "x") is True and r.setnx("k2", "y") is False
         assert r.expire("k2", 5) is True and r.delete("k2") == 1
+        # Replies past the first read's bytes, read on until whole; an error reply raises
+        big = "é" * (3 * FIRST_READ) + "x" * BUFFER
+        assert r.resp.call("SET", "big", big) == b"OK" and r.get("big") == big
+        assert r.resp.call("STRLEN", "big") == len(big.encode())
+        with pytest.raises(RespError, match=r"^ERR unknown command 'NOSUCH'"):
+            r.resp.call("NOSUCH")
+        assert r.set("k3", "z", nx=True) is True  # the connection is still good
         r.close()
+
+
+def test_a_short_reply_is_what_hiredis_parses_of_it() -> None:
+    for data, known in SHORT_REPLIES.items():
+        reader = hiredis.Reader()
+        reader.feed(data)
+        parsed = reader.gets()
+        assert parsed == known and type(parsed) is type(known), data
+
+
+def test_a_recipe_s_owners_are_distinct_32_hex_digits_drawn_in_batches() -> None:
+    lock = SetNxLock(LockConfig(nodes=(Node("n1", "127.0.0.1", 1),)))
+    owners = [lock.owners.pop() if lock.owners else lock.draw_owners()
+              for _ in range(3 * OWNERS + 7)]
+    assert len(set(owners)) == len(owners)
+    assert all(len(o) == 32 and int(o, 16) >= 0 and o == o.lower() for o in owners)
+    # 128 random bits each: every hex digit turns up at every place
+    assert all(len({o[i] for o in owners}) == 16 for i in range(32))
 
 
 def test_the_lean_client_refused_is_certain_and_silence_is_unknown() -> None:
