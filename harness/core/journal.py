@@ -18,7 +18,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
@@ -96,7 +96,7 @@ class JournalWriter:
                 line = _dumps(op, option=_NEWLINE)
             except TypeError:
                 line = encode(op) + b"\n"
-            self._copy(line)
+            self.copy(line)
         return op
 
     def line_format(self, type_: str, f: str, lock: str | None = None,
@@ -122,7 +122,7 @@ class JournalWriter:
         encoded but what the caller encodes (a value used twice, the invoke's and the ok's,
         it encodes once)."""
         t = monotonic_ns() - self.t0_ns
-        self._copy(form % (t if t > 0 else 0, *parts))
+        self.copy(form % (t if t > 0 else 0, *parts))
 
     def put_at(self, now_ns: int, form: bytes, part: Any) -> None:
         """:meth:`put` of a format with one part to put in after the time (a session's
@@ -141,7 +141,19 @@ class JournalWriter:
         if self._fd is not None:
             self._append(form % (t if t > 0 else 0, part))
 
-    def _copy(self, line: bytes) -> None:
+    def mapped_write(self) -> Callable[[bytes], Any]:
+        """The mapping's own ``write``, for a caller that copies whole lines (their newlines
+        with them) with no frame of the writer's: one call in C. It raises ValueError when the
+        mapping has no room left (or the writer closed): then :meth:`copy` the same lines,
+        which grows the file. (The mapping is made now, if it was not: it grows in place and
+        stays the same object until the writer closes.)"""
+        with self._mu:
+            if self._map is None and self._fd is not None:
+                self._grow(0)
+        m = self._map
+        return m.write if m is not None else _closed
+
+    def copy(self, line: bytes) -> None:
         """Copy ``line`` (its newline last) into the mapping at its end: one call in C."""
         m = self._map
         if m is not None:
@@ -197,6 +209,12 @@ class JournalWriter:
             os.ftruncate(self._fd, end)
             os.close(self._fd)
             self._fd = None
+
+
+def _closed(line: bytes) -> None:
+    """The write of a writer that closed before a mapping was made: ValueError, as a closed
+    mapping's."""
+    raise ValueError("the journal is closed")
 
 
 def encode(op: Op) -> bytes:
