@@ -73,6 +73,7 @@ class Resp:
         self.reader = hiredis.Reader()
         self.buffer = bytearray(BUFFER)  # every reply is read into it, no new object a read
         self.scripts: dict[str, str] = {}  # sha -> source
+        self._ask = self.prepared()  # request's
 
     def _connect(self) -> socket.socket:
         try:
@@ -94,26 +95,53 @@ class Resp:
 
     def call(self, *args: Any) -> Any:
         """One command, one reply; an error reply raises RespError."""
-        return self.request(hiredis.pack_command(args))
+        return self._ask(hiredis.pack_command(args))
 
     def request(self, packed: bytes) -> Any:
-        """One packed command (:func:`hiredis.pack_command`, :class:`Command`), one reply; an
-        error reply raises RespError. Two system calls when the reply comes in one piece: the
-        send, and one read of at most :data:`FIRST_READ` bytes. A reply a lock's request gets
-        most (``+OK``, a nil, ``:1``, ``:0``) is known by a look-up of its bytes, as hiredis
-        would have parsed it; any other is parsed by hiredis (:meth:`_parse`)."""
-        sock = self.sock
-        if sock is None:
-            sock = self.sock = self._connect()
-        try:
-            sock.sendall(packed)
-            data = sock.recv(FIRST_READ)
-        except OSError as e:
-            raise self._lost(e) from e
-        reply = SHORT_REPLIES.get(data, data)
-        if reply is data:  # not one of them: parsed, more read if it is not whole
-            return self._parse(sock, data)
-        return reply
+        """One packed command (:func:`hiredis.pack_command`, :meth:`Command.pack`), one reply;
+        an error reply raises RespError. Two system calls when the reply comes in one piece:
+        the send, and one read of at most :data:`FIRST_READ` bytes. A reply a lock's request
+        gets most (``+OK``, a nil, ``:1``, ``:0``) is known by a look-up of its bytes, as
+        hiredis would have parsed it; any other is parsed by hiredis (:meth:`_parse`)."""
+        return self._ask(packed)
+
+    def prepared(self, command: Command | None = None, instead: Command | None = None
+                 ) -> Callable[[Any], Any]:
+        """``command``'s request with a value put in its hole, as one function ``(value) ->
+        reply``: packed, sent and its reply read as :meth:`request` does, in one frame (a
+        lock's requests: no frame of the packing's, none of :meth:`request`'s). A script's
+        command by its SHA1 gives ``instead``, the same script by its source, sent when the
+        server answers NOSCRIPT (it forgot the script). No ``command``: the function of
+        :meth:`request`, a request packed already."""
+        before, after, width = (b"", b"", -1) if command is None else (
+            command.before, command.after, command.width)
+
+        def ask(value: Any) -> Any:
+            if command is None:
+                packed = value
+            else:
+                data = value.encode()
+                packed = (before + data + after if len(data) == width
+                          else command.pack(value))
+            sock = self.sock
+            if sock is None:
+                sock = self.sock = self._connect()
+            try:
+                sock.sendall(packed)
+                data = sock.recv(FIRST_READ)
+            except OSError as e:
+                raise self._lost(e) from e
+            reply = SHORT_REPLIES.get(data, data)
+            if reply is not data:
+                return reply
+            try:  # not one of them: parsed, more read if it is not whole
+                return self._parse(sock, data)
+            except RespError as e:
+                if instead is None or not str(e).startswith("NOSCRIPT"):
+                    raise
+            return self._ask(instead.pack(value))
+
+        return ask
 
     def _parse(self, sock: socket.socket, data: bytes) -> Any:
         """The reply :meth:`request` began to read (``data``): hiredis parses it, reading on
@@ -203,43 +231,22 @@ class LeanRedis:
         return lambda keys, args: self.resp.evalsha(sha, list(keys), list(args))
 
     def setter(self, key: str, *, nx: bool = False, px: int | None = None
-               ) -> Callable[[str], bool]:
-        """``set(key, value, nx=..., px=...)`` of one key, packed once: ``(value) -> bool``."""
+               ) -> Callable[[str], Any]:
+        """``set(key, value, nx=..., px=...)`` of one key, packed once: ``(value) -> reply``,
+        ``b"OK"`` when it set the key and None when it did not (``nx``: the key was there)."""
         args: list[Any] = ["SET", key, HOLE]
         if nx:
             args.append("NX")
         if px is not None:
             args += ["PX", px]
-        request, command = self.resp.request, Command(*args)
-        before, after, width, pack = command.before, command.after, command.width, command.pack
-
-        def set_value(value: str) -> bool:  # Command.pack inlined: a frame less a request
-            data = value.encode()
-            return request(before + data + after if len(data) == width
-                           else pack(value)) is not None
-
-        return set_value
+        return self.resp.prepared(Command(*args))
 
     def script_of_keys(self, source: str, keys: list[str]) -> Callable[[str], Any]:
         """A script on fixed ``keys`` with one argument, packed once: ``(arg) -> reply``. As
         :meth:`register_script`'s: EVALSHA, and EVAL when the server does not know it."""
         sha = self.resp.script(source)
-        by_sha = Command("EVALSHA", sha, len(keys), *keys, HOLE)
-        before, after, width = by_sha.before, by_sha.after, by_sha.width
-        by_source = Command("EVAL", source, len(keys), *keys, HOLE)
-        request = self.resp.request
-
-        def run(arg: str) -> Any:
-            data = arg.encode()  # Command.pack inlined: a frame less a request
-            try:
-                return request(before + data + after if len(data) == width
-                               else by_sha.pack(arg))
-            except RespError as e:
-                if not str(e).startswith("NOSCRIPT"):
-                    raise
-            return request(by_source.pack(arg))
-
-        return run
+        return self.resp.prepared(Command("EVALSHA", sha, len(keys), *keys, HOLE),
+                                  Command("EVAL", source, len(keys), *keys, HOLE))
 
     def close(self) -> None:
         self.resp.close()

@@ -123,7 +123,7 @@ class SetNxLock(RedisSingleLock):
                 lambda owner: attempt(lambda: self._cad(keys=[key], args=[owner])))
 
     def try_acquire(self, owner: str) -> Grant | None:
-        if not self._set_nx(owner):
+        if self._set_nx(owner) is None:  # b"OK" (redis-py: True) when it set the key
             return None
         return _new(Grant, (None, self.validity, owner))
 
