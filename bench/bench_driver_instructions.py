@@ -62,12 +62,20 @@ elif layer == "journal":  # as the lock workload writes them: two lines a copy, 
     releasing, released = (journal.line_format(t, "release", "k", b'{"session":%d}', b"")
                            for t in ("invoke", "ok"))
     both, next_one = acquired + releasing, released + acquiring
-    write, t0 = journal.mapped_write(), journal.t0_ns
+    write, copy, t0 = journal.mapped_write(), journal.copy, journal.t0_ns
     for i in range(pairs):
         t = monotonic_ns() - t0
-        write(next_one % (t, i, t))
+        line = next_one % (t, i, t)
+        try:
+            write(line)
+        except ValueError:  # the mapping is full: the file grows
+            copy(line)
         t = monotonic_ns() - t0
-        write(both % (t, i, t, i))
+        line = both % (t, i, t, i)
+        try:
+            write(line)
+        except ValueError:
+            copy(line)
 elif layer == "record":
     for i in range(pairs):
         journal.record("invoke", "acquire", {"timeout": 4.988}, lock="k")
