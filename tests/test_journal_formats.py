@@ -310,3 +310,23 @@ def test_the_loop_of_empty_sessions_grows_the_journal_as_it_fills(tmp_path: Path
         (f, t, None if t == "invoke" and f == "acquire" else s) for s in range(1, sessions + 1)
         for f, t in (("acquire", "invoke"), ("acquire", "ok"), ("release", "invoke"),
                      ("release", "ok"))]
+
+
+@pytest.mark.parametrize("torn_at", [None, 0, 1])
+def test_of_two_lines_copied_at_once_a_torn_copy_keeps_those_whole_before_its_zero(
+        tmp_path: Path, torn_at: int | None) -> None:
+    """A copy of two lines that a SIGKILL cut short (any of its bytes still a zero of the
+    space reserved, in whichever line): the lines whole before the first zero are read, none
+    after it."""
+    w = JournalWriter(tmp_path / "c.jsonl", 0, 0)
+    both = w.line_format("ok", "acquire", "k", b'{"session":%d}', b"") + w.line_format(
+        "invoke", "release", "k", b'{"session":%d}', b"")
+    w.mapped_write()(both % (5, 1, 5, 1))
+    w.close()
+    data = bytearray((tmp_path / "c.jsonl").read_bytes())
+    first = data.index(b"\n") + 1
+    if torn_at is not None:
+        data[first // 2 if torn_at == 0 else first + 10] = 0
+    (tmp_path / "c.jsonl").write_bytes(bytes(data) + b"\0" * 4096)
+    assert [(op["type"], op["f"]) for op in read_journal(tmp_path / "c.jsonl")] == [
+        ("ok", "acquire"), ("invoke", "release")][:{None: 2, 0: 0, 1: 1}[torn_at]]

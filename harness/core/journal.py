@@ -1,15 +1,18 @@
 """Journals: each process appends its own ops as they happen; after the run they are merged.
 
-A journal is a file the writer maps into its memory (``mmap``, shared): a line, its newline
-with it, is copied into the mapping by one ``write`` of the mapping, and no system call is made
-per line; the file grows a few MiB at a time (``posix_fallocate``, then the mapping is resized),
-so a full disk is an error at the growth, not a fault later. The mapping is the page cache
-itself: a client killed with SIGKILL (a nemesis, or the kernel when the controller dies) loses
-nothing it recorded. Past its lines the file holds zeros only (the space reserved; a writer
-that continues a journal first cuts off what a killed one left after its last newline), so a
-line a killed writer had not finished copying, in whatever order its bytes went, holds a zero
-byte: it is no journal line, and every reader stops at the last newline before the first zero
-byte (JSON text never holds a raw zero byte: orjson escapes it). A writer that closes cuts the
+A journal is a file the writer maps into its memory (``mmap``, shared): a line, its newline with
+it, is copied into the mapping by one ``write`` of the mapping (or a few lines that follow one
+another with no request between them, by one ``write``: see :meth:`JournalWriter.mapped_write`),
+and no system call is made per line; the file grows a few MiB at a time (``posix_fallocate``,
+then the mapping is resized), so a full disk is an error at the growth, not a fault later. The
+mapping is the page cache itself: a client killed with SIGKILL (a nemesis, or the kernel when
+the controller dies) loses nothing it recorded. Past its lines the file holds zeros only (the
+space reserved; a writer that continues a journal first cuts off what a killed one left after
+its last newline), so a line a killed writer had not finished copying, in whatever order its
+bytes went, holds a zero byte: it is no journal line, and every reader stops at the last newline
+before the first zero byte (JSON text never holds a raw zero byte: orjson escapes it). Of a few
+lines copied at once, those whole before the first zero byte are read, none after it: a request
+follows its invoke's copy, so no line whose request went is lost. A writer that closes cuts the
 file to its lines: a plain JSON-lines file, as every reader also accepts.
 """
 
