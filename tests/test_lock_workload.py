@@ -359,3 +359,36 @@ def test_an_acquire_near_the_run_s_end_shows_the_time_left_to_the_ms(tmp_path: P
     shown = read_journal(journal.path)[0]["value"]["timeout"]
     left = (before + 2_500_000_000 - time.monotonic_ns()) / 1e9
     assert left - 0.001 <= shown <= 2.5 and shown == round(shown, 3)
+
+
+def test_a_request_the_kernel_takes_in_parts_is_sent_whole() -> None:
+    """A request larger than the socket's buffers, to a server that starts to read it only
+    after op_timeout: the first write returns part of it when SO_SNDTIMEO runs out, the rest
+    follows once the server reads, and the reply is the request's."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    value = "v" * (8 << 20)
+    expected = len(hiredis.pack_command(("SET", "k", value)))
+    got: list[int] = []
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        time.sleep(0.3)  # past the client's 0.2 s: its first write gave up part way
+        n = 0
+        while n < expected:
+            chunk = conn.recv(1 << 20)
+            if not chunk:
+                break
+            n += len(chunk)
+        got.append(n)
+        conn.sendall(b"+OK\r\n")
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    client = LeanRedis("127.0.0.1", server.getsockname()[1], 0.2)
+    started = time.monotonic()
+    assert client.resp.call("SET", "k", value) == b"OK"
+    assert got == [expected] and time.monotonic() - started > 0.25  # longer than one write
+    client.close()
+    server.close()
