@@ -262,15 +262,15 @@ SCRIPT = [(USUAL, True), (USUAL, True), (USUAL, True), (Grant(7, 2.0, "t"), True
           (USUAL, True), (USUAL, True)]
 
 
-@pytest.mark.parametrize("end_in", [None, 2.0])
+@pytest.mark.parametrize("end_in", [None, 2.0, 5.0005])
 @pytest.mark.parametrize("script", [SCRIPT, SCRIPT[:1], SCRIPT[7:], SCRIPT[9:11]])
 def test_the_loop_of_empty_sessions_records_what_the_general_loop_does(
         tmp_path: Path, script: list[tuple[Any, Any]], end_in: float | None) -> None:
     """run_paired (hold 0, think 0, the client's Stop) writes two lines a copy; its ops are
     the general loop's, but for their times (which never go back), whatever the lock does:
     grants usual or not (a token, a validity of their own), acquires that fail or raise,
-    releases that say not-held or raise; the run's end near (every session the general
-    way) or not."""
+    releases that say not-held or raise; the run's end far (the whole timeout shown), near
+    (the time left), or coming near as the sessions go."""
     ops = {}
     for stop in (threading.Event(), Stop()):
         path = tmp_path / f"{type(stop).__name__}.jsonl"

@@ -201,6 +201,7 @@ class MutexWorkload:
         self.acquiring_whole = line_format(INVOKE, "acquire", name, literal(self.timeout_json),
                                            b"")
         self.released_acquiring = self.released_plain + self.acquiring_whole
+        self.released_acquiring_near = self.released_plain + self.acquiring  # a timeout given
         # Until this monotonic time an acquire is given its whole acquire_timeout: the run's
         # end is further away (and the timeout is no shorter than the 0.1 s an acquire gets
         # at least); after it, the time left (see acquire).
@@ -235,31 +236,29 @@ class MutexWorkload:
         with the next acquire's invoke (two copies a session, not four). Each invoke is on
         record before its request is sent, as in :meth:`run`; a release's ok waits for the
         next invoke (or the loop's end), with nothing but the stop check between them. A
-        session that is not the usual one (the run's end near, a grant with a token or a
-        validity of its own, an error) takes :meth:`acquire` and :meth:`release`."""
+        session whose grant is not the usual one (a token, a validity of its own) is recorded
+        and released the general way (:meth:`granted`, :meth:`release`), an error as
+        :meth:`acquire` and :meth:`release` record it."""
         j, stop, session = self.journal, self.stop, self.session
         t0, put_at = j.t0_ns, j.put_at
         write, copy = j.mapped_write(), j.copy
         take, let_go = self.lock.acquire, self.lock.release
-        timeout, far_until = self.p.acquire_timeout, self.far_until_ns
+        whole, far_until = self.p.acquire_timeout, self.far_until_ns
         usual, both = self.paired_form()
         done = 0  # the session whose release's ok is still to be written
         try:
             while not stop.stopped:
                 now = monotonic_ns()
                 self.session = session = session + 1
-                if now > far_until:  # the run's end is near: the general way
-                    if done:
-                        put_at(now, self.released_plain, done)
-                        done = 0
-                    grant = self.acquire()
-                    if grant is not None:
-                        self.release(grant)
-                    usual, both = self.paired_form()
-                    continue
                 t = now - t0 if now > t0 else 0
-                line = (self.released_acquiring % (t, done, t) if done
-                        else self.acquiring_whole % t)
+                if now <= far_until:  # the whole timeout, put in the format once
+                    timeout = whole
+                    line = (self.released_acquiring % (t, done, t) if done
+                            else self.acquiring_whole % t)
+                else:  # the run's end is near: the time left, 0.1 s at least
+                    timeout, shown = self.timeout_near(now)
+                    line = (self.released_acquiring_near % (t, done, t, shown) if done
+                            else self.acquiring % (t, shown))
                 done = 0
                 try:
                     write(line)
@@ -322,18 +321,9 @@ class MutexWorkload:
         if now <= self.far_until_ns:
             timeout = self.p.acquire_timeout
             j.put_at(now, self.acquiring_far, b"")  # no token
-        else:  # max(0.1, min(timeout, left)), without the two calls
-            timeout = limit = self.p.acquire_timeout
-            end_ns = self.p.end_ns
-            if end_ns is not None:
-                left = (end_ns - now) / 1e9
-                if left < timeout:
-                    timeout = left
-                if timeout < 0.1:
-                    timeout = 0.1
-            # Its own timeout in the history: an acquire pending past it is unmet demand.
-            j.put_at(now, self.acquiring, self.timeout_json if timeout == limit
-                     else encode({"timeout": round(timeout, 3)}))
+        else:
+            timeout, shown = self.timeout_near(now)
+            j.put_at(now, self.acquiring, shown)
         try:
             grant = self.lock.acquire(timeout)
         except Exception as e:
@@ -342,6 +332,21 @@ class MutexWorkload:
             j.put_at(monotonic_ns(), self.acquired_plain or self.acquired_form(), self.session)
             return grant
         return self.granted(grant)
+
+    def timeout_near(self, now: int) -> tuple[float, bytes]:
+        """The timeout of an acquire invoked at ``now`` once the run's end is near: max(0.1,
+        min(timeout, left)), without the two calls; and its JSON as the invoke shows it (its
+        own timeout in the history: an acquire pending past it is unmet demand)."""
+        timeout = limit = self.p.acquire_timeout
+        end_ns = self.p.end_ns
+        if end_ns is not None:
+            left = (end_ns - now) / 1e9
+            if left < timeout:
+                timeout = left
+            if timeout < 0.1:
+                timeout = 0.1
+        return timeout, (self.timeout_json if timeout == limit
+                         else encode({"timeout": round(timeout, 3)}))
 
     def acquire_raised(self, e: Exception) -> None:
         """The lock's acquire raised ``e``: recorded as its outcome (none is a grant)."""
