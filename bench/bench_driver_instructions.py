@@ -10,8 +10,8 @@ what a pair costs, start-up left out:
 
 - ``lock``: the redis-setnx lock's acquire and release (its two requests on a real socket);
 - ``journal``: the four journal lines of a pair (invoke and ok of acquire and of release), as
-  the lock workload writes them (prepared formats, what every session has the same put in
-  once, ``JournalWriter.put_at``);
+  the lock workload's loop of empty sessions writes them (prepared formats, what every
+  session has the same put in once; two lines a copy into the mapping, at one clock read);
 - ``record``: the same four lines through ``JournalWriter.record`` (an op built, then encoded);
 - ``all``: the lock workload's loop with hold 0 and think 0: workload, journal and lock;
 - ``bare``: bench_driver's bare Python loop (``--floor``): the same two requests on a socket,
@@ -45,28 +45,37 @@ from harness.core.journal import JournalWriter
 from harness.core.locks import LockConfig
 from workloads.lock_only import LockWorkload
 from workloads.locks.redis_single import SetNxLock
-from workloads.mutex import MutexParams
+from workloads.mutex import MutexParams, Stop
 lock = SetNxLock(LockConfig(nodes=(Node("n1", host, port),), name="k", ttl=2.0, op_timeout=1.0))
 journal = JournalWriter(sys.argv[5], 0, time.monotonic_ns())
 if layer == "lock":
     for _ in range(pairs):
         lock.release(lock.acquire(5.0))
-elif layer == "journal":  # as the lock workload writes them: prepared formats filled in
+elif layer == "journal":  # as the lock workload writes them: two lines a copy, at one time
     from time import monotonic_ns
     from harness.core.journal import encode, literal
-    acquiring = journal.line_format("invoke", "acquire", "k",
-                                    literal(encode({"timeout": 4.988})))
+    acquiring = journal.line_format("invoke", "acquire", "k", literal(encode({"timeout": 5.0})),
+                                    b"")
     acquired = journal.line_format("ok", "acquire", "k",
                                    b'{"session":%d,"validity":' + literal(encode(2.0)) + b"}",
                                    b"")
     releasing, released = (journal.line_format(t, "release", "k", b'{"session":%d}', b"")
                            for t in ("invoke", "ok"))
-    put_at = journal.put_at
+    both, next_one = acquired + releasing, released + acquiring
+    write, copy, t0 = journal.mapped_write(), journal.copy, journal.t0_ns
     for i in range(pairs):
-        put_at(monotonic_ns(), acquiring, b"")
-        put_at(monotonic_ns(), acquired, i)
-        put_at(monotonic_ns(), releasing, i)
-        put_at(monotonic_ns(), released, i)
+        t = monotonic_ns() - t0
+        line = next_one % (t, i, t)
+        try:
+            write(line)
+        except ValueError:  # the mapping is full: the file grows
+            copy(line)
+        t = monotonic_ns() - t0
+        line = both % (t, i, t, i)
+        try:
+            write(line)
+        except ValueError:
+            copy(line)
 elif layer == "record":
     for i in range(pairs):
         journal.record("invoke", "acquire", {"timeout": 4.988}, lock="k")
@@ -74,16 +83,17 @@ elif layer == "record":
         journal.record("invoke", "release", {"session": i}, lock="k")
         journal.record("ok", "release", {"session": i}, lock="k")
 else:
-    stop = threading.Event()
+    stop = Stop()  # as the client process's
     params = MutexParams(process=0, lock_name="k", hold_min=0, hold_max=0, think_min=0,
                          think_max=0, end_ns=time.monotonic_ns() + 10**12)
     workload = LockWorkload(params, lock, None, journal, stop)
-    release = workload.release
+    release = lock.release
     def counted(grant):
-        release(grant)
+        released = release(grant)
         if workload.session >= pairs:
             stop.set()
-    workload.release = counted
+        return released
+    lock.release = counted
     workload.run()
 journal.close()
 """

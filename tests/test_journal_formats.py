@@ -12,14 +12,15 @@ from typing import Any
 from unittest import mock
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.core import journal as journal_module
 from harness.core.journal import GROWTH, JournalWriter, encode, read_journal, token_json
-from harness.core.locks import Grant
+from harness.core.locks import Grant, Indeterminate
 from workloads.lock_only import LockWorkload
-from workloads.mutex import MutexParams
+from workloads.mutex import MutexParams, Stop
 
 NAMES = st.text(min_size=0, max_size=12)  # odd lock names: quotes, %, \0, unicode, emoji
 NUMBERS = st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False, allow_infinity=False)
@@ -220,3 +221,112 @@ def test_a_lock_workload_s_sessions_are_the_lines_record_would_write(
         assert list(op.items())[1:] == list({"process": process, "type": type_, "f": f,
                                              "value": value, **more}.items())
         assert line == orjson.dumps(op)  # record's line: orjson's bytes of this op
+
+
+class _Scripted:
+    """A lock in this process whose acquires and releases go as scripted, session by session:
+    an acquire's outcome (a grant, None, or an exception it raises) and its release's (True,
+    False, or an exception). The last session's release stops the workload."""
+
+    timeout_errors = (TimeoutError,)
+
+    def __init__(self, script: list[tuple[Any, Any]], stop: threading.Event) -> None:
+        self.script, self.stop, self.at = script, stop, -1
+
+    def acquire(self, timeout: float) -> Any:
+        self.at += 1
+        outcome = self.script[self.at][0]
+        if self.at == len(self.script) - 1 and not isinstance(outcome, Grant):
+            self.stop.set()
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def release(self, grant: Grant) -> bool:
+        if self.at == len(self.script) - 1:
+            self.stop.set()
+        outcome = self.script[self.at][1]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def release_bound(self) -> float:
+        return 1.0
+
+
+USUAL = Grant(None, 2.0, "mine")
+SCRIPT = [(USUAL, True), (USUAL, True), (USUAL, True), (Grant(7, 2.0, "t"), True),
+          (Grant(None, 3.5, "v"), True), (Grant(None, 3.5, "v"), True), (USUAL, True),
+          (Indeterminate("cut"), None), (TimeoutError("busy"), None), (None, None),
+          (USUAL, False), (USUAL, Indeterminate("lost")), (USUAL, TimeoutError("late")),
+          (USUAL, True), (USUAL, True)]
+
+
+@pytest.mark.parametrize("end_in", [None, 2.0, 5.0005])
+@pytest.mark.parametrize("script", [SCRIPT, SCRIPT[:1], SCRIPT[7:], SCRIPT[9:11]])
+def test_the_loop_of_empty_sessions_records_what_the_general_loop_does(
+        tmp_path: Path, script: list[tuple[Any, Any]], end_in: float | None) -> None:
+    """run_paired (hold 0, think 0, the client's Stop) writes two lines a copy; its ops are
+    the general loop's, but for their times (which never go back), whatever the lock does:
+    grants usual or not (a token, a validity of their own), acquires that fail or raise,
+    releases that say not-held or raise; the run's end far (the whole timeout shown), near
+    (the time left), or coming near as the sessions go."""
+    ops = {}
+    for stop in (threading.Event(), Stop()):
+        path = tmp_path / f"{type(stop).__name__}.jsonl"
+        journal = JournalWriter(path, 3, time.monotonic_ns())
+        end_ns = None if end_in is None else time.monotonic_ns() + int(end_in * 1e9)
+        workload = LockWorkload(MutexParams(process=3, lock_name="k", hold_min=0, hold_max=0,
+                                            think_min=0, think_max=0, acquire_timeout=5.0,
+                                            end_ns=end_ns),
+                                _Scripted(script, stop), None, journal, stop)
+        workload.run()
+        journal.close()
+        read = read_journal(path)
+        assert path.read_bytes() == b"".join(orjson.dumps(op) + b"\n" for op in read)
+        times = [op.pop("time") for op in read]
+        assert times == sorted(times) and times[0] > 0
+        for op in read:
+            if end_in is not None and op["f"] == "acquire" and op["type"] == "invoke":
+                assert 0.1 <= op["value"].pop("timeout") <= end_in  # the time left, as asked
+        ops[type(stop).__name__] = read
+    assert ops["Stop"] == ops["Event"]
+    assert len(ops["Stop"]) == 2 * len(script) + 2 * sum(isinstance(a, Grant) for a, _ in script)
+
+
+def test_the_loop_of_empty_sessions_grows_the_journal_as_it_fills(tmp_path: Path) -> None:
+    """Past the first stretch the file reserved, its lines copied whole and in order."""
+    stop = Stop()
+    journal = JournalWriter(tmp_path / "c.jsonl", 0, 0)
+    sessions = GROWTH // 150 + 100  # four lines of more than 150 bytes each a session
+    workload = LockWorkload(MutexParams(process=0, lock_name="k" * 40, hold_min=0, hold_max=0,
+                                        think_min=0, think_max=0),
+                            _Scripted([(USUAL, True)] * sessions, stop), None, journal, stop)
+    workload.run()
+    journal.close()
+    ops = read_journal(journal.path)
+    assert journal.path.stat().st_size > GROWTH
+    assert [(op["f"], op["type"], op["value"].get("session")) for op in ops] == [
+        (f, t, None if t == "invoke" and f == "acquire" else s) for s in range(1, sessions + 1)
+        for f, t in (("acquire", "invoke"), ("acquire", "ok"), ("release", "invoke"),
+                     ("release", "ok"))]
+
+
+@pytest.mark.parametrize("torn_at", [None, 0, 1])
+def test_of_two_lines_copied_at_once_a_torn_copy_keeps_those_whole_before_its_zero(
+        tmp_path: Path, torn_at: int | None) -> None:
+    """A copy of two lines that a SIGKILL cut short (any of its bytes still a zero of the
+    space reserved, in whichever line): the lines whole before the first zero are read, none
+    after it."""
+    w = JournalWriter(tmp_path / "c.jsonl", 0, 0)
+    both = w.line_format("ok", "acquire", "k", b'{"session":%d}', b"") + w.line_format(
+        "invoke", "release", "k", b'{"session":%d}', b"")
+    w.mapped_write()(both % (5, 1, 5, 1))
+    w.close()
+    data = bytearray((tmp_path / "c.jsonl").read_bytes())
+    first = data.index(b"\n") + 1
+    if torn_at is not None:
+        data[first // 2 if torn_at == 0 else first + 10] = 0
+    (tmp_path / "c.jsonl").write_bytes(bytes(data) + b"\0" * 4096)
+    assert [(op["type"], op["f"]) for op in read_journal(tmp_path / "c.jsonl")] == [
+        ("ok", "acquire"), ("invoke", "release")][:{None: 2, 0: 0, 1: 1}[torn_at]]

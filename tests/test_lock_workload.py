@@ -26,6 +26,7 @@ from tests.one_node import one_node
 from workloads.lock_only import LockWorkload
 from workloads.locks.redis_conn import COMPARE_AND_DELETE
 from workloads.locks.redis_single import (
+    OWNERS,
     DelLock,
     FencedLock,
     GetDelLock,
@@ -33,7 +34,7 @@ from workloads.locks.redis_single import (
     SetNxLock,
 )
 from workloads.mutex import MutexParams
-from workloads.resp import HOLE, Command, LeanRedis, RespError
+from workloads.resp import BUFFER, FIRST_READ, HOLE, SHORT_REPLIES, Command, LeanRedis, RespError
 
 needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
                                  reason="redis-server missing: run `bash setup.sh`")
@@ -106,7 +107,32 @@ def test_the_lean_client_speaks_redis(tmp_path: Path) -> None:
         assert r.get("k") is None
         assert r.setnx("k2", "x") is True and r.setnx("k2", "y") is False
         assert r.expire("k2", 5) is True and r.delete("k2") == 1
+        # Replies past the first read's bytes, read on until whole; an error reply raises
+        big = "é" * (3 * FIRST_READ) + "x" * BUFFER
+        assert r.resp.call("SET", "big", big) == b"OK" and r.get("big") == big
+        assert r.resp.call("STRLEN", "big") == len(big.encode())
+        with pytest.raises(RespError, match=r"^ERR unknown command 'NOSUCH'"):
+            r.resp.call("NOSUCH")
+        assert r.set("k3", "z", nx=True) is True  # the connection is still good
         r.close()
+
+
+def test_a_short_reply_is_what_hiredis_parses_of_it() -> None:
+    for data, known in SHORT_REPLIES.items():
+        reader = hiredis.Reader()
+        reader.feed(data)
+        parsed = reader.gets()
+        assert parsed == known and type(parsed) is type(known), data
+
+
+def test_a_recipe_s_owners_are_distinct_32_hex_digits_drawn_in_batches() -> None:
+    lock = SetNxLock(LockConfig(nodes=(Node("n1", "127.0.0.1", 1),)))
+    owners = [lock.owners.pop() if lock.owners else lock.draw_owners()
+              for _ in range(3 * OWNERS + 7)]
+    assert len(set(owners)) == len(owners)
+    assert all(len(o) == 32 and int(o, 16) >= 0 and o == o.lower() for o in owners)
+    # 128 random bits each: every hex digit turns up at every place
+    assert all(len({o[i] for o in owners}) == 16 for i in range(32))
 
 
 def test_the_lean_client_refused_is_certain_and_silence_is_unknown() -> None:
@@ -149,8 +175,8 @@ def test_the_prepared_requests_answer_as_the_generic_ones(tmp_path: Path) -> Non
     with one_node(RedisDB(), tmp_path) as (node,):
         r = LeanRedis(node.host, node.port, 1.0)
         take = r.setter("k", nx=True, px=5000)
-        assert take("a") is True
-        assert take("b") is False  # NX: taken
+        assert take("a") == b"OK"
+        assert take("b") is None  # NX: taken
         assert r.get("k") == "a" and 4000 < int(r.resp.call("PTTL", "k")) <= 5000
         cad = r.script_of_keys(COMPARE_AND_DELETE, ["k"])
         assert cad("b") == 0 and r.get("k") == "a"
@@ -160,7 +186,7 @@ def test_the_prepared_requests_answer_as_the_generic_ones(tmp_path: Path) -> Non
         broken = r.script_of_keys("return redis.call('NOSUCHCOMMAND')", ["k"])
         with pytest.raises(RespError, match=r"^ERR Unknown Redis command called from script"):
             broken("a")
-        assert take("c") is True  # the connection is still good after an error reply
+        assert take("c") == b"OK"  # the connection is still good after an error reply
         r.close()
 
 
@@ -204,7 +230,7 @@ def test_a_connection_closed_mid_request_is_unknown_and_the_next_one_reconnects(
     with pytest.raises(Indeterminate,
                        match=r"^ConnectionResetError: the server closed the connection$"):
         take("v")
-    assert take("v") is True
+    assert take("v") == b"OK"
     server.close()
 
 
@@ -333,3 +359,36 @@ def test_an_acquire_near_the_run_s_end_shows_the_time_left_to_the_ms(tmp_path: P
     shown = read_journal(journal.path)[0]["value"]["timeout"]
     left = (before + 2_500_000_000 - time.monotonic_ns()) / 1e9
     assert left - 0.001 <= shown <= 2.5 and shown == round(shown, 3)
+
+
+def test_a_request_the_kernel_takes_in_parts_is_sent_whole() -> None:
+    """A request larger than the socket's buffers, to a server that starts to read it only
+    after op_timeout: the first write returns part of it when SO_SNDTIMEO runs out, the rest
+    follows once the server reads, and the reply is the request's."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    value = "v" * (8 << 20)
+    expected = len(hiredis.pack_command(("SET", "k", value)))
+    got: list[int] = []
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        time.sleep(0.3)  # past the client's 0.2 s: its first write gave up part way
+        n = 0
+        while n < expected:
+            chunk = conn.recv(1 << 20)
+            if not chunk:
+                break
+            n += len(chunk)
+        got.append(n)
+        conn.sendall(b"+OK\r\n")
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    client = LeanRedis("127.0.0.1", server.getsockname()[1], 0.2)
+    started = time.monotonic()
+    assert client.resp.call("SET", "k", value) == b"OK"
+    assert got == [expected] and time.monotonic() - started > 0.25  # longer than one write
+    client.close()
+    server.close()

@@ -13,7 +13,6 @@ import os
 import resource as resource_usage
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from harness.core.text import line
 from workloads import crash
 from workloads.async_lock import AsyncLockRunner, is_async
 from workloads.lock_setup import set_up
-from workloads.mutex import MutexParams
+from workloads.mutex import MutexParams, Stop
 from workloads.sockbind import bind_source
 
 
@@ -73,7 +72,7 @@ def main(argv: list[str]) -> int:
 
 def run_client(argv: list[str]) -> int:
     cfg = ClientConfig.from_json(Path(argv[1]).read_text())
-    stop = threading.Event()
+    stop = Stop()  # set by SIGTERM; its flag is what the loop of empty sessions checks
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the controller's to handle
     bind_source(cfg.source, cfg.networks, cfg.redirects)

@@ -35,6 +35,7 @@ from workloads import crash
 
 HOLD_POLL = 0.02  # seconds between two held() checks while working under a lock (default)
 RELEASE_TIMEOUT = 10.0  # seconds a release may take before it is info and the client goes on
+_UNSEEN = object()  # no grant's validity is this
 REJECTED = {"fenced": "rejected: stale token",
             "version": "rejected: the version moved since it was read",
             "cas": "rejected: another holder's value since it was read"}
@@ -77,6 +78,18 @@ class LimitedCall:
     def wait(self, seconds: float) -> bool:
         """True when the call returned within ``seconds``."""
         return self.done.wait(seconds)
+
+
+class Stop(threading.Event):
+    """The event that stops a client's workload (its SIGTERM handler sets it), which also
+    says so in a plain attribute, ``stopped``: a loop that checks it each session makes no
+    call (``is_set()`` is a frame of Python's, 0.4k instructions)."""
+
+    stopped = False
+
+    def set(self) -> None:
+        self.stopped = True
+        super().set()
 
 
 @dataclass
@@ -183,6 +196,12 @@ class MutexWorkload:
         self.validity: Any = None
         self.validity_json = b"null"
         self.acquired_plain: bytes | None = None
+        # run_paired's: an acquire's invoke with the whole timeout, no token (the time to put
+        # in only), and after a release's ok
+        self.acquiring_whole = line_format(INVOKE, "acquire", name, literal(self.timeout_json),
+                                           b"")
+        self.released_acquiring = self.released_plain + self.acquiring_whole
+        self.released_acquiring_near = self.released_plain + self.acquiring  # a timeout given
         # Until this monotonic time an acquire is given its whole acquire_timeout: the run's
         # end is further away (and the timeout is no shorter than the 0.1 s an acquire gets
         # at least); after it, the time left (see acquire).
@@ -195,6 +214,10 @@ class MutexWorkload:
         acquire, release = self.acquire, self.release
         critical_section = None if self.holds_nothing() else self.critical_section
         low, high = self.p.think_min, self.p.think_max
+        if (critical_section is None and self.release_inline and max(low, high) <= 0
+                and isinstance(self.stop, Stop)):
+            self.run_paired()
+            return
         while not is_set():
             self.session += 1
             grant = acquire()
@@ -205,6 +228,81 @@ class MutexWorkload:
             think = low if low == high else self.rng.uniform(low, high)  # draw(low, high)
             if think > 0:
                 wait(think)
+
+    def run_paired(self) -> None:
+        """:meth:`run` of empty sessions (hold 0, think 0) whose release runs on this thread:
+        the lines that follow one another with no request between them are written in one
+        copy, at one clock read: an acquire's ok with its release's invoke, and a release's ok
+        with the next acquire's invoke (two copies a session, not four). Each invoke is on
+        record before its request is sent, as in :meth:`run`; a release's ok waits for the
+        next invoke (or the loop's end), with nothing but the stop check between them. A
+        session whose grant is not the usual one (a token, a validity of its own) is recorded
+        and released the general way (:meth:`granted`, :meth:`release`), an error as
+        :meth:`acquire` and :meth:`release` record it."""
+        j, stop, session = self.journal, self.stop, self.session
+        t0, put_at = j.t0_ns, j.put_at
+        write, copy = j.mapped_write(), j.copy
+        take, let_go = self.lock.acquire, self.lock.release
+        whole, far_until = self.p.acquire_timeout, self.far_until_ns
+        usual, both = self.paired_form()
+        done = 0  # the session whose release's ok is still to be written
+        try:
+            while not stop.stopped:
+                now = monotonic_ns()
+                self.session = session = session + 1
+                t = now - t0 if now > t0 else 0
+                if now <= far_until:  # the whole timeout, put in the format once
+                    timeout = whole
+                    line = (self.released_acquiring % (t, done, t) if done
+                            else self.acquiring_whole % t)
+                else:  # the run's end is near: the time left, 0.1 s at least
+                    timeout, shown = self.timeout_near(now)
+                    line = (self.released_acquiring_near % (t, done, t, shown) if done
+                            else self.acquiring % (t, shown))
+                done = 0
+                try:
+                    write(line)
+                except ValueError:  # the mapping is full: the file grows
+                    copy(line)
+                try:
+                    grant = take(timeout)
+                except Exception as e:
+                    self.acquire_raised(e)
+                    continue
+                if (grant.__class__ is not Grant or grant.validity is not usual
+                        or grant.token is not None):
+                    grant = self.granted(grant)
+                    if grant is not None:
+                        self.release(grant)
+                    usual, both = self.paired_form()
+                    continue
+                now = monotonic_ns()
+                t = now - t0 if now > t0 else 0
+                line = both % (t, session, t, session)
+                try:
+                    write(line)
+                except ValueError:
+                    copy(line)
+                try:
+                    released = let_go(grant)
+                except Exception as e:
+                    self.release_failed(e, session, None)
+                    continue
+                if released:
+                    done = session
+                else:
+                    self.not_released(session, None)
+        finally:
+            if done:
+                put_at(monotonic_ns(), self.released_plain, done)
+
+    def paired_form(self) -> tuple[Any, bytes]:
+        """The validity of the usual grant and run_paired's line of its ok with its release's
+        invoke (a session's number and the time to put in, twice each); none before the
+        lock's grants have shown a validity twice (no grant is then the usual one)."""
+        if self.acquired_plain is None:
+            return _UNSEEN, b""
+        return self.validity, self.acquired_plain + self.releasing_plain
 
     def holds_nothing(self) -> bool:
         """Is every critical section empty (nothing done, nothing drawn), so the loop need not
@@ -218,35 +316,53 @@ class MutexWorkload:
         return low if low == high else self.rng.uniform(low, high)
 
     def acquire(self) -> Grant | None:
-        j, name = self.journal, self.p.lock_name
+        j = self.journal
         now = monotonic_ns()  # the invoke's time, and what tells how near the run's end is
         if now <= self.far_until_ns:
             timeout = self.p.acquire_timeout
             j.put_at(now, self.acquiring_far, b"")  # no token
-        else:  # max(0.1, min(timeout, left)), without the two calls
-            timeout = limit = self.p.acquire_timeout
-            end_ns = self.p.end_ns
-            if end_ns is not None:
-                left = (end_ns - now) / 1e9
-                if left < timeout:
-                    timeout = left
-                if timeout < 0.1:
-                    timeout = 0.1
-            # Its own timeout in the history: an acquire pending past it is unmet demand.
-            j.put_at(now, self.acquiring, self.timeout_json if timeout == limit
-                     else encode({"timeout": round(timeout, 3)}))
+        else:
+            timeout, shown = self.timeout_near(now)
+            j.put_at(now, self.acquiring, shown)
         try:
             grant = self.lock.acquire(timeout)
-        except Indeterminate as e:
+        except Exception as e:
+            return self.acquire_raised(e)
+        if grant.__class__ is Grant and grant.validity is self.validity and grant.token is None:
+            j.put_at(monotonic_ns(), self.acquired_plain or self.acquired_form(), self.session)
+            return grant
+        return self.granted(grant)
+
+    def timeout_near(self, now: int) -> tuple[float, bytes]:
+        """The timeout of an acquire invoked at ``now`` once the run's end is near: max(0.1,
+        min(timeout, left)), without the two calls; and its JSON as the invoke shows it (its
+        own timeout in the history: an acquire pending past it is unmet demand)."""
+        timeout = limit = self.p.acquire_timeout
+        end_ns = self.p.end_ns
+        if end_ns is not None:
+            left = (end_ns - now) / 1e9
+            if left < timeout:
+                timeout = left
+            if timeout < 0.1:
+                timeout = 0.1
+        return timeout, (self.timeout_json if timeout == limit
+                         else encode({"timeout": round(timeout, 3)}))
+
+    def acquire_raised(self, e: Exception) -> None:
+        """The lock's acquire raised ``e``: recorded as its outcome (none is a grant)."""
+        j, name = self.journal, self.p.lock_name
+        if isinstance(e, Indeterminate):
             j.record(INFO, "acquire", None, lock=name, error=str(e)[:200])
-            return None
-        except self.timeout_errors as e:  # the lock says: not acquired, certainly
+        elif isinstance(e, self.timeout_errors):  # the lock says: not acquired, certainly
             j.record(FAIL, "acquire", None, lock=name,
                      error=f"timeout: {type(e).__name__}: {e}"[:200])
-            return None
-        except Exception as e:  # a crash in the lock is an unknown outcome, never a fail
+        else:  # a crash in the lock is an unknown outcome, never a fail
             j.record(INFO, "acquire", None, lock=name, error=f"{type(e).__name__}: {e}"[:200])
-            return None
+
+    def granted(self, grant: Any) -> Grant | None:
+        """What the lock's acquire returned, recorded: none (a fail), a grant (its ok), or
+        anything else (the lock broke the protocol)."""
+        j, name = self.journal, self.p.lock_name
         if grant is None:
             j.record(FAIL, "acquire", None, lock=name, error="timeout: lock busy")
             return None
@@ -441,8 +557,12 @@ class MutexWorkload:
             else:
                 j.put(self.released, session, rest)
         else:
-            j.record(FAIL, "release", {"session": session}, lock=self.p.lock_name, token=token,
-                     error="not-held: the lock had expired or was taken")
+            self.not_released(session, token)
+
+    def not_released(self, session: int, token: Any) -> None:
+        """A release returned False: the lock was no longer this client's."""
+        self.journal.record(FAIL, "release", {"session": session}, lock=self.p.lock_name,
+                            token=token, error="not-held: the lock had expired or was taken")
 
     def release_failed(self, error: Exception, session: int, token: Any) -> None:
         """A release raised ``error``: a fail when the lock says it certainly did not release

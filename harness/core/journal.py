@@ -1,15 +1,18 @@
 """Journals: each process appends its own ops as they happen; after the run they are merged.
 
-A journal is a file the writer maps into its memory (``mmap``, shared): a line, its newline
-with it, is copied into the mapping by one ``write`` of the mapping, and no system call is made
-per line; the file grows a few MiB at a time (``posix_fallocate``, then the mapping is resized),
-so a full disk is an error at the growth, not a fault later. The mapping is the page cache
-itself: a client killed with SIGKILL (a nemesis, or the kernel when the controller dies) loses
-nothing it recorded. Past its lines the file holds zeros only (the space reserved; a writer
-that continues a journal first cuts off what a killed one left after its last newline), so a
-line a killed writer had not finished copying, in whatever order its bytes went, holds a zero
-byte: it is no journal line, and every reader stops at the last newline before the first zero
-byte (JSON text never holds a raw zero byte: orjson escapes it). A writer that closes cuts the
+A journal is a file the writer maps into its memory (``mmap``, shared): a line, its newline with
+it, is copied into the mapping by one ``write`` of the mapping (or a few lines that follow one
+another with no request between them, by one ``write``: see :meth:`JournalWriter.mapped_write`),
+and no system call is made per line; the file grows a few MiB at a time (``posix_fallocate``,
+then the mapping is resized), so a full disk is an error at the growth, not a fault later. The
+mapping is the page cache itself: a client killed with SIGKILL (a nemesis, or the kernel when
+the controller dies) loses nothing it recorded. Past its lines the file holds zeros only (the
+space reserved; a writer that continues a journal first cuts off what a killed one left after
+its last newline), so a line a killed writer had not finished copying, in whatever order its
+bytes went, holds a zero byte: it is no journal line, and every reader stops at the last newline
+before the first zero byte (JSON text never holds a raw zero byte: orjson escapes it). Of a few
+lines copied at once, those whole before the first zero byte are read, none after it: a request
+follows its invoke's copy, so no line whose request went is lost. A writer that closes cuts the
 file to its lines: a plain JSON-lines file, as every reader also accepts.
 """
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
@@ -96,7 +99,7 @@ class JournalWriter:
                 line = _dumps(op, option=_NEWLINE)
             except TypeError:
                 line = encode(op) + b"\n"
-            self._copy(line)
+            self.copy(line)
         return op
 
     def line_format(self, type_: str, f: str, lock: str | None = None,
@@ -122,7 +125,7 @@ class JournalWriter:
         encoded but what the caller encodes (a value used twice, the invoke's and the ok's,
         it encodes once)."""
         t = monotonic_ns() - self.t0_ns
-        self._copy(form % (t if t > 0 else 0, *parts))
+        self.copy(form % (t if t > 0 else 0, *parts))
 
     def put_at(self, now_ns: int, form: bytes, part: Any) -> None:
         """:meth:`put` of a format with one part to put in after the time (a session's
@@ -141,7 +144,19 @@ class JournalWriter:
         if self._fd is not None:
             self._append(form % (t if t > 0 else 0, part))
 
-    def _copy(self, line: bytes) -> None:
+    def mapped_write(self) -> Callable[[bytes], Any]:
+        """The mapping's own ``write``, for a caller that copies whole lines (their newlines
+        with them) with no frame of the writer's: one call in C. It raises ValueError when the
+        mapping has no room left (or the writer closed): then :meth:`copy` the same lines,
+        which grows the file. (The mapping is made now, if it was not: it grows in place and
+        stays the same object until the writer closes.)"""
+        with self._mu:
+            if self._map is None and self._fd is not None:
+                self._grow(0)
+        m = self._map
+        return m.write if m is not None else _closed
+
+    def copy(self, line: bytes) -> None:
         """Copy ``line`` (its newline last) into the mapping at its end: one call in C."""
         m = self._map
         if m is not None:
@@ -197,6 +212,12 @@ class JournalWriter:
             os.ftruncate(self._fd, end)
             os.close(self._fd)
             self._fd = None
+
+
+def _closed(line: bytes) -> None:
+    """The write of a writer that closed before a mapping was made: ValueError, as a closed
+    mapping's."""
+    raise ValueError("the journal is closed")
 
 
 def encode(op: Op) -> bytes:

@@ -17,6 +17,8 @@ import os
 import random
 import time
 from collections.abc import Callable
+from itertools import repeat
+from operator import getitem
 from typing import Any
 
 from harness.core.locks import Grant, LockConfig, LockRole
@@ -32,6 +34,8 @@ from workloads.locks.redis_conn import (
 from workloads.resp import LeanRedis
 
 _new = tuple.__new__  # a Grant from its fields' tuple (a named tuple's own __new__, in C)
+OWNERS = 512  # owners drawn at a time
+_CUTS = tuple(slice(i, i + 32) for i in range(0, 32 * OWNERS, 32))  # each one's hex digits
 
 
 class RedisSingleLock(LockRole):
@@ -47,8 +51,9 @@ class RedisSingleLock(LockRole):
         self.ttl_ms = max(1, int(config.ttl * 1000))
         self.validity = config.ttl  # every grant's
         self.rng = random.Random(config.harness.get("seed", 0) * 1000 + config.process)
-        # Owners are random 128-bit values, as uuid4's, drawn without a system call each.
-        self.owners = random.Random(os.urandom(32))
+        # Owners are random 128-bit values, as uuid4's, in 32 hex digits: drawn OWNERS at a
+        # time from the kernel (one system call, one hex of them all, then cut).
+        self.owners: list[str] = []
 
     def try_acquire(self, owner: str) -> Grant | None:
         """One attempt. Returns None when the lock is certainly held by someone else."""
@@ -56,10 +61,9 @@ class RedisSingleLock(LockRole):
 
     def acquire(self, timeout: float) -> Grant | None:
         deadline = time.monotonic() + timeout
-        draw, try_acquire = self.owners.getrandbits, self.try_acquire
+        owners, try_acquire = self.owners, self.try_acquire
         while True:
-            # A new owner each attempt: f"{n:032x}", 0.9k instructions less
-            owner = draw(128).to_bytes(16, "big").hex()
+            owner = owners.pop() if owners else self.draw_owners()  # a new one each attempt
             try:
                 grant = try_acquire(owner)
             except ConnectionRefusedError:
@@ -69,6 +73,12 @@ class RedisSingleLock(LockRole):
             if time.monotonic() >= deadline:
                 return None
             time.sleep(self.rng.uniform(0.01, 0.05))
+
+    def draw_owners(self) -> str:
+        """The next :data:`OWNERS` owners drawn (kept in ``owners``), and one more."""
+        digits = os.urandom(16 * (OWNERS + 1)).hex()
+        self.owners[:] = map(getitem, repeat(digits), _CUTS)
+        return digits[-32:]
 
     def release(self, grant: Grant) -> bool:
         raise NotImplementedError
@@ -113,7 +123,7 @@ class SetNxLock(RedisSingleLock):
                 lambda owner: attempt(lambda: self._cad(keys=[key], args=[owner])))
 
     def try_acquire(self, owner: str) -> Grant | None:
-        if not self._set_nx(owner):
+        if self._set_nx(owner) is None:  # b"OK" (redis-py: True) when it set the key
             return None
         return _new(Grant, (None, self.validity, owner))
 
