@@ -85,7 +85,8 @@ elif layer == "record":
 else:
     stop = Stop()  # as the client process's
     params = MutexParams(process=0, lock_name="k", hold_min=0, hold_max=0, think_min=0,
-                         think_max=0, end_ns=time.monotonic_ns() + 10**12)
+                         think_max=0, end_ns=time.monotonic_ns() + 10**12,
+                         holds_seen=False)  # a run without faults, as bench_driver's
     workload = LockWorkload(params, lock, None, journal, stop)
     release = lock.release
     def counted(grant):

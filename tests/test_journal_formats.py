@@ -278,7 +278,7 @@ def test_the_loop_of_empty_sessions_records_what_the_general_loop_does(
         end_ns = None if end_in is None else time.monotonic_ns() + int(end_in * 1e9)
         workload = LockWorkload(MutexParams(process=3, lock_name="k", hold_min=0, hold_max=0,
                                             think_min=0, think_max=0, acquire_timeout=5.0,
-                                            end_ns=end_ns),
+                                            end_ns=end_ns, holds_seen=False),
                                 _Scripted(script, stop), None, journal, stop)
         workload.run()
         journal.close()
@@ -286,6 +286,10 @@ def test_the_loop_of_empty_sessions_records_what_the_general_loop_does(
         assert path.read_bytes() == b"".join(orjson.dumps(op) + b"\n" for op in read)
         times = [op.pop("time") for op in read]
         assert times == sorted(times) and times[0] > 0
+        # an op begins after the one before it ended, never at the same ns (checker.lockorder's
+        # premise: else the linearizability check searches)
+        assert all(t > before for before, t, op in zip(times, times[1:], read[1:], strict=False)
+                   if op["type"] == "invoke"), times
         for op in read:
             if end_in is not None and op["f"] == "acquire" and op["type"] == "invoke":
                 assert 0.1 <= op["value"].pop("timeout") <= end_in  # the time left, as asked
@@ -294,13 +298,33 @@ def test_the_loop_of_empty_sessions_records_what_the_general_loop_does(
     assert len(ops["Stop"]) == 2 * len(script) + 2 * sum(isinstance(a, Grant) for a, _ in script)
 
 
+def test_a_run_with_faults_writes_every_line_as_it_happens(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where faults read who holds the lock from the journal (the default, ``holds_seen``),
+    empty sessions go the general way: an acquire's ok is on record alone, before its release
+    is invoked, never in one copy with it."""
+    def paired(self: LockWorkload) -> None:
+        raise AssertionError("run_paired in a run with faults")
+
+    monkeypatch.setattr(LockWorkload, "run_paired", paired)
+    stop = Stop()
+    journal = JournalWriter(tmp_path / "c.jsonl", 0, 0)
+    workload = LockWorkload(MutexParams(process=0, lock_name="k", hold_min=0, hold_max=0,
+                                        think_min=0, think_max=0),
+                            _Scripted([(USUAL, True)] * 3, stop), None, journal, stop)
+    workload.run()
+    journal.close()
+    assert [(op["f"], op["type"]) for op in read_journal(journal.path)][:4] == [
+        ("acquire", "invoke"), ("acquire", "ok"), ("release", "invoke"), ("release", "ok")]
+
+
 def test_the_loop_of_empty_sessions_grows_the_journal_as_it_fills(tmp_path: Path) -> None:
     """Past the first stretch the file reserved, its lines copied whole and in order."""
     stop = Stop()
     journal = JournalWriter(tmp_path / "c.jsonl", 0, 0)
     sessions = GROWTH // 150 + 100  # four lines of more than 150 bytes each a session
     workload = LockWorkload(MutexParams(process=0, lock_name="k" * 40, hold_min=0, hold_max=0,
-                                        think_min=0, think_max=0),
+                                        think_min=0, think_max=0, holds_seen=False),
                             _Scripted([(USUAL, True)] * sessions, stop), None, journal, stop)
     workload.run()
     journal.close()

@@ -76,7 +76,7 @@ CONFIG = ClientConfig(
     lock_name="lock", lock_options={"lease": None}, harness_options={}, ttl=2.0,
     op_timeout=1.0, nodes=(Node("n1", "127.0.0.2", 6379),), workload_target="m:Workload",
     workload_options={"hold_min": 0.5}, resource=Node("resource", "127.0.2.1", 6379),
-    resource_target="m:Resource", resource_mode="plain")
+    resource_target="m:Resource", resource_mode="plain", faults=True)
 
 
 def test_a_client_config_is_read_back_as_it_was_written() -> None:

@@ -92,7 +92,7 @@ def run_client(argv: list[str]) -> int:
     options = {**(getattr(lock, "workload_defaults", None) or {}),
                **cfg.workload_options}
     params = MutexParams(process=cfg.process, lock_name=cfg.lock_name, seed=cfg.seed,
-                         end_ns=cfg.end_ns, **options)
+                         end_ns=cfg.end_ns, holds_seen=cfg.faults, **options)
     ready = cpu_seconds()
     try:
         workload_cls(params, lock, resource, journal, stop).run()

@@ -392,7 +392,8 @@ class Run:
             ttl=spec.ttl, op_timeout=float(spec.op_timeout or defaults.OP_TIMEOUT),
             nodes=tuple(map(endpoint_node, nodes)), workload_target=test.workload.target,
             workload_options=spec.workload_options(), resource=cluster.resource,
-            resource_target=test.resource.target, resource_mode=spec.resource_mode)
+            resource_target=test.resource.target, resource_mode=spec.resource_mode,
+            faults=bool(test.nemeses))
 
     def _await_started(self, node: Node) -> None:
         """A db that starts its members one after another (``started(node)``: may the next

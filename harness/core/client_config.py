@@ -36,6 +36,7 @@ class ClientConfig:
     resource: Node  # the protected resource's endpoint
     resource_target: str  # module:Class of the resource
     resource_mode: str  # plain | fenced | version | cas
+    faults: bool  # the run sets faults up: they read who holds from the journals as written
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1) + "\n"
