@@ -140,7 +140,7 @@ def test_the_workload_keys_a_lock_may_set_are_the_workloads_own() -> None:
     from harness.core.locks import WORKLOAD_KEYS
     from workloads.mutex import MutexParams
 
-    run_given = {"process", "lock_name", "seed", "end_ns"}
+    run_given = {"process", "lock_name", "seed", "end_ns", "holds_seen"}
     assert set(WORKLOAD_KEYS) == {f.name for f in fields(MutexParams)} - run_given
 
 
