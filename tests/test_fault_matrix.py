@@ -113,7 +113,9 @@ EXPECT: dict[tuple[str, str], Expect] = {
     ("partition-one", "zookeeper"): Expect("valid", RAFT, ci=False),
     ("partition-ring", "etcd"): Expect("valid", RAFT, ci=False),
     ("partition-bridge", "zookeeper"): Expect("valid", RAFT, ci=False),
-    ("partition", "zookeeper"): Expect("invalid", SESSION, check=OVERLAP),
+    # a race: the holder must still work when its session expires (CI of ce70050, seed 1:
+    # cut 1.95 s into a 3.56 s hold, the hold ended 0.55 s before the next grant: VALID)
+    ("partition", "zookeeper"): Expect("invalid", SESSION, check=OVERLAP, tries=2),
     ("partition-oneway", "zookeeper"): Expect("invalid", SESSION + "; one way is enough: no "
                                               "reply reaches it, its connection is lost",
                                               check=OVERLAP, ci=False),
