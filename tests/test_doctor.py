@@ -130,3 +130,19 @@ def test_setup_dry_run_prints_the_commands_of_the_chosen_steps() -> None:
     assert lines[0].endswith("docker/engine.sh") and lines[1].endswith("docker/build_image.py")
     assert lines[2].endswith("docker/build_redis_libc.sh")
     assert lines[3].endswith("-m workloads.external.builds curator") and len(lines) == 4
+
+
+def test_a_command_several_roles_declare_is_installed_only_when_it_is_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """redis-server is declared by three DBs: counted once, so a machine without it installs
+    it (a fresh Debian's `bash setup.sh` once skipped it, for three names against one absent)."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no command at all here
+    monkeypatch.setattr(setup_cmd.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a, 0, stdout="unknown ok not-installed", stderr=""))
+    reg = default_registry()
+    whats = setup_cmd.declared(setup_cmd.choice(["all"], [], [], [], False, reg), reg)
+    assert whats["redis-server"].count("redis-server") > 1  # the case itself
+    assert not setup_cmd.installed("redis-server", whats["redis-server"])
+    (tmp_path / "redis-server").write_text("#!/bin/sh\n")
+    (tmp_path / "redis-server").chmod(0o755)
+    assert setup_cmd.installed("redis-server", whats["redis-server"])

@@ -81,7 +81,8 @@ def declared(c: Choice, reg: Registry) -> dict[str, list[str]]:
 def installed(package: str, whats: Sequence[str] = ()) -> bool:
     """Is ``package`` installed, or one of the commands or paths it is declared for there
     (a Node of its own instead of Debian's nodejs, say)?"""
-    if whats and len(needs.absent(dict.fromkeys(whats, package))) < len(whats):
+    unique = dict.fromkeys(whats, package)  # several roles may declare the same command
+    if unique and len(needs.absent(unique)) < len(unique):
         return True
     proc = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True,
                           text=True, check=False)
