@@ -4,9 +4,10 @@ fresh grant (invalid); with ``always`` nothing is dropped (valid); with ``everys
 delayed restart every forgotten lock has expired by the time the nodes are back (valid). A
 single Redis that loses its last INCRs hands a fencing token out twice (invalid, the fencing
 checker's). ZooKeeper with forceSync, etcd and PostgreSQL with fsync keep the lock (valid);
-ZooKeeper without forceSync cannot bring a node back (exit 3). One row per DB is CI's, the
-others are slow; the docker backend runs the same fault in its containers (slow). Long holds
-(0.5-1.5 s) make "while held" last past the restart."""
+ZooKeeper without forceSync comes back with its empty tail logs moved aside (ZOOKEEPER-2332,
+named in the faults' detail), and with ``repair=false`` cannot bring a node back (exit 3). One
+row per DB is CI's, the others are slow; the docker backend runs the same fault in its
+containers (slow). Long holds (0.5-1.5 s) make "while held" last past the restart."""
 
 from __future__ import annotations
 
@@ -171,3 +172,30 @@ def test_everysec_loses_the_lock_on_docker_too(docker_client: Any, store: Path) 
     run_id = json.loads((run_dir / "test.json").read_text())["run_id"]
     assert docker_client.containers.list(all=True, filters={
         "label": f"lock-harness.run={run_id}"}) == [], "its containers (and FUSE) are gone"
+
+
+@needs_zookeeper
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("repair", ["true", "false"])
+def test_zookeeper_without_force_sync_on_docker_is_repaired_through_the_container(
+        docker_client: Any, store: Path, repair: str) -> None:
+    """On docker the repair reaches the data directory through the container's root, so
+    through the power-loss filesystem mounted in it: the empty tail logs are moved aside into
+    the run on the host and every node comes back (exit 0); without the repair a node does not
+    start (exit 3, the EOFException in its log)."""
+    code, _, run_dir, out = run_docker(store, "--db", "zookeeper", "--lock", "zookeeper",
+                                       "--persistence", "none", "--nemesis", "power-loss",
+                                       "--hold", "1-2.5", "--seed", "1", "--time-limit", "20",
+                                       "--nemesis-opt", f"repair={repair}")
+    repaired = [w for d in starts(run_dir) for words in d.get("repaired", {}).values()
+                for w in words]
+    logs = "".join(p.read_text(errors="replace") for p in (run_dir / "logs").glob("n*.log"))
+    if repair == "true":
+        assert code == 0, out
+        assert repaired, "forceSync=no: a node's tail log comes back empty"
+        assert len(list((run_dir / "power-loss-aside").glob("n*/log.*"))) == len(repaired)
+        assert "FileHeader.deserialize" not in logs
+    else:
+        assert code == 3, out
+        assert not repaired and "FileHeader.deserialize" in logs
