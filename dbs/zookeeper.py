@@ -30,6 +30,7 @@ from dbs.base import DB
 from dbs.faketime import jvm_clock_support
 from dbs.fourletter import four_letter, pick_leader, server_state
 from dbs.jvm_archive import JvmArchive
+from dbs.zookeeper_tail_log import repair
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -123,6 +124,12 @@ class ZooKeeperDB(DB):
         archive = JvmArchive("zookeeper", self.java, [ZOOKEEPER_JAR, SLF4J_SIMPLE_JAR],
                              JVM_FLAGS)
         return [argv[0], *archive.flags_for(first), *argv[1:]]
+
+    def repair_after_power_loss(self, node: Node, data_dir: Path, aside: Path) -> list[str]:
+        """An empty tail transaction log (created, then the power lost before its header was
+        synced) moved aside, as ZooKeeper 3.9.3 deletes it at its start (ZOOKEEPER-2332):
+        3.8.0 would not start on it."""
+        return repair(data_dir, aside)
 
     def ready(self, node: Node) -> bool:
         """Serving: a member of a quorum that has a leader (or standalone)."""

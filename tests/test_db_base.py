@@ -51,9 +51,10 @@ class Loose:
 
 
 def test_the_protocol_lists_every_member() -> None:
-    assert len(MEMBERS) == 20
+    assert len(MEMBERS) == 21
     assert {"user", "stop_signal", "debian_packages", "init_argv", "local_argv", "started",
-            "host_faketime_dir", "clock_mechanism", "clocks"} <= set(MEMBERS)
+            "host_faketime_dir", "clock_mechanism", "clocks",
+            "repair_after_power_loss"} <= set(MEMBERS)
 
 
 @pytest.mark.parametrize("name", list(BUILTINS["dbs"]))

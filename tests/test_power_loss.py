@@ -4,9 +4,10 @@ fresh grant (invalid); with ``always`` nothing is dropped (valid); with ``everys
 delayed restart every forgotten lock has expired by the time the nodes are back (valid). A
 single Redis that loses its last INCRs hands a fencing token out twice (invalid, the fencing
 checker's). ZooKeeper with forceSync, etcd and PostgreSQL with fsync keep the lock (valid);
-ZooKeeper without forceSync cannot bring a node back (exit 3). One row per DB is CI's, the
-others are slow; the docker backend runs the same fault in its containers (slow). Long holds
-(0.5-1.5 s) make "while held" last past the restart."""
+ZooKeeper without forceSync comes back with its empty tail logs moved aside (ZOOKEEPER-2332,
+named in the faults' detail), and with ``repair=false`` cannot bring a node back (exit 3). One
+row per DB is CI's, the others are slow; the docker backend runs the same fault in its
+containers (slow). Long holds (0.5-1.5 s) make "while held" last past the restart."""
 
 from __future__ import annotations
 
@@ -99,17 +100,40 @@ def test_zookeeper_with_force_sync_keeps_the_lock(store: Path) -> None:
 @needs_zookeeper
 @pytest.mark.slow
 def test_zookeeper_without_force_sync_cannot_bring_a_node_back(store: Path) -> None:
-    """A node that loses its power twice: the transaction log it began after the first loss
-    was never fsynced, and comes back empty; ZooKeeper 3.8.0 does not start on an empty log
-    (EOFException reading its header; fixed upstream as ZOOKEEPER-2332)."""
+    """Without the repair (``repair=false``): the transaction log a node began after the
+    write-back was never fsynced, and comes back empty; ZooKeeper 3.8.0 does not start on an
+    empty log (EOFException reading its header; fixed upstream as ZOOKEEPER-2332)."""
     code, _, run_dir, out = run(store, "--db", "zookeeper", "--lock", "zookeeper",
-                                "--persistence", "none", *FAULT, "--time-limit", "15")
+                                "--persistence", "none", *FAULT, "--time-limit", "15",
+                                "--nemesis-opt", "repair=false")
     assert code == 3, out
     assert "power-loss could not be healed" in out
     logs = "".join(p.read_text(errors="replace") for p in (run_dir / "logs").glob("n*.log"))
     assert "FileHeader.deserialize" in logs
     lost = [f for d in starts(run_dir) for files in d["files"].values() for f in files]
     assert any("/version-2/log." in f for f in lost), "unsynced transaction log was dropped"
+
+
+@needs_zookeeper
+@pytest.mark.slow
+def test_zookeeper_without_force_sync_comes_back_with_its_empty_tail_log_moved_aside(
+        store: Path) -> None:
+    """The same run with the repair (the default): every node comes back, as ZooKeeper 3.9.3
+    would, and the run says what was moved aside, by node, in the faults' detail; the logs
+    moved aside are in the run. The survivor of each loss of a majority holds every
+    acknowledged transaction and leads again: the lock is kept."""
+    code, results, run_dir, out = run(store, "--db", "zookeeper", "--lock", "zookeeper",
+                                      "--persistence", "none", *FAULT, "--time-limit", "15")
+    assert code == 0, out
+    assert results["checks"]["faults"]["fault-count"] >= 2, out
+    repaired = [w for d in starts(run_dir) for words in d.get("repaired", {}).values()
+                for w in words]
+    assert repaired and all(w.startswith("ZOOKEEPER-2332: empty tail log version-2/log.")
+                            for w in repaired), repaired
+    aside = sorted((run_dir / "power-loss-aside").glob("n*/log.*"))
+    assert len(aside) == len(repaired) and all(p.stat().st_size == 0 for p in aside)
+    logs = "".join(p.read_text(errors="replace") for p in (run_dir / "logs").glob("n*.log"))
+    assert "FileHeader.deserialize" not in logs
 
 
 @needs_etcd
@@ -148,3 +172,30 @@ def test_everysec_loses_the_lock_on_docker_too(docker_client: Any, store: Path) 
     run_id = json.loads((run_dir / "test.json").read_text())["run_id"]
     assert docker_client.containers.list(all=True, filters={
         "label": f"lock-harness.run={run_id}"}) == [], "its containers (and FUSE) are gone"
+
+
+@needs_zookeeper
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("repair", ["true", "false"])
+def test_zookeeper_without_force_sync_on_docker_is_repaired_through_the_container(
+        docker_client: Any, store: Path, repair: str) -> None:
+    """On docker the repair reaches the data directory through the container's root, so
+    through the power-loss filesystem mounted in it: the empty tail logs are moved aside into
+    the run on the host and every node comes back (exit 0); without the repair a node does not
+    start (exit 3, the EOFException in its log)."""
+    code, _, run_dir, out = run_docker(store, "--db", "zookeeper", "--lock", "zookeeper",
+                                       "--persistence", "none", "--nemesis", "power-loss",
+                                       "--hold", "1-2.5", "--seed", "1", "--time-limit", "20",
+                                       "--nemesis-opt", f"repair={repair}")
+    repaired = [w for d in starts(run_dir) for words in d.get("repaired", {}).values()
+                for w in words]
+    logs = "".join(p.read_text(errors="replace") for p in (run_dir / "logs").glob("n*.log"))
+    if repair == "true":
+        assert code == 0, out
+        assert repaired, "forceSync=no: a node's tail log comes back empty"
+        assert len(list((run_dir / "power-loss-aside").glob("n*/log.*"))) == len(repaired)
+        assert "FileHeader.deserialize" not in logs
+    else:
+        assert code == 3, out
+        assert not repaired and "FileHeader.deserialize" in logs

@@ -71,6 +71,10 @@ class NodeOps(Protocol):
         """Forget what the node's server wrote and did not sync (a power loss; backends with
         the PowerLoss capability): ``{"files": {path: bytes}, "bytes": n}``."""
 
+    def repair_after_power_loss(self, node: Node) -> list[str]:
+        """Have the node's DB repair its data directory as its fixed release would at its
+        start (the node is down, its unsynced data dropped); what was done, in words."""
+
     def write_back(self, node: Node) -> dict[str, Any]:
         """Make durable what the node's server wrote so far (the kernel's writeback, which a
         server that has run a while has had): the same shape as :meth:`drop_unsynced`."""

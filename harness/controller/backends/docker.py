@@ -406,6 +406,13 @@ class DockerBackend(ProcessNodes):
     def drop_unsynced(self, node: Node) -> dict[str, Any]:
         return self._order(node, "drop")
 
+    def reachable_dir(self, node: Node) -> Path:
+        """The server's directory through its container's root (``/proc/PID/root``): inside
+        the container's mounts, so through the power-loss filesystem mounted there, not
+        under it on the host's ``<run>/nodes``."""
+        root = Path(f"/proc/{self._init_pid(self._home(node)[0])}/root")
+        return root / self.db_dir(node).relative_to("/")
+
     def write_back(self, node: Node) -> dict[str, Any]:
         return self._order(node, "sync")
 

@@ -281,6 +281,9 @@ class LocalBackend(ProcessNodes):
     def drop_unsynced(self, node: Node) -> dict[str, Any]:
         return self._syncfs(node).drop(node.name)
 
+    def reachable_dir(self, node: Node) -> Path:
+        return self.node_dir(node)
+
     def write_back(self, node: Node) -> dict[str, Any]:
         return self._syncfs(node).write_back(node.name)
 

@@ -52,6 +52,17 @@ class ProcessNodes:
         check_clock(node.name, self.clock_modes.get(node.name), clock)
         write_offset(self.clock_file(node), offset)
 
+    def reachable_dir(self, node: Node) -> Path:
+        """The node directory its server is told about, as this process reaches it."""
+        raise NotImplementedError
+
+    def repair_after_power_loss(self, node: Node) -> list[str]:
+        """The DB's repair of the node's directory after a power loss (``dbs.base.DB``), with
+        what it takes out kept in ``<run>/power-loss-aside/<node>``."""
+        aside = self.run.path / "power-loss-aside" / node.name
+        return list(self.dbs[node.name].repair_after_power_loss(node, self.reachable_dir(node),
+                                                                aside))
+
     def stop(self, node: Node) -> None:
         self.procs.stop(node.name, timeout=5, sig=stop_signal(self.dbs.get(node.name)))
 
