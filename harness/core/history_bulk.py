@@ -487,9 +487,6 @@ class _Store:
         return [a[:n].copy() if len(a) > 2 * n else a[:n] for a in self.arrays]
 
 
-_DIGITS = b"0123456789"
-
-
 def _telling(lines: list[bytes]) -> tuple[int, ...] | None:
     """A few offsets at which ``lines`` of the same length differ, so that a line's length and
     its bytes there tell which it is (each offset the one that tells most apart, in turn);
@@ -538,6 +535,9 @@ class _Template:
         self.segs = [b'{"index"' + colon, comma + b'"time"' + colon,
                      comma + b'"process"' + colon]
         self.colon, self.comma = colon, comma
+        import numpy as np
+
+        self.seg_arrays = {seg: np.frombuffer(seg, np.uint8) for seg in self.segs}
         self.tails: list[tuple[bytes, int, int, int]] = []  # (bytes, type, f, lock codes)
         self._scratch: list[Any] | None = None
 
@@ -559,14 +559,15 @@ class _Template:
         self.tails = tails if len(tails) <= self.MAX_TAILS else []
         import numpy as np
 
-        self.lines = {self.segs[0] + self.segs[1] + self.segs[2] + t[0]: k
-                      for k, t in enumerate(self.tails)}  # what is not a digit, by tail
         self.codes = np.array([t[1:] for t in self.tails], np.int32).reshape(-1, 3)
-        self.line_list = list(self.lines)  # (in code order)
-        self.offsets = _telling(self.line_list)
-        keys = np.array([_key(x, self.offsets or ()) for x in self.line_list], np.int64)
-        self.key_order = np.argsort(keys)
-        self.keys = keys[self.key_order]
+        # How tail_of() tells the tails apart (what follows the third number of a line).
+        tails = [t[0] for t in self.tails]
+        self.tail_codes = {t: k for k, t in enumerate(tails)}
+        self.tail_arrays = [np.frombuffer(t, np.uint8) for t in tails]
+        self.tail_offsets = _telling(tails)
+        keys = np.array([_key(x, self.tail_offsets or ()) for x in tails], np.int64)
+        self.tail_order = np.argsort(keys)
+        self.tail_keys = keys[self.tail_order]
 
     def scratch(self, size: int) -> list[Any]:
         """Three byte arrays of at least ``size`` bytes, kept from block to block (fresh ones
@@ -578,40 +579,37 @@ class _Template:
                              np.empty(size, bool)]
         return self._scratch
 
-    def which(self, skeleton: bytes, n: int) -> Any:
-        """Which of the layout's lines each of the ``n`` lines of ``skeleton`` (a block's
-        bytes that are not digits) is, or None when one is none of them. Each line is told
-        by its length and its bytes at a few offsets (:func:`_telling`), and the lines told
-        are then compared with the skeleton whole: what is told is only a guess, what is
-        compared is exact."""
+    def tail_of(self, buf: Any, begins: Any, ends: Any) -> Any:
+        """Which of the layout's tails each line's bytes from ``begins`` to ``ends`` (its
+        newline) in ``buf`` are, or None when one is none of them. Each is told by its length
+        and its bytes at a few offsets (:func:`_telling`), then compared whole with the tail
+        told, the lines of each tail at once: what is told is only a guess, what is compared
+        is exact."""
         import numpy as np
+        from numpy.lib.stride_tricks import sliding_window_view
 
-        if self.offsets is None:  # no offsets tell the lines apart: each line looked up
-            lines = skeleton.split(b"\n")
-            if len(lines) != n + 1 or lines[n]:
-                return None
-            try:
-                return np.fromiter(map(self.lines.__getitem__, islice(lines, n)), np.intp, n)
-            except KeyError:
-                return None
-        sk = np.frombuffer(skeleton, np.uint8)
-        ends = np.flatnonzero(sk == 10)
-        if len(ends) != n or ends[-1] != len(sk) - 1:
-            return None
-        begins = np.empty(n, np.int64)
-        begins[0] = 0
-        begins[1:] = ends[:-1] + 1
         length = ends - begins
+        if self.tail_offsets is None:  # no offsets tell the tails apart: each looked up
+            data = buf.tobytes()
+            get = self.tail_codes.get
+            which = np.fromiter((get(data[b:e], -1) for b, e in zip(
+                begins.tolist(), ends.tolist(), strict=True)), np.intp, len(begins))
+            return None if bool(np.any(which < 0)) else which
         key = length.copy()
-        for offset in self.offsets:
+        last = len(buf) - 1
+        for offset in self.tail_offsets:
             key <<= 8
-            key |= np.where(offset < length, sk[np.minimum(begins + offset, len(sk) - 1)], 0)
-        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
-        if not bool(np.all(self.keys[at] == key)):
+            key |= np.where(offset < length, buf[np.minimum(begins + offset, last)], 0)
+        at = np.minimum(np.searchsorted(self.tail_keys, key), len(self.tail_keys) - 1)
+        if not bool(np.all(self.tail_keys[at] == key)):
             return None
-        which = self.key_order[at]
-        told = b"\n".join(map(self.line_list.__getitem__, which.tolist())) + b"\n"
-        return which if told == skeleton else None
+        which = self.tail_order[at]
+        for code in np.flatnonzero(np.bincount(which)).tolist():
+            tail = self.tail_arrays[code]
+            rows = sliding_window_view(buf, len(tail))[begins[which == code]]
+            if not bool((rows == tail).all()):
+                return None
+        return which
 
     def read(self, block: bytes, n: int) -> tuple[Any, ...] | None:
         """(index, time, process, type, f, lock codes) of the block's ``n`` lines (it has
@@ -641,8 +639,6 @@ class _Template:
         length = run_end - run_start
         if int(length.max()) > 18 or bool(np.any((length > 1) & (buf[run_start] == 48))):
             return None  # (a leading zero is not JSON)
-        # What is not a digit, line by line: exactly one of the layout's lines (below).
-        skeleton = block.translate(None, _DIGITS)
         # Each line begins where its first run says: the block's first, and each other one
         # right after a newline. The block has n newlines, its last byte one of them, so these
         # n - 1 (distinct, in order) are the others: the lines begin there and nowhere else.
@@ -653,10 +649,17 @@ class _Template:
                 and bool(np.all(run_start[:, 1] == run_end[:, 0] + l1))
                 and bool(np.all(run_start[:, 2] == run_end[:, 1] + l2))):
             return None
-        which = self.which(skeleton, n)
+        # What is not a digit, line by line: exactly the layout's segments, each where the
+        # runs put it, and one of its tails, from the last run to the newline.
+        for seg, at in zip(self.segs, (starts, run_end[:, 0], run_end[:, 1]), strict=True):
+            if not bool((sliding_window_view(buf, len(seg))[at] == self.seg_arrays[seg]).all()):
+                return None
+        ends = np.empty(n, np.int64)  # each line's newline
+        ends[:-1] = starts[1:] - 1
+        ends[-1] = size - 1
+        which = self.tail_of(buf, run_end[:, 2], ends)
         if which is None:
             return None
-        del skeleton
         # The numbers: the bytes up to each run's end (as many as the longest run's), the
         # run's digits by powers of ten.
         values = []
