@@ -36,10 +36,12 @@ from harness.core.history import MAX_LINE, MAX_NAME, MAX_TIME, TYPES, Op, parse_
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any, BinaryIO
 
 BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
+THREADS: int | None = None  # threads that read blocks into columns beside this one (None: one
+# a core but this one's)
 _BOM = b"\xef\xbb\xbf"
 
 _Int = Annotated[int, msgspec.Meta(ge=-MAX_TIME, le=MAX_TIME)]
@@ -377,6 +379,24 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
     the bytes read so far after each block. Each block's columns are written into columns
     sized for the whole file (:class:`_Store`), not kept apart and joined at the end (which
     held every column twice, and left the heap as large after)."""
+    from harness.core.ahead import Ahead, cores
+
+    store = _Store(fh)
+    threads = THREADS if THREADS is not None else cores() - 1
+    with Ahead(threads if store.size > 2 * BLOCK else 0) as ahead:  # (a block or two: none)
+        return _read_columns(fh, progress, store, ahead)
+
+
+def _read_columns(fh: BinaryIO, progress: Callable[[int], None] | None, store: _Store,
+                  ahead: Any) -> Any:
+    """:func:`read_columns`, the blocks' layouts read (:meth:`_Template.read`) in turn by
+    ``ahead``'s threads and this one, as many at once as it has, the results taken in the
+    file's order. The threads are let finish before the template learns names; a block read
+    while it knew fewer names than now is read again if it did not fit (one that fitted fits
+    still: a name's code never changes), and one dealt before it knew any is read when its
+    turn comes. So every block is read as the plain loop reads it."""
+    from collections import deque
+
     import numpy as np
 
     from harness.core.columns import LOCK_NULL, TYPE_CODES, Columns
@@ -384,31 +404,34 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
     types = TYPE_CODES.__getitem__
     fs = _Codes([])
     locks = _Codes([msgspec.UNSET, None])  # codes LOCK_ABSENT, LOCK_NULL
-    store = _Store(fh)
     at = 0  # ops read so far
-    first = True
     template: _Template | bool | None = None  # None: not known yet; False: none fits
-    while block := fh.read(BLOCK):
-        if not block.endswith(b"\n"):
-            block += fh.readline(MAX_LINE + 1)
-        if first and block.startswith(_BOM):
-            block = block[len(_BOM):]
-        first = False
-        if not (block.startswith(b"{") and block.endswith(b"}\n")):
-            return None
-        n = _count(block, b"\n")
-        if template is None:
-            template = (_Template(True) if block.startswith(b'{"index": ') else
-                        _Template(False) if block.startswith(b'{"index":') else False)
+    queue: deque[tuple[bytes, int, Any, int, int]] = deque()
+    blocks = _blocks(fh)
+    while True:
+        while len(queue) < ahead.depth and (block := next(blocks, None)) is not None:
+            if not (block.startswith(b"{") and block.endswith(b"}\n")):
+                return None
+            n = _count(block, b"\n")
+            if template is None:
+                template = (_Template(True) if block.startswith(b'{"index": ') else
+                            _Template(False) if block.startswith(b'{"index":') else False)
+            job = ahead.submit(template.read, block, n) if template and template.tails else None
+            queue.append((block, n, job, template.generation if template else 0, fh.tell()))
+        if not queue:
+            break
+        block, n, job, generation, done = queue.popleft()
         # (a block the layout reads is n lines "{...}": no newline inside a value to fear)
-        read = template.read(block, n) if template else None
+        read = job.result() if job is not None else None
+        if read is None and template and (job is None or generation != template.generation):
+            read = template.read(block, n)  # with the names known now
         if read is None and block.count(b"}\n{") + 1 != n:
             return None
         if read is not None:
             store.put(at, n, len(block), (*read, True))
             at += n
             if progress is not None:
-                progress(fh.tell())
+                progress(done)
             continue
         try:
             got = _decode_plain(block)
@@ -435,9 +458,10 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
         at += n
         del got
         if template:
+            ahead.quiet()  # (no thread reads the template while it learns)
             template.learn(fs.names, locks.names)
         if progress is not None:
-            progress(fh.tell())
+            progress(done)
     if not at:
         return None
     index, time, process, type_, f, lock, value = store.columns(at)
@@ -447,6 +471,20 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
         process = process.astype(np.int32)  # (half the memory; any int64 is as good)
     return Columns(time, process, type_, f, [str(x) for x in fs.names], lock,
                    [None, None, *locks.names[LOCK_NULL + 1:]], index, value)
+
+
+def _blocks(fh: BinaryIO) -> Iterator[bytes]:
+    """The file's blocks of whole lines (:data:`BLOCK` bytes, then up to the end of the line;
+    a longer line is refused by the strict reader), the first one's byte order mark left
+    out."""
+    first = True
+    while block := fh.read(BLOCK):
+        if not block.endswith(b"\n"):
+            block += fh.readline(MAX_LINE + 1)
+        if first and block.startswith(_BOM):
+            block = block[len(_BOM):]
+        first = False
+        yield block
 
 
 class _Store:
@@ -539,7 +577,10 @@ class _Template:
 
         self.seg_arrays = {seg: np.frombuffer(seg, np.uint8) for seg in self.segs}
         self.tails: list[tuple[bytes, int, int, int]] = []  # (bytes, type, f, lock codes)
-        self._scratch: list[Any] | None = None
+        self.generation = 0  # how many times it learned names
+        import threading
+
+        self._local = threading.local()  # each thread's scratch arrays
 
     def learn(self, fs: list[str], locks: list[Any]) -> None:
         """The tails of every type, f and lock name known (locks[2:]: names)."""
@@ -557,6 +598,7 @@ class _Template:
                                   + b'"lock"' + c + orjson.dumps(lock) + b"}",
                                   t_code, f_code, l_code))
         self.tails = tails if len(tails) <= self.MAX_TAILS else []
+        self.generation += 1
         import numpy as np
 
         self.codes = np.array([t[1:] for t in self.tails], np.int32).reshape(-1, 3)
@@ -570,14 +612,15 @@ class _Template:
         self.tail_keys = keys[self.tail_order]
 
     def scratch(self, size: int) -> list[Any]:
-        """Three byte arrays of at least ``size`` bytes, kept from block to block (fresh ones
-        each time cost a page fault every 4 KiB)."""
+        """Three byte arrays of at least ``size`` bytes, the calling thread's, kept from block
+        to block (fresh ones each time cost a page fault every 4 KiB)."""
         import numpy as np
 
-        if self._scratch is None or len(self._scratch[0]) < size:
-            self._scratch = [np.empty(size, np.uint8), np.empty(size, bool),
-                             np.empty(size, bool)]
-        return self._scratch
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None or len(scratch[0]) < size:
+            scratch = self._local.scratch = [np.empty(size, np.uint8), np.empty(size, bool),
+                                             np.empty(size, bool)]
+        return scratch
 
     def tail_of(self, buf: Any, begins: Any, ends: Any) -> Any:
         """Which of the layout's tails each line's bytes from ``begins`` to ``ends`` (its
