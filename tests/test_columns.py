@@ -289,3 +289,26 @@ def test_the_layout_refuses_any_byte_changed_that_is_not_a_digit(spaced: bool) -
             changed += 1
     assert changed > 100
     assert np.array_equal(template.read(block, 3)[1], got[1])
+
+
+def test_failures_of_rows_are_not_asked_about_one_by_one_and_count_the_same(
+        tmp_path: Path) -> None:
+    """checker.calls.Paired leaves every fail of a history in columns out without asking
+    the mutex model about each row (a row has no error field, which it reads): the count is
+    the one the model gives row by row."""
+    from checker.calls import Paired
+    from checker.models import get_model, refused_not_held
+    from harness.core.columns import TYPE_CODES
+
+    bench = load_bench()
+    h = bench.mutex_history(3000, 5, seed=2, timeout_rate=0.3)
+    path = tmp_path / "h.jsonl"
+    write(path, h, spaced=True)
+    cols = read_columns(path, smallest=0)
+    assert cols is not None
+    fails = [i for i in range(len(cols)) if cols.type[i] == TYPE_CODES["fail"]]
+    assert len(fails) > 20
+    asked = [refused_not_held(cols.op(i)) for i in fails]
+    for name in LOCK_MODELS:
+        paired = Paired(cols, get_model(name))
+        assert paired.failed == len(fails) - sum(asked) == len(fails)
