@@ -140,3 +140,29 @@ def test_ahead_gives_results_in_order_and_errors_where_they_happen() -> None:
         seen = []
         job = alone.submit(lambda: seen.append(threading.get_ident()) or 7)
         assert seen == [] and job.result() == 7 and seen == [threading.get_ident()]
+
+
+def test_spare_cores_leave_out_the_busy_ones(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    """Cores less the threads running besides this one (/proc/loadavg's fourth field, this
+    one among them), else less the load average; a count that makes no sense is none."""
+    import builtins
+
+    import harness.core.ahead as ahead
+
+    monkeypatch.setattr(ahead, "cores", lambda: 2)
+    real_open = builtins.open
+    fake = tmp_path / "loadavg"
+
+    def opened(path: Any, *args: Any, **kw: Any) -> Any:
+        return real_open(fake if path == "/proc/loadavg" else path, *args, **kw)
+
+    monkeypatch.setattr(builtins, "open", opened)
+    for text, spare in (("0.5 0.4 0.3 1/180 99", 2), ("1.9 2.0 2.0 2/181 99", 1),
+                        ("0.1 0.1 0.1 3/181 99", 0), ("0.1 0.1 0.1 9/181 99", 0)):
+        fake.write_text(text + "\n")
+        assert ahead.spare_cores() == spare, text
+    fake.write_text("garbage\n")  # the load average then
+    for load, spare in ((0.2, 2), (0.9, 1), (1.4, 1), (1.6, 0), (7.0, 0)):
+        monkeypatch.setattr(ahead.os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert ahead.spare_cores() == spare, load

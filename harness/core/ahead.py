@@ -26,6 +26,23 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def spare_cores() -> int:
+    """The cores this process may run on that nothing else keeps busy: less those other
+    threads are running or waiting for now (Linux's count of runnable threads, this one
+    among them), else those the load average of the last minute says (a thread on a core
+    another process keeps busy takes turns from this one's, and the two get in each other's
+    way)."""
+    try:
+        with open("/proc/loadavg") as fh:
+            busy = int(fh.read().split()[3].split("/")[0]) - 1
+    except (OSError, IndexError, ValueError):  # (not Linux)
+        try:
+            busy = round(os.getloadavg()[0])
+        except (AttributeError, OSError):  # (no load average)
+            busy = 0
+    return max(0, cores() - busy)
+
+
 class Later:
     """Work not started: done by :meth:`result`, in the caller's thread."""
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
 THREADS: int | None = None  # threads that read blocks into columns beside this one (None: one
-# a core but this one's)
+# a spare core but this one's: harness.core.ahead.spare_cores)
 _BOM = b"\xef\xbb\xbf"
 
 _Int = Annotated[int, msgspec.Meta(ge=-MAX_TIME, le=MAX_TIME)]
@@ -379,10 +379,10 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
     the bytes read so far after each block. Each block's columns are written into columns
     sized for the whole file (:class:`_Store`), not kept apart and joined at the end (which
     held every column twice, and left the heap as large after)."""
-    from harness.core.ahead import Ahead, cores
+    from harness.core.ahead import Ahead, spare_cores
 
     store = _Store(fh)
-    threads = THREADS if THREADS is not None else cores() - 1
+    threads = THREADS if THREADS is not None else spare_cores() - 1
     with Ahead(threads if store.size > 2 * BLOCK else 0) as ahead:  # (a block or two: none)
         return _read_columns(fh, progress, store, ahead)
 
