@@ -166,3 +166,20 @@ def test_spare_cores_leave_out_the_busy_ones(monkeypatch: pytest.MonkeyPatch,
     for load, spare in ((0.2, 2), (0.9, 1), (1.4, 1), (1.6, 0), (7.0, 0)):
         monkeypatch.setattr(ahead.os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
         assert ahead.spare_cores() == spare, load
+
+
+@pytest.mark.parametrize("spare", [0, 1, 2, 5])
+def test_the_cores_spared_decide_the_threads_not_what_is_read(
+        tmp_path: Path, spare: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """However many cores are spare, none included (a busy machine: no thread, and still
+    every block read), the columns are the same."""
+    import harness.core.ahead as ahead
+
+    ops = lock_ops(300, locks=["lock"])
+    path = write(tmp_path / "h.jsonl", ops)
+    monkeypatch.setattr(ahead, "spare_cores", lambda: spare)
+    cols = read(path, None, 1024, monkeypatch)  # type: ignore[arg-type]
+    assert cols is not None and cols.ops() == ops
+    with Ahead(spare - 1) as dealt:
+        assert dealt.depth == max(1, spare)
+        assert [dealt.submit(abs, -k).result() for k in range(5)] == list(range(5))

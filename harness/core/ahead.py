@@ -62,6 +62,7 @@ class Ahead:
     however the block ends (a reader that gives up on a block leaves no thread behind)."""
 
     def __init__(self, threads: int) -> None:
+        threads = max(0, threads)
         self.pool: Any = None
         self.depth = threads + 1  # pieces of work that run at once
         self.turn = 0

@@ -382,7 +382,7 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
     from harness.core.ahead import Ahead, spare_cores
 
     store = _Store(fh)
-    threads = THREADS if THREADS is not None else spare_cores() - 1
+    threads = THREADS if THREADS is not None else max(0, spare_cores() - 1)
     with Ahead(threads if store.size > 2 * BLOCK else 0) as ahead:  # (a block or two: none)
         return _read_columns(fh, progress, store, ahead)
 
