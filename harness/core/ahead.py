@@ -5,10 +5,10 @@ memory is the whole of what the work takes.
 
 The work is dealt in turn to the threads and to the caller's own thread (done when its result
 is asked for): with ``threads`` threads, ``threads + 1`` pieces of work run at once, one
-thread a core. With none (one core), each piece is done when its result is asked for, in
-order, as a plain loop would do it.
+thread a core. With none (one core, or no core spare: :func:`spare_cores`), each piece is
+done when its result is asked for, in order, as a plain loop would do it.
 
-Pure: no I/O of its own.
+I/O: only /proc/loadavg, read by :func:`spare_cores`.
 """
 
 from __future__ import annotations
