@@ -10,7 +10,7 @@ import sys
 from collections.abc import Hashable, Iterator, Sequence
 
 from checker.lives import crash_of, refuse_after_crash
-from checker.models import Model, OpView, freeze
+from checker.models import Model, OpView, freeze, refused_not_held
 from harness.core.history import FAIL, INFO, INVOKE, NEMESIS, OK, Op
 
 TYPE_CHECKING = False  # see harness/core/history.py
@@ -290,8 +290,11 @@ class Paired:
         if len(fails):
             understood = model.understood_failure
             op = cols.op if ops is None else ops.__getitem__
-            ok = np.fromiter((understood is not None and understood(op(r))
-                              for r in comp_rows[fails].tolist()), bool, len(fails))
+            if understood is None or (ops is None and understood is refused_not_held):
+                ok = np.zeros(len(fails), dtype=bool)  # (a row of columns has no error field)
+            else:
+                ok = np.fromiter((understood(op(r)) for r in comp_rows[fails].tolist()), bool,
+                                 len(fails))
             keep[fails[~ok]] = False
             self.failed = int((~ok).sum())
         f_codes = cols.f[inv_rows]

@@ -217,18 +217,22 @@ def _invalid(key: Hashable, paired: Paired, rows: Any, model: Model, budget: Bud
     found = Part(key, window, model, init=state).search(sub, witness=False)
     if found.valid is VALID:
         return _unexpected("the search finds the sections with no order linearizable")
+    # Each window call's seq is its invocation's row (Paired.calls), and the core is in the
+    # order of those rows: a call's place in the window is found by its seq.
+    rows_in = paired.irow[core]
     if found.valid is INVALID:
         tail = found.chain
-        done = {id(c) for c, _ in tail}
-        blocked = min((c for c in window if c.known and id(c) not in done),
-                      key=lambda c: (c.end, c.seq))
         end_state = found.state if found.state is not None else state
     else:  # the search ran out: the op of the core that had to take effect first
         tail = []
-        blocked = min((c for c in window if c.known), key=lambda c: (c.end, c.seq))
         end_state = state
-    shown = {id(blocked), *(id(c) for c, _ in tail)}
-    where = {c.seq: int(at) for c, at in zip(window, core, strict=True) if id(c) in shown}
+    # The known call of the core not in the chain that completed first (then by seq).
+    free = paired.known[core]
+    free[np.searchsorted(rows_in, [c.seq for c, _ in tail])] = False
+    firsts = np.flatnonzero(free)
+    blocked = window[int(firsts[np.lexsort((rows_in[firsts], paired.end[core][firsts]))[0]])]
+    shown = [blocked, *(c for c, _ in tail)]
+    where = {c.seq: int(core[np.searchsorted(rows_in, c.seq)]) for c in shown}
     states = found.states
     del window, core, found  # (what the witness shows is in ``tail`` and ``blocked``)
     witness = _witness(model, key, paired, rows, prefix, tail, where, end_state, blocked)

@@ -183,6 +183,8 @@ class _Seen:
 
 
 _EVENT_ORDER = operator.itemgetter(0, 1, 2)  # time, call before return, seq
+ARRAYS_FROM = 5000  # calls: a part this big has its entry lists made by array operations
+# (1.7x sooner from 3k calls on; below, the import of numpy may cost more than they save)
 
 
 class Part:
@@ -204,17 +206,35 @@ class Part:
         self.model = model
         self.calls = calls
         self.init: State = model.init if init is None else init
-        events: list[tuple[int, int, int, Call]] = []  # (time, 0 call | 1 return, seq, op)
-        add = events.append
         for c in calls:
             # What :class:`_Remaining` counts it under (refused: it completed as a fail).
             c.ckey = (c.process, c.f, FAIL) if c.refused else (c.process, c.f)
+        if len(calls) >= ARRAYS_FROM and self._entries_by_arrays(calls):
+            return
+        events: list[tuple[int, int, int, Call]] = []  # (time, 0 call | 1 return, seq, op)
+        add = events.append
+        for c in calls:
             add((c.start, 0, c.seq, c))
             if c.known:
                 assert c.end is not None
                 add((c.end, 1, c.seq, c))
         events.sort(key=_EVENT_ORDER)
         self._build_lists(events, len(events) - len(calls))
+
+    def _entries_by_arrays(self, calls: list[Call]) -> bool:
+        """The lists of :meth:`_build_lists`, made by array operations
+        (:mod:`checker.wgl_arrays`: numpy, imported only for a big part); False where they
+        cannot be (the walk then makes them)."""
+        from checker.wgl_arrays import entry_lists
+
+        got = entry_lists(calls)
+        if got is None:
+            return False
+        self.tail = got.tail
+        self.entry_op, self.is_call, self.entry_pos = got.entry_op, got.is_call, got.entry_pos
+        self.call_entry, self.return_entry = got.call_entry, got.return_entry
+        self._set_lists(got.known, got.unknown, got.info_at, got.events)
+        return True
 
     def _build_lists(self, events: list[tuple[int, int, int, Call]], m: int) -> None:
         """In one walk of the ``events``: the ``m`` known ops numbered 0..m-1 in call order
@@ -248,14 +268,22 @@ class Part:
                 return_entry[x] = e
             entry_op[e] = x
             entry_pos[e] = pos
+        entry_pos[self.tail] = len(events)
+        self._set_lists(known, unknown, info_at, len(events))
+
+    def _set_lists(self, known: list[Call], unknown: list[Call], info_at: list[int],
+                   events: int) -> None:
+        """The lists of :meth:`_build_lists` that follow from the numbering of the known ops
+        and their entries (set already): the entries' links, and the indeterminate ops' list
+        (``info_at``: each one's place among the ``events``)."""
+        m = len(known)
         self.known: list[Call] = known
         self.unknown: list[Call] = unknown
-        entry_pos[self.tail] = len(events)
         self.next_entry = [*range(1, 2 * m + 2), self.tail]
         self.prev_entry = [0, *range(0, 2 * m + 1)]
         k = len(unknown)
         self.info_head, self.info_tail = k, k + 1
-        self.info_pos = [*info_at, -1, len(events) + 1]  # its place among all events
+        self.info_pos = [*info_at, -1, events + 1]  # its place among all events
         # Only the earliest pending op of each look is in the list (the others wait for it to
         # be linearized, see ``twin_after``): same-looking pending ops are interchangeable
         # (the process is part of the look unless the model never reads it).

@@ -227,19 +227,88 @@ def test_columns_sized_from_the_first_block_grow_when_it_misleads(
 def test_the_layout_tells_each_lines_tail_exactly(fs: list[str], locks: list[str],
                                                   picks: list[int], spoil: int,
                                                   split: bool) -> None:
-    """The exact-layout reader tells which known line each line of a block's non-digit bytes
-    is by its length and a few bytes, then compares them whole: any byte changed, and the
-    block is not of the layout (the same answer as looking each line up, its other way)."""
+    """The exact-layout reader tells which known tail each line's tail (the bytes after its
+    last number) is by its length and a few bytes, then compares them whole: any byte
+    changed, and the block is not of the layout (the same answer as looking each tail up, its
+    other way)."""
+    import numpy as np
+
     template = bulk._Template(True)
     template.learn(fs, [None, None, *locks])
-    lines = template.line_list
-    which = [p % len(lines) for p in picks]
-    skeleton = b"".join(lines[k] + b"\n" for k in which)
+    tails = [t[0] for t in template.tails]
+    which = [p % len(tails) for p in picks]
+    data = b"".join(b"7" + tails[k] + b"\n" for k in which)  # (a digit before each tail)
+    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
+    begins = np.concatenate(([1], ends[:-1] + 2))
     if split:
-        template.offsets = None  # (lines no offsets tell apart are looked up one by one)
+        template.tail_offsets = None  # (tails no offsets tell apart are looked up one by one)
+    if spoil >= 0:  # a byte of a tail changed
+        inside = [i for b, e in zip(begins.tolist(), ends.tolist(), strict=True)
+                  for i in range(b, e)]
+        at = inside[spoil % len(inside)]
+        data = data[:at] + bytes([data[at] ^ 1]) + data[at + 1:]
+    got = template.tail_of(np.frombuffer(data, np.uint8), begins, ends)
     if spoil >= 0:
-        at = spoil % len(skeleton)
-        skeleton = skeleton[:at] + bytes([skeleton[at] ^ 1]) + skeleton[at + 1:]
-        assert template.which(skeleton, len(which)) is None
+        assert got is None
     else:
-        assert template.which(skeleton, len(which)).tolist() == which
+        assert got is not None and got.tolist() == which
+
+
+@pytest.mark.parametrize("spaced", [True, False])
+def test_the_layout_refuses_any_byte_changed_that_is_not_a_digit(spaced: bool) -> None:
+    """Every byte of a block that is not a digit is compared (the segments before each number
+    where the runs of digits put them, the tail after the last one): any one of them changed
+    in the middle line, and the block is not of the layout; unchanged, it is read as the
+    decoder reads it."""
+    import numpy as np
+
+    dump = (lambda op: json.dumps(op).encode()) if spaced else orjson.dumps
+    ops = [{"index": i, "time": 10 * i + 7, "process": i % 3, "type": t, "f": f,
+            "value": None, "lock": "lock"}
+           for i, (t, f) in enumerate([("invoke", "acquire"), ("ok", "acquire"),
+                                       ("invoke", "release")])]
+    lines = [dump(op) + b"\n" for op in ops]
+    template = bulk._Template(spaced)
+    template.learn(["acquire", "release"], [None, None, "lock"])
+    block = b"".join(lines)
+    got = template.read(block, 3)
+    assert got is not None
+    assert [a.tolist() for a in got[:3]] == [[op[k] for op in ops]
+                                             for k in ("index", "time", "process")]
+    assert got[3].tolist() == [0, 1, 0] and got[4].tolist() == [0, 0, 1]
+    first = len(lines[0])
+    changed = 0
+    for at in range(first, first + len(lines[1]) - 1):  # (not its newline)
+        if block[at:at + 1].isdigit():
+            continue
+        for other in (block[at] ^ 1, block[at] ^ 0x20, ord(" ")):
+            if other == block[at] or bytes([other]).isdigit() or other == 10:
+                continue
+            spoiled = block[:at] + bytes([other]) + block[at + 1:]
+            assert template.read(spoiled, 3) is None, (at, spoiled.splitlines()[1])
+            changed += 1
+    assert changed > 100
+    assert np.array_equal(template.read(block, 3)[1], got[1])
+
+
+def test_failures_of_rows_are_not_asked_about_one_by_one_and_count_the_same(
+        tmp_path: Path) -> None:
+    """checker.calls.Paired leaves every fail of a history in columns out without asking
+    the mutex model about each row (a row has no error field, which it reads): the count is
+    the one the model gives row by row."""
+    from checker.calls import Paired
+    from checker.models import get_model, refused_not_held
+    from harness.core.columns import TYPE_CODES
+
+    bench = load_bench()
+    h = bench.mutex_history(3000, 5, seed=2, timeout_rate=0.3)
+    path = tmp_path / "h.jsonl"
+    write(path, h, spaced=True)
+    cols = read_columns(path, smallest=0)
+    assert cols is not None
+    fails = [i for i in range(len(cols)) if cols.type[i] == TYPE_CODES["fail"]]
+    assert len(fails) > 20
+    asked = [refused_not_held(cols.op(i)) for i in fails]
+    for name in LOCK_MODELS:
+        paired = Paired(cols, get_model(name))
+        assert paired.failed == len(fails) - sum(asked) == len(fails)

@@ -36,10 +36,12 @@ from harness.core.history import MAX_LINE, MAX_NAME, MAX_TIME, TYPES, Op, parse_
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any, BinaryIO
 
 BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
+THREADS: int | None = None  # threads that read blocks into columns beside this one (None: one
+# a spare core but this one's: harness.core.ahead.spare_cores)
 _BOM = b"\xef\xbb\xbf"
 
 _Int = Annotated[int, msgspec.Meta(ge=-MAX_TIME, le=MAX_TIME)]
@@ -377,6 +379,24 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
     the bytes read so far after each block. Each block's columns are written into columns
     sized for the whole file (:class:`_Store`), not kept apart and joined at the end (which
     held every column twice, and left the heap as large after)."""
+    from harness.core.ahead import Ahead, spare_cores
+
+    store = _Store(fh)
+    threads = THREADS if THREADS is not None else max(0, spare_cores() - 1)
+    with Ahead(threads if store.size > 2 * BLOCK else 0) as ahead:  # (a block or two: none)
+        return _read_columns(fh, progress, store, ahead)
+
+
+def _read_columns(fh: BinaryIO, progress: Callable[[int], None] | None, store: _Store,
+                  ahead: Any) -> Any:
+    """:func:`read_columns`, the blocks' layouts read (:meth:`_Template.read`) in turn by
+    ``ahead``'s threads and this one, as many at once as it has, the results taken in the
+    file's order. The threads are let finish before the template learns names; a block read
+    while it knew fewer names than now is read again if it did not fit (one that fitted fits
+    still: a name's code never changes), and one dealt before it knew any is read when its
+    turn comes. So every block is read as the plain loop reads it."""
+    from collections import deque
+
     import numpy as np
 
     from harness.core.columns import LOCK_NULL, TYPE_CODES, Columns
@@ -384,31 +404,34 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
     types = TYPE_CODES.__getitem__
     fs = _Codes([])
     locks = _Codes([msgspec.UNSET, None])  # codes LOCK_ABSENT, LOCK_NULL
-    store = _Store(fh)
     at = 0  # ops read so far
-    first = True
     template: _Template | bool | None = None  # None: not known yet; False: none fits
-    while block := fh.read(BLOCK):
-        if not block.endswith(b"\n"):
-            block += fh.readline(MAX_LINE + 1)
-        if first and block.startswith(_BOM):
-            block = block[len(_BOM):]
-        first = False
-        if not (block.startswith(b"{") and block.endswith(b"}\n")):
-            return None
-        n = _count(block, b"\n")
-        if template is None:
-            template = (_Template(True) if block.startswith(b'{"index": ') else
-                        _Template(False) if block.startswith(b'{"index":') else False)
+    queue: deque[tuple[bytes, int, Any, int, int]] = deque()
+    blocks = _blocks(fh)
+    while True:
+        while len(queue) < ahead.depth and (block := next(blocks, None)) is not None:
+            if not (block.startswith(b"{") and block.endswith(b"}\n")):
+                return None
+            n = _count(block, b"\n")
+            if template is None:
+                template = (_Template(True) if block.startswith(b'{"index": ') else
+                            _Template(False) if block.startswith(b'{"index":') else False)
+            job = ahead.submit(template.read, block, n) if template and template.tails else None
+            queue.append((block, n, job, template.generation if template else 0, fh.tell()))
+        if not queue:
+            break
+        block, n, job, generation, done = queue.popleft()
         # (a block the layout reads is n lines "{...}": no newline inside a value to fear)
-        read = template.read(block, n) if template else None
+        read = job.result() if job is not None else None
+        if read is None and template and (job is None or generation != template.generation):
+            read = template.read(block, n)  # with the names known now
         if read is None and block.count(b"}\n{") + 1 != n:
             return None
         if read is not None:
             store.put(at, n, len(block), (*read, True))
             at += n
             if progress is not None:
-                progress(fh.tell())
+                progress(done)
             continue
         try:
             got = _decode_plain(block)
@@ -435,9 +458,10 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
         at += n
         del got
         if template:
+            ahead.quiet()  # (no thread reads the template while it learns)
             template.learn(fs.names, locks.names)
         if progress is not None:
-            progress(fh.tell())
+            progress(done)
     if not at:
         return None
     index, time, process, type_, f, lock, value = store.columns(at)
@@ -447,6 +471,20 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
         process = process.astype(np.int32)  # (half the memory; any int64 is as good)
     return Columns(time, process, type_, f, [str(x) for x in fs.names], lock,
                    [None, None, *locks.names[LOCK_NULL + 1:]], index, value)
+
+
+def _blocks(fh: BinaryIO) -> Iterator[bytes]:
+    """The file's blocks of whole lines (:data:`BLOCK` bytes, then up to the end of the line;
+    a longer line is refused by the strict reader), the first one's byte order mark left
+    out."""
+    first = True
+    while block := fh.read(BLOCK):
+        if not block.endswith(b"\n"):
+            block += fh.readline(MAX_LINE + 1)
+        if first and block.startswith(_BOM):
+            block = block[len(_BOM):]
+        first = False
+        yield block
 
 
 class _Store:
@@ -485,9 +523,6 @@ class _Store:
         """The columns of the ``n`` ops read, each a copy when the array is much larger (a
         file whose first block had longer lines than the rest), else the array's start."""
         return [a[:n].copy() if len(a) > 2 * n else a[:n] for a in self.arrays]
-
-
-_DIGITS = b"0123456789"
 
 
 def _telling(lines: list[bytes]) -> tuple[int, ...] | None:
@@ -538,8 +573,14 @@ class _Template:
         self.segs = [b'{"index"' + colon, comma + b'"time"' + colon,
                      comma + b'"process"' + colon]
         self.colon, self.comma = colon, comma
+        import numpy as np
+
+        self.seg_arrays = {seg: np.frombuffer(seg, np.uint8) for seg in self.segs}
         self.tails: list[tuple[bytes, int, int, int]] = []  # (bytes, type, f, lock codes)
-        self._scratch: list[Any] | None = None
+        self.generation = 0  # how many times it learned names
+        import threading
+
+        self._local = threading.local()  # each thread's scratch arrays
 
     def learn(self, fs: list[str], locks: list[Any]) -> None:
         """The tails of every type, f and lock name known (locks[2:]: names)."""
@@ -557,61 +598,61 @@ class _Template:
                                   + b'"lock"' + c + orjson.dumps(lock) + b"}",
                                   t_code, f_code, l_code))
         self.tails = tails if len(tails) <= self.MAX_TAILS else []
+        self.generation += 1
         import numpy as np
 
-        self.lines = {self.segs[0] + self.segs[1] + self.segs[2] + t[0]: k
-                      for k, t in enumerate(self.tails)}  # what is not a digit, by tail
         self.codes = np.array([t[1:] for t in self.tails], np.int32).reshape(-1, 3)
-        self.line_list = list(self.lines)  # (in code order)
-        self.offsets = _telling(self.line_list)
-        keys = np.array([_key(x, self.offsets or ()) for x in self.line_list], np.int64)
-        self.key_order = np.argsort(keys)
-        self.keys = keys[self.key_order]
+        # How tail_of() tells the tails apart (what follows the third number of a line).
+        tails = [t[0] for t in self.tails]
+        self.tail_codes = {t: k for k, t in enumerate(tails)}
+        self.tail_arrays = [np.frombuffer(t, np.uint8) for t in tails]
+        self.tail_offsets = _telling(tails)
+        keys = np.array([_key(x, self.tail_offsets or ()) for x in tails], np.int64)
+        self.tail_order = np.argsort(keys)
+        self.tail_keys = keys[self.tail_order]
 
     def scratch(self, size: int) -> list[Any]:
-        """Three byte arrays of at least ``size`` bytes, kept from block to block (fresh ones
-        each time cost a page fault every 4 KiB)."""
+        """Three byte arrays of at least ``size`` bytes, the calling thread's, kept from block
+        to block (fresh ones each time cost a page fault every 4 KiB)."""
         import numpy as np
 
-        if self._scratch is None or len(self._scratch[0]) < size:
-            self._scratch = [np.empty(size, np.uint8), np.empty(size, bool),
-                             np.empty(size, bool)]
-        return self._scratch
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None or len(scratch[0]) < size:
+            scratch = self._local.scratch = [np.empty(size, np.uint8), np.empty(size, bool),
+                                             np.empty(size, bool)]
+        return scratch
 
-    def which(self, skeleton: bytes, n: int) -> Any:
-        """Which of the layout's lines each of the ``n`` lines of ``skeleton`` (a block's
-        bytes that are not digits) is, or None when one is none of them. Each line is told
-        by its length and its bytes at a few offsets (:func:`_telling`), and the lines told
-        are then compared with the skeleton whole: what is told is only a guess, what is
-        compared is exact."""
+    def tail_of(self, buf: Any, begins: Any, ends: Any) -> Any:
+        """Which of the layout's tails each line's bytes from ``begins`` to ``ends`` (its
+        newline) in ``buf`` are, or None when one is none of them. Each is told by its length
+        and its bytes at a few offsets (:func:`_telling`), then compared whole with the tail
+        told, the lines of each tail at once: what is told is only a guess, what is compared
+        is exact."""
         import numpy as np
+        from numpy.lib.stride_tricks import sliding_window_view
 
-        if self.offsets is None:  # no offsets tell the lines apart: each line looked up
-            lines = skeleton.split(b"\n")
-            if len(lines) != n + 1 or lines[n]:
-                return None
-            try:
-                return np.fromiter(map(self.lines.__getitem__, islice(lines, n)), np.intp, n)
-            except KeyError:
-                return None
-        sk = np.frombuffer(skeleton, np.uint8)
-        ends = np.flatnonzero(sk == 10)
-        if len(ends) != n or ends[-1] != len(sk) - 1:
-            return None
-        begins = np.empty(n, np.int64)
-        begins[0] = 0
-        begins[1:] = ends[:-1] + 1
         length = ends - begins
+        if self.tail_offsets is None:  # no offsets tell the tails apart: each looked up
+            data = buf.tobytes()
+            get = self.tail_codes.get
+            which = np.fromiter((get(data[b:e], -1) for b, e in zip(
+                begins.tolist(), ends.tolist(), strict=True)), np.intp, len(begins))
+            return None if bool(np.any(which < 0)) else which
         key = length.copy()
-        for offset in self.offsets:
+        last = len(buf) - 1
+        for offset in self.tail_offsets:
             key <<= 8
-            key |= np.where(offset < length, sk[np.minimum(begins + offset, len(sk) - 1)], 0)
-        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
-        if not bool(np.all(self.keys[at] == key)):
+            key |= np.where(offset < length, buf[np.minimum(begins + offset, last)], 0)
+        at = np.minimum(np.searchsorted(self.tail_keys, key), len(self.tail_keys) - 1)
+        if not bool(np.all(self.tail_keys[at] == key)):
             return None
-        which = self.key_order[at]
-        told = b"\n".join(map(self.line_list.__getitem__, which.tolist())) + b"\n"
-        return which if told == skeleton else None
+        which = self.tail_order[at]
+        for code in np.flatnonzero(np.bincount(which)).tolist():
+            tail = self.tail_arrays[code]
+            rows = sliding_window_view(buf, len(tail))[begins[which == code]]
+            if not bool((rows == tail).all()):
+                return None
+        return which
 
     def read(self, block: bytes, n: int) -> tuple[Any, ...] | None:
         """(index, time, process, type, f, lock codes) of the block's ``n`` lines (it has
@@ -641,8 +682,6 @@ class _Template:
         length = run_end - run_start
         if int(length.max()) > 18 or bool(np.any((length > 1) & (buf[run_start] == 48))):
             return None  # (a leading zero is not JSON)
-        # What is not a digit, line by line: exactly one of the layout's lines (below).
-        skeleton = block.translate(None, _DIGITS)
         # Each line begins where its first run says: the block's first, and each other one
         # right after a newline. The block has n newlines, its last byte one of them, so these
         # n - 1 (distinct, in order) are the others: the lines begin there and nowhere else.
@@ -653,10 +692,17 @@ class _Template:
                 and bool(np.all(run_start[:, 1] == run_end[:, 0] + l1))
                 and bool(np.all(run_start[:, 2] == run_end[:, 1] + l2))):
             return None
-        which = self.which(skeleton, n)
+        # What is not a digit, line by line: exactly the layout's segments, each where the
+        # runs put it, and one of its tails, from the last run to the newline.
+        for seg, at in zip(self.segs, (starts, run_end[:, 0], run_end[:, 1]), strict=True):
+            if not bool((sliding_window_view(buf, len(seg))[at] == self.seg_arrays[seg]).all()):
+                return None
+        ends = np.empty(n, np.int64)  # each line's newline
+        ends[:-1] = starts[1:] - 1
+        ends[-1] = size - 1
+        which = self.tail_of(buf, run_end[:, 2], ends)
         if which is None:
             return None
-        del skeleton
         # The numbers: the bytes up to each run's end (as many as the longest run's), the
         # run's digits by powers of ten.
         values = []
