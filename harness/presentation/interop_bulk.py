@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from harness.core.history import Op
 
 BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
+SMALLEST = BULK_BYTES  # a smaller file is read by the strict reader (it spares the imports)
 MAX_SHAPES = 256  # distinct line shapes a file may have (types x fs x locks); more: not plain
 MAX_DIGITS = 18  # a number of more digits may not fit an int64: the strict reader reads it
 _BOM = b"\xef\xbb\xbf"
@@ -55,9 +56,10 @@ _SLOTS = ("index", "time", "process")  # the fields that are numbers
 
 
 class _Edn:
-    """One op map a line, its keys in the order of the file's first line, the same separator
-    between pairs (``, `` or a space); numbers in digits, ``:type`` and ``:f`` keywords or
-    strings, ``:value`` nil, ``:lock`` a keyword, a string or nil."""
+    """One op map a line, the same separator between pairs as the file's first line (``, ``
+    or a space), and the same fields that are numbers (``:index``, ``:time``, ``:process``,
+    in digits), in the same order; ``:type`` and ``:f`` keywords or strings, ``:value`` nil,
+    ``:lock`` a keyword, a string or nil, either there or not (line by line)."""
 
     _PAIR = re.compile(rb":([a-z]+) (\d+|:[A-Za-z*!_?<>=+.-]+|\"[A-Za-z*!_?<>=+.:/ -]*\"|nil)")
     _KEYS = frozenset({b"index", b"time", b"process", b"type", b"f", b"value", b"lock"})
@@ -74,6 +76,7 @@ class _Edn:
         if not ({b"process", b"type", b"f"} <= keys and len(keys) == len(self.keys)):
             self.keys = ()  # (not a layout: no line is read by it)
         self.slots = tuple(k.decode() for k in self.keys if k.decode() in _SLOTS)
+        self.numbered = tuple(k.encode() for k in self.slots)
 
     def _pairs(self, line: bytes, sep: bytes) -> list[tuple[bytes, bytes]] | None:
         if not (line.startswith(b"{") and line.endswith(b"}")):
@@ -87,8 +90,8 @@ class _Edn:
         """The line's text around its numbers (one part more than numbers), and its other
         fields as they would be read; None when the line is not of the layout."""
         pairs = self._pairs(line, self.sep) if self.keys else None
-        if pairs is None or tuple(k for k, _ in pairs) != self.keys:
-            return None
+        if pairs is None or tuple(k for k, _ in pairs if k.decode() in _SLOTS) != self.numbered:
+            return None  # (other keys may differ from line to line: a lock nil, absent, ...)
         parts, text, fields = [], b"{", {}
         for i, (key, value) in enumerate(pairs):
             name = key.decode()
@@ -273,7 +276,7 @@ class _Shapes:
         np.less(np.subtract(buf, 48, out=scratch[0][:size]), 10, out=digit[1:size + 1])
         turns = np.flatnonzero(np.not_equal(digit[1:size + 1], digit[:size],
                                             out=scratch[2][:size]))
-        if len(turns) != 2 * k * n:
+        if not n or len(turns) != 2 * k * n:
             return None
         starts = turns[0::2]
         length = turns[1::2] - starts
@@ -327,12 +330,13 @@ def _key(shape: bytes, offsets: list[int]) -> int:
 
 def read_columns(path: str | os.PathLike[str],
                  progress: Callable[[int], None] | None = None,
-                 smallest: int = BULK_BYTES) -> Columns | None:
+                 smallest: int | None = None) -> Columns | None:
     """A big EDN history (``.edn``) or Jepsen log (``.log``, ``.txt``) of plain client ops,
     well-formed, in columns; None for a small file, another extension, or any file this
     module does not read whole (see the module's docstring): the caller then reads it with
     :func:`harness.presentation.interop.load_any`. ``progress``: told the bytes read so far
-    after each block. ``smallest``: the size from which a file is read so (a test's: any)."""
+    after each block. ``smallest``: the size from which a file is read so (:data:`SMALLEST`
+    unless given)."""
     p = os.fspath(path)
     ext = os.path.splitext(p)[1].lower()
     if ext not in (".edn", ".log", ".txt"):
@@ -340,7 +344,7 @@ def read_columns(path: str | os.PathLike[str],
     try:
         with open(p, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
-            if size < smallest:
+            if size < (SMALLEST if smallest is None else smallest):
                 return None
             cols = _read(fh, ext == ".edn", size, progress)
     except OSError:
@@ -363,6 +367,8 @@ def _read(fh: BinaryIO, edn: bool, size: int, progress: Callable[[int], None] | 
                 block = block[len(_BOM):]
             first = block[:block.find(b"\n")]
             shapes = _Shapes(_Edn(first) if edn else _Log())
+            if not shapes.k:  # (a first line of no layout: a comment, a vector, ...)
+                return None
         n = len(block) - len(block.replace(b"\n", b""))  # (sooner than bytes.count)
         got = shapes.read(block, n)
         if got is None:  # a shape not known yet (or not plain: then no more is read)
