@@ -18,6 +18,7 @@ from hypothesis.errors import InvalidArgument
 
 from checker import lockorder
 from checker.linearizable import check
+from harness.core import history_file
 from harness.core.history import HistoryError
 from harness.presentation import interop, interop_bulk
 from harness.presentation.check_file import check_file
@@ -300,7 +301,7 @@ def test_a_malformed_file_is_refused_by_the_strict_reader_in_its_words(
     path = tmp_path / "h.edn"
     path.write_text("".join(x + "\n" for x in _spoil(lines, kind, at)))
     monkeypatch.setattr(interop_bulk, "BLOCK", 4096)
-    monkeypatch.setattr(interop_bulk, "SMALLEST", 0)
+    monkeypatch.setattr(history_file, "BULK_BYTES", 0)
     assert interop_bulk.read_columns(path) is None
     message = strict(path)
     assert isinstance(message, str) and words in message, message
@@ -338,9 +339,7 @@ def test_harness_check_says_the_same_of_edn_a_log_and_jsonl(
 
     bench = load_bench()
     ops = uniform(bench.inject_violation(bench.mutex_history(3000, 6, 4)))
-    monkeypatch.setattr(interop_bulk, "SMALLEST", 0)
-    import harness.core.history_file as history_file
-
+    monkeypatch.setattr(history_file, "BULK_BYTES", 0)
     paths = {"jsonl": tmp_path / "h.jsonl", "edn": tmp_path / "h.edn",
              "strict": tmp_path / "s.edn"}
     write_history(paths["jsonl"], ops)
@@ -349,12 +348,20 @@ def test_harness_check_says_the_same_of_edn_a_log_and_jsonl(
     assert interop_bulk.read_columns(paths["edn"]) is not None
     assert interop_bulk.read_columns(paths["strict"]) is None
     assert history_file.read_columns(paths["jsonl"], smallest=0) is not None
+    read = interop_bulk.read_columns
+    in_columns: list[bool] = []  # whether check_file read each foreign file in columns
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        got = read(*args, **kwargs)
+        in_columns.append(got is not None)
+        return got
+
+    monkeypatch.setattr(interop_bulk, "read_columns", spied)
     outs = {}
     for name, path in paths.items():
-        if name == "jsonl":
-            monkeypatch.setattr(history_file, "BULK_BYTES", 0)
         assert check_file(path, None, LIMITS) == 1
         outs[name] = capsys.readouterr().out.replace(str(path), "PATH")
+    assert in_columns == [True, False]
     assert outs["jsonl"] == outs["edn"] == outs["strict"], outs
     assert "INVALID  PATH as mutex" in outs["edn"] and "had not released" in outs["edn"]
     logs = {"cols": tmp_path / "h.log", "strict": tmp_path / "s.log"}
@@ -364,6 +371,5 @@ def test_harness_check_says_the_same_of_edn_a_log_and_jsonl(
     for path in logs.values():
         code = check_file(path, None, LIMITS)
         said.append((code, capsys.readouterr().out.replace(str(path), "PATH")))
-    assert interop_bulk.read_columns(logs["cols"]) is not None
-    assert interop_bulk.read_columns(logs["strict"]) is None
+    assert in_columns == [True, False, True, False]
     assert said[0] == said[1] and said[0][0] == 1 and "INVALID  PATH" in said[0][1], said

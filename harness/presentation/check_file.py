@@ -169,6 +169,13 @@ def _columns(path: str | PathLike[str], progress: tuple[Any, Callable[[int], Non
 
         return read_columns(path, told)
     if ext in (".edn", ".log", ".txt"):
+        from harness.core import history_file
+
+        try:
+            if os.stat(path).st_size < history_file.BULK_BYTES:
+                return None  # (a small file: the strict reader, sooner than importing numpy)
+        except OSError:
+            return None
         from harness.presentation.interop_bulk import read_columns as read_foreign
 
         return read_foreign(path, told)

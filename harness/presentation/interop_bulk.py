@@ -28,9 +28,9 @@ import re
 
 import numpy as np
 
+from harness.core import history_file
 from harness.core.columns import LOCK_ABSENT, LOCK_NULL, TYPE_CODES, Columns, well_formed
 from harness.core.history import MAX_LINE, HistoryError, validate_op
-from harness.core.history_file import BULK_BYTES
 from harness.presentation.interop import MS, EdnReader, _log_op, _op_fields, to_op
 
 TYPE_CHECKING = False  # see harness/core/history.py
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from harness.core.history import Op
 
 BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
-SMALLEST = BULK_BYTES  # a smaller file is read by the strict reader (it spares the imports)
 MAX_SHAPES = 256  # distinct line shapes a file may have (types x fs x locks); more: not plain
 MAX_DIGITS = 18  # a number of more digits may not fit an int64: the strict reader reads it
 _BOM = b"\xef\xbb\xbf"
@@ -335,8 +334,8 @@ def read_columns(path: str | os.PathLike[str],
     well-formed, in columns; None for a small file, another extension, or any file this
     module does not read whole (see the module's docstring): the caller then reads it with
     :func:`harness.presentation.interop.load_any`. ``progress``: told the bytes read so far
-    after each block. ``smallest``: the size from which a file is read so (:data:`SMALLEST`
-    unless given)."""
+    after each block. ``smallest``: the size from which a file is read so
+    (:data:`harness.core.history_file.BULK_BYTES` unless given, as for JSONL)."""
     p = os.fspath(path)
     ext = os.path.splitext(p)[1].lower()
     if ext not in (".edn", ".log", ".txt"):
@@ -344,7 +343,7 @@ def read_columns(path: str | os.PathLike[str],
     try:
         with open(p, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
-            if size < (SMALLEST if smallest is None else smallest):
+            if size < (history_file.BULK_BYTES if smallest is None else smallest):
                 return None
             cols = _read(fh, ext == ".edn", size, progress)
     except OSError:
