@@ -373,3 +373,33 @@ def test_harness_check_says_the_same_of_edn_a_log_and_jsonl(
         said.append((code, capsys.readouterr().out.replace(str(path), "PATH")))
     assert in_columns == [True, False, True, False]
     assert said[0] == said[1] and said[0][0] == 1 and "INVALID  PATH" in said[0][1], said
+
+
+_PIECES = st.sampled_from([
+    "", " ", ",", "\n", "\t", "\r", ";", "#", "#_", "{", "}", "[", "]", '"', "\\", ":", "-",
+    "0", "1", "9", "N", "M", "nil", ":f", ":lock", ":index", ":time", ":process", ":nemesis",
+    ":acquire", ":release", ":ok", '"lock"', "\ufeff", "\u2028", "\x85", "é", "jepsen.util - ",
+])
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(style=st.sampled_from([*STYLES, "log"]), size=st.integers(1, 30), seed=st.integers(0, 99),
+       edits=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 3), _PIECES),
+                      min_size=1, max_size=4),
+       block=st.sampled_from([1, 100, 4 << 20]))
+def test_a_plain_file_edited_anywhere_reads_as_the_strict_reader_reads_it(
+        style: str, size: int, seed: int, edits: list[tuple[int, int, str]], block: int,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain file (read in columns) with a few characters cut or pasted in anywhere: the
+    columns read what the strict reader reads, or leave the file to it."""
+    ops = uniform(load_bench().mutex_history(size, 3, seed))
+    lines = ([log_line(op, "INFO  jepsen.util - ") for op in ops] if style == "log" else
+             [edn_line(op, style) for op in ops])
+    text = "".join(x + "\n" for x in lines)
+    for at, cut, piece in edits:
+        at %= len(text) + 1
+        text = text[:at] + piece + text[at + cut:]
+    path = tmp_path / ("h.log" if style == "log" else "h.edn")
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
+    agree(path, block, monkeypatch)

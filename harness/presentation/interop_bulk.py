@@ -175,6 +175,8 @@ class _Shapes:
         if got is None or len(self.codes) >= MAX_SHAPES:
             return False
         parts, fields = got
+        if fields.get("value") is not None or type(fields.get("lock")) not in (str, type(None)):
+            return False  # (columns hold a value of nil, a lock named or nil, nothing else)
         shape = b"".join(parts)
         if shape in self.codes:  # (its numbers were not where they go: a leading zero, ...)
             return False
