@@ -403,3 +403,28 @@ def test_a_plain_file_edited_anywhere_reads_as_the_strict_reader_reads_it(
     path = tmp_path / ("h.log" if style == "log" else "h.edn")
     path.write_bytes(text.encode("utf-8", "surrogatepass"))
     agree(path, block, monkeypatch)
+
+
+def test_columns_sized_from_the_first_block_grow_when_it_misleads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The columns are sized from the first block's bytes an op: a file whose first ops are
+    long (a long lock name) holds more ops than that says; it is read whole all the same."""
+    ops = uniform(load_bench().mutex_history(600, 3, 2, crash_rate=0.0))
+    lock_of: dict[int, str] = {}
+    for k, op in enumerate(ops):
+        if op["type"] == "invoke":
+            lock_of[op["process"]] = "l" * 150 if k < 20 else "m"
+        op["lock"] = lock_of[op["process"]]
+    path = tmp_path / "h.edn"
+    write_edn_history(path, ops)
+    grown = []
+    real = interop_bulk._Store.put
+
+    def put(self: Any, at: int, n: int, nbytes: int, columns: Any) -> None:
+        before = len(self.arrays[0]) if self.arrays else 0
+        real(self, at, n, nbytes, columns)
+        grown.append(bool(before) and len(self.arrays[0]) > before)
+
+    monkeypatch.setattr(interop_bulk._Store, "put", put)
+    cols = agree(path, 2048, monkeypatch, plain=True)
+    assert len(cols) == len(ops) and any(grown)
