@@ -170,6 +170,40 @@ def test_a_lock_nil_absent_or_named_and_a_value_or_none_may_differ_line_by_line(
                                                                            "absent"}
 
 
+def test_comments_blank_lines_and_log_lines_of_no_op_are_left_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the strict reader reads no op from (an EDN comment or blank line, a log's other
+    lines, Jepsen's among them) is left out line by line: the file is still read in columns,
+    the ops numbered and timed as the strict reader does (a log's by their position)."""
+    ops = uniform(load_bench().mutex_history(300, 4, 7))
+    edn = [interop.op_to_edn(op) for op in ops]
+    for at, extra in ((0, "; Jepsen history, abridged"), (40, ""), (41, " ,\t"),
+                      (300, '  ; a comment with "quotes", {braces} and \u2028 é'),
+                      (len(edn), "")):
+        edn.insert(at, extra)
+    path = tmp_path / "h.edn"
+    path.write_text("\n".join(edn) + "\n")
+    agree(path, 1000, monkeypatch, plain=True)
+    log = [log_line(op, "INFO  jepsen.util - ") for op in ops]
+    for at, extra in ((0, "INFO  jepsen.core - Running test jepsen.core/lock"),
+                      (10, "2017-03-07 13:46:43,579{GMT}\tINFO\t[jepsen nemesis] jepsen.core"),
+                      (200, ""), (201, "WARN  jepsen.util - Process 3 crashed"),
+                      (len(log), "INFO  jepsen.core - Everything looks good! ヽ('ー`)ノ")):
+        log.insert(at, extra)
+    path = tmp_path / "h.log"
+    path.write_text("\n".join(log) + "\n")
+    cols = agree(path, 1000, monkeypatch, plain=True)
+    assert cols.op(300)["time"] == 300 * interop.MS
+    path.write_text("INFO  jepsen.core - 1 setting up\n" * 30 + "\n".join(log) + "\n")
+    agree(path, 64, monkeypatch, plain=True)  # (blocks of no op, a number a line, first)
+    for bad in ("INFO  jepsen.util - 3\t:ok\t:acquire\t7",  # an op, not plain
+                "INFO  jepsen.core - a line\rINFO  jepsen.util - 3\t:info\t:acquire\tnil",
+                "INFO  jepsen.core - not UTF-8 \udcff"):
+        path.write_bytes(("\n".join([*log[:150], bad, *log[150:]]) + "\n").encode(
+            "utf-8", "surrogateescape"))
+        agree(path, 1000, monkeypatch, plain=False)
+
+
 # ---------------------------------------------------------------------------------------------
 # Odd and malformed files: the strict reader's
 
@@ -366,7 +400,7 @@ def test_harness_check_says_the_same_of_edn_a_log_and_jsonl(
     assert "INVALID  PATH as mutex" in outs["edn"] and "had not released" in outs["edn"]
     logs = {"cols": tmp_path / "h.log", "strict": tmp_path / "s.log"}
     write_log(logs["cols"], ops, "INFO  jepsen.util - ")
-    logs["strict"].write_text("INFO  jepsen.core - Running test\n" + logs["cols"].read_text())
+    logs["strict"].write_bytes(logs["cols"].read_bytes().replace(b"\n", b"\r\n"))  # (CRLF)
     said = []
     for path in logs.values():
         code = check_file(path, None, LIMITS)

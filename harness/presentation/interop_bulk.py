@@ -15,10 +15,12 @@ line that has it, and only after the strict reader has read a line of that shape
 other numbers) as the op the shape says (:meth:`_Shapes.learn`): what this module reads is what
 the strict reader reads, by construction, not by a second grammar kept in step.
 
-Anything else — a comment, a map over two lines, a vector of maps, a nemesis op, another
-field, a name with a digit, a negative process, a number with a leading zero, times that go
-back, a malformed history — and :func:`read_columns` says None: the caller reads the file with
-:func:`harness.presentation.interop.load_any`, for its ops or its own error, word for word.
+Lines the strict reader reads no op from are left out, each looked at alone (in EDN a blank
+line or a comment, in a log any line that is no op's). Anything else — a map over two lines, a
+vector of maps, a nemesis op, another field, a name with a digit, a negative process, a number
+with a leading zero, times that go back, a malformed history — and :func:`read_columns` says
+None: the caller reads the file with :func:`harness.presentation.interop.load_any`, for its
+ops or its own error, word for word.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ _DIGITS = b"0123456789"
 _POW10 = 10 ** np.arange(MAX_DIGITS, dtype=np.int64)
 _PROBE = (12, 3456, 789, 1)  # numbers a made-up line of a shape is read with (distinct)
 _SLOTS = ("index", "time", "process")  # the fields that are numbers
+_EDN_NOTHING = re.compile(r"[ \t\r,]*(?:;[^\n]*)?")  # a line of whitespace, then a comment
+_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines's
 
 
 # ---------------------------------------------------------------------------------------------
@@ -109,6 +113,15 @@ class _Edn:
         return parts, fields
 
     @staticmethod
+    def skipped(line: bytes) -> bool:
+        """Whether the strict reader reads nothing from this line, whatever the lines around
+        it (those read are whole maps): blanks and commas, then perhaps a comment."""
+        try:
+            return _EDN_NOTHING.fullmatch(line.decode("utf-8")) is not None
+        except UnicodeDecodeError:
+            return False
+
+    @staticmethod
     def strict(line: str, position: int) -> Op:
         """The op the strict reader reads from this line at this position of the file (its
         own functions, as :func:`harness.presentation.interop.parse_edn_history` calls them;
@@ -137,6 +150,16 @@ class _Log:
         if m is None:
             return None
         return [m[1], m[3]], {"type": m[4].decode(), "f": m[5].decode(), "value": None}
+
+    @staticmethod
+    def skipped(line: bytes) -> bool:
+        """Whether :func:`harness.presentation.interop.parse_jepsen_log` skips this line (one
+        line to it too: none of the other line breaks ``str.splitlines`` splits at)."""
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return not _LINE_BREAKS.search(text) and _op_fields(text) is None
 
     @staticmethod
     def strict(line: str, position: int) -> Op:
@@ -205,13 +228,28 @@ class _Shapes:
         self.fields.append((TYPE_CODES[want["type"]], f_code, lock_code, "value" in want))
         return True
 
-    def unknown(self, block: bytes, n: int) -> dict[bytes, int]:
-        """The shapes of the block's ``n`` lines that are not known yet, each with its first
-        line (a block read before its shapes are learnt: the file's first, a new name)."""
-        lines = block.translate(None, _DIGITS).split(b"\n")[:n]
-        known = self.codes
-        new = dict.fromkeys(x for x in set(lines) if x not in known)
-        return {x: lines.index(x) for x in new}
+    def sift(self, block: bytes, n: int, at: int) -> tuple[bytes, int] | None:
+        """The block's ``n`` lines (its first op the file's ``at``-th) with the shapes they
+        show learnt, and the lines the strict reader reads no op from (a comment, a blank
+        line, a log line that is no op's) left out, each looked at alone; None when a line is
+        neither (a line not plain: the file is then the strict reader's). Python a line: for
+        a block the array reading could not read (the file's first, a new name, ...)."""
+        lines = block.split(b"\n")[:n]
+        shapes = block.translate(None, _DIGITS).split(b"\n")[:n]
+        known, tried = self.codes, {}
+        keep: list[bytes] = []
+        for line, shape in zip(lines, shapes, strict=True):
+            if shape not in known:
+                if shape not in tried:
+                    tried[shape] = self.learn(line, at + len(keep))
+                if not tried[shape]:
+                    if self.layout.skipped(line):
+                        continue
+                    return None
+            keep.append(line)
+        if tried:
+            self.tell()
+        return (block if len(keep) == n else b"".join(x + b"\n" for x in keep)), len(keep)
 
     def tell(self) -> None:
         """Make ready to tell the known shapes apart by their length and a few bytes
@@ -223,7 +261,7 @@ class _Shapes:
             offsets.append(max(range(longest),
                                key=lambda o: len({_key(x, [*offsets, o]) for x in shapes})))
         keys = np.array([_key(x, offsets) for x in shapes], np.int64)
-        self.told = (offsets if len(set(keys.tolist())) == len(shapes) else None)
+        self.told = offsets if shapes and len(set(keys.tolist())) == len(shapes) else None
         self.key_order = np.argsort(keys)
         self.keys = keys[self.key_order]
         self.shape_list = shapes
@@ -366,21 +404,22 @@ def _read(fh: BinaryIO, edn: bool, size: int, progress: Callable[[int], None] | 
         if shapes is None:
             if block.startswith(_BOM):
                 block = block[len(_BOM):]
-            first = block[:block.find(b"\n")]
+            first = next((x for x in block.split(b"\n", 64) if not _Edn.skipped(x)), b"")
             shapes = _Shapes(_Edn(first) if edn else _Log())
             if not shapes.k:  # (a first line of no layout: a comment, a vector, ...)
                 return None
         n = len(block) - len(block.replace(b"\n", b""))  # (sooner than bytes.count)
         got = shapes.read(block, n)
-        if got is None:  # a shape not known yet (or not plain: then no more is read)
-            unknown = shapes.unknown(block, n)
-            if not unknown or not all(shapes.learn(block.split(b"\n", i + 1)[i], at + i)
-                                      for i in unknown.values()):
+        if got is None:  # a shape not known yet, a line to skip (or not plain: then no more)
+            sifted = shapes.sift(block, n, at)
+            if sifted is None:
                 return None
-            shapes.tell()
-            got = shapes.read(block, n)
+            block, n = sifted
+            got = shapes.read(block, n) if n else None
             if got is None:
-                return None
+                if n:
+                    return None
+                continue  # (no op in the block)
         which, numbers = got
         store.put(at, n, len(block), _columns(shapes, which, numbers, at, n))
         at += n
