@@ -204,6 +204,35 @@ def test_comments_blank_lines_and_log_lines_of_no_op_are_left_out(
         agree(path, 1000, monkeypatch, plain=False)
 
 
+def jepsen_log_line(op: Op, k: int) -> str:
+    """An op line as Jepsen's log writes it: a time stamp, a level, a worker's name."""
+    ms = op["time"] // 1_000_000 + k
+    return (f"2017-03-07 13:{ms // 60000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}{{GMT}}"
+            f"\tINFO\t[jepsen worker {op['process'] % 5}] jepsen.util: {log_line(op, '')}")
+
+
+def test_a_jepsen_log_with_time_stamps_and_workers_is_read_in_columns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The numbers of a line's time stamp and worker (with leading zeros: nobody reads them)
+    are numbers of its shape: the log is read in columns, as the strict reader reads it; an
+    op line with a number more or less before its process (a nemesis line's, say) is not."""
+    ops = uniform(load_bench().mutex_history(300, 4, 9))
+    lines = ["2017-03-07 13:46:40,001{GMT}\tINFO\t[main] jepsen.core: Running test",
+             *(jepsen_log_line(op, k) for k, op in enumerate(ops)),
+             "2017-03-07 13:59:59,999{GMT}\tINFO\t[main] jepsen.core: Everything looks good!"]
+    path = tmp_path / "jepsen.log"
+    path.write_text("\n".join(lines) + "\n")
+    cols = agree(path, 700, monkeypatch, plain=True)
+    assert len(cols) == len(ops)
+    for other in ("[jepsen nemesis 2] jepsen.util: 1\t:info\t:acquire\tnil",
+                  "[jepsen worker] jepsen.util: 1\t:info\t:acquire\tnil",
+                  "[jepsen worker 1] jepsen.util: 01\t:info\t:acquire\tnil"):
+        bad = [*lines[:200], lines[200].split("\tINFO\t")[0] + "\tINFO\t" + other,
+               *lines[201:]]
+        path.write_text("\n".join(bad) + "\n")
+        agree(path, 700, monkeypatch, plain=False)
+
+
 # ---------------------------------------------------------------------------------------------
 # Odd and malformed files: the strict reader's
 
@@ -418,7 +447,8 @@ _PIECES = st.sampled_from([
 
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(style=st.sampled_from([*STYLES, "log"]), size=st.integers(1, 30), seed=st.integers(0, 99),
+@given(style=st.sampled_from([*STYLES, "log", "jepsen-log"]), size=st.integers(1, 30),
+       seed=st.integers(0, 99),
        edits=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 3), _PIECES),
                       min_size=1, max_size=4),
        block=st.sampled_from([1, 100, 4 << 20]))
@@ -429,12 +459,13 @@ def test_a_plain_file_edited_anywhere_reads_as_the_strict_reader_reads_it(
     columns read what the strict reader reads, or leave the file to it."""
     ops = uniform(load_bench().mutex_history(size, 3, seed))
     lines = ([log_line(op, "INFO  jepsen.util - ") for op in ops] if style == "log" else
+             [jepsen_log_line(op, k) for k, op in enumerate(ops)] if style == "jepsen-log" else
              [edn_line(op, style) for op in ops])
     text = "".join(x + "\n" for x in lines)
     for at, cut, piece in edits:
         at %= len(text) + 1
         text = text[:at] + piece + text[at + cut:]
-    path = tmp_path / ("h.log" if style == "log" else "h.edn")
+    path = tmp_path / ("h.edn" if style in STYLES else "h.log")
     path.write_bytes(text.encode("utf-8", "surrogatepass"))
     agree(path, block, monkeypatch)
 

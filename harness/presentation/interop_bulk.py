@@ -48,7 +48,7 @@ MAX_DIGITS = 18  # a number of more digits may not fit an int64: the strict read
 _BOM = b"\xef\xbb\xbf"
 _DIGITS = b"0123456789"
 _POW10 = 10 ** np.arange(MAX_DIGITS, dtype=np.int64)
-_PROBE = (12, 3456, 789, 1)  # numbers a made-up line of a shape is read with (distinct)
+_PROBE = (12, 3456, 789)  # numbers a made-up line of a shape is read with (distinct)
 _SLOTS = ("index", "time", "process")  # the fields that are numbers
 _EDN_NOTHING = re.compile(r"[ \t\r,]*(?:;[^\n]*)?")  # a line of whitespace, then a comment
 _LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines's
@@ -80,6 +80,10 @@ class _Edn:
             self.keys = ()  # (not a layout: no line is read by it)
         self.slots = tuple(k.decode() for k in self.keys if k.decode() in _SLOTS)
         self.numbered = tuple(k.encode() for k in self.slots)
+
+    def slots_for(self, k: int) -> tuple[str, ...]:
+        """The fields of a line's ``k`` numbers, in order (the file's: split has checked)."""
+        return self.slots
 
     def _pairs(self, line: bytes, sep: bytes) -> list[tuple[bytes, bytes]] | None:
         if not (line.startswith(b"{") and line.endswith(b"}")):
@@ -137,19 +141,31 @@ class _Edn:
 
 
 class _Log:
-    """A Jepsen log's op lines, every line one (``INFO  jepsen.util - 2\\t:invoke\\t:acquire
-    \\tnil``, or a ``history.txt`` without the prefix): the process in digits, type and f
-    keywords, value nil; no time (one made up per op), no lock."""
+    """A Jepsen log's op lines (``INFO  jepsen.util - 2\\t:invoke\\t:acquire\\tnil``, with a
+    time stamp and a thread's name before, or a ``history.txt`` without the prefix): the
+    process in digits, type and f keywords, value nil; no time (one made up per op), no lock.
+    The numbers before the process (a time stamp, a worker's) are numbers of the shape that
+    are read by no one (slot ``_``): as many on every op line as on the file's first."""
 
-    _LINE = re.compile(rb"([\t\x20-\x2f\x3a-\x7e]*?)(\d+)((?:\t|[ ]+):([A-Za-z][A-Za-z_-]*)"
+    _LINE = re.compile(rb"([\t\x20-\x7e]*?)(\d+)((?:\t|[ ]+):([A-Za-z][A-Za-z_-]*)"
                        rb"(?:\t|[ ]+):([A-Za-z][A-Za-z_-]*)(?:\t|[ ]+)nil)")
-    slots = ("process",)
+    _RUN = re.compile(rb"\d+")
+
+    def __init__(self) -> None:
+        self.slots: tuple[str, ...] = ()  # (known from the first shape learnt)
+
+    @staticmethod
+    def slots_for(k: int) -> tuple[str, ...]:
+        return ("_",) * (k - 1) + ("process",)
 
     def split(self, line: bytes) -> tuple[list[bytes], dict[str, Any]] | None:
         m = self._LINE.fullmatch(line)
         if m is None:
             return None
-        return [m[1], m[3]], {"type": m[4].decode(), "f": m[5].decode(), "value": None}
+        parts = self._RUN.split(m[1])  # (the prefix around its numbers)
+        if self.slots and len(parts) != len(self.slots):
+            return None
+        return [*parts, m[3]], {"type": m[4].decode(), "f": m[5].decode(), "value": None}
 
     @staticmethod
     def skipped(line: bytes) -> bool:
@@ -182,7 +198,8 @@ class _Shapes:
 
     def __init__(self, layout: Any) -> None:
         self.layout = layout
-        self.k = len(layout.slots)
+        self.k = len(layout.slots) or None  # (a log's: known from the first shape learnt)
+        self.named = np.array([x != "_" for x in layout.slots], bool)  # the numbers kept
         self.codes: dict[bytes, int] = {}  # shape -> its number
         self.offsets: list[list[int]] = []  # where each shape's numbers go, digits aside
         self.fields: list[tuple[int, int, int, bool]] = []  # type, f, lock codes; has value
@@ -203,11 +220,15 @@ class _Shapes:
         shape = b"".join(parts)
         if shape in self.codes:  # (its numbers were not where they go: a leading zero, ...)
             return False
-        numbers = _PROBE[:self.k]
+        k = len(parts) - 1
+        slots = self.layout.slots_for(k)
+        if (self.k is not None and k != self.k) or len(slots) != k:
+            return False
+        numbers = [_PROBE[j % len(_PROBE)] for j in range(k)]
         probe = parts[0] + b"".join(b"%d%s" % (n, p)
                                     for n, p in zip(numbers, parts[1:], strict=True))
         want: dict[str, Any] = {"index": position, "time": position * MS}
-        want.update(zip(self.layout.slots, numbers, strict=True))
+        want.update((s, v) for s, v in zip(slots, numbers, strict=True) if s != "_")
         want.update(fields)
         try:
             got_op = self.layout.strict(probe.decode("ascii"), position)
@@ -219,6 +240,9 @@ class _Shapes:
         lock_code = (LOCK_ABSENT if "lock" not in want else LOCK_NULL if lock is None
                      else self.locks.setdefault(lock, len(self.locks) + 2))
         f_code = self.fs.setdefault(want["f"], len(self.fs))
+        if self.k is None:
+            self.k, self.layout.slots = k, slots
+            self.named = np.array([x != "_" for x in slots])
         self.codes[shape] = len(self.offsets)
         offsets, at = [], 0
         for p in parts[:-1]:
@@ -255,13 +279,16 @@ class _Shapes:
         """Make ready to tell the known shapes apart by their length and a few bytes
         (:meth:`which`): the offsets that tell most apart, in turn, up to three."""
         shapes = list(self.codes)
-        longest = max(map(len, shapes), default=0)
+        if not shapes:
+            self.told = None
+            return
+        longest = max(map(len, shapes))
         offsets: list[int] = []
         while len({_key(x, offsets) for x in shapes}) < len(shapes) and len(offsets) < 3:
             offsets.append(max(range(longest),
                                key=lambda o: len({_key(x, [*offsets, o]) for x in shapes})))
         keys = np.array([_key(x, offsets) for x in shapes], np.int64)
-        self.told = offsets if shapes and len(set(keys.tolist())) == len(shapes) else None
+        self.told = offsets if len(set(keys.tolist())) == len(shapes) else None
         self.key_order = np.argsort(keys)
         self.keys = keys[self.key_order]
         self.shape_list = shapes
@@ -307,6 +334,8 @@ class _Shapes:
         known shapes, line after line, compared whole) with each run put back at its place
         is the block, every byte of it."""
         k = self.k
+        if k is None:
+            return None
         size = len(block)
         buf = np.frombuffer(block, np.uint8)
         scratch = self.scratch(size)
@@ -319,8 +348,9 @@ class _Shapes:
             return None
         starts = turns[0::2]
         length = turns[1::2] - starts
-        if int(length.max()) > MAX_DIGITS or bool(np.any((length > 1) & (buf[starts] == 48))):
-            return None
+        if int(length.max()) > MAX_DIGITS or bool(np.any(
+                ((length > 1) & (buf[starts] == 48)).reshape(n, k) & self.named)):
+            return None  # (a leading zero: in a number read; a time stamp's is nobody's)
         skeleton = block.translate(None, _DIGITS)
         told = self.which(skeleton, n)
         del skeleton
@@ -336,6 +366,9 @@ class _Shapes:
         starts, length = starts.reshape(n, k), length.reshape(n, k)
         numbers = []
         for j in range(k):
+            if not self.named[j]:
+                numbers.append(None)
+                continue
             digits = length[:, j]
             longest = int(digits.max())
             at = np.arange(longest)
@@ -406,7 +439,7 @@ def _read(fh: BinaryIO, edn: bool, size: int, progress: Callable[[int], None] | 
                 block = block[len(_BOM):]
             first = next((x for x in block.split(b"\n", 64) if not _Edn.skipped(x)), b"")
             shapes = _Shapes(_Edn(first) if edn else _Log())
-            if not shapes.k:  # (a first line of no layout: a comment, a vector, ...)
+            if edn and not shapes.k:  # (a first line of no layout: a vector, ...)
                 return None
         n = len(block) - len(block.replace(b"\n", b""))  # (sooner than bytes.count)
         got = shapes.read(block, n)
@@ -440,7 +473,7 @@ def _read(fh: BinaryIO, edn: bool, size: int, progress: Callable[[int], None] | 
 def _columns(shapes: _Shapes, which: np.ndarray, numbers: tuple[np.ndarray, ...], at: int,
              n: int) -> tuple[Any, ...]:
     """A block's columns: index, time, process, type, f, lock, value."""
-    got = dict(zip(shapes.layout.slots, numbers, strict=True))
+    got = {s: v for s, v in zip(shapes.layout.slots, numbers, strict=True) if s != "_"}
     position = np.arange(at, at + n, dtype=np.int64)
     fields = shapes.field_rows[which]
     return (got.get("index", position), got["time"] if "time" in got else position * MS,
