@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_check_file.py                       # 1M ops, valid and invalid
     .venv/bin/python bench/bench_check_file.py --ops 100000 --reps 5
     .venv/bin/python bench/bench_check_file.py --tree /path/to/other/checkout   # side by side
+    .venv/bin/python bench/bench_check_file.py --format edn          # the same histories as EDN
 
 The histories are ``bench/bench_linearizable.py``'s (a simulated lock service, 10 processes;
 the invalid one has a grant inside another's critical section at 90 %), written once to
@@ -12,8 +13,11 @@ under ``/usr/bin/time -v`` (its wall clock, user and system seconds, maximum res
 size), ``--reps`` times per tree, the trees in turn (A B A B ...: a drift of the machine's speed
 moves both alike). Every run of a history must exit as expected (0 valid, 1 invalid) and print
 the same lines, the witness included, in every tree: a faster reader that changes a verdict is
-no faster reader. Printed: the medians per tree and history, and each tree's ratio to the
-first. On a shared machine quote the CPU figures beside the wall ones.
+no faster reader. ``--format edn`` writes the same histories as Jepsen EDN (interop's writer,
+one op map a line), ``--format log`` as a Jepsen log (``INFO  jepsen.util - 2\t:invoke\t
+:acquire\tnil``: no times, no lock, so its verdict is its own). Printed: the medians per tree
+and history, and each tree's ratio to the first. On a shared machine quote the CPU figures
+beside the wall ones.
 """
 
 from __future__ import annotations
@@ -36,18 +40,30 @@ TIME = "/usr/bin/time"
 EXPECTED = {"valid": 0, "invalid": 1}
 
 
-def history_file(directory: Path, ops: int, procs: int, seed: int, variant: str) -> Path:
-    """The generated history, written on first use."""
-    path = directory / f"check-file-{ops}-{procs}-{seed}-{variant}.jsonl"
+def history_file(directory: Path, ops: int, procs: int, seed: int, variant: str,
+                 fmt: str = "jsonl") -> Path:
+    """The generated history, written on first use (as JSON lines, EDN or a Jepsen log)."""
+    path = directory / f"check-file-{ops}-{procs}-{seed}-{variant}.{fmt}"
     if not path.exists():
         history = mutex_history(ops, procs, seed)
         if variant == "invalid":
             history = inject_violation(history)
         tmp = path.with_suffix(".tmp")
-        with tmp.open("w") as fh:
-            fh.writelines(json.dumps(op) + "\n" for op in history)
+        if fmt == "edn":
+            from harness.presentation.interop import write_edn_history
+
+            write_edn_history(tmp, history)
+        else:
+            line = (log_line if fmt == "log" else json.dumps)
+            with tmp.open("w") as fh:
+                fh.writelines(line(op) + "\n" for op in history)
         tmp.replace(path)
     return path
+
+
+def log_line(op: dict[str, object]) -> str:
+    """An op as a line of a Jepsen log (its value nil: the generated ones are)."""
+    return f"INFO  jepsen.util - {op['process']}\t:{op['type']}\t:{op['f']}\tnil"
 
 
 def run_once(tree: Path, path: Path) -> dict[str, object]:
@@ -89,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tree", type=Path, action="append", default=[],
                     help="another checkout to time beside this one (repeatable)")
     ap.add_argument("--only", choices=sorted(EXPECTED), help="one history, not both")
+    ap.add_argument("--format", choices=("jsonl", "edn", "log"), default="jsonl",
+                    help="how the histories are written (default: JSON lines)")
     args = ap.parse_args(argv)
     if not os.access(TIME, os.X_OK):
         print(f"{TIME} is needed (Debian: apt-get install time)", file=sys.stderr)
@@ -98,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'history':>8} {'tree':<40} {'wall s':>7} {'cpu s':>7} {'peak MiB':>9} "
           f"{'wall x':>7} {'cpu x':>6}")
     for variant in variants:
-        path = history_file(args.dir, args.ops, args.procs, args.seed, variant)
+        path = history_file(args.dir, args.ops, args.procs, args.seed, variant, args.format)
         runs: dict[Path, list[dict[str, object]]] = {t: [] for t in trees}
         for _ in range(args.reps):
             for tree in trees:

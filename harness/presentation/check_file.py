@@ -159,13 +159,27 @@ def client_ops(ops: list[Op]) -> tuple[list[Op], set[str], bool]:
 
 def _columns(path: str | PathLike[str], progress: tuple[Any, Callable[[int], None]] | None
              ) -> Any:
-    """A big JSONL file of plain client ops in columns (:mod:`harness.core.columns`), or None:
-    then it is read as ops (:func:`harness.presentation.interop.load_any`)."""
-    if not os.fspath(path).lower().endswith(".jsonl"):  # (load_any's test for JSONL)
-        return None
-    from harness.core.history_file import read_columns
+    """A big JSONL, EDN or Jepsen log file of plain client ops in columns
+    (:mod:`harness.core.columns`), or None: then it is read as ops
+    (:func:`harness.presentation.interop.load_any`). By extension, as load_any tells them."""
+    ext = os.path.splitext(os.fspath(path))[1].lower()
+    told = None if progress is None else progress[1]
+    if ext == ".jsonl":
+        from harness.core.history_file import read_columns
 
-    return read_columns(path, None if progress is None else progress[1])
+        return read_columns(path, told)
+    if ext in (".edn", ".log", ".txt"):
+        from harness.core import history_file
+
+        try:
+            if os.stat(path).st_size < history_file.BULK_BYTES:
+                return None  # (a small file: the strict reader, sooner than importing numpy)
+        except OSError:
+            return None
+        from harness.presentation.interop_bulk import read_columns as read_foreign
+
+        return read_foreign(path, told)
+    return None
 
 
 def check_file(path: str | PathLike[str], model: str | None, limits: dict[str, Any]) -> int:
