@@ -198,14 +198,14 @@ def test_columns_sized_from_the_first_block_grow_when_it_misleads(
     path = tmp_path / "h.jsonl"
     write(path, ops, spaced=True)
     grown = []
-    real = bulk._Store.put
+    real = bulk.ColumnStore.put
 
     def put(self: Any, at: int, n: int, nbytes: int, columns: Any) -> None:
         before = len(self.arrays[0]) if self.arrays else 0
         real(self, at, n, nbytes, columns)
         grown.append(before and len(self.arrays[0]) > before)
 
-    monkeypatch.setattr(bulk._Store, "put", put)
+    monkeypatch.setattr(bulk.ColumnStore, "put", put)
     cols = read_columns(path, smallest=0)
     assert cols is not None and cols.ops() == read_history(path)
     assert any(grown)

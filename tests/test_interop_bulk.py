@@ -483,13 +483,13 @@ def test_columns_sized_from_the_first_block_grow_when_it_misleads(
     path = tmp_path / "h.edn"
     write_edn_history(path, ops)
     grown = []
-    real = interop_bulk._Store.put
+    real = interop_bulk.ColumnStore.put
 
     def put(self: Any, at: int, n: int, nbytes: int, columns: Any) -> None:
         before = len(self.arrays[0]) if self.arrays else 0
         real(self, at, n, nbytes, columns)
         grown.append(bool(before) and len(self.arrays[0]) > before)
 
-    monkeypatch.setattr(interop_bulk._Store, "put", put)
+    monkeypatch.setattr(interop_bulk.ColumnStore, "put", put)
     cols = agree(path, 2048, monkeypatch, plain=True)
     assert len(cols) == len(ops) and any(grown)

@@ -377,17 +377,17 @@ def read_columns(fh: BinaryIO, progress: Callable[[int], None] | None = None) ->
     None otherwise (a nemesis op, another field, anything the strict reader would refuse or
     read another way: the caller then reads the file as it always did). ``progress`` is told
     the bytes read so far after each block. Each block's columns are written into columns
-    sized for the whole file (:class:`_Store`), not kept apart and joined at the end (which
+    sized for the whole file (:class:`ColumnStore`), not kept apart and joined at the end (which
     held every column twice, and left the heap as large after)."""
     from harness.core.ahead import Ahead, spare_cores
 
-    store = _Store(fh)
+    store = ColumnStore.of(fh)
     threads = THREADS if THREADS is not None else max(0, spare_cores() - 1)
     with Ahead(threads if store.size > 2 * BLOCK else 0) as ahead:  # (a block or two: none)
         return _read_columns(fh, progress, store, ahead)
 
 
-def _read_columns(fh: BinaryIO, progress: Callable[[int], None] | None, store: _Store,
+def _read_columns(fh: BinaryIO, progress: Callable[[int], None] | None, store: ColumnStore,
                   ahead: Any) -> Any:
     """:func:`read_columns`, the blocks' layouts read (:meth:`_Template.read`) in turn by
     ``ahead``'s threads and this one, as many at once as it has, the results taken in the
@@ -487,7 +487,7 @@ def _blocks(fh: BinaryIO) -> Iterator[bytes]:
         yield block
 
 
-class _Store:
+class ColumnStore:
     """The columns of a file read a block at a time (index, time, process, type, f, lock,
     value), each an array sized for the whole file: its size over the first block's bytes
     an op, with a margin (pages never written take no memory), made larger (copied) if the
@@ -496,14 +496,20 @@ class _Store:
     KINDS = ("int64", "int64", "int64", "uint8", "int32", "int32", "bool")
     MARGIN = 1.125
 
-    def __init__(self, fh: BinaryIO) -> None:
+    def __init__(self, size: int) -> None:
+        self.size = size  # the file's bytes (0: not known, grown as it goes)
+        self.arrays: list[Any] = []
+
+    @classmethod
+    def of(cls, fh: BinaryIO) -> ColumnStore:
+        """A store for the file ``fh`` (an EDN history or a Jepsen log's reader makes one of
+        its size too: :mod:`harness.presentation.interop_bulk`)."""
         try:
             import os
 
-            self.size = os.fstat(fh.fileno()).st_size
+            return cls(os.fstat(fh.fileno()).st_size)
         except (OSError, AttributeError, ValueError):  # (not a file: grown as it goes)
-            self.size = 0
-        self.arrays: list[Any] = []
+            return cls(0)
 
     def put(self, at: int, n: int, nbytes: int, columns: tuple[Any, ...]) -> None:
         """A block's ``n`` ops (``nbytes`` bytes) at ``at``; a column may be one value."""

@@ -33,6 +33,7 @@ import numpy as np
 from harness.core import history_file
 from harness.core.columns import LOCK_ABSENT, LOCK_NULL, TYPE_CODES, Columns, well_formed
 from harness.core.history import MAX_LINE, HistoryError, validate_op
+from harness.core.history_bulk import ColumnStore
 from harness.presentation.interop import MS, EdnReader, _log_op, _op_fields, to_op
 
 TYPE_CHECKING = False  # see harness/core/history.py
@@ -427,7 +428,7 @@ def read_columns(path: str | os.PathLike[str],
 def _read(fh: BinaryIO, edn: bool, size: int, progress: Callable[[int], None] | None
           ) -> Columns | None:
     shapes: _Shapes | None = None
-    store = _Store(size)
+    store = ColumnStore(size)
     at = 0  # ops read so far
     while block := fh.read(BLOCK):
         if not block.endswith(b"\n"):
@@ -478,30 +479,3 @@ def _columns(shapes: _Shapes, which: np.ndarray, numbers: tuple[np.ndarray, ...]
     fields = shapes.field_rows[which]
     return (got.get("index", position), got["time"] if "time" in got else position * MS,
             got["process"], fields[:, 0], fields[:, 1], fields[:, 2], fields[:, 3])
-
-
-class _Store:
-    """Columns sized for the whole file from its first block's bytes an op (with a margin:
-    pages never written take no memory), grown (copied) when the file holds more."""
-
-    KINDS = ("int64", "int64", "int64", "uint8", "int32", "int32", "bool")
-    MARGIN = 1.125
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.arrays: list[np.ndarray] = []
-
-    def put(self, at: int, n: int, nbytes: int, columns: tuple[Any, ...]) -> None:
-        if not self.arrays or at + n > len(self.arrays[0]):
-            wanted = max(at + n, int(self.size * n / max(nbytes, 1) * self.MARGIN) + 1)
-            if self.arrays:
-                wanted = max(wanted, 2 * len(self.arrays[0]))
-            grown = [np.empty(wanted, kind) for kind in self.KINDS]
-            for old, new in zip(self.arrays, grown, strict=False):
-                new[:at] = old[:at]
-            self.arrays = grown
-        for column, values in zip(self.arrays, columns, strict=True):
-            column[at:at + n] = values
-
-    def columns(self, n: int) -> list[np.ndarray]:
-        return [a[:n].copy() if len(a) > 2 * n else a[:n] for a in self.arrays]
