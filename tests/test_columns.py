@@ -7,7 +7,6 @@ malformed histories, in one block or many, written with spaces (``json.dumps``) 
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import random
@@ -26,7 +25,14 @@ from checker import lockorder
 from checker.linearizable import check
 from harness.core.history import HistoryError
 from harness.core.history_file import read_columns, read_history
-from tests.test_linearizable import Picker, load_bench, mutate, random_ops, simulated_ops
+from tests.test_linearizable import (
+    Picker,
+    generated_service,
+    load_bench,
+    mutate,
+    random_ops,
+    simulated_ops,
+)
 
 Op = dict[str, Any]
 LOCK_MODELS = ("mutex", "fenced-mutex")
@@ -85,7 +91,6 @@ def test_generated_lock_services_agree(tmp_path: Path, monkeypatch: pytest.Monke
                                        ) -> None:
     """The benchmark's simulated lock service (crashes, timeouts, unknown outcomes), valid and
     with a grant inside another's section: read and decided the same, mostly over arrays."""
-    bench = load_bench()
     rnd = random.Random(11)
     decided = {True: 0, False: 0}
     by_layout = []  # blocks the exact-layout reader read (not msgspec): it must have read some
@@ -98,12 +103,7 @@ def test_generated_lock_services_agree(tmp_path: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(bulk._Template, "read", counted)
     for i in range(40):
-        h = bench.mutex_history(rnd.randint(5, 600), rnd.randint(1, 8), rnd.randint(0, 10**6),
-                                crash_rate=rnd.random() * 0.1, timeout_rate=rnd.random() * 0.4,
-                                info_rate=rnd.random())
-        if i % 2:
-            with contextlib.suppress(ValueError):  # no place to inject one
-                h = bench.inject_violation(h, rnd.random())
+        h = generated_service(rnd, 600, 8, invalid=bool(i % 2))
         path = tmp_path / f"h{i}.jsonl"
         write(path, h, spaced=i % 3 != 0)
         cols = agree(path, rnd.choice([64, 700, 4 << 20]), monkeypatch, plain=True)

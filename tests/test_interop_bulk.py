@@ -24,7 +24,7 @@ from harness.presentation import interop, interop_bulk
 from harness.presentation.check_file import check_file
 from harness.presentation.interop import dumps_edn, load_any, write_edn_history
 from tests.test_columns import histories
-from tests.test_linearizable import load_bench
+from tests.test_linearizable import generated_service, load_bench
 
 Op = dict[str, Any]
 LOCK_MODELS = ("mutex", "fenced-mutex")
@@ -124,16 +124,10 @@ def test_generated_lock_services_are_read_in_columns_in_every_style(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The benchmark's simulated lock service, valid and with a grant inside another's
     section, written in each style and as a log: read in columns, the same ops and verdicts."""
-    bench = load_bench()
     rnd = random.Random(5)
     decided = {True: 0, False: 0}
     for i in range(24):
-        h = bench.mutex_history(rnd.randint(5, 400), rnd.randint(1, 8), rnd.randint(0, 10**6),
-                                crash_rate=rnd.random() * 0.1, timeout_rate=rnd.random() * 0.4,
-                                info_rate=rnd.random())
-        if i % 2:
-            with contextlib.suppress(ValueError):  # no place to inject one
-                h = bench.inject_violation(h, rnd.random())
+        h = generated_service(rnd, 400, 8, invalid=bool(i % 2))
         ops = uniform(h, rnd.choice(["lock", None, "a-b"]))
         style = STYLES[i % len(STYLES)]
         path = tmp_path / f"h{i}.edn"

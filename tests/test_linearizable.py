@@ -6,6 +6,7 @@ and tries every subset of the indeterminate ops in every order that respects rea
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import random
 from functools import cache
@@ -641,6 +642,21 @@ def load_bench() -> Any:
     spec.loader.exec_module(module)
     return module
 
+
+
+def generated_service(rnd: random.Random, most: int, procs: int, *, least: int = 5,
+                      invalid: bool = False) -> list[dict[str, Any]]:
+    """The benchmark's simulated lock service of ``least``..``most`` ops over 1..``procs``
+    processes, crashing, timing out and ending unknown at rates drawn from ``rnd``; with
+    ``invalid``, a grant put inside another's critical section where one fits."""
+    bench = load_bench()
+    h = bench.mutex_history(rnd.randint(least, most), rnd.randint(1, procs),
+                            rnd.randint(0, 10**6), crash_rate=rnd.random() * 0.1,
+                            timeout_rate=rnd.random() * 0.4, info_rate=rnd.random())
+    if invalid:
+        with contextlib.suppress(ValueError):  # no place to inject one
+            h = bench.inject_violation(h, rnd.random())
+    return h  # type: ignore[no-any-return]
 
 def test_generated_mutex_histories_check_quickly_and_a_violation_is_found() -> None:
     bench = load_bench()

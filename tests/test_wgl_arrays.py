@@ -6,7 +6,6 @@ hold (a completion before its invocation, a seq twice, a time no int64) left to 
 
 from __future__ import annotations
 
-import contextlib
 import random
 from typing import Any
 
@@ -19,7 +18,7 @@ from checker.calls import Call, prepare
 from checker.linearizable import check
 from checker.models import get_model
 from checker.wgl_arrays import entry_lists
-from tests.test_linearizable import Picker, load_bench, mutate, simulated_ops
+from tests.test_linearizable import Picker, generated_service, load_bench, mutate, simulated_ops
 
 LISTS = ("tail", "entry_op", "is_call", "entry_pos", "call_entry", "return_entry", "known",
          "unknown", "info_pos", "twin_after", "next_info", "prev_info", "next_entry",
@@ -52,15 +51,9 @@ def parts(history: list[dict[str, Any]], model: str) -> list[list[Call]]:
 @pytest.mark.parametrize("model", ["mutex", "fenced-mutex"])
 def test_generated_lock_histories_give_the_same_lists(model: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    bench = load_bench()
     rnd = random.Random(5)
     for i in range(30):
-        h = bench.mutex_history(rnd.randint(1, 400), rnd.randint(1, 6), rnd.randint(0, 10**6),
-                                crash_rate=rnd.random() * 0.1, timeout_rate=rnd.random() * 0.4,
-                                info_rate=rnd.random())
-        if i % 2:
-            with contextlib.suppress(ValueError):  # no place to inject one
-                h = bench.inject_violation(h, rnd.random())
+        h = generated_service(rnd, 400, 6, least=1, invalid=bool(i % 2))
         if i % 3 == 0:  # equal times: the order of (time, call before return, seq) decides
             for op in h:
                 op["time"] = op["time"] // 3_000_000
