@@ -18,7 +18,7 @@ from hypothesis.errors import InvalidArgument
 
 from checker import lockorder
 from checker.linearizable import check
-from harness.core import history_file
+from harness.core import history_bulk, history_file
 from harness.core.history import HistoryError
 from harness.presentation import interop, interop_bulk
 from harness.presentation.check_file import check_file
@@ -49,7 +49,7 @@ def agree(path: Path, block: int, monkeypatch: pytest.MonkeyPatch, *, plain: boo
     """Read ``path`` both ways (blocks of ``block`` bytes): where the columns read it, the
     strict reader reads the same ops and every lock model decides them alike. ``plain``:
     whether the columns must read it."""
-    monkeypatch.setattr(interop_bulk, "BLOCK", block)
+    monkeypatch.setattr(history_bulk, "BLOCK", block)
     ops = strict(path)
     cols = interop_bulk.read_columns(path, smallest=0)
     if plain is not None:
@@ -357,7 +357,7 @@ def test_a_malformed_file_is_refused_by_the_strict_reader_in_its_words(
               if ops[i]["type"] != "invoke" and ops[i]["f"] == "acquire")
     path = tmp_path / "h.edn"
     path.write_text("".join(x + "\n" for x in _spoil(lines, kind, at)))
-    monkeypatch.setattr(interop_bulk, "BLOCK", 4096)
+    monkeypatch.setattr(history_bulk, "BLOCK", 4096)
     monkeypatch.setattr(history_file, "BULK_BYTES", 0)
     assert interop_bulk.read_columns(path) is None
     message = strict(path)

@@ -36,7 +36,7 @@ from harness.core.history import MAX_LINE, MAX_NAME, MAX_TIME, TYPES, Op, parse_
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator
     from typing import Any, BinaryIO
 
 BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
@@ -407,9 +407,9 @@ def _read_columns(fh: BinaryIO, progress: Callable[[int], None] | None, store: C
     at = 0  # ops read so far
     template: _Template | bool | None = None  # None: not known yet; False: none fits
     queue: deque[tuple[bytes, int, Any, int, int]] = deque()
-    blocks = _blocks(fh)
+    blocks_read = blocks(fh)
     while True:
-        while len(queue) < ahead.depth and (block := next(blocks, None)) is not None:
+        while len(queue) < ahead.depth and (block := next(blocks_read, None)) is not None:
             if not (block.startswith(b"{") and block.endswith(b"}\n")):
                 return None
             n = _count(block, b"\n")
@@ -473,7 +473,7 @@ def _read_columns(fh: BinaryIO, progress: Callable[[int], None] | None, store: C
                    [None, None, *locks.names[LOCK_NULL + 1:]], index, value)
 
 
-def _blocks(fh: BinaryIO) -> Iterator[bytes]:
+def blocks(fh: BinaryIO) -> Iterator[bytes]:
     """The file's blocks of whole lines (:data:`BLOCK` bytes, then up to the end of the line;
     a longer line is refused by the strict reader), the first one's byte order mark left
     out."""
@@ -531,29 +531,6 @@ class ColumnStore:
         return [a[:n].copy() if len(a) > 2 * n else a[:n] for a in self.arrays]
 
 
-def _telling(lines: list[bytes]) -> tuple[int, ...] | None:
-    """A few offsets at which ``lines`` of the same length differ, so that a line's length and
-    its bytes there tell which it is (each offset the one that tells most apart, in turn);
-    None when three do not tell them all apart."""
-    longest = max(map(len, lines), default=0)
-    offsets: list[int] = []
-    while len({_key(x, offsets) for x in lines}) < len(lines):
-        if len(offsets) == 3:
-            return None
-        offsets.append(max(range(longest),
-                           key=lambda o: len({_key(x, [*offsets, o]) for x in lines})))
-    return tuple(offsets)
-
-
-def _key(line: bytes, offsets: Sequence[int]) -> int:
-    """A line's length, then its bytes at ``offsets`` (0 past its end), as one int (as
-    :meth:`_Template.which` computes it)."""
-    key = len(line)
-    for o in offsets:
-        key = key << 8 | (line[o] if o < len(line) else 0)
-    return key
-
-
 _TIME_OF = attrgetter("time")
 _PROCESS_OF = attrgetter("process")
 _TYPE_OF = attrgetter("type")
@@ -591,6 +568,7 @@ class _Template:
     def learn(self, fs: list[str], locks: list[Any]) -> None:
         """The tails of every type, f and lock name known (locks[2:]: names)."""
         from harness.core.columns import TYPE_NAMES
+        from harness.core.digit_runs import line_key, telling
 
         c, k = self.colon, self.comma
         tails = []
@@ -612,8 +590,8 @@ class _Template:
         tails = [t[0] for t in self.tails]
         self.tail_codes = {t: k for k, t in enumerate(tails)}
         self.tail_arrays = [np.frombuffer(t, np.uint8) for t in tails]
-        self.tail_offsets = _telling(tails)
-        keys = np.array([_key(x, self.tail_offsets or ()) for x in tails], np.int64)
+        self.tail_offsets = telling(tails)
+        keys = np.array([line_key(x, self.tail_offsets or ()) for x in tails], np.int64)
         self.tail_order = np.argsort(keys)
         self.tail_keys = keys[self.tail_order]
 
@@ -631,11 +609,13 @@ class _Template:
     def tail_of(self, buf: Any, begins: Any, ends: Any) -> Any:
         """Which of the layout's tails each line's bytes from ``begins`` to ``ends`` (its
         newline) in ``buf`` are, or None when one is none of them. Each is told by its length
-        and its bytes at a few offsets (:func:`_telling`), then compared whole with the tail
-        told, the lines of each tail at once: what is told is only a guess, what is compared
-        is exact."""
+        and its bytes at a few offsets (:func:`harness.core.digit_runs.telling`), then
+        compared whole with the tail told, the lines of each tail at once: what is told is
+        only a guess, what is compared is exact."""
         import numpy as np
         from numpy.lib.stride_tricks import sliding_window_view
+
+        from harness.core.digit_runs import keys_of
 
         length = ends - begins
         if self.tail_offsets is None:  # no offsets tell the tails apart: each looked up
@@ -644,11 +624,7 @@ class _Template:
             which = np.fromiter((get(data[b:e], -1) for b, e in zip(
                 begins.tolist(), ends.tolist(), strict=True)), np.intp, len(begins))
             return None if bool(np.any(which < 0)) else which
-        key = length.copy()
-        last = len(buf) - 1
-        for offset in self.tail_offsets:
-            key <<= 8
-            key |= np.where(offset < length, buf[np.minimum(begins + offset, last)], 0)
+        key = keys_of(buf, begins, length, self.tail_offsets)
         at = np.minimum(np.searchsorted(self.tail_keys, key), len(self.tail_keys) - 1)
         if not bool(np.all(self.tail_keys[at] == key)):
             return None
@@ -670,6 +646,8 @@ class _Template:
         segments and one of the known tails (each line's looked up whole)."""
         import numpy as np
         from numpy.lib.stride_tricks import sliding_window_view
+
+        from harness.core.digit_runs import run_values
 
         if not self.tails:
             return None
@@ -709,24 +687,7 @@ class _Template:
         which = self.tail_of(buf, run_end[:, 2], ends)
         if which is None:
             return None
-        # The numbers: the bytes up to each run's end (as many as the longest run's), the
-        # run's digits by powers of ten.
-        values = []
-        for j in range(3):
-            end, digits = run_end[:, j], length[:, j]
-            longest = int(digits.max())
-            place = np.arange(longest)
-            weights = 10 ** place[::-1]
-            if int(end[0]) >= longest:  # (then every row is inside the block)
-                rows = sliding_window_view(buf, longest)[end - longest]
-                if int(digits.min()) == longest:  # every run as long: only digits in the rows
-                    values.append(rows @ weights - 48 * int(weights.sum()))
-                    continue
-                window = np.subtract(rows, 48, dtype=np.int64)
-            else:
-                window = np.subtract(buf[end[:, None] - longest + place], 48, dtype=np.int64)
-            window[place < longest - digits[:, None]] = 0  # (not this number's)
-            values.append(window @ weights)
+        values = [run_values(buf, run_end[:, j], length[:, j]) for j in range(3)]
         codes = self.codes[which]
         return (*values, codes[:, 0].astype(np.uint8), codes[:, 1].copy(), codes[:, 2].copy())
 

@@ -32,8 +32,9 @@ import numpy as np
 
 from harness.core import history_file
 from harness.core.columns import LOCK_ABSENT, LOCK_NULL, TYPE_CODES, Columns, well_formed
-from harness.core.history import MAX_LINE, HistoryError, validate_op
-from harness.core.history_bulk import ColumnStore
+from harness.core.digit_runs import keys_of, line_key, run_values, telling
+from harness.core.history import HistoryError, validate_op
+from harness.core.history_bulk import ColumnStore, blocks
 from harness.presentation.interop import MS, EdnReader, _log_op, _op_fields, to_op
 
 TYPE_CHECKING = False  # see harness/core/history.py
@@ -43,12 +44,9 @@ if TYPE_CHECKING:
 
     from harness.core.history import Op
 
-BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
 MAX_SHAPES = 256  # distinct line shapes a file may have (types x fs x locks); more: not plain
 MAX_DIGITS = 18  # a number of more digits may not fit an int64: the strict reader reads it
-_BOM = b"\xef\xbb\xbf"
 _DIGITS = b"0123456789"
-_POW10 = 10 ** np.arange(MAX_DIGITS, dtype=np.int64)
 _PROBE = (12, 3456, 789)  # numbers a made-up line of a shape is read with (distinct)
 _SLOTS = ("index", "time", "process")  # the fields that are numbers
 _EDN_NOTHING = re.compile(r"[ \t\r,]*(?:;[^\n]*)?")  # a line of whitespace, then a comment
@@ -206,7 +204,7 @@ class _Shapes:
         self.fields: list[tuple[int, int, int, bool]] = []  # type, f, lock codes; has value
         self.fs: dict[str, int] = {}
         self.locks: dict[Any, int] = {}  # lock names -> codes from 2 (0: absent, 1: null)
-        self.told: list[int] | None = None  # see tell()
+        self.told: tuple[int, ...] | None = None  # see tell()
         self._scratch = [np.empty(0, np.uint8)] * 3
 
     def learn(self, line: bytes, position: int) -> bool:
@@ -280,16 +278,11 @@ class _Shapes:
         """Make ready to tell the known shapes apart by their length and a few bytes
         (:meth:`which`): the offsets that tell most apart, in turn, up to three."""
         shapes = list(self.codes)
-        if not shapes:
-            self.told = None
+        offsets = telling(shapes) if shapes else None
+        self.told = offsets
+        if offsets is None:
             return
-        longest = max(map(len, shapes))
-        offsets: list[int] = []
-        while len({_key(x, offsets) for x in shapes}) < len(shapes) and len(offsets) < 3:
-            offsets.append(max(range(longest),
-                               key=lambda o: len({_key(x, [*offsets, o]) for x in shapes})))
-        keys = np.array([_key(x, offsets) for x in shapes], np.int64)
-        self.told = offsets if len(set(keys.tolist())) == len(shapes) else None
+        keys = np.array([line_key(x, offsets) for x in shapes], np.int64)
         self.key_order = np.argsort(keys)
         self.keys = keys[self.key_order]
         self.shape_list = shapes
@@ -311,11 +304,7 @@ class _Shapes:
         begins = np.empty(n, np.int64)
         begins[0] = 0
         begins[1:] = ends[:-1] + 1
-        length = ends - begins
-        key = length.copy()
-        for offset in self.told:
-            key <<= 8
-            key |= np.where(offset < length, sk[np.minimum(begins + offset, len(sk) - 1)], 0)
+        key = keys_of(sk, begins, ends - begins, self.told)
         at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
         if not bool(np.all(self.keys[at] == key)):
             return None
@@ -365,19 +354,9 @@ class _Shapes:
         if not np.array_equal(place, begins[:, None] + self.offset_rows[which]):
             return None
         starts, length = starts.reshape(n, k), length.reshape(n, k)
-        numbers = []
-        for j in range(k):
-            if not self.named[j]:
-                numbers.append(None)
-                continue
-            digits = length[:, j]
-            longest = int(digits.max())
-            at = np.arange(longest)
-            window = buf[(starts[:, j] + digits)[:, None] - longest + at]  # (masked below)
-            window = np.subtract(window, 48, dtype=np.int64)
-            window[at < longest - digits[:, None]] = 0
-            numbers.append(window @ _POW10[longest - 1::-1])
-        return which, tuple(numbers)
+        ends = starts + length
+        return which, tuple(run_values(buf, ends[:, j], length[:, j]) if self.named[j]
+                            else None for j in range(k))
 
     def scratch(self, size: int) -> list[np.ndarray]:
         """Byte arrays of at least ``size`` bytes kept from block to block (fresh ones each
@@ -386,15 +365,6 @@ class _Shapes:
             self._scratch = [np.empty(size, np.uint8), np.empty(size + 1, bool),
                              np.empty(size, bool)]
         return self._scratch
-
-
-def _key(shape: bytes, offsets: list[int]) -> int:
-    """A shape's length, then its bytes at ``offsets`` (0 past its end), as one int (as
-    :meth:`_Shapes.which` computes it for a block's lines)."""
-    key = len(shape)
-    for o in offsets:
-        key = key << 8 | (shape[o] if o < len(shape) else 0)
-    return key
 
 
 # ---------------------------------------------------------------------------------------------
@@ -430,14 +400,10 @@ def _read(fh: BinaryIO, edn: bool, size: int, progress: Callable[[int], None] | 
     shapes: _Shapes | None = None
     store = ColumnStore(size)
     at = 0  # ops read so far
-    while block := fh.read(BLOCK):
+    for block in blocks(fh):  # (the byte order mark left out)
         if not block.endswith(b"\n"):
-            block += fh.readline(MAX_LINE + 1)
-            if not block.endswith(b"\n"):
-                block += b"\n"  # the file's last line, with no newline after it
+            block += b"\n"  # the file's last line, with no newline after it
         if shapes is None:
-            if block.startswith(_BOM):
-                block = block[len(_BOM):]
             first = next((x for x in block.split(b"\n", 64) if not _Edn.skipped(x)), b"")
             shapes = _Shapes(_Edn(first) if edn else _Log())
             if edn and not shapes.k:  # (a first line of no layout: a vector, ...)
