@@ -119,7 +119,10 @@ EXPECT: dict[tuple[str, str], Expect] = {
     ("partition-oneway", "zookeeper"): Expect("invalid", SESSION + "; one way is enough: no "
                                               "reply reaches it, its connection is lost",
                                               check=OVERLAP, ci=False),
-    ("clock", "redis"): Expect("invalid", JUMP, check=OVERLAP),
+    # a race: a waiter must ask inside what is left of the hold the jump expired. CI of 6b71dea
+    # (seed 1): VALID, the holder's release refused (its lease gone), no acquire in between;
+    # 22 of 22 INVALID here (10 runs two at a time, 12 more beside three busy loops)
+    ("clock", "redis"): Expect("invalid", JUMP, check=OVERLAP, tries=2),
     # holds of 0.5-1.5 s (as test_redlock's): with the default 0.05-0.3 s the jump found no
     # other acquire inside the holder's remaining hold in 1 of 4 runs (docs/explore.md: 1 in 10)
     ("clock", "redis-masters"): Expect("invalid", JUMP + ": on a majority Redlock breaks",
@@ -384,14 +387,13 @@ def test_fault_matrix(entry: Entry, outcomes: dict[str, Outcome]) -> None:
         return
     assert entry.expect is not None
     for before in got.earlier:  # a race's tries that did not show it: VALID, the fault bit
-        assert before.code == EXIT["valid"], (entry.expect.reason, before.output)
+        assert before.code == EXIT["valid"], explain(entry.expect.reason, before)
         faults = before.results["checks"]["faults"]
         assert faults["valid"] is True and faults["fault-count"] >= 1, faults
     assert got.run_dir is not None, got.output
     assert "checks" in got.results, got.output
     faults = got.results["checks"]["faults"]
-    assert got.code == EXIT[entry.expect.verdict], (entry.expect.reason, f"{len(got.earlier)} "
-                                                    "earlier tries", got.output)
+    assert got.code == EXIT[entry.expect.verdict], explain(entry.expect.reason, got)
     if entry.expect.verdict == "unknown":  # no lock op completed under the fault, and no harm
         assert faults["valid"] == "unknown" and faults["unavailable-only-count"] >= 1, faults
         assert got.results["valid"] == "unknown" and got.results["checks"]["mutex"]["valid"]
@@ -405,6 +407,30 @@ def test_fault_matrix(entry: Entry, outcomes: dict[str, Outcome]) -> None:
     nem = default_registry().load("nemeses", nemesis_name(entry.nemesis))
     if getattr(nem, "shape", None) in KINDS:  # a partition among the nodes
         cut_among_nodes(got.run_dir, entry.nemesis)
+
+
+def explain(reason: str, got: Outcome) -> str:
+    """A failed row's whole story, as a string (pytest cuts a tuple's repr short): why the
+    verdict was expected, the run's output, and the history's ops near each fault; the run's
+    directory is gone with the CI machine."""
+    lines = [f"expected because: {reason}", f"{len(got.earlier)} earlier tries", got.output]
+    if got.run_dir is not None:
+        lines += ["ops within 0.5 s of a fault's start or end:",
+                  *near_faults(history(got.run_dir))]
+    return "\n".join(lines)
+
+
+def near_faults(ops: list[dict[str, Any]], within: float = 0.5) -> list[str]:
+    """One line per op (client or nemesis) within ``within`` s of a nemesis op, in order."""
+    marks = [op["time"] for op in ops if op["process"] == "nemesis"]
+    ns = within * 1e9
+    out = []
+    for op in ops:
+        if any(abs(op["time"] - t) <= ns for t in marks):
+            detail = op.get("detail") or op.get("error") or ""
+            out.append(f"  {op['time'] / 1e9:8.3f} s  {op['process']!s:>8} {op['type']:<6} "
+                       f"{op['f']} {op.get('value')!r} {detail}".rstrip())
+    return out
 
 
 def cut_among_nodes(run_dir: Path, nemesis: str) -> None:
