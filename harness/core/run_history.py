@@ -1,0 +1,351 @@
+"""A run's merged history with its client ops held in columns (a few tens of bytes an op), not
+one dict an op: what the post-run merge gives when every client op is flat (each field and
+each field of its ``value`` a number, a string, a bool or null), and what the run's checkers
+read by array operations. The nemesis's ops and the final read (a handful) stay dicts.
+
+:class:`ColumnHistory` is a ``Sequence[Op]``: indexed or iterated, it gives each op as the dict
+the merge of dicts gives (the same keys in the same order, the same values), made when asked.
+A reader that has no columnar way of its own (a plugin's checker, a view nobody converted) is
+therefore still right, only slower; the readers that matter for a big run ask for the columns
+(:attr:`ColumnHistory.clients`, :meth:`ColumnHistory.client_pairs`) instead. Like
+:class:`harness.core.checks.Shared`, it carries ``derived``: each view built once.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from harness.core.columns import TYPE_CODES, TYPE_NAMES, Columns
+from harness.core.history import Op
+
+# A field's kind in a shape: how its column holds it (int64, float64, a string's code, a bool
+# as 0/1 in int64, null: no column)
+INT, FLOAT, STR, BOOL, NULL = "i", "f", "s", "b", "n"
+_KIND = {int: INT, float: FLOAT, str: STR, bool: BOOL, type(None): NULL}
+CORE = ("time", "process", "type", "f")  # every client op's own columns (after "index")
+Shape = tuple[tuple[str, Any], ...]  # (key, kind), or ("value", value's shape | NULL | None)
+
+
+class RunColumns(Columns):
+    """:class:`harness.core.columns.Columns` of client ops whose other fields are held too.
+
+    ``shape[i]`` is the code of op ``i``'s layout in ``shapes``: its keys in order after
+    ``index``, each with its kind; the key ``value`` with the shape of its dict (or
+    :data:`NULL`). ``fields`` holds a column for each field seen, named by its key
+    (``"error"``) or, for a field of the value, ``"value.session"``; row ``i`` of a column
+    means something only where op ``i``'s shape has that field. Strings are codes into
+    ``strings``. ``index`` is each op's place in the whole history."""
+
+    __slots__ = ("fields", "shape", "shapes", "strings")
+
+    def __init__(self, base: Columns, shape: np.ndarray, shapes: list[Shape],
+                 fields: dict[str, np.ndarray], strings: list[str]) -> None:
+        super().__init__(base.time, base.process, base.type, base.f, base.fs, base.lock,
+                         base.locks, base.index, base.has_value)
+        self.shape = shape
+        self.shapes = shapes
+        self.fields = fields
+        self.strings = strings
+
+    def op(self, i: int) -> Op:
+        i = int(i)
+        out: dict[str, Any] = {"index": self.index.item(i)}
+        for key, kind in self.shapes[self.shape.item(i)]:
+            if key == "value" and kind is not NULL and isinstance(kind, tuple):
+                out[key] = {k: self._field(f"value.{k}", kd, i) for k, kd in kind}
+            else:
+                out[key] = self._core(key, i) if key in _CORE_OR_LOCK else \
+                    self._field(key, kind, i)
+        return out
+
+    def _core(self, key: str, i: int) -> Any:
+        if key == "time":
+            return self.time.item(i)
+        if key == "process":
+            return self.process.item(i)
+        if key == "type":
+            return TYPE_NAMES[self.type.item(i)]
+        if key == "f":
+            return self.fs[self.f.item(i)]
+        return self.locks[self.lock.item(i)]  # lock
+
+    def _field(self, name: str, kind: str, i: int) -> Any:
+        if kind == NULL:
+            return None
+        x = self.fields[name].item(i)
+        if kind == STR:
+            return self.strings[x]
+        if kind == BOOL:
+            return bool(x)
+        return x
+
+    def value_of(self, key: str, kind: str = INT) -> tuple[np.ndarray, np.ndarray]:
+        """(column, present): field ``key`` of each op's value, and where the op's value is a
+        dict holding it with that kind (elsewhere the column's row means nothing)."""
+        return self.field_of(f"value.{key}", kind)
+
+    def field_of(self, name: str, kind: str = INT) -> tuple[np.ndarray, np.ndarray]:
+        """(column, present) of a field by its name (``"error"``, ``"value.session"``)."""
+        has = np.zeros(len(self.shapes), dtype=bool)
+        for code, shape in enumerate(self.shapes):
+            has[code] = (name, kind) in _flat(shape)
+        column = self.fields.get(name)
+        if column is None:
+            column = np.zeros(len(self), dtype=np.int64 if kind != FLOAT else np.float64)
+        return column, has[self.shape] if len(self) else np.zeros(0, dtype=bool)
+
+    def string_codes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(codes into ``strings``, present) of a string field, e.g. ``"error"``."""
+        return self.field_of(name, STR)
+
+
+_CORE_OR_LOCK = frozenset((*CORE, "lock"))
+
+
+def _flat(shape: Shape) -> set[tuple[str, str]]:
+    out = set()
+    for key, kind in shape:
+        if key == "value" and isinstance(kind, tuple):
+            out.update((f"value.{k}", kd) for k, kd in kind)
+        elif key not in _CORE_OR_LOCK:
+            out.add((key, kind))
+    return out
+
+
+def columns_of(ops: Sequence[Op]) -> RunColumns | None:
+    """Client ops (dicts, in history order, each with its ``index`` first) in columns with
+    every field, or None when one does not fit: a process, time, type, f or lock
+    :func:`harness.core.columns.from_ops` refuses, a field that is a list or a dict (but a
+    flat ``value``, or null), a field that is an int in one op and a float in another.
+    ``op(i)`` gives op ``i`` back, equal key for key, in the same order, of the same types.
+    Grouped by layout (the keys, then the value's keys) and read a field at a time: passes
+    in C, no Python code an op but the grouping."""
+    from harness.core.columns import from_ops
+
+    n = len(ops)
+    base = from_ops(ops)
+    if base is None:
+        return None
+    try:
+        base.index = np.fromiter(map(itemgetter("index"), ops), np.int64, n)
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None
+    held = _Held(n)
+    shape = np.zeros(n, dtype=np.int32)
+    for keys, rows in _groups(map(tuple, ops)).items():
+        if keys[0] != "index" or not set(CORE) <= set(keys):
+            return None  # (index first: the merge's order of keys, as a row is rebuilt)
+        group = [ops[i] for i in rows]
+        layout: list[tuple[str, Any]] = []
+        values: list[Any] | None = None
+        for key in keys[1:]:
+            if key in _CORE_OR_LOCK:
+                layout.append((key, None))
+            elif key == "value":
+                values = list(map(itemgetter("value"), group))
+                layout.append((key, "value"))
+            else:
+                kind = held.put(key, rows, list(map(itemgetter(key), group)))
+                if kind is None:
+                    return None
+                layout.append((key, kind))
+        if values is None:
+            shape[rows] = held.code(tuple(layout))
+            continue
+        for vkeys, js in _groups(map(_keys_or_kind, values)).items():
+            if vkeys is None:
+                return None  # a value that is neither null nor a dict
+            rows_v = [rows[j] for j in js]
+            if vkeys == NULL:
+                vshape: Any = NULL
+            else:
+                sub = [values[j] for j in js]
+                kinds = []
+                for k in vkeys:
+                    kind = held.put(f"value.{k}", rows_v, list(map(itemgetter(k), sub)))
+                    if kind is None:
+                        return None
+                    kinds.append((k, kind))
+                vshape = tuple(kinds)
+            shape[rows_v] = held.code(tuple((k, vshape if kd == "value" else kd)
+                                            for k, kd in layout))
+    return RunColumns(base, shape, held.shapes, held.fields, held.strings)
+
+
+def _groups(keys: Any) -> dict[Any, list[int]]:
+    out: dict[Any, list[int]] = {}
+    for i, k in enumerate(keys):
+        rows = out.get(k)
+        if rows is None:
+            out[k] = [i]
+        else:
+            rows.append(i)
+    return out
+
+
+def _keys_or_kind(value: Any) -> Any:
+    if value is None:
+        return NULL
+    return tuple(value) if type(value) is dict else None
+
+
+class _Held:
+    """The columns of the fields being read, their strings and the layouts seen."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.fields: dict[str, np.ndarray] = {}
+        self.strings: list[str] = []
+        self._codes: dict[str, int] = {}
+        self.shapes: list[Shape] = []
+        self._shape_codes: dict[Shape, int] = {}
+
+    def code(self, shape: Shape) -> int:
+        code = self._shape_codes.get(shape)
+        if code is None:
+            code = self._shape_codes[shape] = len(self.shapes)
+            self.shapes.append(shape)
+        return code
+
+    def put(self, name: str, rows: list[int], values: list[Any]) -> str | None:
+        """Hold one field of these rows; its kind, None when it cannot be held (two kinds,
+        a list or a dict, or a column of another kind under this name)."""
+        kinds = set(map(type, values))
+        if len(kinds) != 1:
+            return None
+        kind = _KIND.get(kinds.pop())
+        if kind is None or kind == NULL:
+            return kind
+        want = np.float64 if kind == FLOAT else np.int64
+        column = self.fields.get(name)
+        if column is None:
+            column = self.fields[name] = np.zeros(self.n, dtype=want)
+        elif column.dtype != want:
+            return None
+        if kind == STR:
+            codes = self._codes
+            values = [codes.setdefault(v, len(codes)) for v in values]
+            self.strings.extend(list(codes)[len(self.strings):])
+        try:
+            column[rows] = np.array(values, dtype=want)
+        except OverflowError:  # an int past 64 bits
+            return None
+        return kind
+
+
+class ColumnHistory(Sequence[Op]):
+    """A merged history: its client ops in :class:`RunColumns` (``clients``), every other op
+    a dict (``others``, in history order). Op ``i`` is the op whose ``index`` is ``i``: the
+    merge numbers ops by their place. Read-only, as every history; ``derived`` keeps what is
+    derived from it (:func:`harness.core.checks.derive`)."""
+
+    __slots__ = ("_other_at", "_others_index", "clients", "derived", "others")
+
+    def __init__(self, clients: RunColumns, others: list[Op]) -> None:
+        self.clients = clients
+        self.others = others
+        self._others_index = [int(op["index"]) for op in others]
+        self._other_at = dict(zip(self._others_index, others, strict=True))
+        self.derived: dict[Any, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.clients) + len(self.others)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = int(i)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("history index out of range")
+        other = self._other_at.get(i)
+        if other is not None:
+            return other
+        return self.clients.op(i - bisect_left(self._others_index, i))
+
+    def __iter__(self) -> Iterator[Op]:
+        at = self._other_at
+        op = self.clients.op
+        row = 0
+        for i in range(len(self)):
+            other = at.get(i)
+            if other is not None:
+                yield other
+            else:
+                yield op(row)
+                row += 1
+
+    def times(self) -> np.ndarray:
+        """Every op's time, in history order."""
+        out = np.empty(len(self), dtype=np.int64)
+        mask = np.ones(len(self), dtype=bool)
+        if self.others:
+            where = np.array(self._others_index, dtype=np.int64)
+            mask[where] = False
+            out[where] = [op["time"] for op in self.others]
+        out[mask] = self.clients.time
+        return out
+
+    def horizon(self) -> int:
+        """The history's last time (0 when empty)."""
+        last = int(self.clients.time.max()) if len(self.clients) else 0
+        return max([last, *(int(op["time"]) for op in self.others)])
+
+    def client_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The client ops' invocations with their completions, as rows of ``clients``:
+        (invocation rows in the order of the invocations, completion rows, -1 where the
+        invocation never completed): :func:`harness.core.history.pairs` of the client ops,
+        for a well-formed history (per process, invoke and completion alternate). Built once."""
+        got = self.derived.get(ColumnHistory.client_pairs)
+        if got is None:
+            got = self.derived[ColumnHistory.client_pairs] = pair_rows(self.clients)
+        return got  # type: ignore[no-any-return]
+
+
+def pair_rows(cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+    """(invocation rows, completion rows or -1) of well-formed client columns."""
+    order = cols.by_process()
+    invoke = cols.type[order] == TYPE_CODES["invoke"]
+    p = cols.process[order]
+    n = len(order)
+    nxt_same = np.zeros(n, dtype=bool)
+    if n > 1:
+        nxt_same[:-1] = (p[1:] == p[:-1]) & ~invoke[1:]
+    inv_at = np.flatnonzero(invoke)
+    done = np.full(len(inv_at), -1, dtype=np.int64)
+    has = nxt_same[inv_at]
+    done[has] = order[inv_at[has] + 1]
+    inv = order[inv_at]
+    by_time = np.argsort(inv, kind="stable")
+    return inv[by_time].astype(np.int64), done[by_time]
+
+
+def merged_columns(history: Sequence[Op]) -> ColumnHistory | None:
+    """A merged history (dicts, in order, each op's ``index`` its place) as a
+    :class:`ColumnHistory`: the ops of each client process whose every op fits in columns go
+    there, every other op (the nemesis's, a process with an op that does not fit: the final
+    read's list) stays a dict in ``others``. None when no client op fits (nothing to gain).
+    The merge of a run's journals builds the same thing journal by journal
+    (:func:`harness.core.journal.merge_journals_columns`)."""
+    by_process: dict[Any, list[Op]] = {}
+    for op in history:
+        p = op.get("process")
+        by_process.setdefault(p if type(p) is int else None, []).append(op)
+    fits = {p for p, ops in by_process.items() if p is not None and columns_of(ops) is not None}
+    if not fits:
+        return None
+    cols = columns_of([op for op in history if op.get("process") in fits
+                       and type(op.get("process")) is int])
+    if cols is None:
+        return None
+    others = [op for op in history if not (type(op.get("process")) is int
+                                           and op["process"] in fits)]
+    return ColumnHistory(cols, others)

@@ -1,0 +1,75 @@
+"""A merged history held in columns gives back the ops it was made from: equal key for key,
+in the same order, of the same types; pairs as :func:`harness.core.history.pairs` pairs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.core.history import pairs
+from harness.core.run_history import ColumnHistory, columns_of, merged_columns
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1),
+                    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=5))
+VALUES = st.one_of(st.none(), st.dictionaries(st.sampled_from(["session", "timeout", "x"]),
+                                              SCALARS, max_size=3))
+
+
+@st.composite
+def histories(draw: Any) -> list[dict[str, Any]]:
+    """Well-formed client histories of 1-3 processes with flat values and extra fields, and
+    now and then a nemesis op or a value no column holds (a list)."""
+    ops: list[dict[str, Any]] = []
+    t = 0
+    open_: dict[int, str] = {}
+    for _ in range(draw(st.integers(0, 30))):
+        t += draw(st.integers(0, 3))
+        if draw(st.integers(0, 9)) == 0:
+            ops.append({"time": t, "process": "nemesis", "type": "info", "f": "pause",
+                        "value": "start"})
+            continue
+        p = draw(st.integers(0, 2))
+        op: dict[str, Any] = {"time": t, "process": p}
+        if p in open_:
+            op |= {"type": draw(st.sampled_from(["ok", "fail", "info"])), "f": open_.pop(p)}
+        else:
+            open_[p] = draw(st.sampled_from(["acquire", "release"]))
+            op |= {"type": "invoke", "f": open_[p]}
+        op["value"] = draw(st.one_of(VALUES, st.just([1]))) if p == 2 else draw(VALUES)
+        if draw(st.booleans()):
+            op["lock"] = draw(st.sampled_from(["lock", "other", None]))
+        if draw(st.integers(0, 4)) == 0:
+            op["error"] = draw(st.text(max_size=4))
+        ops.append(op)
+    return [{"index": i, **op} for i, op in enumerate(ops)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories())
+def test_a_history_in_columns_gives_back_its_ops_and_pairs(ops: list[dict[str, Any]]) -> None:
+    h = merged_columns(ops)
+    if h is None:  # no client process fits
+        return
+    assert isinstance(h, ColumnHistory) and len(h) == len(ops)
+    assert [orjson.dumps(op) for op in h] == [orjson.dumps(op) for op in ops]
+    assert [orjson.dumps(h[i]) for i in range(len(ops))] == [orjson.dumps(op) for op in ops]
+    in_cols = [op for op in ops if type(op["process"]) is int
+               and all(o["index"] != op["index"] for o in h.others)]
+    inv, done = h.client_pairs()
+    want = [(a["index"], None if b is None else b["index"])
+            for a, b in pairs(in_cols, clients=True)]
+    got = [(int(h.clients.index[i]), None if j < 0 else int(h.clients.index[j]))
+           for i, j in zip(inv.tolist(), done.tolist(), strict=True)]
+    assert got == want
+
+
+def test_what_no_column_holds_is_refused() -> None:
+    base = {"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "acquire"}
+    assert columns_of([{**base, "value": [1]}]) is None
+    assert columns_of([{**base, "value": {"state": {}}}]) is None
+    assert columns_of([{**base, "token": 1}, {**base, "index": 1, "token": 1.5}]) is None
+    assert columns_of([{**base, "value": {"x": 2**64}}]) is None
+    assert columns_of([{**base, "value": {"x": 1}}]) is not None
