@@ -192,7 +192,9 @@ def test_charts_share_the_timeline_axis_in_chromium(tmp_path: Path) -> None:
 
 @pytest.mark.servers
 @pytest.mark.slow
-def test_a_busy_10s_run_report_is_small_and_opens_in_under_a_second(tmp_path: Path) -> None:
+def test_a_busy_10s_run_report_is_small_and_draws_on_the_timeline_axis(tmp_path: Path) -> None:
+    """Its size and what it draws; how soon it draws is bench/bench_report_open.py's figure (a
+    timed test would judge the machine, not the report)."""
     code, results, run_dir, out = run(tmp_path / "store", "--workload", "lock", "--hold", "0",
                                       "--think", "0", "--time-limit", "10", "--seed", "7",
                                       "--nemesis", "pause-node")  # a fault that always runs
@@ -204,4 +206,3 @@ def test_a_busy_10s_run_report_is_small_and_opens_in_under_a_second(tmp_path: Pa
     found = charts_in_chromium(run_dir / "report.html", tmp_path, "busy-run")
     last = json.loads((run_dir / "history.jsonl").read_text().rsplit("\n", 2)[-2])
     assert_on_the_timeline_axis(found, last["time"] / 1e9)
-    assert found["render-ms"] < 1000, found["render-ms"]
