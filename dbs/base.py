@@ -60,11 +60,11 @@ class DB:
         raise HarnessError saying why there is none); None: PATH as it is."""
         return None
 
-    def repair_after_power_loss(self, node: Node, data_dir: Path, aside: Path) -> list[str]:
-        """After a power loss (its unsynced data dropped) and before the restart: undo what
-        this DB's own fixed release would undo at its start, and nothing more, so that a node
-        it would bring back comes back (ZooKeeper: :mod:`dbs.zookeeper_tail_log`). ``data_dir``
-        is the node directory as the harness reaches it; a file taken out of it goes into
-        ``aside`` (the run's), as evidence. What was done, in words for the fault's detail;
-        [] (the default): nothing."""
+    def repair_before_restart(self, node: Node, data_dir: Path, aside: Path) -> list[str]:
+        """After a crash (a kill, or a power loss that dropped its unsynced data) and before the
+        restart: undo what this DB's own fixed release would undo at its start, and nothing
+        more, so that a node it would bring back comes back (ZooKeeper:
+        :mod:`dbs.zookeeper_tail_log`). ``data_dir`` is the node directory as the harness
+        reaches it; a file taken out of it goes into ``aside`` (the run's), as evidence. What
+        was done, in words for the fault's detail; [] (the default): nothing."""
         return []

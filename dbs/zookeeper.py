@@ -125,10 +125,10 @@ class ZooKeeperDB(DB):
                              JVM_FLAGS)
         return [argv[0], *archive.flags_for(first), *argv[1:]]
 
-    def repair_after_power_loss(self, node: Node, data_dir: Path, aside: Path) -> list[str]:
-        """An empty tail transaction log (created, then the power lost before its header was
-        synced) moved aside, as ZooKeeper 3.9.3 deletes it at its start (ZOOKEEPER-2332):
-        3.8.0 would not start on it."""
+    def repair_before_restart(self, node: Node, data_dir: Path, aside: Path) -> list[str]:
+        """An empty tail transaction log (created, then the server killed before its header
+        was written, or the power lost before it was synced) moved aside, as ZooKeeper 3.9.3
+        deletes it at its start (ZOOKEEPER-2332): 3.8.0 would not start on it."""
         return repair(data_dir, aside)
 
     def ready(self, node: Node) -> bool:

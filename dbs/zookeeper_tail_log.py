@@ -7,7 +7,7 @@ what came before; an empty log that is not the last, or a last one holding anyth
 header cut short included), is corruption, and it still refuses to start.
 
 The harness makes the same decision, no wider, after a power loss and before the restart
-(:meth:`dbs.zookeeper.ZooKeeperDB.repair_after_power_loss`): :func:`empty_tail_log` decides,
+(:meth:`dbs.zookeeper.ZooKeeperDB.repair_before_restart`): :func:`empty_tail_log` decides,
 :func:`move_aside` moves the file out of the data directory into the run's, keeping it as
 evidence. Nothing acknowledged is lost by it: a transaction is acknowledged only once the log
 holding it was flushed (and, with forceSync, fsynced), and a log that kept no byte held none.

@@ -14,11 +14,13 @@ downtime of either.
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness.core.cluster import NemesisContext
 from harness.core.fault_run import FaultRun
 from harness.core.options import Option
 from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_fresh_grant
-from nemesis.process_faults import KILLED, kill, killed, restart
+from nemesis.process_faults import KILLED, REPAIR, kill, killed, restart
 
 
 class KillMajority(BaseNemesis):
@@ -29,7 +31,8 @@ class KillMajority(BaseNemesis):
     delayed = False
     colour = KILLED
     options = {"kill-delay": Option(float, None, "seconds the nodes stay down (default 0, "
-                                    "delayed: TTL + 1)", minimum=0, maximum=3600)}
+                                    "delayed: TTL + 1)", minimum=0, maximum=3600),
+               "repair": REPAIR}
     aliases = {"kill-majority-delayed": {
         "delayed": True, "summary": "SIGKILL a majority of DB nodes at once while a lock is "
         "held, restart them once the TTL has passed"}}
@@ -42,8 +45,15 @@ class KillMajority(BaseNemesis):
         wait_for_fresh_grant(ctx)  # forgetting a held lock hurts: strike as a hold begins
         return node_target(ctx, target, "majority")
 
+    def __init__(self) -> None:
+        self.repaired: dict[str, list[str]] = {}
+
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
+        self.repaired = {}
         kill(ctx, targets)
+
+    def detail(self) -> dict[str, Any] | None:
+        return {"repaired": dict(self.repaired)} if self.repaired else None
 
     def duration(self, ctx: NemesisContext) -> float:
         if ctx.options.get("kill-delay") is not None:
@@ -51,7 +61,7 @@ class KillMajority(BaseNemesis):
         return ctx.ttl + 1.0 if self.delayed else 0.0
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        restart(ctx, targets)
+        self.repaired = restart(ctx, targets)
 
     def teardown(self, ctx: NemesisContext) -> None:
         restart(ctx, [n.name for n in ctx.nodes])

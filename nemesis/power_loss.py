@@ -23,7 +23,7 @@ the creation of its table. What was written back is in every fault's detail
 (``written-back``: bytes, by node).
 
 Between the drop and the restart each node's DB repairs what its own fixed release would
-repair at its start, and nothing more (``repair_after_power_loss``; ZooKeeper 3.8.0 does not
+repair at its start, and nothing more (``repair_before_restart``; ZooKeeper 3.8.0 does not
 start on an empty tail transaction log, which 3.9.3 deletes: ZOOKEEPER-2332): the run tests the
 lock, not a start-up bug fixed upstream. What was repaired is in the fault's detail
 (``repaired``: words, by node) and its description; ``repair=false`` leaves the data as the
@@ -39,7 +39,7 @@ from harness.core.cluster import NemesisContext
 from harness.core.fault_run import FaultRun
 from harness.core.options import Option
 from nemesis.base import NODE_TARGETS, BaseNemesis, node_target, wait_for_fresh_grant
-from nemesis.process_faults import KILLED, kill, restart
+from nemesis.process_faults import KILLED, REPAIR, kill, repaired_words, restart
 
 
 def dropped_words(detail: Any) -> str:
@@ -53,16 +53,6 @@ def dropped_words(detail: Any) -> str:
     return f", {total} unsynced bytes dropped ({each})"
 
 
-def repaired_words(detail: Any) -> str:
-    """``, repaired before the restart: n2 ZOOKEEPER-2332: ...`` ("" when nothing was)."""
-    nodes = detail.get("repaired") if isinstance(detail, dict) else None
-    if not isinstance(nodes, dict):
-        return ""
-    each = "; ".join(f"{n} {w}" for n, words in nodes.items() if isinstance(words, list)
-                     for w in words)
-    return f", repaired before the restart: {each}" if each else ""
-
-
 class PowerLoss(BaseNemesis):
     name = "power-loss"
     summary = ("SIGKILL DB nodes at a fresh grant and drop what they had not fsynced, restart "
@@ -73,10 +63,7 @@ class PowerLoss(BaseNemesis):
     colour = KILLED
     options = {"restart": Option(str, "now", "now, or delayed: the nodes stay down for the "
                                  "TTL + 1 s", choices=("now", "delayed")),
-               "repair": Option(bool, True, "before the restart, repair what the DB's fixed "
-                                "release repairs at its start (ZooKeeper: an empty tail "
-                                "transaction log, ZOOKEEPER-2332), saying so in the fault's "
-                                "detail; false shows the bug")}
+               "repair": REPAIR}
 
     def __init__(self) -> None:
         self.dropped: dict[str, dict[str, Any]] = {}
@@ -106,7 +93,7 @@ class PowerLoss(BaseNemesis):
         self.repaired = {}
         if ctx.options.get("repair", True):
             for t in targets:
-                done = ctx.cluster.repair_after_power_loss(ctx.node(t))
+                done = ctx.cluster.repair_before_restart(ctx.node(t))
                 if done:
                     self.repaired[t] = done
 
@@ -123,7 +110,8 @@ class PowerLoss(BaseNemesis):
         return ctx.ttl + 1.0 if ctx.options.get("restart") == "delayed" else 0.0
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        restart(ctx, targets)
+        for node, words in restart(ctx, targets).items():  # (the start's repair did it all)
+            self.repaired.setdefault(node, []).extend(words)
 
     def teardown(self, ctx: NemesisContext) -> None:
         restart(ctx, [n.name for n in ctx.nodes])

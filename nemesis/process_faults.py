@@ -9,6 +9,7 @@ from typing import Any
 from harness.core.capabilities import HasLeader
 from harness.core.cluster import NemesisContext, process_of
 from harness.core.fault_run import FaultRun
+from harness.core.options import Option
 from nemesis.base import CLIENT_TARGETS, NODE_TARGETS, BaseNemesis, client_target, node_target
 
 READY_TIMEOUT = 20.0
@@ -17,13 +18,28 @@ SETTLE = 0.02  # seconds for a stopped client's last journal line to be readable
 PAUSED, KILLED = "#9a6700", "#a40e26"  # the colours of their bars on the report's timeline
 
 
+REPAIR = Option(bool, True, "before a restart, repair what the DB's fixed release repairs at its "
+                "start (ZooKeeper: an empty tail transaction log, ZOOKEEPER-2332), saying so in "
+                "the fault's detail; false shows the bug")
+
+
+def repaired_words(detail: Any) -> str:
+    """``, repaired before the restart: n2 ZOOKEEPER-2332: ...`` ("" when nothing was)."""
+    nodes = detail.get("repaired") if isinstance(detail, dict) else None
+    if not isinstance(nodes, dict):
+        return ""
+    each = "; ".join(f"{n} {' '.join(map(str, w))}" for n, w in sorted(nodes.items())
+                     if isinstance(w, list) and w)
+    return f", repaired before the restart: {each}" if each else ""
+
+
 def paused(run: FaultRun) -> str:
     return f"a pause (SIGSTOP) of {run.who()} {run.when()}"
 
 
 def killed(run: FaultRun) -> str:
     back = "" if run.held is None else f", restarted after {run.held:.1f} s"
-    return f"a kill (SIGKILL) of {run.who()} at {run.start:.1f} s{back}"
+    return f"a kill (SIGKILL) of {run.who()} at {run.start:.1f} s{back}{repaired_words(run.detail)}"
 
 
 def still_holding(ctx: NemesisContext, targets: list[str]) -> bool:
@@ -139,6 +155,10 @@ class KillNode(BaseNemesis):
     summary = "SIGKILL a DB server node, restart it after a few seconds"
     targets = NODE_TARGETS
     colour = KILLED
+    options = {"repair": REPAIR}
+
+    def __init__(self) -> None:
+        self.repaired: dict[str, list[str]] = {}
 
     @classmethod
     def describe(cls, run: FaultRun) -> str:
@@ -151,10 +171,14 @@ class KillNode(BaseNemesis):
         return ctx.rng.uniform(1.0, 3.0)
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
+        self.repaired = {}
         kill(ctx, targets)
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        restart(ctx, targets)
+        self.repaired = restart(ctx, targets)
+
+    def detail(self) -> dict[str, Any] | None:
+        return {"repaired": dict(self.repaired)} if self.repaired else None
 
     def teardown(self, ctx: NemesisContext) -> None:
         restart(ctx, [n.name for n in ctx.nodes])
@@ -171,10 +195,21 @@ def kill(ctx: NemesisContext, names: list[str]) -> None:
                            "did not bite")
 
 
-def restart(ctx: NemesisContext, names: list[str]) -> None:
-    """Start every named node that is down, all before waiting for any."""
+def restart(ctx: NemesisContext, names: list[str]) -> dict[str, list[str]]:
+    """Start every named node that is down, all before waiting for any; each first repaired
+    as its DB's fixed release would repair it at its start (option ``repair``; a backend that
+    cannot reach the node's directory, ssh, has no repair). What was repaired, by node: a
+    kill can leave what a power loss leaves (ZooKeeper killed between a new log's creation and
+    its header's write: ZOOKEEPER-2332)."""
     down = [ctx.node(n) for n in names if not ctx.cluster.is_running(ctx.node(n))]
+    repair = getattr(ctx.cluster, "repair_before_restart", None)
+    repaired: dict[str, list[str]] = {}
     for node in down:
+        if callable(repair) and ctx.options.get("repair", True):
+            done = list(repair(node))
+            if done:
+                repaired[node.name] = done
         ctx.cluster.start(node)
     for node in down:
         ctx.cluster.wait_ready(node, READY_TIMEOUT)
+    return repaired

@@ -54,7 +54,7 @@ def test_the_protocol_lists_every_member() -> None:
     assert len(MEMBERS) == 21
     assert {"user", "stop_signal", "debian_packages", "init_argv", "local_argv", "started",
             "host_faketime_dir", "clock_mechanism", "clocks",
-            "repair_after_power_loss"} <= set(MEMBERS)
+            "repair_before_restart"} <= set(MEMBERS)
 
 
 @pytest.mark.parametrize("name", list(BUILTINS["dbs"]))

@@ -111,3 +111,26 @@ def test_a_fault_s_bars_on_the_timeline_take_its_nemesis_s_colour() -> None:
     assert [(w["f"], w["colour"]) for w in windows] == [
         ("clock", "#8250df"), ("partition-halves", "#0969da"), ("pause-leader", "#9a6700"),
         ("kill-majority-delayed", "#a40e26"), ("delay", None), ("someone-elses", None)]
+
+
+def test_what_a_kill_repaired_at_its_restart_joins_its_words_and_nothing_else_of_the_stop() -> None:
+    from harness.presentation.report.narrative import fault_runs
+
+    def op(t: float, type_: str, f: str, value: str, **kw: Any) -> dict[str, Any]:
+        return {"time": int(t * 1e9), "process": "nemesis", "type": type_, "f": f,
+                "value": value, "step": 0, "targets": ["n1"], **kw}
+
+    repaired = {"repaired": {"n1": ["ZOOKEEPER-2332: empty tail log version-2/log.2 moved "
+                                    "aside (log.2 in repaired-aside/n1)"]}}
+    kill = fault_runs([op(1, "invoke", "kill", "start"), op(1.1, "info", "kill", "start"),
+                       op(3, "invoke", "kill", "stop"),
+                       op(3.5, "info", "kill", "stop", detail=repaired)])
+    assert [r.detail for r in kill] == [repaired]
+    assert describe(kill[0]).endswith(", repaired before the restart: n1 ZOOKEEPER-2332: empty "
+                                      "tail log version-2/log.2 moved aside (log.2 in "
+                                      "repaired-aside/n1)")
+    clock = fault_runs([op(1, "info", "clock", "start", detail={"offset": 60.0}),
+                        op(3, "info", "clock", "stop", detail={"offset": 0})])
+    assert [r.detail for r in clock] == [{"offset": 60.0}]  # the stop's offset is no fault's
+    plain = fault_runs([op(1, "info", "kill", "start"), op(3, "info", "kill", "stop")])
+    assert [r.detail for r in plain] == [None]

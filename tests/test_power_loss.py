@@ -130,7 +130,7 @@ def test_zookeeper_without_force_sync_comes_back_with_its_empty_tail_log_moved_a
                 for w in words]
     assert repaired and all(w.startswith("ZOOKEEPER-2332: empty tail log version-2/log.")
                             for w in repaired), repaired
-    aside = sorted((run_dir / "power-loss-aside").glob("n*/log.*"))
+    aside = sorted((run_dir / "repaired-aside").glob("n*/log.*"))
     assert len(aside) == len(repaired) and all(p.stat().st_size == 0 for p in aside)
     logs = "".join(p.read_text(errors="replace") for p in (run_dir / "logs").glob("n*.log"))
     assert "FileHeader.deserialize" not in logs
@@ -194,7 +194,7 @@ def test_zookeeper_without_force_sync_on_docker_is_repaired_through_the_containe
     if repair == "true":
         assert code == 0, out
         assert repaired, "forceSync=no: a node's tail log comes back empty"
-        assert len(list((run_dir / "power-loss-aside").glob("n*/log.*"))) == len(repaired)
+        assert len(list((run_dir / "repaired-aside").glob("n*/log.*"))) == len(repaired)
         assert "FileHeader.deserialize" not in logs
     else:
         assert code == 3, out

@@ -1,7 +1,7 @@
 """ZOOKEEPER-2332 on a real ZooKeeper (Debian's 3.8.0, standalone, forceSync=no) and its own
 data directory: a node killed after it began a new transaction log, that log left empty (what a
 power loss between its creation and its first fsync leaves: the file, no byte of it), does not
-start; moved aside by the harness's repair (``ZooKeeperDB.repair_after_power_loss``), it
+start; moved aside by the harness's repair (``ZooKeeperDB.repair_before_restart``), it
 starts, with everything the logs before it held. Deterministic: the window the power-loss runs
 hit by chance (tests/test_power_loss.py) is made here on purpose."""
 
@@ -132,10 +132,10 @@ def test_an_empty_tail_log_stops_zookeeper_from_starting_and_its_repair_brings_i
     text = server.log.read_text(errors="replace")
     assert "EOFException" in text and "FileHeader.deserialize" in text
 
-    aside = tmp_path / "run" / "power-loss-aside" / "n1"
-    words = server.db.repair_after_power_loss(server.node, server.data, aside)
+    aside = tmp_path / "run" / "repaired-aside" / "n1"
+    words = server.db.repair_before_restart(server.node, server.data, aside)
     assert words == [f"ZOOKEEPER-2332: empty tail log {LOG_DIR}/{newest} moved aside ({newest} "
-                     "in power-loss-aside/n1)"]
+                     "in repaired-aside/n1)"]
     assert listing(aside) == {newest: 0}
     assert server.start(), server.log.read_text(errors="replace")[-2000:]
     assert server.existing("/kept-1", "/kept-2", "/lost") == ["/kept-1", "/kept-2"]
@@ -154,6 +154,64 @@ def test_an_older_empty_log_is_corruption_the_repair_leaves_alone(server: Server
     server.kill()
     os.truncate(server.data / LOG_DIR / first, 0)
     before = listing(server.data / LOG_DIR)
-    assert server.db.repair_after_power_loss(server.node, server.data, tmp_path / "aside") == []
+    assert server.db.repair_before_restart(server.node, server.data, tmp_path / "aside") == []
     assert listing(server.data / LOG_DIR) == before
     assert not server.start(), "ZooKeeper started on an empty log in the middle"
+
+
+class Adapter:
+    """The kill nemesis's view of the one node (``restart``'s calls), over the real server."""
+
+    def __init__(self, server: Server, aside: Path) -> None:
+        self.server, self.aside, self.started = server, aside, False
+
+    def is_running(self, node: Node) -> bool:
+        return self.server.proc is not None and self.server.proc.poll() is None
+
+    def repair_before_restart(self, node: Node) -> list[str]:
+        return self.server.db.repair_before_restart(node, self.server.data, self.aside)
+
+    def start(self, node: Node) -> None:
+        self.started = self.server.start()
+
+    def wait_ready(self, node: Node, timeout: float) -> None:
+        if not self.started:
+            raise RuntimeError(f"{node.name} did not come back")
+
+
+@pytest.mark.parametrize("repair", [True, False])
+def test_a_kill_leaves_the_same_empty_tail_and_the_kill_nemesis_repairs_it_before_the_restart(
+        server: Server, tmp_path: Path, repair: bool) -> None:
+    """A SIGKILL between a new log's creation and its header's write leaves what the power loss
+    leaves (the page cache keeps what was written, and nothing was): the kill nemesis's restart
+    repairs it, says so in the fault's detail and its words; ``repair=false`` shows the bug."""
+    from types import SimpleNamespace
+
+    from harness.core.fault_run import FaultRun
+    from nemesis.process_faults import KillNode
+
+    assert server.start()
+    server.create("/kept")
+    server.kill()
+    assert server.start()
+    server.create("/lost")
+    server.kill()
+    newest = tail(server.data)
+    os.truncate(server.data / LOG_DIR / newest, 0)
+    cluster = Adapter(server, tmp_path / "run" / "repaired-aside" / "n1")
+    ctx = SimpleNamespace(cluster=cluster, options={"repair": repair},
+                          node=lambda name: server.node)
+    nemesis = KillNode()
+    if not repair:
+        with pytest.raises(RuntimeError, match="did not come back"):
+            nemesis.stop(ctx, ["n1"])  # type: ignore[arg-type]
+        assert nemesis.detail() is None
+        return
+    nemesis.stop(ctx, ["n1"])  # type: ignore[arg-type]
+    assert server.existing("/kept") == ["/kept"]
+    detail = nemesis.detail()
+    assert detail == {"repaired": {"n1": [f"ZOOKEEPER-2332: empty tail log {LOG_DIR}/{newest} "
+                                          f"moved aside ({newest} in repaired-aside/n1)"]}}
+    words = KillNode.describe(FaultRun("kill", 0, None, ("n1",), 1.0, 3.0, detail))
+    assert words.endswith(f", repaired before the restart: n1 ZOOKEEPER-2332: empty tail log "
+                          f"{LOG_DIR}/{newest} moved aside ({newest} in repaired-aside/n1)"), words

@@ -13,7 +13,8 @@ from dbs.zookeeper import ZooKeeperDB
 from dbs.zookeeper_tail_log import empty_tail_log, listing, log_zxid, move_aside, repair
 from harness.core.cluster import Node
 from harness.core.fault_run import FaultRun
-from nemesis.power_loss import PowerLoss, repaired_words
+from nemesis.power_loss import PowerLoss
+from nemesis.process_faults import repaired_words
 
 HEADER = b"ZKLG" + (2).to_bytes(4, "big") + (0).to_bytes(8, "big")  # magic, version, dbid
 NODE = Node("n1", "127.0.0.2", 2181)
@@ -69,13 +70,13 @@ def logs(tmp_path: Path, files: dict[str, bytes]) -> Path:
 
 def test_the_repair_moves_the_empty_tail_log_into_the_run_and_says_so(tmp_path: Path) -> None:
     data = logs(tmp_path, {"log.1": HEADER + b"x" * 100, "log.1a": b"", "snapshot.0": b"s"})
-    aside = tmp_path / "run" / "power-loss-aside" / "n1"
-    words = ZooKeeperDB().repair_after_power_loss(NODE, data, aside)
+    aside = tmp_path / "run" / "repaired-aside" / "n1"
+    words = ZooKeeperDB().repair_before_restart(NODE, data, aside)
     assert words == ["ZOOKEEPER-2332: empty tail log version-2/log.1a moved aside (log.1a in "
-                     "power-loss-aside/n1)"]
+                     "repaired-aside/n1)"]
     assert sorted(listing(data / "version-2")) == ["log.1", "snapshot.0"]
     assert listing(aside) == {"log.1a": 0}
-    assert ZooKeeperDB().repair_after_power_loss(NODE, data, aside) == [], "done once"
+    assert ZooKeeperDB().repair_before_restart(NODE, data, aside) == [], "done once"
 
 
 @pytest.mark.parametrize("files", [{"log.1a": HEADER[:7]}, {"log.1a": b"", "log.2b": HEADER},
@@ -102,19 +103,19 @@ def test_a_second_file_of_one_name_moved_aside_keeps_the_first(tmp_path: Path) -
 
 def test_a_db_repairs_nothing_unless_it_says_what(tmp_path: Path) -> None:
     data = logs(tmp_path, {"log.1a": b""})
-    assert DB().repair_after_power_loss(NODE, data, tmp_path / "aside") == []
+    assert DB().repair_before_restart(NODE, data, tmp_path / "aside") == []
     assert listing(data / "version-2") == {"log.1a": 0}
 
 
 def test_the_power_loss_says_what_was_repaired_before_the_restart() -> None:
     detail = {"dropped": {"n1": 0, "n2": 0},
               "repaired": {"n2": ["ZOOKEEPER-2332: empty tail log version-2/log.1a moved aside "
-                                  "(log.1a in power-loss-aside/n2)"]}}
+                                  "(log.1a in repaired-aside/n2)"]}}
     words = PowerLoss.describe(FaultRun("power-loss", 1, "majority", ("n1", "n2"), 4.0, 4.3,
                                         detail))
     assert words == ("a power loss (SIGKILL, unsynced data dropped) of n1,n2 at 4.0 s, nothing "
                      "unsynced dropped, repaired before the restart: n2 ZOOKEEPER-2332: empty "
-                     "tail log version-2/log.1a moved aside (log.1a in power-loss-aside/n2), "
+                     "tail log version-2/log.1a moved aside (log.1a in repaired-aside/n2), "
                      "restarted after 0.3 s")
 
 

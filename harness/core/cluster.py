@@ -71,9 +71,10 @@ class NodeOps(Protocol):
         """Forget what the node's server wrote and did not sync (a power loss; backends with
         the PowerLoss capability): ``{"files": {path: bytes}, "bytes": n}``."""
 
-    def repair_after_power_loss(self, node: Node) -> list[str]:
+    def repair_before_restart(self, node: Node) -> list[str]:
         """Have the node's DB repair its data directory as its fixed release would at its
-        start (the node is down, its unsynced data dropped); what was done, in words."""
+        start (the node is down: killed, or its unsynced data dropped by a power loss); what
+        was done, in words. A backend that cannot reach a node's directory (ssh) has none."""
 
     def write_back(self, node: Node) -> dict[str, Any]:
         """Make durable what the node's server wrote so far (the kernel's writeback, which a

@@ -91,7 +91,7 @@ class DB(Protocol):
     def host_faketime_dir(self) -> Path | None:
         """A directory first on PATH for the server under libfaketime here (None: none)."""
 
-    def repair_after_power_loss(self, node: Node, data_dir: Path, aside: Path) -> list[str]:
+    def repair_before_restart(self, node: Node, data_dir: Path, aside: Path) -> list[str]:
         """After a power loss, before the restart: what the DB's fixed release would repair
         at its start, done; in words ([]: nothing)."""
 

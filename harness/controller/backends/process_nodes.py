@@ -56,11 +56,11 @@ class ProcessNodes:
         """The node directory its server is told about, as this process reaches it."""
         raise NotImplementedError
 
-    def repair_after_power_loss(self, node: Node) -> list[str]:
-        """The DB's repair of the node's directory after a power loss (``dbs.base.DB``), with
-        what it takes out kept in ``<run>/power-loss-aside/<node>``."""
-        aside = self.run.path / "power-loss-aside" / node.name
-        return list(self.dbs[node.name].repair_after_power_loss(node, self.reachable_dir(node),
+    def repair_before_restart(self, node: Node) -> list[str]:
+        """The DB's repair of the node's directory after a crash, before its restart
+        (``dbs.base.DB``), with what it takes out kept in ``<run>/repaired-aside/<node>``."""
+        aside = self.run.path / "repaired-aside" / node.name
+        return list(self.dbs[node.name].repair_before_restart(node, self.reachable_dir(node),
                                                                 aside))
 
     def stop(self, node: Node) -> None:

@@ -44,7 +44,7 @@ def fault_runs(history: Sequence[Op]) -> list[FaultRun]:
             out.append(FaultRun(f, step, role, targets, start, None, detail))
         elif value == "stop" and key in open_:
             i = open_.pop(key)
-            out[i] = _closed(out[i], seconds(op["time"]))
+            out[i] = _closed(out[i], seconds(op["time"]), op.get("detail"))
         elif value == "heal":
             for k in [k for k in open_ if k[0] == f]:
                 i = open_.pop(k)
@@ -52,8 +52,15 @@ def fault_runs(history: Sequence[Op]) -> list[FaultRun]:
     return out
 
 
-def _closed(run: FaultRun, stop: float) -> FaultRun:
-    return FaultRun(run.f, run.step, run.role, run.targets, run.start, stop, run.detail)
+def _closed(run: FaultRun, stop: float, detail: Any = None) -> FaultRun:
+    """``run`` healed at ``stop``; what its stop repaired (``repaired``: a node restarted
+    after a kill, see :func:`nemesis.process_faults.restart`) joins its detail, nothing else
+    of the stop's (a clock's stop says offset 0: the fault was its start's)."""
+    details = dict(run.detail or {})
+    if isinstance(detail, Mapping) and isinstance(detail.get("repaired"), Mapping):
+        details["repaired"] = {**(details.get("repaired") or {}), **detail["repaired"]}
+    return FaultRun(run.f, run.step, run.role, run.targets, run.start, stop,
+                    details if details or run.detail is not None else None)
 
 
 def from_record(record: Mapping[str, Any]) -> FaultRun:
