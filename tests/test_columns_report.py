@@ -128,3 +128,27 @@ def test_hypothesis_histories_give_the_same_report_and_summary(
         [i.to_dict() for i in incidents(dicts, results)]
     dicts, cols = both(ops)
     assert page(cols, spec, results) == page(dicts, spec, results)
+
+
+def test_pairs_the_arrays_would_not_read_alike_are_walked_as_dicts() -> None:
+    """A process that is a bool in ``others`` (an int to numpy), a time below zero (Python
+    lists count it from their end, numpy would not): no arrays, the dict pairs, the same
+    page."""
+    ops = [{"time": 5_000_000, "process": 0, "type": "invoke", "f": "acquire", "value": None},
+           {"time": 6_000_000, "process": 0, "type": "ok", "f": "acquire", "value": None},
+           {"time": 7_000_000, "process": True, "type": "invoke", "f": "x", "value": [1]}]
+    ops = [{"index": i, **op} for i, op in enumerate(ops)]
+    results = {"valid": True, "checks": {}}
+    dicts, cols = both(ops)
+    assert pair_arrays.of(cols) is None
+    assert not isinstance(report_model.grounds(cols).client_pairs, pair_arrays.PairArrays)
+    for max_pairs in (0, 100):
+        assert json.dumps(report_model.build({}, cols, results, max_pairs=max_pairs)) == \
+            json.dumps(report_model.build({}, dicts, results, max_pairs=max_pairs))
+    assert page(cols, {}, results) == page(dicts, {}, results)
+    early = [{**ops[0], "time": -5_000_000}, ops[1]]
+    dicts, cols = both(early)
+    assert pair_arrays.of(cols) is None
+    for max_pairs in (0, 100):
+        assert json.dumps(report_model.build({}, cols, results, max_pairs=max_pairs)) == \
+            json.dumps(report_model.build({}, dicts, results, max_pairs=max_pairs))

@@ -32,7 +32,7 @@ from typing import Any
 from checker.lives import Lives
 from checker.sessions import Grant, resource_log
 from harness.core.checks import derive
-from harness.core.history import FAIL, INFO, OK, Op, pairs
+from harness.core.history import FAIL, INFO, OK, Op
 from harness.core.history_parts import column_history, last_time, nemesis_ops
 from harness.presentation.report import charts, pair_arrays, sampling
 from harness.presentation.report.narrative import nemesis_of
@@ -74,7 +74,7 @@ def _grounds(history: Sequence[Op]) -> Grounds:
     lives = Lives.of(history)
     client_pairs: Any = lives.paired
     if column_history(history) is not None:  # its pairs as arrays: no dict of each op
-        client_pairs = pair_arrays.of(history) or list(pairs(history, clients=True))
+        client_pairs = pair_arrays.of(history) or lives.paired
     return Grounds(client_pairs, lives.grants, Places(client_pairs, lives.grants, history))
 
 
