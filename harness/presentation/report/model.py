@@ -233,15 +233,10 @@ def lock_spans(gs: list[Grant], lane_of: dict[int, int]) -> dict[str, list[int]]
     """From an acquire's ok to the same process's next release invoke (-1: held to the end);
     the grants are the checkers' own (``checker.sessions.grants``), so the page shows exactly
     what they judged."""
-    out: dict[str, list[int]] = {"lane": [], "s": [], "e": [], "tok": []}
-    for g in gs:
-        if g.process not in lane_of:
-            continue
-        out["lane"].append(lane_of[g.process])
-        out["s"].append(us(g.start))
-        out["e"].append(-1 if g.end is None else us(g.end))
-        out["tok"].append(-1 if g.token is None else int(g.token))
-    return out
+    rows = [(lane_of[g.process], g.start // 1000, -1 if g.end is None else g.end // 1000,
+             -1 if g.token is None else int(g.token)) for g in gs if g.process in lane_of]
+    lanes, s, e, tok = (list(x) for x in zip(*rows, strict=True)) if rows else ([], [], [], [])
+    return {"lane": lanes, "s": s, "e": e, "tok": tok}
 
 
 def rejected_writes(history: Sequence[Op], writes: dict[int, tuple[int, int, int]],

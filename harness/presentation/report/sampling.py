@@ -26,6 +26,7 @@ MAX_PAIRS = 32_000  # embedded op pairs: about 1.2 MB of page
 CONTEXT_US = 2_000_000  # at most 2 s around a violation or a fault boundary
 MAX_SPANS = 16_000  # embedded lock-held spans when the pairs are sampled: about 0.35 MB
 DENSITY_COLS = 2400  # columns of the lanes' density (about one a pixel on a 2400 px screen)
+SPANS_BY_ARRAYS = 1024  # lock-held spans from which they are thinned by array operations
 
 Pair = tuple[Op, Op | None]
 
@@ -154,11 +155,21 @@ def lane_density(client_pairs: Sequence[Pair], lane_of: dict[int, int], keep: Se
 
 
 def thin_spans(spans: dict[str, list[int]], around: Sequence[tuple[int, int]], radius: float,
-               end_us: int, lanes: int) -> tuple[dict[str, list[int]], list[str]]:
+               end_us: int, lanes: int, by_arrays: bool | None = None
+               ) -> tuple[dict[str, list[int]], list[str]]:
     """The lock-held spans to embed (those held to the end, those long enough to see at full
     width, and those within ``radius`` of the focus, at most :data:`MAX_SPANS` in that order
     of preference, the nearest first), and per lane one digit per column of the run: 1 where
-    a span not embedded held the lock."""
+    a span not embedded held the lock. By array operations from :data:`SPANS_BY_ARRAYS`
+    spans on (``by_arrays`` None), the same spans and digits (a grant a span: a long run's
+    are many)."""
+    if by_arrays is None:
+        by_arrays = len(spans["s"]) >= SPANS_BY_ARRAYS
+    if by_arrays:
+        got = pair_arrays.thin_spans(spans, around, radius, end_us, lanes, MAX_SPANS,
+                                     DENSITY_COLS)
+        if got is not None:
+            return got
     end = max(end_us, 1)
     width = end / DENSITY_COLS
     starts = [a for a, _ in around]
