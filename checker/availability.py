@@ -31,6 +31,7 @@ from harness.core.history import Op, seconds
 
 NS = 1_000_000_000
 MAX_LISTED = 20
+ARRAYS_FROM = 256  # intervals of a lock from which its figures are worked out by arrays
 
 
 def stretches(gaps: list[Interval], held: list[Interval]) -> list[Interval]:
@@ -55,19 +56,55 @@ def stretches(gaps: list[Interval], held: list[Interval]) -> list[Interval]:
     return out
 
 
-def lock_availability(wanted: list[Interval], held: list[Interval], outage_ns: int
-                      ) -> dict[str, Any]:
+def lock_availability(wanted: list[Interval], held: list[Interval], outage_ns: int,
+                      by_arrays: bool | None = None) -> dict[str, Any]:
+    """One lock's figures; by array operations (:mod:`checker.interval_arrays`) when there
+    are many intervals (``by_arrays`` None) or when asked, by the list functions otherwise:
+    the same figures either way."""
+    if by_arrays is None:
+        by_arrays = len(wanted) + len(held) >= ARRAYS_FROM
+    got = _by_arrays(wanted, held, outage_ns) if by_arrays else None
+    if got is not None:
+        return got
     want, have = union(wanted), union(held)
     short = subtract_unions(want, have)
     lost = length(short)
     span = length(have) + lost  # wanted or held: held, and wanted while not held
     gaps = stretches(short, held)
+    return _figures(lost, span, length(want), length(have), gaps, outage_ns)
+
+
+def _by_arrays(wanted: list[Interval], held: list[Interval], outage_ns: int
+               ) -> dict[str, Any] | None:
+    """:func:`lock_availability` by arrays; None when the intervals are not ints, or
+    ``held`` is not a union (sorted, disjoint: what :meth:`Lives.held` gives)."""
+    import numpy as np
+
+    from checker import interval_arrays as ia
+
+    w, h = ia.arrays(wanted), ia.arrays(held)
+    if w is None or h is None:
+        return None
+    hs, he = h
+    if not (bool(np.all(he > hs)) and bool(np.all(hs[1:] > he[:-1]))):
+        return None
+    want, have = ia.union(*w), ia.union(hs, he)
+    short = ia.subtract(*want, *have)
+    lost = int((short[1] - short[0]).sum())
+    span = int((have[1] - have[0]).sum()) + lost
+    ga, gb = ia.stretches(*short, hs, he)
+    gaps = list(zip(ga.tolist(), gb.tolist(), strict=True))
+    return _figures(lost, span, int((want[1] - want[0]).sum()), span - lost, gaps, outage_ns)
+
+
+def _figures(lost: int, span: int, wanted: int, held: int, gaps: list[Interval],
+             outage_ns: int) -> dict[str, Any]:
     outages = [g for g in gaps if g[1] - g[0] >= outage_ns]
     longest = max(gaps, key=lambda g: g[1] - g[0], default=None)
     return {
         "availability": round(1 - lost / span, 4) if span else 1.0,
-        "wanted-s": round(length(want) / NS, 3),
-        "held-s": round(length(have) / NS, 3),
+        "wanted-s": round(wanted / NS, 3),
+        "held-s": round(held / NS, 3),
         "unavailable-s": round(lost / NS, 3),
         "longest-unavailable": None if longest is None else {
             "from": seconds(longest[0]), "until": seconds(longest[1]),

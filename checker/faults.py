@@ -38,7 +38,10 @@ from typing import Any
 
 from checker.base import Checker
 from checker.lives import Lives
+from checker.process_ops import ProcessOps, between, inside, last_at
+from checker.process_ops import by_process as column_processes
 from harness.core.history import INFO, INVOKE, NEMESIS, OK, Op, seconds
+from harness.core.history_parts import last_time, nemesis_ops
 from harness.core.text import show
 
 LOCK_FS = frozenset({"acquire", "release", "extend", "reacquire", "rerelease"})
@@ -61,8 +64,7 @@ class Window:
 def windows(history: Sequence[Op]) -> tuple[list[Window], list[dict[str, Any]]]:
     """Each fault that started (from its start ``info`` to its stop ``invoke``, or the end of
     the history) and each fault start that failed."""
-    end = max((op["time"] for op in history), default=0)
-    return windows_of([op for op in history if op.get("process") == NEMESIS], end)
+    return windows_of(nemesis_ops(history), last_time(history))
 
 
 def windows_of(nemesis: Sequence[Op], end: int) -> tuple[list[Window], list[dict[str, Any]]]:
@@ -117,7 +119,7 @@ def waiting_fs(release_waits: bool) -> frozenset[str]:
     return LOCK_FS if release_waits else LOCK_FS - RELEASES
 
 
-def unavailable_only(w: Window, by_process: dict[int, list[Op]], fs: frozenset[str],
+def unavailable_only(w: Window, by_process: dict[int, ProcessOps], fs: frozenset[str],
                      release_waits: bool, held: list[tuple[int, int]]
                      ) -> dict[str, Any] | None:
     """The window of a fault that means lock ops to complete under it (``completes``), if
@@ -152,24 +154,21 @@ def unavailable_only(w: Window, by_process: dict[int, list[Op]], fs: frozenset[s
                         + ", so it tested the lock without its service, not under the fault")}
 
 
-def in_flight(ops: list[Op], at: int, fs: frozenset[str]) -> bool:
+def in_flight(ops: ProcessOps, at: int, fs: frozenset[str]) -> bool:
     """Had one process (its ``ops``) a lock op (of ``fs``) invoked and not ended at ``at``?"""
-    last: Op | None = None
-    for op in ops:
-        if op["time"] > at:
-            break
-        last = op
+    last = last_at(ops, at)
     return last is not None and last["type"] == INVOKE and last["f"] in fs
 
 
-def lock_calls(ops: list[Op], lo: int, hi: int, fs: frozenset[str], *,
+def lock_calls(ops: ProcessOps, lo: int, hi: int, fs: frozenset[str], *,
                invoked_before: bool = False) -> list[tuple[Op, Op]]:
     """(invoke, completion) of one process's lock ops in ``fs`` invoked after ``lo`` and
     ended before ``hi``; with ``invoked_before``, those that ended between ``lo`` and ``hi``
-    whenever invoked."""
+    whenever invoked. Of a process in columns, only the ops around the window are read
+    (:func:`checker.process_ops.between`)."""
     out: list[tuple[Op, Op]] = []
     pending: Op | None = None
-    for op in ops:
+    for op in between(ops, lo, hi):
         if op["type"] == INVOKE:
             pending = op
         elif pending is not None:
@@ -180,7 +179,7 @@ def lock_calls(ops: list[Op], lo: int, hi: int, fs: frozenset[str], *,
     return out
 
 
-def completed_lock_ops(ops: list[Op], lo: int, hi: int, *, invoked_before: bool = False,
+def completed_lock_ops(ops: ProcessOps, lo: int, hi: int, *, invoked_before: bool = False,
                        fs: frozenset[str] = LOCK_FS) -> list[str]:
     """The fs of the lock ops (of ``fs``) invoked after ``lo`` that completed ok before
     ``hi``; with ``invoked_before``, those that completed ok between ``lo`` and ``hi``
@@ -189,12 +188,38 @@ def completed_lock_ops(ops: list[Op], lo: int, hi: int, *, invoked_before: bool 
     return [call["f"] for call, done in calls if done["type"] == OK]
 
 
-def completed_lock_ops_timed(ops: list[Op], lo: int, hi: int, *,
+def completed_lock_ops_timed(ops: ProcessOps, lo: int, hi: int, *,
                              fs: frozenset[str] = LOCK_FS) -> list[tuple[str, int]]:
     """(f, duration ns) of the lock ops (of ``fs``) invoked after ``lo`` that completed ok
     before ``hi``."""
     return [(call["f"], done["time"] - call["time"])
             for call, done in lock_calls(ops, lo, hi, fs) if done["type"] == OK]
+
+
+def _processes_and_nemesis(history: Sequence[Op]
+                           ) -> tuple[dict[int, ProcessOps], list[Op], int | None]:
+    """Each client process's ops (dicts, or rows of a ColumnHistory's columns), the
+    nemesis's ops and the last time (None: no op), in one pass over a list of dicts."""
+    got = column_processes(history)
+    if got is not None:
+        return got[0], got[1], last_time(history) if len(history) else None
+    by_process: dict[int, ProcessOps] = {}
+    nemesis: list[Op] = []
+    end = None
+    for op in history:  # one pass: each client's ops, the nemesis's, the last time
+        t = op["time"]
+        if end is None or t > end:
+            end = t
+        p = op.get("process")
+        if type(p) is int:
+            ops = by_process.get(p)
+            if ops is None:
+                by_process[p] = [op]
+            else:
+                ops.append(op)
+        elif p == NEMESIS:
+            nemesis.append(op)
+    return by_process, nemesis, end
 
 
 class FaultsChecker(Checker):
@@ -213,34 +238,19 @@ class FaultsChecker(Checker):
         """``asked``: the faults the run was asked for (its nemeses); when none of them ran (every
         step skipped for want of a target), the run tested the lock without them: unknown."""
         fs = waiting_fs(release_waits)
-        by_process: dict[int, list[Op]] = {}
-        nemesis: list[Op] = []
-        end = None
-        for op in history:  # one pass: each client's ops, the nemesis's, the last time
-            t = op["time"]
-            if end is None or t > end:
-                end = t
-            p = op.get("process")
-            if type(p) is int:
-                ops = by_process.get(p)
-                if ops is None:
-                    by_process[p] = [op]
-                else:
-                    ops.append(op)
-            elif p == NEMESIS:
-                nemesis.append(op)
+        by_process, nemesis, end = _processes_and_nemesis(history)
         faults, failed = windows_of(nemesis, 0 if end is None else end)
         ineffective: list[dict[str, Any]] = []
         for w in faults:
             lo, hi = w.start + GRACE_NS, w.stop
             for p in _processes(w.expect.get("frozen")):
-                ran = [op for op in by_process.get(p, []) if lo < op["time"] < hi]
-                if ran:
+                ran, first = inside(by_process.get(p, []), lo, hi)
+                if ran and first is not None:
                     ineffective.append(_missed(
-                        w, p, len(ran), f"did not freeze process {p}: it recorded "
-                        f"{len(ran)} op(s) between {seconds(w.start):.2f} s and "
+                        w, p, ran, f"did not freeze process {p}: it recorded "
+                        f"{ran} op(s) between {seconds(w.start):.2f} s and "
                         f"{seconds(w.stop):.2f} s, while it should have been stopped (first "
-                        f"at {seconds(ran[0]['time']):.2f} s)"))
+                        f"at {seconds(first['time']):.2f} s)"))
             for p in _processes(w.expect.get("cut-off")):
                 done = completed_lock_ops(by_process.get(p, []), lo, hi, fs=fs)
                 if done:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness.core.history import FAIL, OK, Op
+from harness.presentation.report import pair_arrays
 
 BUCKETS = 400  # throughput / quantile buckets over the whole run...
 MIN_BUCKET_US = 200_000  # ...each at least 0.2 s, so a rate is a rate, not a spike
@@ -36,9 +37,11 @@ def us(ns: int) -> int:
     return ns // 1000
 
 
-def workload_rows(client_pairs: Iterable[Pair]) -> list[Row]:
+def workload_rows(client_pairs: Iterable[Pair]) -> Any:
     """The completed pairs the charts count (not the final read, not the never completed), as
-    plain tuples: read once, counted twice."""
+    plain tuples: read once, counted twice (of pair arrays: arrays, :class:`.pair_arrays.Rows`)."""
+    if pair_arrays.is_arrays(client_pairs):
+        return pair_arrays.Rows(client_pairs)  # type: ignore[arg-type]
     code = {OK: 0, FAIL: 1}
     return [(inv["f"], inv["time"], done["time"], code.get(done["type"], 2))
             for inv, done in client_pairs if done is not None and inv["f"] != "read"]
@@ -52,6 +55,9 @@ def quantile(sorted_values: Sequence[float], q: float) -> float:
 def series(rows: Sequence[Row], end_ns: int) -> dict[str, Any]:
     """Per time bucket: completions per second per f and outcome (by completion time), and the
     p50 / p95 / p99 latency in ms of each f's ok ops (by invocation time)."""
+    if isinstance(rows, pair_arrays.Rows):
+        return pair_arrays.series(rows, end_ns, BUCKETS, MIN_BUCKET_US, OUTCOMES, QUANTILES,
+                                  quantile)
     end = max(us(end_ns), 1)
     n = max(1, min(BUCKETS, end // MIN_BUCKET_US))
     width = end / n
@@ -93,6 +99,9 @@ def latency_grid(rows: Sequence[Row], end_ns: int) -> dict[str, Any]:
     """Every completed op counted into a (time, log latency) cell per outcome: the latency
     scatter of a run too long to embed op by op. ``cells`` is flat: col, row, ok, fail, info,
     col, row, ... for the cells that have any op (sparse); ``f`` lists each cell's fs."""
+    if isinstance(rows, pair_arrays.Rows):
+        return pair_arrays.latency_grid(rows, end_ns, GRID_COLS, ROWS_PER_DECADE,
+                                        MIN_LATENCY_S)
     end = max(us(end_ns), 1)
     width = end / GRID_COLS
     cells: dict[tuple[int, int], list[int]] = {}

@@ -32,8 +32,9 @@ from typing import Any
 from checker.lives import Lives
 from checker.sessions import Grant, resource_log
 from harness.core.checks import derive
-from harness.core.history import FAIL, INFO, NEMESIS, OK, Op
-from harness.presentation.report import charts, sampling
+from harness.core.history import FAIL, INFO, OK, Op
+from harness.core.history_parts import column_history, last_time, nemesis_ops
+from harness.presentation.report import charts, pair_arrays, sampling
 from harness.presentation.report.narrative import nemesis_of
 
 DETAIL_CHARS = 160
@@ -71,18 +72,22 @@ def grounds(history: Sequence[Op]) -> Grounds:
 
 def _grounds(history: Sequence[Op]) -> Grounds:
     lives = Lives.of(history)
-    return Grounds(lives.paired, lives.grants, Places(lives.paired, lives.grants))
+    client_pairs: Any = lives.paired
+    if column_history(history) is not None:  # its pairs as arrays: no dict of each op
+        client_pairs = pair_arrays.of(history) or lives.paired
+    return Grounds(client_pairs, lives.grants, Places(client_pairs, lives.grants, history))
 
 
 def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any],
           given: Grounds | None = None, max_pairs: int | None = None) -> dict[str, Any]:
     """Everything the page's script draws, JSON-able (at most ``max_pairs`` op pairs embedded
     one by one; default :data:`.sampling.MAX_PAIRS`)."""
-    end_ns = max((op["time"] for op in history), default=0)
+    end_ns = last_time(history)
     clients = int(spec.get("clients") or 0)
     g = given or grounds(history)
     client_pairs, gs, places = g.client_pairs, g.grants, g.places
-    lanes = sorted({inv["process"] for inv, _ in client_pairs})
+    lanes = (client_pairs.lanes() if pair_arrays.is_arrays(client_pairs)
+             else sorted({inv["process"] for inv, _ in client_pairs}))
     lane_of = {p: i for i, p in enumerate(lanes)}
     writes = places.writes
     violations = list(find_violations(results, places))
@@ -156,8 +161,11 @@ def encode_ops(client_pairs: list[tuple[Op, Op | None]], lane_of: dict[int, int]
     f_idx: dict[str, int] = {}
     cols: dict[str, list[int]] = {"lane": [], "t": [], "d": [], "ty": [], "f": [], "x": [],
                                   "i": []}
-    kept = client_pairs if keep is None else [p for p, k in zip(client_pairs, keep,
-                                                                 strict=True) if k]
+    if pair_arrays.is_arrays(client_pairs):  # dicts of the embedded pairs only
+        kept = client_pairs.pairs(keep)  # type: ignore[attr-defined]
+    else:
+        kept = client_pairs if keep is None else [p for p, k in zip(client_pairs, keep,
+                                                                     strict=True) if k]
     texts, cols["x"], cut = detail_texts(kept, around, end_us)
     last = last_index = 0
     for inv, done in kept:
@@ -225,15 +233,10 @@ def lock_spans(gs: list[Grant], lane_of: dict[int, int]) -> dict[str, list[int]]
     """From an acquire's ok to the same process's next release invoke (-1: held to the end);
     the grants are the checkers' own (``checker.sessions.grants``), so the page shows exactly
     what they judged."""
-    out: dict[str, list[int]] = {"lane": [], "s": [], "e": [], "tok": []}
-    for g in gs:
-        if g.process not in lane_of:
-            continue
-        out["lane"].append(lane_of[g.process])
-        out["s"].append(us(g.start))
-        out["e"].append(-1 if g.end is None else us(g.end))
-        out["tok"].append(-1 if g.token is None else int(g.token))
-    return out
+    rows = [(lane_of[g.process], g.start // 1000, -1 if g.end is None else g.end // 1000,
+             -1 if g.token is None else int(g.token)) for g in gs if g.process in lane_of]
+    lanes, s, e, tok = (list(x) for x in zip(*rows, strict=True)) if rows else ([], [], [], [])
+    return {"lane": lanes, "s": s, "e": e, "tok": tok}
 
 
 def rejected_writes(history: Sequence[Op], writes: dict[int, tuple[int, int, int]],
@@ -291,9 +294,7 @@ def fault_windows(history: Sequence[Op], end_ns: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     open_: dict[str, dict[str, Any]] = {}
     begun: dict[str, int] = {}
-    for op in history:
-        if op.get("process") != NEMESIS:
-            continue
+    for op in nemesis_ops(history):
         f, value, t = str(op["f"]), op.get("value"), op["time"]
         if op["type"] == "invoke":
             if value == "start":
@@ -364,26 +365,30 @@ class Places:
     the client op pairs and the grants when first asked for (a run without violations never
     needs the table of every op)."""
 
-    __slots__ = ("_grants", "_gs", "_ops", "_pairs", "_writes")
+    __slots__ = ("_grants", "_gs", "_history", "_ops", "_pairs", "_writes")
 
-    def __init__(self, client_pairs: list[tuple[Op, Op | None]], gs: list[Grant]) -> None:
-        self._pairs, self._gs = client_pairs, gs
+    def __init__(self, client_pairs: Any, gs: list[Grant],
+                 history: Sequence[Op] | None = None) -> None:
+        self._pairs, self._gs, self._history = client_pairs, gs, history
         self._writes: dict[int, tuple[int, int, int]] | None = None
-        self._ops: dict[int, tuple[int, int, Any]] | None = None
+        self._ops: Any = None
         self._grants: dict[tuple[int, Any], list[tuple[int, int]]] | None = None
 
     @property
     def writes(self) -> dict[int, tuple[int, int, int]]:
         """Resource seq -> write (invoke, done, process)."""
         if self._writes is None:
-            self._writes = write_times(self._pairs)
+            self._writes = (pair_arrays.write_times(self._pairs, self._history)
+                            if pair_arrays.is_arrays(self._pairs) else write_times(self._pairs))
         return self._writes
 
     @property
-    def ops(self) -> dict[int, tuple[int, int, Any]]:
-        """History index -> op (invoke, done, process)."""
+    def ops(self) -> Any:
+        """History index -> op (invoke, done, process): a dict, or of pair arrays a lookup
+        (:class:`.pair_arrays.IndexTimes`)."""
         if self._ops is None:
-            self._ops = index_times(self._pairs)
+            self._ops = (pair_arrays.IndexTimes(self._pairs) if pair_arrays.is_arrays(self._pairs)
+                         else index_times(self._pairs))
         return self._ops
 
     @property

@@ -11,7 +11,8 @@ from typing import Any
 
 from harness.controller.registry import default_registry
 from harness.core.fault_run import FaultRun, generic_words
-from harness.core.history import INFO, INVOKE, NEMESIS, Op, seconds
+from harness.core.history import INFO, INVOKE, Op, seconds
+from harness.core.history_parts import nemesis_ops
 
 __all__ = ["FaultRun", "describe", "fault_runs", "from_record", "removed", "step_outcomes"]
 
@@ -23,9 +24,7 @@ def fault_runs(history: Sequence[Op]) -> list[FaultRun]:
     out: list[FaultRun] = []
     open_: dict[tuple[str, Any], int] = {}
     begun: dict[tuple[str, Any], int] = {}
-    for op in history:
-        if op.get("process") != NEMESIS:
-            continue
+    for op in nemesis_ops(history):
         f, value = str(op.get("f")), op.get("value")
         key = (f, op.get("step"))
         if op.get("type") == INVOKE:

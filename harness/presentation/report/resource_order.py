@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from checker.sessions import Entry, resource_log
-from harness.core.history import Op, pairs
-from harness.presentation.report.model import explained_items, walk, write_times
+from harness.core.history import Op
+from harness.presentation.report.model import explained_items, places_of, walk
 
 e = html.escape
 AROUND = 3  # writes shown before and after each one of interest
@@ -60,9 +60,7 @@ def section(history: Sequence[Op], results: dict[str, Any]) -> str:
     focus = set(named) | rejected
     if not focus:
         return ""
-    client_pairs = [(inv, done) for inv, done in pairs(history)
-                    if isinstance(inv.get("process"), int)]
-    times = write_times(client_pairs)
+    times = places_of(history).writes  # write_times of the client pairs, kept
     procs = sorted({x.process for x in entries})
     head = "".join(f"<th>p{p}</th>" for p in procs)
     rows: list[str] = []

@@ -17,12 +17,16 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from harness.core.history import FAIL, OK, Op
+from harness.presentation.report import pair_arrays
 
 MAX_PAIRS = 32_000  # embedded op pairs: about 1.2 MB of page
 CONTEXT_US = 2_000_000  # at most 2 s around a violation or a fault boundary
 MAX_SPANS = 16_000  # embedded lock-held spans when the pairs are sampled: about 0.35 MB
 DENSITY_COLS = 2400  # columns of the lanes' density (about one a pixel on a 2400 px screen)
+SPANS_BY_ARRAYS = 1024  # lock-held spans from which they are thinned by array operations
 
 Pair = tuple[Op, Op | None]
 
@@ -73,8 +77,12 @@ def sample(client_pairs: Sequence[Pair], violations: Sequence[dict[str, Any]],
     if n <= max_pairs:
         return None, "", math.inf
     spans = focus(violations, faults)
+    arrays = pair_arrays.is_arrays(client_pairs)
     if not spans:
-        return [False] * n, "none: no listed violation and no fault to zoom in on", 0.0
+        return ((np.zeros(n, dtype=bool) if arrays else [False] * n),
+                "none: no listed violation and no fault to zoom in on", 0.0)
+    if arrays:
+        return _sample_arrays(pair_arrays.distances(client_pairs, spans, end_us), max_pairs)
     dist = distances(client_pairs, spans, end_us)
     radius = min(float(CONTEXT_US), sorted(dist)[max_pairs])
     if radius > 0:
@@ -90,11 +98,30 @@ def sample(client_pairs: Sequence[Pair], violations: Sequence[dict[str, Any]],
     return keep, f"1 in {step} of the op pairs inside listed violations", 1e-9
 
 
+def _sample_arrays(dist: Any, max_pairs: int) -> tuple[Any, str, float]:
+    """:func:`sample`'s rule on the distances of pair arrays (float64: ints or inf): the
+    same radius, of the same Python type, the same mask."""
+    kth = np.partition(dist, max_pairs)[max_pairs]
+    radius = min(float(CONTEXT_US), math.inf if math.isinf(kth) else int(kth))
+    if radius > 0:
+        return dist < radius, (f"every op pair within {radius / 1e6:.3g} s of a "
+                               "listed violation or a fault boundary"), radius
+    zero = dist == 0
+    inside = int(zero.sum())  # more pairs inside violations than the budget
+    step = math.ceil(inside / max(1, max_pairs))
+    keep = np.zeros(len(dist), dtype=bool)
+    at = np.flatnonzero(zero)
+    keep[at[::step]] = True
+    return keep, f"1 in {step} of the op pairs inside listed violations", 1e-9
+
+
 def lane_density(client_pairs: Sequence[Pair], lane_of: dict[int, int], keep: Sequence[bool],
                  end_us: int) -> dict[str, Any]:
     """Per lane, one digit per column of the run: the outcomes of the pairs not embedded that
     overlap the column (bit 1 ok, 2 fail, 4 info or never completed); and per lane where its
     first unknown outcome is (us; -1: none), from which on its ops may take effect any time."""
+    if pair_arrays.is_arrays(client_pairs):
+        return pair_arrays.lane_density(client_pairs, lane_of, keep, end_us, DENSITY_COLS)
     end = max(end_us, 1)
     width = end / DENSITY_COLS
     cols = DENSITY_COLS
@@ -128,11 +155,21 @@ def lane_density(client_pairs: Sequence[Pair], lane_of: dict[int, int], keep: Se
 
 
 def thin_spans(spans: dict[str, list[int]], around: Sequence[tuple[int, int]], radius: float,
-               end_us: int, lanes: int) -> tuple[dict[str, list[int]], list[str]]:
+               end_us: int, lanes: int, by_arrays: bool | None = None
+               ) -> tuple[dict[str, list[int]], list[str]]:
     """The lock-held spans to embed (those held to the end, those long enough to see at full
     width, and those within ``radius`` of the focus, at most :data:`MAX_SPANS` in that order
     of preference, the nearest first), and per lane one digit per column of the run: 1 where
-    a span not embedded held the lock."""
+    a span not embedded held the lock. By array operations from :data:`SPANS_BY_ARRAYS`
+    spans on (``by_arrays`` None), the same spans and digits (a grant a span: a long run's
+    are many)."""
+    if by_arrays is None:
+        by_arrays = len(spans["s"]) >= SPANS_BY_ARRAYS
+    if by_arrays:
+        got = pair_arrays.thin_spans(spans, around, radius, end_us, lanes, MAX_SPANS,
+                                     DENSITY_COLS)
+        if got is not None:
+            return got
     end = max(end_us, 1)
     width = end / DENSITY_COLS
     starts = [a for a, _ in around]

@@ -1,0 +1,154 @@
+"""report.html and the summary of a ColumnHistory are those of its dicts, byte for byte: a real
+stored run, a long synthetic one whose page embeds a sample (density, latency grid, thinned
+spans), and hypothesis histories under faults; and the columnar path makes no dict of each
+op."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.controller.checking import check_history
+from harness.controller.store import RunDir
+from harness.core.checks import Shared
+from harness.core.history import HistoryError
+from harness.core.history_file import read_history
+from harness.core.run_history import ColumnHistory, RunColumns, merged_columns
+from harness.presentation.report import model as report_model
+from harness.presentation.report import pair_arrays, sampling
+from harness.presentation.report.html import render
+from harness.presentation.report.incidents import incidents
+from harness.presentation.runs import print_summary
+from tests import synth_history
+from tests.fault_histories import fault_histories
+
+DATA = Path(__file__).parent / "data" / "runs" / "redis-setnx-pause"
+
+
+def both(ops: list[dict[str, Any]]) -> tuple[Shared, ColumnHistory]:
+    h = merged_columns(ops)
+    assert h is not None
+    return Shared(ops), h
+
+
+def page(history: Any, spec: dict[str, Any], results: dict[str, Any],
+         test: dict[str, Any] | None = None) -> str:
+    return render(spec, history, results, ["n1.log"], test or {}, ["history.jsonl"])
+
+
+def summary(history: Any, results: dict[str, Any], run: RunDir) -> str:
+    out = io.StringIO()
+    print_summary(results, run, out, history=history, steps=True)
+    return out.getvalue()
+
+
+def stored(tmp_path: Path) -> tuple[RunDir, dict[str, Any], list[dict[str, Any]],
+                                    dict[str, Any]]:
+    run_dir = tmp_path / "run"
+    shutil.copytree(DATA, run_dir)
+    test = json.loads((run_dir / "test.json").read_text())
+    return (RunDir(run_dir), test, read_history(run_dir / "history.jsonl"),
+            json.loads((run_dir / "results.json").read_text()))
+
+
+def test_a_real_runs_report_and_summary_are_the_same_bytes(tmp_path: Path) -> None:
+    run, test, ops, results = stored(tmp_path)
+    assert results["valid"] is False  # violations to place, incidents to fold
+    dicts, cols = both(ops)
+    assert isinstance(report_model.grounds(cols).client_pairs, pair_arrays.PairArrays)
+    want = page(dicts, test["spec"], results, test)
+    assert page(cols, test["spec"], results, test) == want
+    assert summary(cols, results, run) == summary(dicts, results, run)
+    assert "incidents:" in summary(cols, results, run)
+    assert [i.to_dict() for i in incidents(cols, results)] == \
+        [i.to_dict() for i in incidents(dicts, results)]
+
+
+@pytest.mark.parametrize("max_pairs", [0, 7, 100, 100_000])
+def test_a_sampled_page_is_the_same_on_columns(tmp_path: Path, max_pairs: int) -> None:
+    _run, test, ops, results = stored(tmp_path)
+    dicts, cols = both(ops)
+    want = report_model.build(test["spec"], dicts, results, max_pairs=max_pairs)
+    got = report_model.build(test["spec"], cols, results, max_pairs=max_pairs)
+    assert json.dumps(got) == json.dumps(want)
+    if max_pairs < 100:
+        assert got["density"] is not None and got["sampling"]["decimated"]
+
+
+def test_a_long_synthetic_runs_report_is_the_same_and_made_of_few_dicts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """30,000 ops: the page embeds a sample (2,000 pairs) around the violations; the
+    columnar path makes a dict only of the ops it embeds or places."""
+    ops = synth_history.generate(30_000, seed=3)
+    spec = synth_history.spec_for(ops, seed=3)
+    results = check_history(ops, spec)
+    assert results["valid"] is False
+    monkeypatch.setattr(sampling, "MAX_PAIRS", 2000)
+    dicts, cols = both(ops)
+    want = page(dicts, spec, results)
+    report_model.grounds(cols)  # (the checkers' own views: not the report's to count)
+    made = []
+    real = RunColumns.op
+
+    def counted(self: RunColumns, i: int) -> dict[str, Any]:
+        made.append(i)
+        return real(self, i)
+
+    monkeypatch.setattr(RunColumns, "op", counted)
+    got = page(cols, spec, results)
+    assert got == want
+    model = report_model.build(spec, cols, results)
+    assert model["sampling"]["decimated"] and model["latencyGrid"] is not None
+    assert len(made) < 3 * 2 * 2000 + 100  # the embedded pairs' ops, a build or two
+
+
+@settings(max_examples=150, deadline=None)
+@given(fault_histories(), st.sampled_from([2, 5, 32_000]))
+def test_hypothesis_histories_give_the_same_report_and_summary(
+        ops: list[dict[str, Any]], max_pairs: int) -> None:
+    if merged_columns(ops) is None:
+        return
+    spec = synth_history.spec_for(ops) if ops else {}
+    try:
+        results = check_history(ops, spec)
+    except HistoryError:
+        return
+    dicts, cols = both(ops)
+    want = report_model.build(spec, dicts, results, max_pairs=max_pairs)
+    got = report_model.build(spec, cols, results, max_pairs=max_pairs)
+    assert json.dumps(got) == json.dumps(want)
+    assert [i.to_dict() for i in incidents(cols, results)] == \
+        [i.to_dict() for i in incidents(dicts, results)]
+    dicts, cols = both(ops)
+    assert page(cols, spec, results) == page(dicts, spec, results)
+
+
+def test_pairs_the_arrays_would_not_read_alike_are_walked_as_dicts() -> None:
+    """A process that is a bool in ``others`` (an int to numpy), a time below zero (Python
+    lists count it from their end, numpy would not): no arrays, the dict pairs, the same
+    page."""
+    ops = [{"time": 5_000_000, "process": 0, "type": "invoke", "f": "acquire", "value": None},
+           {"time": 6_000_000, "process": 0, "type": "ok", "f": "acquire", "value": None},
+           {"time": 7_000_000, "process": True, "type": "invoke", "f": "x", "value": [1]}]
+    ops = [{"index": i, **op} for i, op in enumerate(ops)]
+    results = {"valid": True, "checks": {}}
+    dicts, cols = both(ops)
+    assert pair_arrays.of(cols) is None
+    assert not isinstance(report_model.grounds(cols).client_pairs, pair_arrays.PairArrays)
+    for max_pairs in (0, 100):
+        assert json.dumps(report_model.build({}, cols, results, max_pairs=max_pairs)) == \
+            json.dumps(report_model.build({}, dicts, results, max_pairs=max_pairs))
+    assert page(cols, {}, results) == page(dicts, {}, results)
+    early = [{**ops[0], "time": -5_000_000}, ops[1]]
+    dicts, cols = both(early)
+    assert pair_arrays.of(cols) is None
+    for max_pairs in (0, 100):
+        assert json.dumps(report_model.build({}, cols, results, max_pairs=max_pairs)) == \
+            json.dumps(report_model.build({}, dicts, results, max_pairs=max_pairs))
