@@ -262,11 +262,11 @@ def read_columns(data: bytes) -> RunColumns | None:
     back: it must be the very line (orjson's: no space, no duplicate key); its dict says the
     layout, its strings without digits are every line's, and each number of every line of
     the layout is read at once where the layout puts it. What the decoder would refuse in
-    a line of a layout whose first line it takes is a number out of its field's range (each
-    range is an interval: the lines with each field's least and greatest number are decoded
-    too), a text it refuses (each distinct text of a number with a point or an exponent, or
-    of a string with a digit, is decoded, on a line of its own), or a leading zero (looked
-    for)."""
+    a line of a layout whose first line it takes is a number out of its field's range or
+    with a leading zero (each range is an interval, and a number with a leading zero the
+    least of its width: the lines with each field's least and greatest int are decoded too),
+    or a text it refuses (each distinct text of a number with a point or an exponent, or of
+    a string with a digit, is decoded, on a line of its own)."""
     if b"\\u" in data:
         return None
     buf = np.frombuffer(data, np.uint8)
@@ -435,8 +435,9 @@ _POWERS = 10 ** np.arange(18, -1, -1, dtype=np.int64)  # (10**18 down to 1)
 
 def _ints(buf: np.ndarray, at: np.ndarray, width: int) -> np.ndarray | None:
     """The ints ``width`` bytes long at ``at`` in ``buf``, read digit by digit (a leading
-    ``-`` is every one's, as the layout is); None for a leading zero (not JSON) or more than
-    18 digits (the decoder's to read)."""
+    ``-`` is every one's, as the layout is); None for more than 18 digits (the decoder's to
+    read). A leading zero (not JSON) is read as a digit: its line holds the least number of
+    the layout's (the greatest, if negative), which the decoder is given."""
     if width and buf[at[0]] == 45:  # "-"
         sign, at, width = -1, at + 1, width - 1
     else:
@@ -444,8 +445,6 @@ def _ints(buf: np.ndarray, at: np.ndarray, width: int) -> np.ndarray | None:
     if not 0 < width <= 18:
         return None
     rows = buf[at[:, None] + np.arange(width)]
-    if width > 1 and bool(np.any(rows[:, 0] == 48)):
-        return None
     got = (rows.astype(np.int64) - 48) @ _POWERS[-width:]
     return -got if sign < 0 else got
 
