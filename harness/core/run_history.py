@@ -363,7 +363,7 @@ def merged_columns(history: Sequence[Op]) -> ColumnHistory | None:
     there, every other op (the nemesis's, a process with an op that does not fit: the final
     read's list) stays a dict in ``others``. None when no client op fits (nothing to gain).
     The merge of a run's journals builds the same thing journal by journal
-    (:func:`harness.core.journal.merge_journals_columns`)."""
+    (:func:`harness.core.journal_columns.merge_journals_columns`)."""
     by_process: dict[Any, list[Op]] = {}
     for op in history:
         p = op.get("process")
