@@ -50,7 +50,6 @@ from harness.core.errors import HarnessError, UsageError
 from harness.core.history import HistoryError, Op, write_history
 from harness.core.history_file import read_history
 from harness.core.journal import merge_journals
-from harness.core.journal_columns import merge_journals_columns
 
 LATEST = "latest"
 SUITES = "_suites"
@@ -184,6 +183,8 @@ class RunDir:
         :class:`~harness.core.run_history.ColumnHistory`, merged a journal at a time: a few
         tens of bytes an op, not a dict) when any fit, else dicts
         (:class:`~harness.core.checks.Shared`)."""
+        from harness.core.journal_columns import merge_journals_columns  # (numpy: when used)
+
         paths = list(self.journals.glob("*.jsonl"))
         columns = merge_journals_columns(paths)
         merged = columns if columns is not None else Shared(merge_journals(paths))
