@@ -32,7 +32,7 @@ SCALARS = st.one_of(st.none(), st.booleans(), INTS, FLOATS, TEXTS)
 VALUE_KEYS = st.sampled_from(["session", "validity", "timeout", "seq", "kind", "error", "x"])
 TYPED = st.fixed_dictionaries({}, optional={
     "session": st.one_of(st.none(), st.integers(-5, 10**6)), "validity": st.one_of(
-        st.sampled_from([2.0, 2.5, 0.0, 1e-7, 7]), FLOATS, INTS),
+        st.sampled_from([2.0, 2.5, 0.0, 1e-7, 7, None]), FLOATS, INTS),
     "timeout": SCALARS, "kind": st.one_of(st.none(), TEXTS), "seq": INTS, "error": SCALARS})
 VALUES = st.one_of(st.none(), TYPED, TYPED.flatmap(lambda v: st.permutations(list(v.items()))
                                                   .map(dict)),
@@ -254,3 +254,18 @@ def test_what_columns_of_refuses_a_key_named_as_a_value_s_column() -> None:
           "value.x": 2}
     assert columns_of([op]) is None
     assert columns_of([{k: v for k, v in op.items() if k != "value.x"}]) is not None
+
+
+def test_a_field_null_in_one_layout_and_a_float_in_another_keeps_its_floats(
+        tmp_path: Path) -> None:
+    # a null is held by no column: the layout read first (null) must not make the column of
+    # the field an int's, which would cut the later layout's floats (one layout's field is of
+    # one kind, or columns_of refuses it: the null and the float are in two layouts here)
+    null = {"value": {"validity": None}, "error": None}
+    ops = [{"time": t, "process": 0, "type": "ok", "f": "acquire",
+            **(null if t % 2 == 0 else {"value": {"session": t, "validity": 2.5 + t},
+                                        "token": 1, "error": -1.5 * t})}
+           for t in range(4)]
+    got = same_merge({"c0.jsonl": b"".join(orjson.dumps(op) + b"\n" for op in ops)})
+    assert got is not None and got[0] == [orjson.dumps({"index": i, **op})
+                                          for i, op in enumerate(ops)]

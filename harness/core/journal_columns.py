@@ -306,6 +306,8 @@ def read_columns(data: bytes) -> RunColumns | None:
         cols.shape[rows] = distinct_shapes.index(layout_shape)
         cols.type[rows] = TYPE_CODES.get(op["type"], 0)
         for name, kind in _read_kinds(layout_shape):
+            if kind == NULL:
+                continue  # (no column holds a null)
             at, width = places.get(name, (0, 0))
             if kind == INT:
                 got_v = _ints(buf, starts[rows] + at, width)
