@@ -42,6 +42,15 @@ NAMES = st.sampled_from(["acquire", "release", "read7", "lock", "l10ck"] * 4 + [
 TYPES = st.sampled_from(["invoke", "ok", "fail", "info"] * 5 + ["okay"])
 
 
+def varied(value: Any) -> Any:
+    """``value`` with its numbers drawn again (of the same kinds): its layout's other ops."""
+    if type(value) is not dict:
+        return st.just(value)
+    new = {k: st.integers(-10**6, 10**6) if type(v) is int else
+           st.floats(-1e6, 1e6) if type(v) is float else st.just(v) for k, v in value.items()}
+    return st.fixed_dictionaries(new)
+
+
 @st.composite
 def client_ops(draw: Any, process: int) -> list[dict[str, Any]]:
     """One client's ops as a journal writer records them (the keys in its order), mostly of a
@@ -49,6 +58,7 @@ def client_ops(draw: Any, process: int) -> list[dict[str, Any]]:
     ops = []
     t = draw(st.integers(0, 3))
     simple = draw(st.booleans())  # the lock workload's few layouts only
+    pool = draw(st.lists(VALUES, min_size=1, max_size=3))  # a client's few kinds of value
     for k in range(draw(st.integers(0, 12))):
         t += draw(st.integers(0, 2))
         op: dict[str, Any] = {"time": t, "process": process,
@@ -56,7 +66,7 @@ def client_ops(draw: Any, process: int) -> list[dict[str, Any]]:
                               draw(TYPES),
                               "f": "acquire" if simple else draw(NAMES)}
         op["value"] = ({"session": draw(st.integers(0, 10**6)), "validity": 2.0} if simple
-                       else draw(VALUES))
+                       else draw(st.one_of(VALUES, st.sampled_from(pool).flatmap(varied))))
         if simple or draw(st.booleans()):
             op["lock"] = "lock" if simple else draw(st.one_of(st.none(), NAMES))
         if not simple and draw(st.integers(0, 3)) == 0:
