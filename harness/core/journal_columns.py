@@ -229,8 +229,9 @@ _ValueLine = msgspec.defstruct(
 
 class _Line(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     """A client's op as the merge's bulk decoder reads it (its schema's fields, of its types,
-    :mod:`harness.core.history_bulk`), as a struct: half the cost of its dicts to decode; any
-    other field, or a field of another type, and the journal is read as dicts."""
+    :mod:`harness.core.history_bulk`), as a struct: what decodes the lines :func:`read_columns`
+    has the decoder judge (any other field, or a field of another type, and the journal is
+    read as dicts)."""
 
     time: _Nat
     process: _Int
@@ -243,7 +244,6 @@ class _Line(msgspec.Struct, gc=False, forbid_unknown_fields=True):
 
 
 _decode = msgspec.json.Decoder(_Line).decode_lines
-_DIGITS = b"0123456789"
 MAX_LAYOUTS = 256  # a journal's distinct lines but for their digits, at most (else: dicts)
 _CORE_OR_LOCK = frozenset(("time", "process", "type", "f", "lock"))
 
