@@ -132,6 +132,7 @@ def _joined(parts: list[RunColumns]) -> RunColumns | None:
     dtypes: dict[str, Any] = {}  # a field's column's dtype
     f_parts, lock_parts, shape_parts = [], [], []
     field_parts: dict[str, list[np.ndarray]] = {}
+    sizes = [len(cols) for cols in parts]
     for k, cols in enumerate(parts):
         f_parts.append(np.array([fs.setdefault(x, len(fs)) for x in cols.fs],
                                 dtype=np.int32)[cols.f] if len(cols.fs) else cols.f)
@@ -152,25 +153,39 @@ def _joined(parts: list[RunColumns]) -> RunColumns | None:
                 rows = is_str[cols.shape]
                 column = column.copy()
                 column[rows] = string_map[column[rows]]
-            field_parts.setdefault(name, [])
-            while len(field_parts[name]) < k:  # (journals before it without the field)
-                field_parts[name].append(np.zeros(len(parts[len(field_parts[name])]),
-                                                  dtype=column.dtype))
-            field_parts[name].append(column)
-        cols.fields = {}  # (its columns are held once, as parts of the joined ones)
-    n = sum(map(len, parts))
+            got = field_parts.setdefault(name, [])
+            while len(got) < k:  # (journals before it without the field)
+                got.append(np.zeros(sizes[len(got)], dtype=column.dtype))
+            got.append(column)
+        # Each column of the journal held once: as a part of the joined one, or mapped to it.
+        cols.fields = {}
+        cols.f = cols.lock = cols.shape = None  # type: ignore[assignment]
+    n = sum(sizes)
     fields = {}
     for name, got in field_parts.items():
         while len(got) < len(parts):
-            got.append(np.zeros(len(parts[len(got)]), dtype=got[0].dtype))
-        fields[name] = np.concatenate(got)
-        got.clear()
-    base = Columns(np.concatenate([c.time for c in parts]),
-                   np.concatenate([c.process for c in parts]),
-                   np.concatenate([c.type for c in parts]), np.concatenate(f_parts), list(fs),
-                   np.concatenate(lock_parts), [None, None, *locks],
+            got.append(np.zeros(sizes[len(got)], dtype=got[0].dtype))
+        fields[name] = _concatenated(got)
+    base = Columns(_taken_from(parts, "time"), _taken_from(parts, "process"),
+                   _taken_from(parts, "type"), _concatenated(f_parts), list(fs),
+                   _concatenated(lock_parts), [None, None, *locks],
                    np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool))
-    return RunColumns(base, np.concatenate(shape_parts), list(shapes), fields, list(strings))
+    return RunColumns(base, _concatenated(shape_parts), list(shapes), fields, list(strings))
+
+
+def _concatenated(arrays: list[np.ndarray]) -> np.ndarray:
+    """The arrays one after another, the list emptied (each part freed once joined)."""
+    out = np.concatenate(arrays)
+    arrays.clear()
+    return out
+
+
+def _taken_from(parts: list[RunColumns], name: str) -> np.ndarray:
+    """The parts' column ``name`` joined, each part's let go."""
+    arrays = [getattr(cols, name) for cols in parts]
+    for cols in parts:
+        setattr(cols, name, None)
+    return _concatenated(arrays)
 
 
 def _same_kinds(shape: Shape, kinds: dict[Any, Any], dtypes: dict[str, Any]) -> bool:
