@@ -279,3 +279,28 @@ def test_a_field_null_in_one_layout_and_a_float_in_another_keeps_its_floats(
     got = same_merge({"c0.jsonl": b"".join(orjson.dumps(op) + b"\n" for op in ops)})
     assert got is not None and got[0] == [orjson.dumps({"index": i, **op})
                                           for i, op in enumerate(ops)]
+
+
+def test_a_run_s_merged_history_is_columns_when_its_clients_fit_else_shared_dicts(
+        tmp_path: Path) -> None:
+    from harness.controller.store import RunDir
+    from harness.core.checks import TIME_ORDERED, Shared
+    from harness.core.history_file import read_history
+
+    run = RunDir(tmp_path)
+    run.journals.mkdir()
+    w = JournalWriter(run.journal(0), 0, 0)
+    w.record("invoke", "acquire", {"timeout": 5.0}, lock="lock")
+    w.record("ok", "acquire", {"session": 1, "validity": 2.0}, lock="lock")
+    w.close()
+    merged = run.merged()
+    assert isinstance(merged, ColumnHistory) and merged.derived[TIME_ORDERED] is True
+    run.save_history(merged)
+    assert [dict(op) for op in read_history(run.history)] == list(merged)
+    w = JournalWriter(run.journal(0), 0, 0)  # (continued) a value no column holds
+    w.record("invoke", "read", None)
+    w.record("ok", "read", [1, 2])
+    w.close()
+    merged = run.merged()
+    assert type(merged) is Shared and merged.derived[TIME_ORDERED] is True
+    assert [op["value"] for op in merged][-1] == [1, 2]
