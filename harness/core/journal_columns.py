@@ -461,8 +461,8 @@ def _ints(buf: np.ndarray, at: np.ndarray, width: int) -> np.ndarray | None:
         sign = 1
     if not 0 < width <= 18:
         return None
-    rows = buf[at[:, None] + np.arange(width)]
-    got = (rows.astype(np.int64) - 48) @ _POWERS[-width:]
+    weights = _POWERS[-width:]
+    got = buf[at[:, None] + np.arange(width)] @ weights - 48 * int(weights.sum())
     return -got if sign < 0 else got
 
 
