@@ -127,7 +127,7 @@ def columns_of(ops: Sequence[Op], *, indexed: bool = True) -> RunColumns | None:
     named ``value.<k>`` (the name of the column of the value's ``k``).
     ``op(i)`` gives op ``i`` back, equal key for key, in the same order, of the same types.
     Grouped by layout (the keys, then the value's keys) and read a field at a time: passes
-    in C, no Python code an op but the grouping.
+    in C, no Python code an op (the grouping too: keys coded in C, rows split by numpy).
 
     Not ``indexed``: ops with no ``index`` key yet (a journal's, read before the merge numbers
     them), ``index`` left zero for the caller to fill in (the layouts are the same: the
