@@ -1,6 +1,7 @@
 """What the merge and the checks of a run's history import on first use is imported while the
-load runs (harness.controller.checking.preload): after it, merging a lock run's journals and
-checking them imports none of those modules (before it, they do: the test can fail)."""
+load runs (harness.controller.checking.preload): after it, merging a lock run's journals (into
+columns, as a run does), checking them and writing history.jsonl imports none of those modules
+(before it, they do: the test can fail)."""
 
 from __future__ import annotations
 
@@ -18,17 +19,17 @@ CODE = """
 import json, sys
 from pathlib import Path
 from harness.controller import checking
-from harness.core.checks import TIME_ORDERED, Shared
-from harness.core.journal import merge_journals
+from harness.controller.store import RunDir
 if sys.argv[2] == "preload":
     checking.preload()
 checks = checking.plan({"workload": "lock"})  # a run resolves its checkers before the load
 before = set(sys.modules)
-history = Shared(merge_journals(Path(sys.argv[1]).glob("*.jsonl")))
-history.derived[TIME_ORDERED] = True
+run = RunDir(Path(sys.argv[1]).parent)
+history = run.merged()  # (its client ops in columns)
 results = checking.check_history(history, {"workload": "lock"}, checks=checks)
+run.save_history(history)
 print(json.dumps({"valid": results["valid"], "ops": len(history),
-                  "new": sorted(set(sys.modules) - before)}))
+                  "columns": type(history).__name__, "new": sorted(set(sys.modules) - before)}))
 """
 
 
@@ -68,6 +69,7 @@ def test_after_preload_the_post_run_imports_none_of_them(tmp_path: Path) -> None
     cold = imported(where, "cold")
     warm = imported(where, "preload")
     assert cold["valid"] is True and warm["valid"] is True and cold["ops"] == warm["ops"]
+    assert cold["columns"] == warm["columns"] == "ColumnHistory"
     tops = {name.split(".")[0] for name in cold["new"]}  # type: ignore[union-attr]
     assert {"numpy", "msgspec"} <= tops  # what preload is for
     assert not [m for m in warm["new"] if m.split(".")[0] in {"numpy", "msgspec"}  # type: ignore[union-attr]

@@ -35,6 +35,7 @@ BUDGETED = ("time_limit", "max_states")  # limits a checker may take (``budgeted
 # What the merge and the checks of a run's history import on first use (msgspec, numpy):
 # imported by :func:`preload` while the load runs, not after it.
 FIRST_USE = ("harness.core.history_bulk", "harness.core.columns", "numpy.ma",
+             "harness.core.journal_columns", "harness.core.column_lines",
              "checker.sessions", "checker.lockorder_rows")
 
 

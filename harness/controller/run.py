@@ -22,7 +22,7 @@ import contextlib
 import random
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +62,8 @@ class Outcome:
     status: str  # complete | interrupted | error
     error: str | None = None
     error_code: int = 3  # the exit code the error calls for (64: a usage problem found late)
-    history: list[Op] = field(default_factory=list)  # as merged into history.jsonl (checked)
+    history: Sequence[Op] = field(default_factory=list)  # as merged into history.jsonl
+    # (checked): its client ops in columns when they fit (harness.controller.store.RunDir.merged)
 
     @property
     def interrupted(self) -> bool:
@@ -151,7 +152,7 @@ class Run:
             except HarnessError as e:
                 status, error, failure = "error", str(e), e
         results: dict[str, Any] = {}
-        history: list[Op] = []
+        history: Sequence[Op] = []  # (the merge's ColumnHistory kept as it is, not copied)
         if self.run.has_journals():
             started = time.monotonic()
             with collector_paused():  # ops by the hundred thousand, no cycles among them

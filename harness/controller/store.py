@@ -37,7 +37,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,29 +170,41 @@ class RunDir:
     def has_journals(self) -> bool:
         return self.journals.is_dir()
 
-    def merge(self) -> list[Op]:
+    def merge(self) -> Sequence[Op]:
         """Merge the journals into history.jsonl (idempotent; what a crashed run recorded)."""
         history = self.merged()
         self.save_history(history)
         return history
 
-    def merged(self) -> list[Op]:
-        """The journals merged into one history, not written (:meth:`save_history`); shared
-        (:class:`~harness.core.checks.Shared`: its checks, summary and report derive each view
-        of it once)."""
-        merged = Shared(merge_journals(self.journals.glob("*.jsonl")))
+    def merged(self) -> Sequence[Op]:
+        """The journals merged into one history, not written (:meth:`save_history`), that
+        keeps what is derived from it (its checks, summary and report derive each view of it
+        once): its client ops in columns (a
+        :class:`~harness.core.run_history.ColumnHistory`, merged a journal at a time: a few
+        tens of bytes an op, not a dict) when any fit, else dicts
+        (:class:`~harness.core.checks.Shared`)."""
+        from harness.core.journal_columns import merge_journals_columns  # (numpy: when used)
+
+        paths = list(self.journals.glob("*.jsonl"))
+        columns = merge_journals_columns(paths)
+        merged = columns if columns is not None else Shared(merge_journals(paths))
         merged.derived[TIME_ORDERED] = True  # sorted by time: no process's clock goes back
         return merged
 
-    def save_history(self, history: list[Op]) -> None:
+    def save_history(self, history: Sequence[Op]) -> None:
         write_history(self.history, history)
 
     def load_history(self) -> list[Op]:
-        """history.jsonl, or the journals merged now (a run that died before merging)."""
+        """history.jsonl, or the journals merged now (a run that died before merging), as a
+        list (:class:`~harness.core.checks.Shared`) whichever it is: what a reader of a stored
+        run (a plugin's test) has always been given."""
         if self.history.exists():  # read_history found it well-formed (a check need not again)
             return well_formed(read_history(self.history))
         if self.has_journals():
-            return self.merge()
+            merged = Shared(merge_journals(self.journals.glob("*.jsonl")))
+            merged.derived[TIME_ORDERED] = True
+            self.save_history(merged)
+            return merged
         raise HarnessError(f"{self.path} has no history.jsonl and no journals")
 
     def raw_files(self) -> list[str]:

@@ -373,8 +373,14 @@ def write_history(path: str | os.PathLike[str], ops: Iterable[Op]) -> None:
     """history.jsonl, atomically: each op encoded by orjson, as a journal line is (json where
     orjson cannot: a lone surrogate), a few times faster than the json module."""
     from harness.core.journal import encode  # it imports this module
+    from harness.core.run_history import ColumnHistory
 
     with replacing(path) as tmp, tmp.open("wb") as fh:
+        if isinstance(ops, ColumnHistory):  # the same bytes, with no dict an op
+            from harness.core.column_lines import history_lines
+
+            fh.writelines(history_lines(ops))
+            return
         fh.writelines(encode(op) + b"\n" for op in ops)  # a journal line has no newline
 
 

@@ -268,16 +268,12 @@ def read_lines(fh: BinaryIO, start: int = 0) -> tuple[bytes, int]:
     the offset just past them: the reading stops at the first zero byte (a killed writer's
     reserved space) and leaves out what follows the last newline (a torn line)."""
     fh.seek(start)
-    parts = []
-    while chunk := fh.read(_SCAN):
-        zero = chunk.find(b"\0")
-        if zero >= 0:
-            parts.append(chunk[:zero])
-            break
-        parts.append(chunk)
-    data = b"".join(parts)
+    data = fh.read()  # (whole: the zeros past the lines are a few MiB at most, GROWTH)
+    zero = data.find(b"\0")
+    if zero >= 0:
+        data = data[:zero]
     end = data.rfind(b"\n") + 1
-    return data[:end], start + end
+    return data[:end], start + end  # (data itself when it ends with its last line: no copy)
 
 
 def read_journal(path: Path, decoder: Any = None) -> list[Op]:

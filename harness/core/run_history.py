@@ -119,33 +119,45 @@ def _flat(shape: Shape) -> set[tuple[str, str]]:
     return out
 
 
-def columns_of(ops: Sequence[Op]) -> RunColumns | None:
+def columns_of(ops: Sequence[Op], *, indexed: bool = True) -> RunColumns | None:
     """Client ops (dicts, in history order, each with its ``index`` first) in columns with
     every field, or None when one does not fit: a process, time, type, f or lock
     :func:`harness.core.columns.from_ops` refuses, a field that is a list or a dict (but a
-    flat ``value``, or null), a field that is an int in one op and a float in another.
+    flat ``value``, or null), a field that is an int in one op and a float in another, a key
+    named ``value.<k>`` (the name of the column of the value's ``k``).
     ``op(i)`` gives op ``i`` back, equal key for key, in the same order, of the same types.
     Grouped by layout (the keys, then the value's keys) and read a field at a time: passes
-    in C, no Python code an op but the grouping."""
+    in C, no Python code an op (the grouping too: keys coded in C, rows split by numpy).
+
+    Not ``indexed``: ops with no ``index`` key yet (a journal's, read before the merge numbers
+    them), ``index`` left zero for the caller to fill in (the layouts are the same: the
+    ``index`` is never part of one)."""
     from harness.core.columns import from_ops
 
     n = len(ops)
     base = from_ops(ops)
     if base is None:
         return None
-    try:
-        base.index = np.fromiter(map(itemgetter("index"), ops), np.int64, n)
-    except (KeyError, TypeError, ValueError, OverflowError):
-        return None
+    if indexed:
+        try:
+            base.index = np.fromiter(map(itemgetter("index"), ops), np.int64, n)
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+    else:
+        base.index = np.zeros(n, dtype=np.int64)
+    skip = 1 if indexed else 0
     held = _Held(n)
     shape = np.zeros(n, dtype=np.int32)
     for keys, rows in _groups(map(tuple, ops)).items():
-        if keys[0] != "index" or not set(CORE) <= set(keys):
+        if ((keys[0] != "index") if indexed else ("index" in keys)) \
+                or not set(CORE) <= set(keys):
             return None  # (index first: the merge's order of keys, as a row is rebuilt)
-        group = [ops[i] for i in rows]
+        group = _taken(ops, rows)
         layout: list[tuple[str, Any]] = []
         values: list[Any] | None = None
-        for key in keys[1:]:
+        for key in keys[skip:]:
+            if type(key) is not str or key.startswith("value."):
+                return None  # (its column would be the value's field's)
             if key in _CORE_OR_LOCK:
                 layout.append((key, None))
             elif key == "value":
@@ -159,14 +171,16 @@ def columns_of(ops: Sequence[Op]) -> RunColumns | None:
         if values is None:
             shape[rows] = held.code(tuple(layout))
             continue
-        for vkeys, js in _groups(map(_keys_or_kind, values)).items():
+        kinds_v = set(map(type, values))
+        for vkeys, js in _groups(map(tuple, values) if kinds_v == _DICT else
+                                 map(_keys_or_kind, values)).items():
             if vkeys is None:
                 return None  # a value that is neither null nor a dict
-            rows_v = [rows[j] for j in js]
+            rows_v = rows[js]
             if vkeys == NULL:
                 vshape: Any = NULL
             else:
-                sub = [values[j] for j in js]
+                sub = _taken(values, js)
                 kinds = []
                 for k in vkeys:
                     kind = held.put(f"value.{k}", rows_v, list(map(itemgetter(k), sub)))
@@ -179,15 +193,30 @@ def columns_of(ops: Sequence[Op]) -> RunColumns | None:
     return RunColumns(base, shape, held.shapes, held.fields, held.strings)
 
 
-def _groups(keys: Any) -> dict[Any, list[int]]:
-    out: dict[Any, list[int]] = {}
-    for i, k in enumerate(keys):
-        rows = out.get(k)
-        if rows is None:
-            out[k] = [i]
-        else:
-            rows.append(i)
-    return out
+def _groups(keys: Any) -> dict[Any, np.ndarray]:
+    """The rows of each distinct key, in order (the keys coded in C, the rows split by numpy:
+    no Python code a row)."""
+    keys = list(keys)
+    distinct = dict.fromkeys(keys)
+    if len(distinct) <= 1:
+        return dict.fromkeys(distinct, np.arange(len(keys)))
+    code = {k: i for i, k in enumerate(distinct)}
+    codes = np.fromiter(map(code.__getitem__, keys), np.int64, len(keys))
+    order = np.argsort(codes, kind="stable")
+    bounds = np.cumsum(np.bincount(codes, minlength=len(code)))[:-1]
+    return dict(zip(distinct, np.split(order, bounds), strict=True))
+
+
+def _taken(items: Sequence[Any], rows: np.ndarray) -> list[Any]:
+    """``[items[i] for i in rows]``, in C."""
+    if len(rows) == len(items):
+        return list(items)  # (rows are each row once, in order: every one)
+    if len(rows) == 1:
+        return [items[int(rows[0])]]
+    return list(itemgetter(*rows.tolist())(items))
+
+
+_DICT = {dict}
 
 
 def _keys_or_kind(value: Any) -> Any:
@@ -214,7 +243,7 @@ class _Held:
             self.shapes.append(shape)
         return code
 
-    def put(self, name: str, rows: list[int], values: list[Any]) -> str | None:
+    def put(self, name: str, rows: np.ndarray, values: list[Any]) -> str | None:
         """Hold one field of these rows; its kind, None when it cannot be held (two kinds,
         a list or a dict, or a column of another kind under this name)."""
         kinds = set(map(type, values))
@@ -334,7 +363,7 @@ def merged_columns(history: Sequence[Op]) -> ColumnHistory | None:
     there, every other op (the nemesis's, a process with an op that does not fit: the final
     read's list) stays a dict in ``others``. None when no client op fits (nothing to gain).
     The merge of a run's journals builds the same thing journal by journal
-    (:func:`harness.core.journal.merge_journals_columns`)."""
+    (:func:`harness.core.journal_columns.merge_journals_columns`)."""
     by_process: dict[Any, list[Op]] = {}
     for op in history:
         p = op.get("process")
