@@ -36,7 +36,8 @@ BUDGETED = ("time_limit", "max_states")  # limits a checker may take (``budgeted
 # imported by :func:`preload` while the load runs, not after it.
 FIRST_USE = ("harness.core.history_bulk", "harness.core.columns", "numpy.ma",
              "harness.core.journal_columns", "harness.core.column_lines",
-             "checker.sessions", "checker.lockorder_rows")
+             "checker.sessions", "checker.lockorder_rows", "checker.interval_arrays",
+             "checker.process_ops")
 
 
 def preload() -> None:
