@@ -296,7 +296,11 @@ def attempts(paired: ColumnPairs, attempt: Any, timeout_of: Any
         if t is None:
             untimed = True
         elif type(t) is not float or not 0 < t < inf:
-            timeouts[j] = timeout_of(cols.op(inv.item(j)), None)
+            try:
+                timeouts[j] = timeout_of(cols.op(inv.item(j)), None)
+            except ValueError as e:
+                e.at = pos.item(a.item(j))  # type: ignore[attr-defined]  # (for the caller:
+                raise  # the first refused in the whole sequence is the one said)
     names = [*TYPE_NAMES, None]
     dtype = _types(cols, done)
     outcome = np.where(dtype == 255, len(TYPE_NAMES), dtype).tolist()

@@ -219,8 +219,14 @@ class Lives:
             return _own_attempts(self.paired)
         from checker.column_pairs import attempts, merged
 
-        col_attempts, col_pending, col_untimed = attempts(rows, Attempt, timeout_of)
         extra = rows.extra
+        try:
+            col_attempts, col_pending, col_untimed = attempts(rows, Attempt, timeout_of)
+        except ValueError as e:  # unless an acquire of the others' before it is refused too
+            for pos, pair in extra:
+                if pos < e.at:  # type: ignore[attr-defined]
+                    _own_attempts([pair])
+            raise
         got, _, untimed = _own_attempts([pair for _, pair in extra])
         at = [pos for pos, (inv, _) in extra if inv["f"] == "acquire"]
         waiting = [(pos, (inv["process"], inv)) for pos, (inv, done) in extra if done is None]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from harness.core.checks import derive
+from harness.core.checks import derive, is_columns
 from harness.core.history import FAIL, INFO, INVOKE, OK, Op, pairs, seconds
 
 
@@ -89,11 +89,7 @@ def _client_pairs(history: Sequence[Op]) -> Pairs:
     return list(pairs(history, clients=True))
 
 
-def columnar(history: Any) -> bool:
-    """Is ``history`` a :class:`harness.core.run_history.ColumnHistory`? (Told without
-    importing numpy: no history is one unless that module was imported.)"""
-    module = sys.modules.get("harness.core.run_history")
-    return module is not None and isinstance(history, module.ColumnHistory)
+columnar = is_columns  # a history in columns?
 
 
 def columns_of_history(history: Any) -> Any:
