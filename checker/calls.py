@@ -268,7 +268,8 @@ class Paired:
 
         self.cols = cols
         self.ops = ops
-        self._index: Any = None
+        # (ops made of the columns themselves: each op's index is the columns')
+        self._index: Any = cols.index if getattr(ops, "cols", None) is cols else None
         n = len(cols)
         order = cols.by_process(keep=False)  # (nothing after this needs it)
         p = cols.process[order]

@@ -67,7 +67,8 @@ def check(history: Sequence[Op], model: str | Model = "mutex", *,
     """
     m = get_model(model)
     paired = _paired(history, m)
-    if paired is None and (rows := _paired_ops(history, m)) is not None:
+    if paired is None and (rows := _paired_run_columns(history, m)
+                           or _paired_ops(history, m)) is not None:
         result = _check(history, m, time_limit, max_states, rows, every_part=True)
         if result is not None:
             return result
@@ -130,8 +131,8 @@ def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
     op's process, f and outcome, which columns hold, not its value or token
     (``fenced-mutex`` compares tokens). None otherwise, and below ``ROWS_FROM`` ops (arrays
     cost more than they save there)."""
-    if model.step is not mutex_step or len(history) < ROWS_FROM:
-        return None
+    if model.step is not mutex_step or len(history) < ROWS_FROM or _in_columns(history):
+        return None  # (a history in columns: its own way, else the calls as objects)
     try:
         processes = list(map(dict.get, history, repeat("process")))
     except TypeError:  # not dicts
@@ -152,6 +153,64 @@ def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
             map(dict.get, client, repeat("key"))).count(None) != len(client):
         return None  # a call on no named lock: its part's key may be its "key" field
     return paired
+
+
+def _in_columns(history: Any) -> bool:
+    module = sys.modules.get("harness.core.run_history")
+    return module is not None and isinstance(history, module.ColumnHistory)
+
+
+def _paired_run_columns(history: Any, model: Model) -> Paired | None:
+    """A run's merged history in columns (:class:`harness.core.run_history.ColumnHistory`)
+    paired as arrays, where :func:`prepare` of the whole history would give the same calls:
+    the ``mutex`` model (as :func:`_paired_ops`), well-formed columns, no crash recorded, no
+    call of the model among the ops held as dicts (the final read's is none: it is counted
+    ignored, as prepare counts it), and every call on a named lock or none where no op has a
+    ``key``. The calls are made of the ops' dicts (each made when asked), as prepare's."""
+    if not _in_columns(history) or model.step is not mutex_step:
+        return None
+    from checker.sessions import columns_of_history
+
+    cols = columns_of_history(history)
+    if cols is None or any(op.get("process") == NEMESIS and crash_of(op)
+                           for op in history.others):
+        return None
+    extra = prepare([op for op in history.others if op.get("process") != NEMESIS], model)
+    if extra.parts or extra.unmatched:
+        return None
+    from checker.column_pairs import has_field
+    from harness.core.columns import LOCK_NULL
+
+    paired = Paired(cols, model, RowOps(cols))
+    if bool((paired.lock <= LOCK_NULL).any()) and _keyed(cols, has_field):
+        return None  # a call on no named lock: its part's key may be its "key" field
+    paired.failed += extra.failed
+    for f, n in extra.ignored.items():
+        paired.ignored[f] = paired.ignored.get(f, 0) + n
+    return paired
+
+
+def _keyed(cols: Any, has_field: Any) -> bool:
+    """Does some op of the columns have a ``key`` that is not null?"""
+    from checker.column_pairs import values
+
+    rows = has_field(cols, "key").nonzero()[0]
+    return any(v is not None for v in values(cols, "key", rows))
+
+
+class RowOps(Sequence[Op]):
+    """The ops of columns with every field (:class:`harness.core.run_history.RunColumns`)
+    as dicts, each made when asked: what :class:`checker.calls.Paired` reads of the few
+    calls it makes objects of."""
+
+    def __init__(self, cols: Any) -> None:
+        self.cols = cols
+
+    def __len__(self) -> int:
+        return len(self.cols)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.cols.op(i)
 
 
 def _summarize(model: Model, prepared: Prepared, results: list[PartResult],

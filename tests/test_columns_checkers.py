@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +31,9 @@ from checker.stats import StatsChecker
 from harness.controller.checking import _tested, _untested, check_history
 from harness.core.checks import Shared
 from harness.core.history import HistoryError
+from harness.core.history_file import read_history
 from harness.core.run_history import ColumnHistory, merged_columns
+from tests.harness_runs import run
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-1, 10),
                     st.sampled_from(["", "x", "timeout"]))
@@ -272,3 +276,31 @@ def test_a_client_that_never_had_an_answer_is_told_from_columns() -> None:
     assert "client(s) 1 never had an answer: all 4 of their requests failed" in result[
         "could-not-test"]
     assert isinstance(client_pairs(h), ColumnPairs)
+
+
+needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="needs redis-server (harness setup)")
+
+
+@pytest.mark.servers
+@needs_redis
+@pytest.mark.parametrize(("workload", "nemesis"), [("lock", "none"), ("lock", "pause"),
+                                                   ("mutex", "none"), ("mutex", "pause")])
+def test_a_real_runs_history_is_judged_alike_in_columns(store: Path, workload: str,
+                                                        nemesis: str) -> None:
+    """A real run's history (the lock workload's acquires and releases, the mutex
+    workload's writes and its final read; a pause: overlaps, a witness), read back and held
+    in columns, gets the verdict, the views and every checker's result the dicts get."""
+    code, _, run_dir, out = run(store, "--workload", workload, "--nemesis", nemesis,
+                                "--hold", "0", "--think", "0", "--time-limit", "5")
+    assert code in (0, 1, 2), out  # (what the run found: the test is the comparison)
+    ops = read_history(run_dir / "history.jsonl")
+    got = both(ops)
+    assert got is not None
+    dicts, cols = got
+    assert isinstance(client_pairs(cols), ColumnPairs)
+    if workload == "mutex":
+        assert final_read(cols) is not None and cols.others  # the final read: a dict
+    assert verdict(cols) == verdict(dicts)
+    assert views(cols) == views(dicts)
+    assert checks(cols) == checks(dicts)
