@@ -35,7 +35,8 @@ BUDGETED = ("time_limit", "max_states")  # limits a checker may take (``budgeted
 # What the merge and the checks of a run's history import on first use (msgspec, numpy):
 # imported by :func:`preload` while the load runs, not after it.
 FIRST_USE = ("harness.core.history_bulk", "harness.core.columns", "numpy.ma",
-             "checker.sessions", "checker.lockorder_rows")
+             "checker.sessions", "checker.lockorder_rows", "harness.core.run_history",
+             "checker.column_pairs", "harness.controller.checking_rows")
 
 
 def preload() -> None:
