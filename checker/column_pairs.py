@@ -430,3 +430,24 @@ def count_types(cols: RunColumns) -> list[tuple[int, str, dict[str, int]]]:
     return [(cols.index.item(at), cols.fs[code], dict(zip(TYPE_NAMES, counts[code],
                                                           strict=True)))
             for code, at in zip(codes.tolist(), first.tolist(), strict=True)]
+
+
+def written_tokens(paired: ColumnPairs) -> list[tuple[int, Any, str | None]]:
+    """(invocation time, token, outcome: the completion's type, None: never completed) of
+    each write of the columns whose invocation carries a token that is not null."""
+    from harness.core.columns import TYPE_NAMES
+
+    cols = paired.cols
+    w = _code(cols, "write")
+    if w < 0:
+        return []
+    sel = np.flatnonzero(cols.f[paired.inv] == w)
+    inv, done = paired.inv[sel], paired.done[sel]
+    tokens = values(cols, "token", inv, None)
+    keep = [j for j, tok in enumerate(tokens) if tok is not None]
+    names = [*TYPE_NAMES, None]
+    dtype = _types(cols, done)
+    outcome = np.where(dtype == 255, len(TYPE_NAMES), dtype)
+    at = np.array(keep, dtype=np.int64)
+    return list(zip(cols.time[inv[at]].tolist(), [tokens[j] for j in keep],
+                    [names[c] for c in outcome[at].tolist()], strict=True))

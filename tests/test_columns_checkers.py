@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker.column_pairs import ColumnPairs
+from checker.fencing import FencingChecker
 from checker.linearizable import LinearizableChecker
 from checker.lives import Lives
 from checker.mutex import MutexChecker
@@ -176,8 +177,11 @@ def lives_view(lives: Lives) -> Any:
 
 
 def views(h: Any) -> dict[str, Any]:
+    paired = client_pairs(h)
     return {
-        "pairs": outcome(lambda: list(client_pairs(h))),
+        "pairs": outcome(lambda: list(paired)),
+        "pairs-indexed": outcome(lambda: [paired[i] for i in range(-len(paired), len(paired))]),
+        "pairs-sliced": outcome(lambda: paired[1::2]),
         "grants": outcome(lambda: grant_rows(grants(h))),
         "horizon": outcome(horizon, h),
         "counts": outcome(lambda: json.dumps(count_types(h))),
@@ -200,6 +204,7 @@ def checks(h: Any) -> dict[str, Any]:
         "linearizable": outcome(lambda: json.dumps(LinearizableChecker.check(h))),
         "linearizable-fenced": outcome(lambda: json.dumps(LinearizableChecker.check(
             h, model="fenced-mutex"))),
+        "fencing": outcome(lambda: json.dumps(FencingChecker.check(h))),
     }
 
 
