@@ -290,7 +290,8 @@ needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
 @pytest.mark.servers
 @needs_redis
 @pytest.mark.parametrize(("workload", "nemesis"), [("lock", "none"), ("lock", "pause"),
-                                                   ("mutex", "none"), ("mutex", "pause")])
+                                                   ("mutex", "none"), ("mutex", "pause"),
+                                                   ("mutex", "crash-client")])
 def test_a_real_runs_history_is_judged_alike_in_columns(store: Path, workload: str,
                                                         nemesis: str) -> None:
     """A real run's history (the lock workload's acquires and releases, the mutex
@@ -306,6 +307,8 @@ def test_a_real_runs_history_is_judged_alike_in_columns(store: Path, workload: s
     assert isinstance(client_pairs(cols), ColumnPairs)
     if workload == "mutex":
         assert final_read(cols) is not None and cols.others  # the final read: a dict
+    if nemesis == "crash-client":  # the crash: a nemesis op, the crashed client's ops in columns
+        assert Lives.of(cols).crashes and Lives.of(cols).crashes == Lives.of(dicts).crashes
     assert verdict(cols) == verdict(dicts)
     assert views(cols) == views(dicts)
     assert checks(cols) == checks(dicts)
