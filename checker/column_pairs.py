@@ -55,6 +55,20 @@ class ColumnPairs(Sequence[Pair]):
                 self._pos += np.searchsorted(at - np.arange(len(at)), self._pos, side="right")
         return self._pos
 
+    def select(self, *fs: str) -> Iterator[Pair]:
+        """The pairs whose invocation's f is one of ``fs``, in order, as dicts (made for
+        those only): what a reader of a few kinds of calls iterates."""
+        codes = [self.cols.fs.index(f) for f in fs if f in self.cols.fs]
+        js = np.flatnonzero(np.isin(self.cols.f[self.inv], codes)) if codes else np.zeros(
+            0, dtype=np.int64)
+        extra = [(at, pair) for at, pair in self.extra if pair[0].get("f") in fs]
+        if not extra:
+            return map(self._pair, js.tolist())
+        mine = list(zip(self.col_positions()[js].tolist(), js.tolist(), strict=True))
+        return (pair if j is None else self._pair(j) for _, j, pair in sorted(
+            [(at, j, None) for at, j in mine] + [(at, None, pair) for at, pair in extra],
+            key=_FIRST))
+
     def _pair(self, j: int) -> Pair:
         op = self.cols.op
         d = self.done.item(j)
@@ -451,3 +465,20 @@ def written_tokens(paired: ColumnPairs) -> list[tuple[int, Any, str | None]]:
     at = np.array(keep, dtype=np.int64)
     return list(zip(cols.time[inv[at]].tolist(), [tokens[j] for j in keep],
                     [names[c] for c in outcome[at].tolist()], strict=True))
+
+
+def increments(paired: ColumnPairs) -> tuple[int, int]:
+    """:class:`checker.lost_updates.LostUpdatesChecker`'s counts of the columns' writes of
+    kind ``increment``: (acknowledged, unknown)."""
+    from harness.core.columns import TYPE_CODES
+
+    cols = paired.cols
+    w = _code(cols, "write")
+    if w < 0:
+        return 0, 0
+    sel = np.flatnonzero(cols.f[paired.inv] == w)
+    kinds = values(cols, "value.kind", paired.inv[sel], None)
+    inc = np.array([k == "increment" for k in kinds], dtype=bool)
+    dtype = _types(cols, paired.done[sel])[inc]
+    return (int((dtype == TYPE_CODES["ok"]).sum()),
+            int(((dtype == 255) | (dtype == TYPE_CODES["info"])).sum()))

@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from checker.column_pairs import ColumnPairs
 from checker.fencing import FencingChecker
+from checker.idempotent import IdempotentChecker
 from checker.linearizable import LinearizableChecker
 from checker.lives import Lives
+from checker.lost_updates import LostUpdatesChecker
 from checker.mutex import MutexChecker
 from checker.sessions import (
     client_pairs,
@@ -95,7 +97,7 @@ def histories(draw: Any, well_formed: bool = True) -> list[dict[str, Any]]:
                 seq += 1
                 op["value"] = draw(st.one_of(st.just(None), st.just({}), st.fixed_dictionaries(
                     {"seq": st.just(seq), "session": st.just(session[p]),
-                     "kind": st.sampled_from(["set", "read", "incr"])})))
+                     "kind": st.sampled_from(["set", "read", "increment"])})))
             else:
                 op["value"] = draw(st.one_of(st.none(), st.fixed_dictionaries(
                     {"session": st.just(session[p])})))
@@ -120,8 +122,10 @@ def histories(draw: Any, well_formed: bool = True) -> list[dict[str, Any]]:
                     op["value"] = {"timeout": draw(st.sampled_from([-1.0, "x", True]))}
             elif f == "write":
                 op["value"] = draw(st.one_of(st.none(), st.fixed_dictionaries(
-                    {"session": st.just(session[p]),
-                     "in_lock_tx": in_tx})))
+                    {"session": st.just(session[p]), "in_lock_tx": in_tx,
+                     "key": st.sampled_from(["k1", "k2"]), "amount": st.integers(1, 3),
+                     "attempt": st.integers(1, 2),
+                     "kind": st.sampled_from(["set", "increment"])})))
                 if draw(st.booleans()):
                     op["token"] = draw(st.integers(0, 100))
             else:
@@ -155,7 +159,7 @@ def outcome(fn: Any, *args: Any) -> Any:
     """What ``fn`` returns, or the exception it raises (its type and words)."""
     try:
         return ("ok", fn(*args))
-    except (ValueError, KeyError, TypeError, HistoryError) as e:  # (the same both ways)
+    except (ValueError, KeyError, TypeError, AttributeError, HistoryError) as e:  # (both ways)
         return ("raised", type(e).__name__, str(e))
 
 
@@ -205,6 +209,8 @@ def checks(h: Any) -> dict[str, Any]:
         "linearizable-fenced": outcome(lambda: json.dumps(LinearizableChecker.check(
             h, model="fenced-mutex"))),
         "fencing": outcome(lambda: json.dumps(FencingChecker.check(h))),
+        "idempotent": outcome(lambda: json.dumps(IdempotentChecker.check(h))),
+        "lost-updates": outcome(lambda: json.dumps(LostUpdatesChecker.check(h))),
     }
 
 
