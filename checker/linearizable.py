@@ -63,12 +63,13 @@ def check(history: Sequence[Op], model: str | Model = "mutex", *,
     A big history of dicts (a run's) is tried as arrays first (:func:`_paired_ops`): the
     verdict when :func:`checker.lockorder_rows.check_rows` decides every part, valid or
     invalid with its witness, which is the answer the calls as objects give; else the calls as
-    objects decide, as always.
+    objects decide, as always. A run's history in columns (:func:`_paired_run_columns`) is
+    checked as arrays, a part the arrays do not decide as the calls of its rows made objects
+    of its ops' dicts (the same calls prepare makes: no dict made of any other op).
     """
     m = get_model(model)
-    paired = _paired(history, m)
-    if paired is None and (rows := _paired_run_columns(history, m)
-                           or _paired_ops(history, m)) is not None:
+    paired = _paired(history, m) or _paired_run_columns(history, m)
+    if paired is None and (rows := _paired_ops(history, m)) is not None:
         result = _check(history, m, time_limit, max_states, rows, every_part=True)
         if result is not None:
             return result
