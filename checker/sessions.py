@@ -203,12 +203,13 @@ def _in_lock_transaction(history: Sequence[Op]) -> bool:
     if rows is None:
         return _all_in_lock_transaction(paired)
     from checker.column_pairs import truthy
+    from harness.core.columns import TYPE_CODES
 
     cols = rows.cols
     found = False
     if "write" in cols.fs:
         w = rows.inv[cols.f[rows.inv] == cols.fs.index("write")]
-        w = w[cols.type[w] == 0]  # (invocations: a lone completion is its own pair)
+        w = w[cols.type[w] == TYPE_CODES[INVOKE]]  # (a lone completion is its own pair)
         if len(w):
             if not bool(truthy(cols, "value.in_lock_tx", w).all()):
                 return False
