@@ -85,6 +85,9 @@ def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states
     if paired is not None:  # a history in columns: each part's calls are rows of arrays
         prepared = Prepared(parts=paired.parts())
         prepared.failed, prepared.ignored = paired.failed, paired.ignored
+        crashes = getattr(paired, "crashes", None)
+        if crashes:  # the parts of crashed processes: objects, with a release at each crash
+            _crashed_parts(paired, prepared.parts, crashes)
     else:
         prepared = prepare(history, m)
     budget = Budget(time_limit, max_states)
@@ -95,10 +98,12 @@ def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states
         from checker.lockorder_rows import check_rows
     for key, calls in parts:
         if budget.reason is not None:
-            results.append(PartResult(UNKNOWN, key, CallRows(paired, calls) if paired else calls,
-                                      0))
+            results.append(PartResult(UNKNOWN, key, CallRows(paired, calls)
+                                      if paired and not isinstance(calls, list) else calls, 0))
             continue
-        if paired is not None:
+        if paired is not None and isinstance(calls, list):
+            pass  # (a part made objects already: a crashed process's)
+        elif paired is not None:
             result = check_rows(key, paired, calls, m, budget) if fast else None
             if result is not None:
                 results.append(result)
@@ -109,6 +114,23 @@ def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states
         result = lockorder.check_part(key, calls, m, budget) if fast else None
         results.append(result if result is not None else Part(key, calls, m).search(budget))
     return _summarize(m, prepared, results, budget)
+
+
+def _crashed_parts(paired: Paired, parts: dict[Any, Any], crashes: dict[Any, int]) -> None:
+    """The parts in which a crashed process took part, made calls (objects), each ended by
+    a release of unknown outcome at the crash, as :func:`checker.calls.prepare` ends them
+    (its :func:`checker.calls._release_at_crashes`, numbered across the parts in their
+    order, after every call)."""
+    import numpy as np
+
+    from checker.calls import _release_at_crashes
+
+    who = np.array(sorted(p for p in crashes if type(p) is int), dtype=np.int64)
+    made = {key: paired.calls(rows) for key, rows in parts.items()
+            if bool(np.isin(paired.process[rows], who).any())}
+    if made:
+        _release_at_crashes(made, crashes, len(paired.cols))
+        parts.update(made)
 
 
 def _paired(history: Any, model: Model) -> Paired | None:
@@ -173,8 +195,14 @@ def _paired_run_columns(history: Any, model: Model) -> Paired | None:
     from checker.sessions import columns_of_history
 
     cols = columns_of_history(history)
-    if cols is None or any(op.get("process") == NEMESIS and crash_of(op)
-                           for op in history.others):
+    if cols is None:
+        return None
+    crashes: dict[Any, int] = {}
+    for op in history.others:
+        if op.get("process") == NEMESIS:
+            for q in crash_of(op):
+                crashes.setdefault(q, op["time"])
+    if crashes and any(type(p) is not int for p in crashes):
         return None
     extra = prepare([op for op in history.others if op.get("process") != NEMESIS], model)
     if extra.parts or extra.unmatched:
@@ -188,6 +216,7 @@ def _paired_run_columns(history: Any, model: Model) -> Paired | None:
     paired.failed += extra.failed
     for f, n in extra.ignored.items():
         paired.ignored[f] = paired.ignored.get(f, 0) + n
+    paired.crashes = crashes if "release" in model.fs else {}  # type: ignore[attr-defined]
     return paired
 
 
