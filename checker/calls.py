@@ -238,6 +238,38 @@ class RowCall(Call):
         return self._cols.index.item(self._irow)
 
 
+class RunRowCall(RowCall):
+    """A :class:`RowCall` of columns with every field
+    (:class:`harness.core.run_history.RunColumns`): its ops read as
+    :class:`checker.column_pairs.FullRow`, its value the invocation's, read when asked."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def inv(self) -> Op:
+        from checker.column_pairs import FullRow
+
+        return FullRow(self._cols, self._irow)  # type: ignore[return-value]
+
+    @property  # type: ignore[override]
+    def comp(self) -> Op | None:
+        from checker.column_pairs import FullRow
+
+        return None if self._crow < 0 else FullRow(self._cols, self._crow)  # type: ignore[return-value]
+
+    @property  # type: ignore[override]
+    def completion(self) -> dict[str, Any]:
+        if self.known:
+            from checker.column_pairs import FullRow
+
+            return FullRow(self._cols, self._crow)  # type: ignore[return-value]
+        return {"type": "info", "process": self.process, "f": self.f}
+
+    @property  # type: ignore[override]
+    def value(self) -> Any:
+        return self._cols.op(self._irow).get("value")
+
+
 def prepare_columns(cols: Columns, model: Model) -> Prepared:
     """:func:`prepare` of a well-formed history in columns (every op a client's, so no crash;
     :func:`harness.core.columns.well_formed` holds): the same parts, calls in the same order,
@@ -268,7 +300,8 @@ class Paired:
 
         self.cols = cols
         self.ops = ops
-        self._index: Any = None
+        # (ops made of the columns themselves: each op's index is the columns')
+        self._index: Any = cols.index if getattr(ops, "cols", None) is cols else None
         n = len(cols)
         order = cols.by_process(keep=False)  # (nothing after this needs it)
         p = cols.process[order]
@@ -343,6 +376,10 @@ class Paired:
         """The calls at ``rows`` (positions here), as objects: :class:`RowCall`, or the
         :class:`Call` :func:`prepare` makes of the dicts, when the rows are of dicts."""
         if self.ops is not None:
+            if getattr(self.ops, "cols", None) is self.cols:  # ops made of these columns
+                from checker.column_pairs import run_calls
+
+                return run_calls(self, rows)
             return self._dict_calls(rows)
         cols = self.cols
         names = cols.fs

@@ -13,12 +13,20 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from checker.base import Checker
 from checker.lives import Lives
-from checker.sessions import Grant, Pairs, by_lock, client_pairs, entries_by_lock, resource_log
+from checker.sessions import (
+    Grant,
+    Pairs,
+    by_lock,
+    client_pairs,
+    column_pairs_of,
+    entries_by_lock,
+    resource_log,
+)
 from harness.core.heap import gc_paused
 from harness.core.history import OK, Op, seconds
 from harness.core.text import line
@@ -93,9 +101,27 @@ def late_writes(history: Sequence[Op], gs: list[Grant], paired: Pairs | None = N
     best: list[int] = []  # best[i]: the highest token among the first i+1 grants
     for _, t in grant_starts:
         best.append(t if not best else max(best[-1], t))
+    paired = client_pairs(history) if paired is None else paired
+    rows = column_pairs_of(paired)
+    if rows is None:
+        return _late_writes(paired, starts, best)
+    from checker.column_pairs import written_tokens
+
+    out = _late_writes([pair for _, pair in rows.extra], starts, best)
+    for t, tok, outcome in written_tokens(rows):  # (a write a call: no dict)
+        i = bisect.bisect_left(starts, t)
+        if i == 0 or best[i - 1] <= tok:
+            continue
+        out["unknown" if outcome in (None, "info") else
+            "accepted" if outcome == OK else "rejected"] += 1
+    return out
+
+
+def _late_writes(paired: Iterable[tuple[Op, Op | None]], starts: list[int], best: list[int]
+                 ) -> dict[str, int]:
     accepted = rejected = unknown = 0
     i, last, n = 0, None, len(starts)
-    for inv, done in (client_pairs(history) if paired is None else paired):
+    for inv, done in paired:
         tok = inv.get("token")
         if inv["f"] != "write" or tok is None:
             continue

@@ -22,12 +22,12 @@ are counted: they are the point. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from checker.base import Checker
 from checker.lives import Lives
-from checker.sessions import Pairs, final_read, final_state
+from checker.sessions import column_pairs_of, final_read, final_state
 from harness.core.history import INFO, OK, Op
 
 MAX_LISTED = 50
@@ -39,8 +39,9 @@ def sent_operations(history: Sequence[Op]) -> tuple[dict[str, int], list[str], i
     acked: list[str] = []
     retries = unknown = 0
     paired = Lives.of(history).paired
-    committed = committed_sessions(paired)
-    for inv, done in paired:
+    rows = column_pairs_of(paired)  # (in columns: the dicts of the writes and releases only)
+    committed = committed_sessions(paired if rows is None else rows.select("release"))
+    for inv, done in (paired if rows is None else rows.select("write")):
         value = inv.get("value") or {}
         if inv["f"] != "write" or not isinstance(value, dict) or "key" not in value:
             continue
@@ -56,7 +57,7 @@ def sent_operations(history: Sequence[Op]) -> tuple[dict[str, int], list[str], i
     return amounts, acked, retries, unknown
 
 
-def committed_sessions(paired: Pairs) -> set[tuple[int, Any]]:
+def committed_sessions(paired: Iterable[tuple[Op, Op | None]]) -> set[tuple[int, Any]]:
     """(process, session) of every release that completed ok (its transaction committed)."""
     out = set()
     for inv, done in paired:

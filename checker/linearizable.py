@@ -63,10 +63,12 @@ def check(history: Sequence[Op], model: str | Model = "mutex", *,
     A big history of dicts (a run's) is tried as arrays first (:func:`_paired_ops`): the
     verdict when :func:`checker.lockorder_rows.check_rows` decides every part, valid or
     invalid with its witness, which is the answer the calls as objects give; else the calls as
-    objects decide, as always.
+    objects decide, as always. A run's history in columns (:func:`_paired_run_columns`) is
+    checked as arrays, a part the arrays do not decide as the calls of its rows made objects
+    of its ops' dicts (the same calls prepare makes: no dict made of any other op).
     """
     m = get_model(model)
-    paired = _paired(history, m)
+    paired = _paired(history, m) or _paired_run_columns(history, m)
     if paired is None and (rows := _paired_ops(history, m)) is not None:
         result = _check(history, m, time_limit, max_states, rows, every_part=True)
         if result is not None:
@@ -83,6 +85,9 @@ def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states
     if paired is not None:  # a history in columns: each part's calls are rows of arrays
         prepared = Prepared(parts=paired.parts())
         prepared.failed, prepared.ignored = paired.failed, paired.ignored
+        crashes = getattr(paired, "crashes", None)
+        if crashes:  # the parts of crashed processes: objects, with a release at each crash
+            _crashed_parts(paired, prepared.parts, crashes)
     else:
         prepared = prepare(history, m)
     budget = Budget(time_limit, max_states)
@@ -93,10 +98,12 @@ def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states
         from checker.lockorder_rows import check_rows
     for key, calls in parts:
         if budget.reason is not None:
-            results.append(PartResult(UNKNOWN, key, CallRows(paired, calls) if paired else calls,
-                                      0))
+            results.append(PartResult(UNKNOWN, key, CallRows(paired, calls)
+                                      if paired and not isinstance(calls, list) else calls, 0))
             continue
-        if paired is not None:
+        if paired is not None and isinstance(calls, list):
+            pass  # (a part made objects already: a crashed process's)
+        elif paired is not None:
             result = check_rows(key, paired, calls, m, budget) if fast else None
             if result is not None:
                 results.append(result)
@@ -107,6 +114,23 @@ def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states
         result = lockorder.check_part(key, calls, m, budget) if fast else None
         results.append(result if result is not None else Part(key, calls, m).search(budget))
     return _summarize(m, prepared, results, budget)
+
+
+def _crashed_parts(paired: Paired, parts: dict[Any, Any], crashes: dict[Any, int]) -> None:
+    """The parts in which a crashed process took part, made calls (objects), each ended by
+    a release of unknown outcome at the crash, as :func:`checker.calls.prepare` ends them
+    (its :func:`checker.calls._release_at_crashes`, numbered across the parts in their
+    order, after every call)."""
+    import numpy as np
+
+    from checker.calls import _release_at_crashes
+
+    who = np.array(sorted(p for p in crashes if type(p) is int), dtype=np.int64)
+    made = {key: paired.calls(rows) for key, rows in parts.items()
+            if bool(np.isin(paired.process[rows], who).any())}
+    if made:
+        _release_at_crashes(made, crashes, len(paired.cols))
+        parts.update(made)
 
 
 def _paired(history: Any, model: Model) -> Paired | None:
@@ -130,8 +154,8 @@ def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
     op's process, f and outcome, which columns hold, not its value or token
     (``fenced-mutex`` compares tokens). None otherwise, and below ``ROWS_FROM`` ops (arrays
     cost more than they save there)."""
-    if model.step is not mutex_step or len(history) < ROWS_FROM:
-        return None
+    if model.step is not mutex_step or len(history) < ROWS_FROM or _in_columns(history):
+        return None  # (a history in columns: its own way, else the calls as objects)
     try:
         processes = list(map(dict.get, history, repeat("process")))
     except TypeError:  # not dicts
@@ -152,6 +176,71 @@ def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
             map(dict.get, client, repeat("key"))).count(None) != len(client):
         return None  # a call on no named lock: its part's key may be its "key" field
     return paired
+
+
+def _in_columns(history: Any) -> bool:
+    module = sys.modules.get("harness.core.run_history")
+    return module is not None and isinstance(history, module.ColumnHistory)
+
+
+def _paired_run_columns(history: Any, model: Model) -> Paired | None:
+    """A run's merged history in columns (:class:`harness.core.run_history.ColumnHistory`)
+    paired as arrays, where :func:`prepare` of the whole history would give the same calls:
+    the ``mutex`` model (as :func:`_paired_ops`), well-formed columns, no crash recorded, no
+    call of the model among the ops held as dicts (the final read's is none: it is counted
+    ignored, as prepare counts it), and every call on a named lock or none where no op has a
+    ``key``. The calls are made of the ops' dicts (each made when asked), as prepare's."""
+    if not _in_columns(history) or model.step is not mutex_step:
+        return None
+    from checker.sessions import columns_of_history
+
+    cols = columns_of_history(history)
+    if cols is None:
+        return None
+    crashes: dict[Any, int] = {}
+    for op in history.others:
+        if op.get("process") == NEMESIS:
+            for q in crash_of(op):
+                crashes.setdefault(q, op["time"])
+    if crashes and any(type(p) is not int for p in crashes):
+        return None
+    extra = prepare([op for op in history.others if op.get("process") != NEMESIS], model)
+    if extra.parts or extra.unmatched:
+        return None
+    from checker.column_pairs import has_field
+    from harness.core.columns import LOCK_NULL
+
+    paired = Paired(cols, model, RowOps(cols))
+    if bool((paired.lock <= LOCK_NULL).any()) and _keyed(cols, has_field):
+        return None  # a call on no named lock: its part's key may be its "key" field
+    paired.failed += extra.failed
+    for f, n in extra.ignored.items():
+        paired.ignored[f] = paired.ignored.get(f, 0) + n
+    paired.crashes = crashes if "release" in model.fs else {}  # type: ignore[attr-defined]
+    return paired
+
+
+def _keyed(cols: Any, has_field: Any) -> bool:
+    """Does some op of the columns have a ``key`` that is not null?"""
+    from checker.column_pairs import values
+
+    rows = has_field(cols, "key").nonzero()[0]
+    return any(v is not None for v in values(cols, "key", rows))
+
+
+class RowOps(Sequence[Op]):
+    """The ops of columns with every field (:class:`harness.core.run_history.RunColumns`)
+    as dicts, each made when asked: what :class:`checker.calls.Paired` reads of the few
+    calls it makes objects of."""
+
+    def __init__(self, cols: Any) -> None:
+        self.cols = cols
+
+    def __len__(self) -> int:
+        return len(self.cols)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.cols.op(i)
 
 
 def _summarize(model: Model, prepared: Prepared, results: list[PartResult],

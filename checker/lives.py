@@ -40,7 +40,7 @@ from harness.core.history import INFO, NEMESIS
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
     from typing import Any
 
     from checker.intervals import Interval
@@ -146,10 +146,16 @@ class Lives:
 
     def __init__(self, history: Sequence[Op], paired: Pairs | None = None,
                  acquire_timeout: float | None = None) -> None:
-        from checker.sessions import client_pairs, grants
+        from checker.sessions import client_pairs, column_pairs_of, grants
 
         self.paired = client_pairs(history) if paired is None else paired
-        self.horizon, self.crashes = _horizon_and_crashes(history)
+        rows = column_pairs_of(self.paired)
+        if rows is None:
+            self.horizon, self.crashes = _horizon_and_crashes(history)
+        else:  # the columns' latest time; the crashes are the nemesis's, in ``others``
+            self.horizon, self.crashes = _horizon_and_crashes(history.others)  # type: ignore[attr-defined]
+            if len(rows.cols) and (last := int(rows.cols.time.max())) > self.horizon:
+                self.horizon = last
         self.grants = grants(history, self.paired)
         self.acquire_timeout = acquire_timeout
         self._attempts: list[Attempt] | None = None  # built when first asked for (a mutex
@@ -203,50 +209,52 @@ class Lives:
     def _own_attempts(self) -> tuple[list[Attempt], dict[int, Op], bool]:
         """Every acquire with its own timeout (None where it has none), the pending
         invocations, and whether some acquire has no timeout of its own. Kept only once
-        whole: a timeout refused (ValueError) leaves nothing half built for the next reader."""
-        attempts: list[Attempt] = []
-        add = attempts.append
-        pending: dict[int, Op] = {}
-        untimed = False
-        for inv, done in self.paired:
-            if done is None:
-                pending[inv["process"]] = inv
-            if inv["f"] != "acquire":
-                continue
-            value = inv.get("value")
-            t = value.get("timeout") if isinstance(value, dict) else None
-            if t is None:
-                untimed = True
-            elif type(t) is not float or not 0 < t < math.inf:  # the usual case passes here
-                t = timeout_of(inv, None)
-            if done is None:
-                add(Attempt(inv["process"], str(inv.get("lock", "lock")), int(inv["time"]),
-                            None, None, t))
-            else:
-                add(Attempt(inv["process"], str(done.get("lock", inv.get("lock", "lock"))),
-                            int(inv["time"]), int(done["time"]), str(done["type"]), t))
-        return attempts, pending, untimed
+        whole: a timeout refused (ValueError) leaves nothing half built for the next reader.
+        Of a history in columns: the columns' by rows, the others' (the final read) as
+        dicts, in the order of their pairs."""
+        from checker.sessions import column_pairs_of
 
-    @property
-    def pending(self) -> dict[int, Op]:
-        """Each process's invocation that never completed (the last op of its life)."""
-        self.attempts  # noqa: B018 (built with the attempts, in one pass)
-        return self._pending
+        rows = column_pairs_of(self.paired)
+        if rows is None:
+            return _own_attempts(self.paired)
+        from checker.column_pairs import attempts, merged
+
+        extra = rows.extra
+        try:
+            col_attempts, col_pending, col_untimed = attempts(rows, Attempt, timeout_of)
+        except ValueError as e:  # unless an acquire of the others' before it is refused too
+            for pos, pair in extra:
+                if pos < e.at:  # type: ignore[attr-defined]
+                    _own_attempts([pair])
+            raise
+        got, _, untimed = _own_attempts([pair for _, pair in extra])
+        at = [pos for pos, (inv, _) in extra if inv["f"] == "acquire"]
+        waiting = [(pos, (inv["process"], inv)) for pos, (inv, done) in extra if done is None]
+        out = merged(col_attempts, list(zip(at, got, strict=True)))
+        return out, dict(merged(col_pending, waiting)), col_untimed or untimed
 
     def _end_at_crashes(self) -> None:
-        last: dict[int, tuple[int, Op]] = {}
-        for inv, done in self.paired:
-            for op in (inv, done):
-                if op is not None and op["process"] in self.crashes:
-                    t = int(op["time"])
-                    if t > last.get(op["process"], (-1, op))[0]:
-                        last[op["process"]] = (t, op)
+        from checker.sessions import column_pairs_of
+
+        rows = column_pairs_of(self.paired)
+        last = _last_ops(self.paired if rows is None else [pair for _, pair in rows.extra],
+                         self.crashes)
+        if rows is not None:
+            from checker.column_pairs import last_ops
+
+            last.update(last_ops(rows.cols, list(self.crashes)))
         for p, (t, op) in sorted(last.items()):
             refuse_after_crash(op, t, self.crashes[p])
         for g in self.grants:
             if g.end is None and g.process in self.crashes:
                 g.end = self.crashes[g.process]
                 g.crashed = True
+
+    @property
+    def pending(self) -> dict[int, Op]:
+        """Each process's invocation that never completed (the last op of its life)."""
+        self.attempts  # noqa: B018 (built with the attempts, in one pass)
+        return self._pending
 
     def grant_end(self, g: Grant) -> int:
         """When ``g`` stopped being believed held (ns)."""
@@ -295,3 +303,43 @@ class Lives:
         """(lock, process, from, until) of every grant, in the order of the grants' starts:
         who held which lock when, as every checker sees it."""
         return sorted((g.lock, g.process, g.start, self.grant_end(g)) for g in self.grants)
+
+
+def _own_attempts(paired: Iterable[tuple[Op, Op | None]]
+                  ) -> tuple[list[Attempt], dict[int, Op], bool]:
+    """:meth:`Lives._own_attempts` of pairs of dicts."""
+    attempts: list[Attempt] = []
+    add = attempts.append
+    pending: dict[int, Op] = {}
+    untimed = False
+    for inv, done in paired:
+        if done is None:
+            pending[inv["process"]] = inv
+        if inv["f"] != "acquire":
+            continue
+        value = inv.get("value")
+        t = value.get("timeout") if isinstance(value, dict) else None
+        if t is None:
+            untimed = True
+        elif type(t) is not float or not 0 < t < math.inf:  # the usual case passes here
+            t = timeout_of(inv, None)
+        if done is None:
+            add(Attempt(inv["process"], str(inv.get("lock", "lock")), int(inv["time"]),
+                        None, None, t))
+        else:
+            add(Attempt(inv["process"], str(done.get("lock", inv.get("lock", "lock"))),
+                        int(inv["time"]), int(done["time"]), str(done["type"]), t))
+    return attempts, pending, untimed
+
+
+def _last_ops(paired: Iterable[tuple[Op, Op | None]], crashes: dict[int, int]
+              ) -> dict[int, tuple[int, Op]]:
+    """Each crashed process's latest op among pairs of dicts (the first at that time)."""
+    last: dict[int, tuple[int, Op]] = {}
+    for inv, done in paired:
+        for op in (inv, done):
+            if op is not None and op["process"] in crashes:
+                t = int(op["time"])
+                if t > last.get(op["process"], (-1, op))[0]:
+                    last[op["process"]] = (t, op)
+    return last

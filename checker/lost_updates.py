@@ -16,7 +16,7 @@ from typing import Any
 
 from checker.base import Checker
 from checker.lives import Lives
-from checker.sessions import final_read
+from checker.sessions import column_pairs_of, final_read
 from harness.core.history import INFO, OK, Op
 
 MAX_LISTED = 50
@@ -37,7 +37,13 @@ class LostUpdatesChecker(Checker):
     @staticmethod
     def check(history: Sequence[Op]) -> dict[str, Any]:
         acked = unknown = 0
-        for inv, done in Lives.of(history).paired:
+        paired = Lives.of(history).paired
+        if (rows := column_pairs_of(paired)) is not None:  # the columns' by rows
+            from checker.column_pairs import increments
+
+            acked, unknown = increments(rows)
+            paired = [pair for _, pair in rows.extra]
+        for inv, done in paired:
             if inv["f"] != "write" or (inv.get("value") or {}).get("kind") != "increment":
                 continue
             if done is not None and done["type"] == OK:

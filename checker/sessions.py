@@ -6,13 +6,14 @@ Pure functions of the history.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from harness.core.checks import derive
+from harness.core.checks import derive, is_columns
 from harness.core.history import FAIL, INFO, INVOKE, OK, Op, pairs, seconds
 
 
@@ -73,22 +74,83 @@ def client_ops(history: Sequence[Op]) -> list[Op]:
 def client_pairs(history: Sequence[Op]) -> Pairs:
     """The client processes' invocations with their completions (:func:`pairs` of
     :func:`client_ops`, without the list between): once per shared history
-    (:func:`harness.core.checks.derive`), for every reader, who never changes it."""
-    return derive(history, client_pairs, lambda: list(pairs(history, clients=True)))
+    (:func:`harness.core.checks.derive`), for every reader, who never changes it. For a
+    history in columns whose columns are well-formed, a
+    :class:`checker.column_pairs.ColumnPairs`: the same pairs, held as rows."""
+    return derive(history, client_pairs, lambda: _client_pairs(history))
+
+
+def _client_pairs(history: Sequence[Op]) -> Pairs:
+    cols = columns_of_history(history)
+    if cols is not None:
+        from checker.column_pairs import column_pairs
+
+        return column_pairs(history)  # type: ignore[arg-type,return-value]
+    return list(pairs(history, clients=True))
+
+
+columnar = is_columns  # a history in columns?
+
+
+def columns_of_history(history: Any) -> Any:
+    """The columns of a ColumnHistory when they are well-formed (per process, invoke and
+    completion alternate: their pairs are rows), else None: the caller reads dicts."""
+    if not columnar(history):
+        return None
+    from harness.core.checks import WELL_FORMED
+
+    ok = history.derived.get(WELL_FORMED) or derive(history, _WELL_FORMED_COLUMNS,
+                                                    lambda: _columns_well_formed(history))
+    return history.clients if ok else None
+
+
+_WELL_FORMED_COLUMNS = "columns well-formed"
+
+
+def _columns_well_formed(history: Any) -> bool:
+    from harness.core.columns import well_formed
+
+    return well_formed(history.clients)
 
 
 def horizon(history: Sequence[Op]) -> int:
+    if columnar(history):  # the columns' latest time, and the others' times
+        cols = history.clients  # type: ignore[attr-defined]
+        times = [int(cols.time.max())] if len(cols) else []
+        return max((*times, *(op["time"] for op in history.others)),  # type: ignore[attr-defined]
+                   default=0)
     return max((op["time"] for op in history), default=0)
 
 
 def grants(history: Sequence[Op], paired: Pairs | None = None) -> list[Grant]:
     """Every acquire that completed ok, with the end of its process's belief. ``paired``:
     :func:`client_pairs` of the history, when the caller has it already."""
+    paired = client_pairs(history) if paired is None else paired
+    rows = column_pairs_of(paired)
+    if rows is None:
+        return _grants(paired)
+    from checker.column_pairs import grants as column_grants
+    from checker.column_pairs import merged
+
+    extra = [pair for _, pair in rows.extra]
+    made = _grants(extra)
+    at = [pos for pos, (inv, done) in rows.extra if inv["f"] == "acquire" and done is not None
+          and done["type"] == OK]
+    return merged(column_grants(rows, Grant), list(zip(at, made, strict=True)))
+
+
+def column_pairs_of(paired: Any) -> Any:
+    """``paired`` when it is a :class:`checker.column_pairs.ColumnPairs` (rows), else None."""
+    module = sys.modules.get("checker.column_pairs")
+    return paired if module is not None and isinstance(paired, module.ColumnPairs) else None
+
+
+def _grants(paired: Iterable[tuple[Op, Op | None]]) -> list[Grant]:
     out: list[Grant] = []
     add = out.append
     open_: dict[int, Grant] = {}
     let_go = open_.pop
-    for inv, done in (client_pairs(history) if paired is None else paired):
+    for inv, done in paired:
         f = inv["f"]
         if f == "acquire":
             if done is not None and done["type"] == OK:
@@ -114,7 +176,7 @@ def grants(history: Sequence[Op], paired: Pairs | None = None) -> list[Grant]:
 
 def final_read(history: Sequence[Op]) -> list[dict[str, Any]] | None:
     """The resource's own log, read back at the end of the run (None if the run never got there)."""
-    for op in reversed(history):
+    for op in reversed(_dicts(history)):
         if op.get("f") == "read" and op.get("type") == OK and isinstance(op.get("value"), list):
             return op["value"]
     return None
@@ -127,11 +189,37 @@ def writes_in_lock_transaction(history: Sequence[Op]) -> bool:
     return derive(history, writes_in_lock_transaction, lambda: _in_lock_transaction(history))
 
 
+def _dicts(history: Sequence[Op]) -> Sequence[Op]:
+    """The ops of ``history`` that may hold a list or a dict in a field: all of them, but
+    for a history in columns, its ``others`` (no column holds one)."""
+    return history.others if columnar(history) else history  # type: ignore[attr-defined]
+
+
 def _in_lock_transaction(history: Sequence[Op]) -> bool:
     """:func:`writes_in_lock_transaction`: over the client pairs (every client invoke is one
     of their invocations), ended by the first write outside."""
+    paired = client_pairs(history)
+    rows = column_pairs_of(paired)
+    if rows is None:
+        return _all_in_lock_transaction(paired)
+    from checker.column_pairs import truthy
+    from harness.core.columns import TYPE_CODES
+
+    cols = rows.cols
     found = False
-    for inv, _done in client_pairs(history):
+    if "write" in cols.fs:
+        w = rows.inv[cols.f[rows.inv] == cols.fs.index("write")]
+        w = w[cols.type[w] == TYPE_CODES[INVOKE]]  # (a lone completion is its own pair)
+        if len(w):
+            if not bool(truthy(cols, "value.in_lock_tx", w).all()):
+                return False
+            found = True
+    return _all_in_lock_transaction([pair for _, pair in rows.extra], found)
+
+
+def _all_in_lock_transaction(paired: Iterable[tuple[Op, Op | None]], found: bool = False
+                             ) -> bool:
+    for inv, _done in paired:
         if inv["f"] == "write" and inv["type"] == INVOKE:
             value = inv.get("value")
             if not (isinstance(value, dict) and value.get("in_lock_tx")):
@@ -142,7 +230,7 @@ def _in_lock_transaction(history: Sequence[Op]) -> bool:
 
 def final_state(history: Sequence[Op]) -> dict[str, Any] | None:
     """The resource's final state (counter, balance, keys, ...), read back after its log."""
-    for op in reversed(history):
+    for op in reversed(_dicts(history)):
         value = op.get("value")
         if (op.get("f") == "read" and op.get("type") == OK and isinstance(value, dict)
                 and isinstance(value.get("state"), dict)):
@@ -165,6 +253,17 @@ def resource_log(history: Sequence[Op], paired: Pairs | None = None
 
 def _resource_log(history: Sequence[Op], paired: Pairs | None) -> tuple[list[Entry], int]:
     log = final_read(history)
+    if log is None and (rows := column_pairs_of(client_pairs(history) if paired is None
+                                                else paired)) is not None:
+        from checker.column_pairs import merged, writes
+
+        col_entries, col_unknown = writes(rows, Entry)
+        extra, unknown = _writes([pair for _, pair in rows.extra])
+        at = [pos for pos, (inv, done) in rows.extra if inv["f"] == "write"
+              and done is not None and done["type"] in (OK, FAIL)
+              and "seq" in ((done or {}).get("value") or inv.get("value") or {})]
+        entries = merged(col_entries, list(zip(at, extra, strict=True)))
+        return sorted(entries, key=lambda e: e.seq), col_unknown + unknown
     if log is not None:
         entries = [
             Entry(int(e["seq"]), int(e["process"]), e.get("session"), str(e.get("kind")),
@@ -173,9 +272,15 @@ def _resource_log(history: Sequence[Op], paired: Pairs | None) -> tuple[list[Ent
         ]
         entries.sort(key=lambda e: e.seq)  # the log is in seq order already: linear
         return entries, 0
+    entries, unknown = _writes(client_pairs(history) if paired is None else paired)
+    return sorted(entries, key=lambda e: e.seq), unknown
+
+
+def _writes(paired: Iterable[tuple[Op, Op | None]]) -> tuple[list[Entry], int]:
+    """The writes known from their completions, in the pairs' order, and how many are not."""
     entries = []
     unknown = 0
-    for inv, done in (client_pairs(history) if paired is None else paired):
+    for inv, done in paired:
         if inv["f"] != "write":
             continue
         value = (done or {}).get("value") or inv.get("value") or {}
@@ -186,7 +291,7 @@ def _resource_log(history: Sequence[Op], paired: Pairs | None) -> tuple[list[Ent
             entries.append(Entry(int(value["seq"]), inv["process"], value.get("session"),
                                  str(value.get("kind")), inv.get("token"), done["type"] == OK,
                                  lock=str(inv.get("lock", "lock"))))
-    return sorted(entries, key=lambda e: e.seq), unknown
+    return entries, unknown
 
 
 def entries_by_lock(entries: list[Entry]) -> list[list[Entry]]:
@@ -206,7 +311,37 @@ def by_lock(items: list[Grant]) -> dict[str, list[Grant]]:
 
 def count_types(history: Sequence[Op]) -> dict[str, dict[str, int]]:
     """Client ops by f, then type (f in order of first appearance). Counted in C by (process,
-    f, type), then summed over the client processes (an op without those fields: op by op)."""
+    f, type), then summed over the client processes (an op without those fields: op by op).
+    A history in columns: the columns' by f and type, the others' (the final read) so."""
+    if columnar(history):
+        return _count_columns(history)
+    return _count_types(history)
+
+
+def _count_columns(history: Any) -> dict[str, dict[str, int]]:
+    from checker.column_pairs import count_types as count_columns
+
+    others = _count_types(history.others)
+    firsts: dict[str, int] = {}
+    for op in history.others:
+        if isinstance(op.get("process"), int):
+            firsts.setdefault(op["f"], op["index"])
+    got = count_columns(history.clients)
+    for f, c in others.items():
+        mine = next((x for x in got if x[1] == f), None)
+        if mine is None:
+            got.append((firsts[f], f, c))
+            continue
+        both = mine[2]
+        for t, n in c.items():
+            both[t] = both.get(t, 0) + n
+        if firsts[f] < mine[0]:
+            got[got.index(mine)] = (firsts[f], f, both)
+    got.sort(key=lambda x: x[0])
+    return {f: c for _, f, c in got}
+
+
+def _count_types(history: Sequence[Op]) -> dict[str, dict[str, int]]:
     try:
         seen = Counter(map(_FIELDS, history))
     except KeyError:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from checker.base import Checker
 from checker.lives import Lives
 from checker.models import refused_not_held
-from checker.sessions import count_types
+from checker.sessions import Pairs, column_pairs_of, count_types
 from harness.core.history import FAIL, OK, Op, seconds
 
 KEPT = 10  # leases lost early described in the result (all are counted)
@@ -37,14 +37,7 @@ class StatsChecker(Checker):
     def check(history: Sequence[Op]) -> dict[str, Any]:
         counts = count_types(history)
         lives = Lives.of(history)
-        latencies: dict[str, list[float]] = {}
-        refused: list[tuple[Op, Op]] = []
-        for inv, done in lives.paired:
-            if done is not None:
-                if done["type"] == OK:
-                    latencies.setdefault(inv["f"], []).append((done["time"] - inv["time"]) / 1e6)
-                elif done["type"] == FAIL and inv["f"] == "release":
-                    refused.append((inv, done))
+        latencies, refused = _latencies(lives.paired)
         duration = lives.horizon / 1e9
         acquired = counts.get("acquire", {}).get(OK, 0)
         result: dict[str, Any] = {
@@ -64,6 +57,37 @@ class StatsChecker(Checker):
         if not acquired:
             result["note"] = "no acquire succeeded: the run tested nothing"
         return result
+
+
+def _latencies(paired: Pairs) -> tuple[dict[str, list[float]], list[tuple[Op, Op]]]:
+    """Per f, the latency (ms) of each call that completed ok; the failed releases' pairs,
+    in order. Of a history in columns: by rows, the others' pairs (the final read) so."""
+    rows = column_pairs_of(paired)
+    if rows is None:
+        return _latencies_of(paired)
+    from checker.column_pairs import latencies, merged, refused_releases
+
+    extra = [pair for _, pair in rows.extra]
+    out = latencies(rows)
+    more, refused = _latencies_of(extra)
+    for f, ms in more.items():
+        out.setdefault(f, []).extend(ms)
+    at = [pos for pos, (inv, done) in rows.extra if done is not None
+          and done["type"] == FAIL and inv["f"] == "release"]
+    return out, merged(refused_releases(rows), list(zip(at, refused, strict=True)))
+
+
+def _latencies_of(paired: Iterable[tuple[Op, Op | None]]
+                  ) -> tuple[dict[str, list[float]], list[tuple[Op, Op]]]:
+    latencies: dict[str, list[float]] = {}
+    refused: list[tuple[Op, Op]] = []
+    for inv, done in paired:
+        if done is not None:
+            if done["type"] == OK:
+                latencies.setdefault(inv["f"], []).append((done["time"] - inv["time"]) / 1e6)
+            elif done["type"] == FAIL and inv["f"] == "release":
+                refused.append((inv, done))
+    return latencies, refused
 
 
 def refused_in_lease(lives: Lives, refused: list[tuple[Op, Op]]) -> list[str]:

@@ -18,12 +18,12 @@ from __future__ import annotations
 import importlib
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.controller.registry import Check, Registry, default_registry
 from harness.controller.store import RunDir
-from harness.core.checks import TIME_ORDERED, WELL_FORMED, Shared, compose
+from harness.core.checks import TIME_ORDERED, WELL_FORMED, Shared, compose, is_columns
 from harness.core.errors import EXIT_INVALID, EXIT_SETUP, exit_code_for
 from harness.core.history import INFO, INVOKE, OK, Op
 from harness.core.text import line
@@ -36,8 +36,9 @@ BUDGETED = ("time_limit", "max_states")  # limits a checker may take (``budgeted
 # imported by :func:`preload` while the load runs, not after it.
 FIRST_USE = ("harness.core.history_bulk", "harness.core.columns", "numpy.ma",
              "harness.core.journal_columns", "harness.core.column_lines",
-             "checker.sessions", "checker.lockorder_rows", "checker.interval_arrays",
-             "checker.process_ops")
+             "harness.core.run_history", "checker.sessions", "checker.lockorder_rows",
+             "checker.column_pairs", "checker.interval_arrays", "checker.process_ops",
+             "harness.controller.checking_rows")
 
 
 def preload() -> None:
@@ -80,7 +81,9 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
     history = Shared.of(history)
     if not history.derived.get(WELL_FORMED):
         # malformed: HistoryError (exit 3), and no checker runs
-        require_checked(history, ordered=bool(history.derived.get(TIME_ORDERED)))
+        ordered = bool(history.derived.get(TIME_ORDERED))
+        if not (is_columns(history) and _columns_well_formed(history, ordered)):
+            require_checked(history, ordered=ordered)  # (its words, where columns say no)
         history.derived[WELL_FORMED] = True
     if checks is None:
         checks = plan(spec, registry, limits)
@@ -105,6 +108,12 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
     if reason is not None:
         results["could-not-test"] = reason
     return results
+
+
+def _columns_well_formed(history: Any, ordered: bool) -> bool:
+    from harness.controller.checking_rows import columns_well_formed
+
+    return columns_well_formed(history, ordered)
 
 
 MIN_FAILED = 3  # one or two unanswered requests are what a fault or the run's end can do
@@ -133,12 +142,29 @@ def _tested(history: Sequence[Op]) -> bool:
     client op pairs the checkers derived already (:func:`checker.sessions.client_pairs`), the
     completions only, and no failed request looked at once its client had one that was not.
     False: :func:`_untested` says why, from the history op by op."""
-    from checker.sessions import client_pairs
+    from checker.sessions import client_pairs, column_pairs_of
 
+    paired = client_pairs(history)
+    rows = column_pairs_of(paired)
+    if rows is None:
+        acquired, made = _completions(paired)
+    else:  # the columns' by rows, the others' (the final read) as dicts
+        from harness.controller.checking_rows import completions
+
+        acquired, made = _completions([pair for _, pair in rows.extra])
+        got, more = completions(rows, failed_words)
+        acquired = acquired or got
+        made.update(more)
+    return acquired and all(n < MIN_FAILED for n in made.values())
+
+
+def _completions(paired: Iterable[tuple[Op, Op | None]]) -> tuple[bool, dict[int, int]]:
+    """Whether some acquire succeeded; each client whose every completion failed, with how
+    many (see :func:`_tested`)."""
     acquired = False
     made: dict[int, int] = {}  # client -> completions, while every one of them failed
     worked: set[int] = set()  # clients with a completion that did not fail
-    for _inv, done in client_pairs(history):
+    for _inv, done in paired:
         if done is None:
             continue
         p = done["process"]
@@ -153,18 +179,34 @@ def _tested(history: Sequence[Op]) -> bool:
         else:
             worked.add(p)
             made.pop(p, None)
-    return acquired and all(n < MIN_FAILED for n in made.values())
+    return acquired, made
+
+
+def failed_words(error: Any) -> bool:
+    """Whether an ``info`` completion with this error is a failed request (:func:`failed`)."""
+    return bool(error) and not TIMED_OUT.search(str(error))
 
 
 def _untested(history: Sequence[Op]) -> tuple[str | None, bool]:
+    if is_columns(history):
+        from harness.controller.checking_rows import ended
+
+        return _untested_of(*ended(history, failed_words))
     acquired = False
-    ended: dict[int, list[Op]] = {}
+    ended_: dict[int, list[Op]] = {}
     for op in history:
         p = op.get("process")
         if not isinstance(p, int) or isinstance(p, bool) or op.get("type") == INVOKE:
             continue
-        ended.setdefault(p, []).append(op)
+        ended_.setdefault(p, []).append(op)
         acquired = acquired or (op.get("f") == "acquire" and op.get("type") == OK)
+    return _untested_of(acquired, ended_, failed)
+
+
+def _untested_of(acquired: bool, ended: Mapping[int, Sequence[Any]], failed: Callable[..., bool]
+                 ) -> tuple[str | None, bool]:
+    """:func:`_untested` of each client's completions (ops, or what stands for them: each
+    with its ``error``, ``process`` and ``f``, and ``failed`` to tell a failed one)."""
     if not acquired:
         errors = [op for ops in ended.values() for op in ops if op.get("error")]
         return "no acquire succeeded: the run tested nothing" + most_frequent(errors), True

@@ -7,6 +7,7 @@ violation found is real whatever else happened, and nothing unknown passes as va
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, SupportsIndex, TypeVar
 
@@ -124,8 +125,19 @@ class Shared(list[Op]):
     @classmethod
     def of(cls, history: Sequence[Op]) -> Shared:
         """``history`` itself when it is shared already, else a shared copy (of the list of
-        references: the ops are the same objects)."""
-        return history if type(history) is cls else cls(history)
+        references: the ops are the same objects). A history in columns
+        (:class:`harness.core.run_history.ColumnHistory`) is one already: it has its own
+        ``derived``, and a copy would make a dict of each op."""
+        if type(history) is cls or is_columns(history):
+            return history  # type: ignore[return-value]
+        return cls(history)
+
+
+def is_columns(history: object) -> bool:
+    """Is ``history`` a :class:`harness.core.run_history.ColumnHistory`? (Told without
+    importing numpy: no history is one unless that module was imported.)"""
+    module = sys.modules.get("harness.core.run_history")
+    return module is not None and isinstance(history, module.ColumnHistory)
 
 
 T = TypeVar("T")

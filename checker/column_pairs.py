@@ -1,0 +1,573 @@
+"""The client op pairs of a history held in columns (:class:`harness.core.run_history.
+ColumnHistory`), as rows, and the few field readers the checkers need to build their own
+objects (one a grant, an attempt, a write) from those rows without a dict an op.
+
+:class:`ColumnPairs` is what :func:`checker.sessions.client_pairs` gives for such a history:
+a ``Sequence`` of the same (invocation, completion) dict pairs, in the same order, made when
+asked (correct for any reader, slow), whose rows a reader that knows it reads instead.
+
+Imported only for a history in columns (numpy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from harness.core.columns import LOCK_ABSENT, TYPE_NAMES
+from harness.core.history import Op, pairs
+from harness.core.run_history import BOOL, FLOAT, INT, NULL, STR, ColumnHistory, RunColumns
+
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
+
+Pair = tuple[Op, "Op | None"]
+
+
+class ColumnPairs(Sequence[Pair]):
+    """:func:`harness.core.history.pairs` of a ColumnHistory's client ops: the columns' pairs
+    (``inv``, ``done``: rows of ``cols``, -1 where never completed, in invocation order) and
+    ``extra``, the pairs of the client ops held as dicts (the final read), each with its
+    place in the whole sequence."""
+
+    __slots__ = ("_pos", "cols", "done", "extra", "inv")
+
+    def __init__(self, cols: RunColumns, inv: np.ndarray, done: np.ndarray,
+                 extra: list[tuple[int, Pair]]) -> None:
+        self.cols = cols
+        self.inv = inv
+        self.done = done
+        self.extra = extra
+        self._pos: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.inv) + len(self.extra)
+
+    def col_positions(self) -> np.ndarray:
+        """Each column pair's place in the whole sequence."""
+        if self._pos is None:
+            self._pos = np.arange(len(self.inv), dtype=np.int64)
+            if self.extra:
+                at = np.array([p for p, _ in self.extra], dtype=np.int64)
+                # extra k at place at[k]: the column pairs from there on move one along
+                self._pos += np.searchsorted(at - np.arange(len(at)), self._pos, side="right")
+        return self._pos
+
+    def select(self, *fs: str) -> Iterator[Pair]:
+        """The pairs whose invocation's f is one of ``fs``, in order, as dicts (made for
+        those only): what a reader of a few kinds of calls iterates."""
+        codes = [self.cols.fs.index(f) for f in fs if f in self.cols.fs]
+        js = np.flatnonzero(np.isin(self.cols.f[self.inv], codes)) if codes else np.zeros(
+            0, dtype=np.int64)
+        extra = [(at, pair) for at, pair in self.extra if pair[0].get("f") in fs]
+        if not extra:
+            return map(self._pair, js.tolist())
+        mine = list(zip(self.col_positions()[js].tolist(), js.tolist(), strict=True))
+        return (pair if j is None else self._pair(j) for _, j, pair in sorted(
+            [(at, j, None) for at, j in mine] + [(at, None, pair) for at, pair in extra],
+            key=_FIRST))
+
+    def _pair(self, j: int) -> Pair:
+        op = self.cols.op
+        d = self.done.item(j)
+        return op(self.inv.item(j)), None if d < 0 else op(d)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = int(i)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("pair index out of range")
+        before = 0
+        for at, pair in self.extra:
+            if at == i:
+                return pair
+            if at < i:
+                before += 1
+        return self._pair(i - before)
+
+    def __iter__(self) -> Iterator[Pair]:
+        extra = iter(self.extra)
+        nxt = next(extra, None)
+        j = 0
+        for i in range(len(self)):
+            if nxt is not None and nxt[0] == i:
+                yield nxt[1]
+                nxt = next(extra, None)
+            else:
+                yield self._pair(j)
+                j += 1
+
+
+def column_pairs(h: ColumnHistory) -> ColumnPairs:
+    """:class:`ColumnPairs` of a history whose columns are well-formed (the caller knows:
+    :func:`harness.core.columns.well_formed`)."""
+    inv, done = h.client_pairs()
+    extra_pairs = list(pairs(h.others, clients=True))
+    extra: list[tuple[int, Pair]] = []
+    if extra_pairs:
+        # Each pair stands at its invocation's place (a lone completion's own) in history
+        # order; the processes of the two parts are apart, so the merge is by that place.
+        keys = np.array([int(a["index"]) for a, _ in extra_pairs], dtype=np.int64)
+        col_keys = h.clients.index[inv]
+        at = np.searchsorted(col_keys, keys) + np.arange(len(keys))
+        extra = list(zip(at.tolist(), extra_pairs, strict=True))
+    return ColumnPairs(h.clients, inv, done, extra)
+
+
+def merged(col_items: list[tuple[int, Any]], extra_items: list[tuple[int, Any]]) -> list[Any]:
+    """Items of the column pairs and of the extra pairs, each with its pair's place, in the
+    order of the places (the sequence's)."""
+    if not extra_items:
+        return [x for _, x in col_items]
+    both = col_items + extra_items
+    both.sort(key=_FIRST)
+    return [x for _, x in both]
+
+
+_FIRST = itemgetter(0)
+
+
+# -- fields by rows ------------------------------------------------------------------------
+
+def _kinds(cols: RunColumns, name: str) -> list[str | None]:
+    """The kind of field ``name`` (``"value.session"``, ``"error"``) in each shape (None:
+    the shape has no such field)."""
+    out: list[str | None] = []
+    sub = name[6:] if name.startswith("value.") else None
+    for shape in cols.shapes:
+        kind = None
+        for key, kd in shape:
+            if sub is not None:
+                if key == "value" and isinstance(kd, tuple):
+                    kind = dict(kd).get(sub)
+            elif key == name:
+                kind = kd
+        out.append(kind)
+    return out
+
+
+_KIND_CODES = {None: 0, INT: 1, FLOAT: 2, STR: 3, BOOL: 4, NULL: 5}
+
+
+def values(cols: RunColumns, name: str, rows: np.ndarray, missing: Any = MISSING) -> list[Any]:
+    """Field ``name`` of the ops at ``rows`` as Python objects, exactly as the ops' dicts hold
+    them (``op.get(name)``, or ``op["value"].get(...)`` for ``"value.x"``); ``missing`` where
+    the op has no such field (or no dict value). One object a row asked for, none for the
+    others."""
+    rows = np.asarray(rows, dtype=np.int64)
+    kinds = _kinds(cols, name)
+    code_of = np.array([_KIND_CODES[k] for k in kinds] or [0], dtype=np.int8)
+    codes = code_of[cols.shape[rows]] if len(rows) else np.zeros(0, dtype=np.int8)
+    present = np.unique(codes).tolist()
+    if present == [0]:
+        return [missing] * len(rows)
+    out: list[Any] = [missing] * len(rows) if len(present) > 1 else []
+    column = cols.fields.get(name)
+    for code in present:
+        if code == 0:
+            continue
+        sel = np.flatnonzero(codes == code) if len(present) > 1 else None
+        at = rows if sel is None else rows[sel]
+        if code == _KIND_CODES[NULL]:
+            got: list[Any] = [None] * len(at)
+        else:
+            assert column is not None
+            got = column[at].tolist()
+            if code == _KIND_CODES[STR]:
+                strings = cols.strings
+                got = [strings[c] for c in got]
+            elif code == _KIND_CODES[BOOL]:
+                got = [bool(x) for x in got]
+        if sel is None:
+            return got
+        for i, v in zip(sel.tolist(), got, strict=True):
+            out[i] = v
+    return out
+
+
+def value_kinds(cols: RunColumns) -> np.ndarray:
+    """Per op, what its ``value`` is: 0 no value, 1 null, 2 an empty dict, 3 a dict with
+    keys (what ``bool(op.get("value"))`` and ``isinstance(..., dict)`` tell)."""
+    per_shape = []
+    for shape in cols.shapes:
+        code = 0
+        for key, kd in shape:
+            if key == "value":
+                code = 1 if not isinstance(kd, tuple) else (3 if kd else 2)
+        per_shape.append(code)
+    table = np.array(per_shape or [0], dtype=np.int8)
+    return table[cols.shape] if len(cols) else np.zeros(0, dtype=np.int8)
+
+
+def has_field(cols: RunColumns, name: str) -> np.ndarray:
+    """Per op, whether it has field ``name`` (of any kind)."""
+    table = np.array([k is not None for k in _kinds(cols, name)] or [False], dtype=bool)
+    return table[cols.shape] if len(cols) else np.zeros(0, dtype=bool)
+
+
+def lock_words(cols: RunColumns, done: np.ndarray, inv: np.ndarray) -> list[str]:
+    """``str(done.get("lock", inv.get("lock", "lock")))`` of each pair (``done`` -1: the
+    invocation's, ``str(inv.get("lock", "lock"))``)."""
+    has = np.array([any(key == "lock" for key, _ in shape) for shape in cols.shapes] or
+                   [False], dtype=bool)[cols.shape] if len(cols) else np.zeros(0, dtype=bool)
+    code = np.where(has, cols.lock, LOCK_ABSENT)  # (the columns hold an absent lock as null)
+    d_code = np.where(done >= 0, code[np.maximum(done, 0)], LOCK_ABSENT)
+    code = np.where(d_code != LOCK_ABSENT, d_code, code[inv])
+    words = [str(x) for x in cols.locks]
+    words[LOCK_ABSENT] = "lock"
+    return [words[c] for c in code.tolist()]
+
+
+# -- the lives' views by rows --------------------------------------------------------------
+
+def _code(cols: RunColumns, f: str) -> int:
+    """The code of function ``f`` (-1: no op has it)."""
+    return cols.fs.index(f) if f in cols.fs else -1
+
+
+def _types(cols: RunColumns, done: np.ndarray) -> np.ndarray:
+    """Each completion's type code (255: never completed)."""
+    return np.where(done >= 0, cols.type[np.maximum(done, 0)], 255)
+
+
+def grants(paired: ColumnPairs, grant: Any) -> list[tuple[int, Any]]:
+    """:func:`checker.sessions.grants` of the column pairs, each with its acquire's place:
+    ``grant`` (:class:`checker.sessions.Grant`) made once a grant. By process, a grant ends
+    at the next acquire or release its process invokes, unless that is an acquire that
+    succeeds (the process let the old grant go without a word: it stays held)."""
+    from harness.core.columns import TYPE_CODES, TYPE_NAMES, stable_order
+
+    cols = paired.cols
+    acq, rel = _code(cols, "acquire"), _code(cols, "release")
+    if acq < 0:
+        return []
+    f = cols.f[paired.inv]
+    sel = np.flatnonzero((f == acq) | (f == rel))
+    inv, done = paired.inv[sel], paired.done[sel]
+    is_acq = f[sel] == acq
+    dtype = _types(cols, done)
+    ok = is_acq & (dtype == TYPE_CODES["ok"])
+    proc = cols.process[inv]
+    order = stable_order(proc)
+    nxt = np.full(len(sel), -1, dtype=np.int64)
+    if len(order) > 1:
+        same = proc[order[1:]] == proc[order[:-1]]
+        nxt[order[:-1][same]] = order[1:][same]
+    g = np.flatnonzero(ok)
+    k = nxt[g]
+    kk = np.maximum(k, 0)
+    by_release = (k >= 0) & ~is_acq[kk]
+    ends = by_release | ((k >= 0) & is_acq[kk] & ~ok[kk])
+    g_inv, g_done = inv[g], done[g]
+    time, index = cols.time, cols.index
+    end_t = time[inv[kk]]
+    names = [*TYPE_NAMES, None]
+    rel_type = np.where(dtype[kk] == 255, len(TYPE_NAMES), dtype[kk])
+    out = []
+    for (pos, p, session, lock, t0, t1, end, token, validity, release, i_done, i_rel, ended,
+         released) in zip(
+            paired.col_positions()[sel[g]].tolist(), proc[g].tolist(),
+            values(cols, "value.session", g_done, None), lock_words(cols, g_done, g_inv),
+            time[g_inv].tolist(), time[g_done].tolist(), end_t.tolist(),
+            values(cols, "token", g_done, None), values(cols, "value.validity", g_done, None),
+            rel_type.tolist(), index[g_done].tolist(), index[inv[kk]].tolist(),
+            ends.tolist(), by_release.tolist(), strict=True):
+        out.append((pos, grant(p, session, lock, t0, t1, end if ended else None, token,
+                               validity, names[release] if released else None,
+                               [i_done, i_rel] if released else [i_done])))
+    return out
+
+
+def attempts(paired: ColumnPairs, attempt: Any, timeout_of: Any
+             ) -> tuple[list[tuple[int, Any]], list[tuple[int, tuple[int, Op]]], bool]:
+    """:meth:`checker.lives.Lives._own_attempts` of the column pairs: each acquire
+    (``attempt``, :class:`checker.lives.Attempt`) with its place, each invocation that never
+    completed ((place, (process, its dict))), and whether some acquire has no timeout of its
+    own. ``timeout_of``: :func:`checker.lives.timeout_of`, for a timeout that is no plain
+    positive float (it refuses what is no duration)."""
+    from harness.core.columns import TYPE_NAMES
+
+    cols = paired.cols
+    pos = paired.col_positions()
+    open_ = np.flatnonzero(paired.done < 0)
+    pending = [(at, (p, cols.op(r))) for at, p, r in zip(
+        pos[open_].tolist(), cols.process[paired.inv[open_]].tolist(),
+        paired.inv[open_].tolist(), strict=True)]
+    acq = _code(cols, "acquire")
+    if acq < 0:
+        return [], pending, False
+    a = np.flatnonzero(cols.f[paired.inv] == acq)
+    inv, done = paired.inv[a], paired.done[a]
+    timeouts = values(cols, "value.timeout", inv, None)
+    untimed = False
+    inf = float("inf")
+    for j, t in enumerate(timeouts):
+        if t is None:
+            untimed = True
+        elif type(t) is not float or not 0 < t < inf:
+            try:
+                timeouts[j] = timeout_of(cols.op(inv.item(j)), None)
+            except ValueError as e:
+                e.at = pos.item(a.item(j))  # type: ignore[attr-defined]  # (for the caller:
+                raise  # the first refused in the whole sequence is the one said)
+    names = [*TYPE_NAMES, None]
+    dtype = _types(cols, done)
+    outcome = np.where(dtype == 255, len(TYPE_NAMES), dtype).tolist()
+    time = cols.time
+    end = time[np.maximum(done, 0)].tolist()
+    out = [(at, attempt(p, lock, t0, None if d < 0 else t1, names[o], t))
+           for at, p, lock, t0, t1, d, o, t in zip(
+               pos[a].tolist(), cols.process[inv].tolist(), lock_words(cols, done, inv),
+               time[inv].tolist(), end, done.tolist(), outcome, timeouts, strict=True)]
+    return out, pending, untimed
+
+
+def last_ops(cols: RunColumns, processes: Sequence[int]) -> dict[int, tuple[int, Op]]:
+    """Each of these processes' latest op in the columns (the first at its latest time) and
+    that time: what :meth:`checker.lives.Lives._end_at_crashes` compares with its crash."""
+    out: dict[int, tuple[int, Op]] = {}
+    if not processes or not len(cols):
+        return out
+    want = np.array(sorted(set(processes)), dtype=np.int64)
+    rows = np.flatnonzero(np.isin(cols.process, want))
+    if not len(rows):
+        return out
+    order = rows[np.lexsort((rows, -cols.time[rows], cols.process[rows]))]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = cols.process[order[1:]] != cols.process[order[:-1]]
+    for r in order[first].tolist():
+        out[cols.process.item(r)] = (cols.time.item(r), cols.op(r))
+    return out
+
+
+def truthy(cols: RunColumns, name: str, rows: np.ndarray) -> np.ndarray:
+    """``bool(value)`` of field ``name`` of the ops at ``rows`` (False where it is absent)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    kinds = _kinds(cols, name)
+    code_of = np.array([_KIND_CODES[k] for k in kinds] or [0], dtype=np.int8)
+    codes = code_of[cols.shape[rows]] if len(rows) else np.zeros(0, dtype=np.int8)
+    out = np.zeros(len(rows), dtype=bool)
+    column = cols.fields.get(name)
+    if column is None:
+        return out
+    x = column[rows]
+    numeric = (codes == _KIND_CODES[INT]) | (codes == _KIND_CODES[FLOAT]) | (
+        codes == _KIND_CODES[BOOL])
+    out[numeric] = x[numeric] != 0
+    text = codes == _KIND_CODES[STR]
+    if text.any():
+        nonempty = np.array([bool(s) for s in cols.strings] or [False], dtype=bool)
+        out[text] = nonempty[x[text]]
+    return out
+
+
+def writes(paired: ColumnPairs, entry: Any) -> tuple[list[tuple[int, Any]], int]:
+    """:func:`checker.sessions.resource_log`'s writes of the column pairs, without the final
+    read: each write known from its completion (``entry``: :class:`checker.sessions.Entry`)
+    with its pair's place, and how many are not known."""
+    from harness.core.columns import TYPE_CODES
+
+    cols = paired.cols
+    w = _code(cols, "write")
+    if w < 0:
+        return [], 0
+    sel = np.flatnonzero(cols.f[paired.inv] == w)
+    inv, done = paired.inv[sel], paired.done[sel]
+    kinds = value_kinds(cols)
+    has_done = done >= 0
+    d = np.maximum(done, 0)
+    # (done or {}).get("value") or inv.get("value") or {}: a dict with keys, else none
+    src = np.where(has_done & (kinds[d] == 3), d, np.where(kinds[inv] == 3, inv, -1))
+    has_seq = (src >= 0) & has_field(cols, "value.seq")[np.maximum(src, 0)]
+    dtype = _types(cols, done)
+    known = has_done & (dtype != TYPE_CODES["info"]) & has_seq
+    unknown = int(len(sel) - known.sum())
+    known &= (dtype == TYPE_CODES["ok"]) | (dtype == TYPE_CODES["fail"])
+    k = np.flatnonzero(known)
+    src_k, inv_k = src[k], inv[k]
+    out = [(at, entry(int(seq), p, session, str(kind), token, accepted, lock=lock))
+           for at, seq, p, session, kind, token, accepted, lock in zip(
+               paired.col_positions()[sel[k]].tolist(), values(cols, "value.seq", src_k),
+               cols.process[inv_k].tolist(), values(cols, "value.session", src_k, None),
+               values(cols, "value.kind", src_k, None), values(cols, "token", inv_k, None),
+               (dtype[k] == TYPE_CODES["ok"]).tolist(),
+               lock_words(cols, np.full(len(k), -1, dtype=np.int64), inv_k), strict=True)]
+    return out, unknown
+
+
+def latencies(paired: ColumnPairs) -> dict[str, list[float]]:
+    """Per f, ``(done["time"] - inv["time"]) / 1e6`` of each call of the columns that
+    completed ok (the same floats: an int64 made a double, divided)."""
+    from harness.core.columns import TYPE_CODES
+
+    cols = paired.cols
+    ok = np.flatnonzero(_types(cols, paired.done) == TYPE_CODES["ok"])
+    inv, done = paired.inv[ok], paired.done[ok]
+    f = cols.f[inv]
+    ms = (cols.time[done] - cols.time[inv]) / 1e6
+    out: dict[str, list[float]] = {}
+    for code in np.flatnonzero(np.bincount(f, minlength=len(cols.fs))).tolist():
+        out[cols.fs[code]] = ms[f == code].tolist()
+    return out
+
+
+def refused_releases(paired: ColumnPairs) -> list[tuple[int, Pair]]:
+    """Each release of the columns that failed, as dicts, with its pair's place."""
+    from harness.core.columns import TYPE_CODES
+
+    cols = paired.cols
+    rel = _code(cols, "release")
+    if rel < 0:
+        return []
+    sel = np.flatnonzero((_types(cols, paired.done) == TYPE_CODES["fail"])
+                         & (cols.f[paired.inv] == rel))
+    return [(at, (cols.op(i), cols.op(d))) for at, i, d in zip(
+        paired.col_positions()[sel].tolist(), paired.inv[sel].tolist(),
+        paired.done[sel].tolist(), strict=True)]
+
+
+def count_types(cols: RunColumns) -> list[tuple[int, str, dict[str, int]]]:
+    """(index of its first op, f, ops by type) of each f of the columns."""
+    from harness.core.columns import TYPE_NAMES
+
+    if not len(cols):
+        return []
+    n_types = len(TYPE_NAMES)
+    counts = np.bincount(cols.f.astype(np.int64) * n_types + cols.type,
+                         minlength=len(cols.fs) * n_types).reshape(-1, n_types).tolist()
+    codes, first = np.unique(cols.f, return_index=True)
+    return [(cols.index.item(at), cols.fs[code], dict(zip(TYPE_NAMES, counts[code],
+                                                          strict=True)))
+            for code, at in zip(codes.tolist(), first.tolist(), strict=True)]
+
+
+def written_tokens(paired: ColumnPairs) -> list[tuple[int, Any, str | None]]:
+    """(invocation time, token, outcome: the completion's type, None: never completed) of
+    each write of the columns whose invocation carries a token that is not null."""
+    from harness.core.columns import TYPE_NAMES
+
+    cols = paired.cols
+    w = _code(cols, "write")
+    if w < 0:
+        return []
+    sel = np.flatnonzero(cols.f[paired.inv] == w)
+    inv, done = paired.inv[sel], paired.done[sel]
+    tokens = values(cols, "token", inv, None)
+    keep = [j for j, tok in enumerate(tokens) if tok is not None]
+    names = [*TYPE_NAMES, None]
+    dtype = _types(cols, done)
+    outcome = np.where(dtype == 255, len(TYPE_NAMES), dtype)
+    at = np.array(keep, dtype=np.int64)
+    return list(zip(cols.time[inv[at]].tolist(), [tokens[j] for j in keep],
+                    [names[c] for c in outcome[at].tolist()], strict=True))
+
+
+def increments(paired: ColumnPairs) -> tuple[int, int]:
+    """:class:`checker.lost_updates.LostUpdatesChecker`'s counts of the columns' writes of
+    kind ``increment``: (acknowledged, unknown)."""
+    from harness.core.columns import TYPE_CODES
+
+    cols = paired.cols
+    w = _code(cols, "write")
+    if w < 0:
+        return 0, 0
+    sel = np.flatnonzero(cols.f[paired.inv] == w)
+    kinds = values(cols, "value.kind", paired.inv[sel], None)
+    inc = np.array([k == "increment" for k in kinds], dtype=bool)
+    dtype = _types(cols, paired.done[sel])[inc]
+    return (int((dtype == TYPE_CODES["ok"]).sum()),
+            int(((dtype == 255) | (dtype == TYPE_CODES["info"])).sum()))
+
+
+# -- the linearizability checker's calls of a history in columns ---------------------------
+
+class FullRow(Mapping):  # type: ignore[type-arg]
+    """An op of :class:`RunColumns` as a read-only mapping: the fields every step reads
+    (process, type, f, time, index) from the columns, any other from the op's dict, made when
+    first asked (a witness's few ops). Equal to that dict."""
+
+    __slots__ = ("_op", "cols", "i")
+
+    def __init__(self, cols: RunColumns, i: int) -> None:
+        self.cols = cols
+        self.i = i
+        self._op: dict[str, Any] | None = None
+
+    def whole(self) -> dict[str, Any]:
+        if self._op is None:
+            self._op = self.cols.op(self.i)
+        return self._op
+
+    def __getitem__(self, key: str) -> Any:
+        cols, i = self.cols, self.i
+        if key == "process":
+            return cols.process.item(i)
+        if key == "type":
+            return TYPE_NAMES[cols.type.item(i)]
+        if key == "f":
+            return cols.fs[cols.f.item(i)]
+        if key == "time":
+            return cols.time.item(i)
+        if key == "index":
+            return cols.index.item(i)
+        return self.whole()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in _CORE:
+            return self[key]
+        return self.whole().get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.whole())
+
+    def __len__(self) -> int:
+        return len(self.whole())
+
+    def __eq__(self, other: object) -> bool:
+        return self.whole() == (dict(other) if isinstance(other, Mapping) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # (as a dict's)
+
+    def __repr__(self) -> str:
+        return repr(self.whole())
+
+
+_CORE = frozenset(("process", "type", "f", "time", "index"))
+
+
+def run_calls(paired: Any, rows: Any) -> list[Any]:
+    """:meth:`checker.calls.Paired.calls` of columns with every field: the calls at ``rows``,
+    each reading its ops as :class:`FullRow` (no dict made unless a field beyond the
+    columns' own is read) and its value when asked: what :func:`checker.calls.prepare` makes
+    of the ops' dicts, field for field."""
+    from checker.calls import RunRowCall
+
+    cols = paired.cols
+    names = cols.fs
+    ints: dict[int, int] = {}
+    share = ints.setdefault
+    out = []
+    add = out.append
+    for i, c_row, f, t, e, k, refused, proc in zip(
+            paired.irow[rows].tolist(), paired.crow[rows].tolist(), paired.f[rows].tolist(),
+            paired.start[rows].tolist(), paired.end[rows].tolist(),
+            paired.known[rows].tolist(), paired.refused[rows].tolist(),
+            paired.process[rows].tolist(), strict=True):
+        c = RunRowCall.__new__(RunRowCall)
+        c._cols = cols
+        c._irow = i
+        c._crow = c_row
+        c.f = names[f]
+        c.start = t
+        c.seq = i
+        c.process = share(proc, proc)
+        c.known = k
+        c.refused = refused
+        c.end = e if k else None
+        add(c)
+    return out
