@@ -73,3 +73,19 @@ def test_what_no_column_holds_is_refused() -> None:
     assert columns_of([{**base, "token": 1}, {**base, "index": 1, "token": 1.5}]) is None
     assert columns_of([{**base, "value": {"x": 2**64}}]) is None
     assert columns_of([{**base, "value": {"x": 1}}]) is not None
+
+
+@settings(max_examples=100, deadline=None)
+@given(histories())
+def test_a_row_reads_every_field_as_the_op_has_it(ops: list[dict[str, Any]]) -> None:
+    """A row (what a call of the linearizability check reads) is the op: its value, its
+    error, and a lock absent (KeyError) told from a lock null."""
+    h = merged_columns(ops)
+    if h is None:
+        return
+    by_index = {op["index"]: op for op in ops}
+    for i in range(len(h.clients)):
+        row, op = h.clients.row(i), by_index[int(h.clients.index[i])]
+        assert dict(row) == op
+        for key in ("value", "lock", "error", "time", "f"):
+            assert row.get(key, "absent") == op.get(key, "absent")

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.columns import TYPE_CODES, TYPE_NAMES, Columns
+from harness.core.columns import TYPE_CODES, TYPE_NAMES, Columns, Row
 from harness.core.history import Op
 
 # A field's kind in a shape: how its column holds it (int64, float64, a string's code, a bool
@@ -53,6 +53,11 @@ class RunColumns(Columns):
         self.shapes = shapes
         self.fields = fields
         self.strings = strings
+
+    def row(self, i: int) -> Row:
+        """The ``i``-th op as a read-only mapping (:class:`RunRow`: every field, not only the
+        core ones :class:`harness.core.columns.Row` reads)."""
+        return RunRow(self, i)
 
     def op(self, i: int) -> Op:
         i = int(i)
@@ -107,6 +112,20 @@ class RunColumns(Columns):
 
 
 _CORE_OR_LOCK = frozenset((*CORE, "lock"))
+_COLUMN_READ = frozenset(("index", *CORE))
+
+
+class RunRow(Row):
+    """An op of :class:`RunColumns`: its index, time, process, type and f read from their
+    columns, any other field (value, lock, error) from the op rebuilt: a row of plain
+    :class:`Columns` holds no value, and cannot tell a lock absent from a lock null."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _COLUMN_READ:
+            return super().__getitem__(key)
+        return self.cols.op(self.i)[key]
 
 
 def _flat(shape: Shape) -> set[tuple[str, str]]:
