@@ -34,6 +34,26 @@ class RunResult:
     def grants(self) -> list[dict[str, Any]]:
         return [op for op in self.history if op["f"] == "acquire" and op["type"] == "ok"]
 
+    def story(self) -> str:
+        """The output, then what a failed assertion needs once the CI machine (and the run's
+        directory) is gone: every grant with its token, every release's end and the faults,
+        in order, and each node's role changes from its log."""
+        lines = [self.output, "grants (process:token), releases and faults, in order:"]
+        for op in self.history:
+            t = f"{op['time'] / 1e9:7.3f} s"
+            if op["process"] == "nemesis" and op["type"] == "info":
+                lines.append(f"  {t} {op['f']} {op['value']} {op.get('targets') or ''}")
+            elif op["f"] == "acquire" and op["type"] == "ok":
+                lines.append(f"  {t} p{op['process']} granted token {op.get('token')}")
+            elif op["f"] == "release" and op["type"] != "invoke":
+                lines.append(f"  {t} p{op['process']} release {op['type']} "
+                             f"{op.get('error') or ''}".rstrip())
+        for log in sorted((self.run_dir / "logs").glob("n*")):
+            roles = [x for x in log.read_text(errors="replace").splitlines()
+                     if any(w in x for w in ("- LEADING", "- FOLLOWING", "- LOOKING"))]
+            lines += [f"{log.name}:", *(f"  {x[:160]}" for x in roles[-12:])]
+        return "\n".join(lines)
+
 
 def run(store: Path, *args: str) -> RunResult:
     proc = harness("run", "--store", str(store), "--quiet", *args)

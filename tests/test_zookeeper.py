@@ -51,7 +51,7 @@ def test_cutting_the_leader_off_elects_another_and_fencing_keeps_data_safe(
     (netfilter.source_nat), so a cut between two servers really cuts them."""
     r = run(store, "--db", "zookeeper", "--lock", "zookeeper-listener", "--workload", "fenced",
             "--nemesis", "partition-leader", "--time-limit", "12", "--seed", "3")
-    assert r.code == 0, r.output
+    assert r.code == 0, r.story()  # CI of 5b4f7f1: tokens 1 and 3 granted again at 12.9 s
     faults = r.test["faults"]
     assert faults and all(f["targets"][0] in ("n1", "n2", "n3") for f in faults)
     leading = sum(log.read_text().count("- LEADING\n") for log in (r.run_dir / "logs").glob("n*"))
