@@ -240,30 +240,10 @@ class RowCall(Call):
 
 class RunRowCall(RowCall):
     """A :class:`RowCall` of columns with every field
-    (:class:`harness.core.run_history.RunColumns`): its ops read as
-    :class:`checker.column_pairs.FullRow`, its value the invocation's, read when asked."""
+    (:class:`harness.core.run_history.RunColumns`, whose rows read every field as the op
+    has it): its value the invocation's, read when asked."""
 
     __slots__ = ()
-
-    @property  # type: ignore[override]
-    def inv(self) -> Op:
-        from checker.column_pairs import FullRow
-
-        return FullRow(self._cols, self._irow)  # type: ignore[return-value]
-
-    @property  # type: ignore[override]
-    def comp(self) -> Op | None:
-        from checker.column_pairs import FullRow
-
-        return None if self._crow < 0 else FullRow(self._cols, self._crow)  # type: ignore[return-value]
-
-    @property  # type: ignore[override]
-    def completion(self) -> dict[str, Any]:
-        if self.known:
-            from checker.column_pairs import FullRow
-
-            return FullRow(self._cols, self._crow)  # type: ignore[return-value]
-        return {"type": "info", "process": self.process, "f": self.f}
 
     @property  # type: ignore[override]
     def value(self) -> Any:
@@ -375,12 +355,10 @@ class Paired:
     def calls(self, rows: Any) -> list[Call]:
         """The calls at ``rows`` (positions here), as objects: :class:`RowCall`, or the
         :class:`Call` :func:`prepare` makes of the dicts, when the rows are of dicts."""
-        if self.ops is not None:
-            if getattr(self.ops, "cols", None) is self.cols:  # ops made of these columns
-                from checker.column_pairs import run_calls
-
-                return run_calls(self, rows)
+        full = self.ops is not None and getattr(self.ops, "cols", None) is self.cols
+        if self.ops is not None and not full:
             return self._dict_calls(rows)
+        row_call = RunRowCall if full else RowCall  # (ops made of these columns: every field)
         cols = self.cols
         names = cols.fs
         ints: dict[int, int] = {}  # one int object per process
@@ -391,12 +369,13 @@ class Paired:
                 self.irow[rows].tolist(), self.crow[rows].tolist(), self.f[rows].tolist(),
                 self.start[rows].tolist(), self.end[rows].tolist(), self.known[rows].tolist(),
                 self.refused[rows].tolist(), self.process[rows].tolist(), strict=True):
-            c = RowCall.__new__(RowCall)
+            c = row_call.__new__(row_call)
             c._cols = cols
             c._irow = i
             c._crow = c_row
             c.f = names[f]
-            c.value = None
+            if not full:
+                c.value = None
             c.start = t
             c.seq = i
             c.process = share(proc, proc)

@@ -11,15 +11,24 @@ Imported only for a history in columns (numpy).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
-from harness.core.columns import LOCK_ABSENT, TYPE_NAMES
+from harness.core.columns import LOCK_ABSENT
 from harness.core.history import Op, pairs
-from harness.core.run_history import BOOL, FLOAT, INT, NULL, STR, ColumnHistory, RunColumns
+from harness.core.run_history import (
+    BOOL,
+    FLOAT,
+    INT,
+    NULL,
+    STR,
+    ColumnHistory,
+    RunColumns,
+    item_or_slice,
+)
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
 
@@ -75,13 +84,9 @@ class ColumnPairs(Sequence[Pair]):
         return op(self.inv.item(j)), None if d < 0 else op(d)
 
     def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        i = int(i)
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError("pair index out of range")
+        return item_or_slice(i, len(self), self._at, "pair")
+
+    def _at(self, i: int) -> Pair:
         before = 0
         for at, pair in self.extra:
             if at == i:
@@ -482,92 +487,3 @@ def increments(paired: ColumnPairs) -> tuple[int, int]:
     dtype = _types(cols, paired.done[sel])[inc]
     return (int((dtype == TYPE_CODES["ok"]).sum()),
             int(((dtype == 255) | (dtype == TYPE_CODES["info"])).sum()))
-
-
-# -- the linearizability checker's calls of a history in columns ---------------------------
-
-class FullRow(Mapping):  # type: ignore[type-arg]
-    """An op of :class:`RunColumns` as a read-only mapping: the fields every step reads
-    (process, type, f, time, index) from the columns, any other from the op's dict, made when
-    first asked (a witness's few ops). Equal to that dict."""
-
-    __slots__ = ("_op", "cols", "i")
-
-    def __init__(self, cols: RunColumns, i: int) -> None:
-        self.cols = cols
-        self.i = i
-        self._op: dict[str, Any] | None = None
-
-    def whole(self) -> dict[str, Any]:
-        if self._op is None:
-            self._op = self.cols.op(self.i)
-        return self._op
-
-    def __getitem__(self, key: str) -> Any:
-        cols, i = self.cols, self.i
-        if key == "process":
-            return cols.process.item(i)
-        if key == "type":
-            return TYPE_NAMES[cols.type.item(i)]
-        if key == "f":
-            return cols.fs[cols.f.item(i)]
-        if key == "time":
-            return cols.time.item(i)
-        if key == "index":
-            return cols.index.item(i)
-        return self.whole()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if key in _CORE:
-            return self[key]
-        return self.whole().get(key, default)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.whole())
-
-    def __len__(self) -> int:
-        return len(self.whole())
-
-    def __eq__(self, other: object) -> bool:
-        return self.whole() == (dict(other) if isinstance(other, Mapping) else other)
-
-    __hash__ = None  # type: ignore[assignment]  # (as a dict's)
-
-    def __repr__(self) -> str:
-        return repr(self.whole())
-
-
-_CORE = frozenset(("process", "type", "f", "time", "index"))
-
-
-def run_calls(paired: Any, rows: Any) -> list[Any]:
-    """:meth:`checker.calls.Paired.calls` of columns with every field: the calls at ``rows``,
-    each reading its ops as :class:`FullRow` (no dict made unless a field beyond the
-    columns' own is read) and its value when asked: what :func:`checker.calls.prepare` makes
-    of the ops' dicts, field for field."""
-    from checker.calls import RunRowCall
-
-    cols = paired.cols
-    names = cols.fs
-    ints: dict[int, int] = {}
-    share = ints.setdefault
-    out = []
-    add = out.append
-    for i, c_row, f, t, e, k, refused, proc in zip(
-            paired.irow[rows].tolist(), paired.crow[rows].tolist(), paired.f[rows].tolist(),
-            paired.start[rows].tolist(), paired.end[rows].tolist(),
-            paired.known[rows].tolist(), paired.refused[rows].tolist(),
-            paired.process[rows].tolist(), strict=True):
-        c = RunRowCall.__new__(RunRowCall)
-        c._cols = cols
-        c._irow = i
-        c._crow = c_row
-        c.f = names[f]
-        c.start = t
-        c.seq = i
-        c.process = share(proc, proc)
-        c.known = k
-        c.refused = refused
-        c.end = e if k else None
-        add(c)
-    return out

@@ -16,7 +16,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -116,16 +116,45 @@ _COLUMN_READ = frozenset(("index", *CORE))
 
 
 class RunRow(Row):
-    """An op of :class:`RunColumns`: its index, time, process, type and f read from their
-    columns, any other field (value, lock, error) from the op rebuilt: a row of plain
-    :class:`Columns` holds no value, and cannot tell a lock absent from a lock null."""
+    """An op of :class:`RunColumns` as a read-only mapping, equal to its dict: the fields
+    every step of a check reads (index, time, process, type, f) from their columns, any other
+    (value, lock, error) from the op's dict, made when first asked (a witness's few ops). A
+    row of plain :class:`Columns` holds no value, and cannot tell a lock absent from null."""
 
-    __slots__ = ()
+    __slots__ = ("_op",)
+
+    def __init__(self, cols: Columns, i: int) -> None:
+        super().__init__(cols, i)
+        self._op: Op | None = None
+
+    def whole(self) -> Op:
+        if self._op is None:
+            self._op = self.cols.op(self.i)
+        return self._op
 
     def __getitem__(self, key: str) -> Any:
         if key in _COLUMN_READ:
             return super().__getitem__(key)
-        return self.cols.op(self.i)[key]
+        return self.whole()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in _COLUMN_READ:
+            return super().__getitem__(key)
+        return self.whole().get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.whole())
+
+    def __len__(self) -> int:
+        return len(self.whole())
+
+    def __eq__(self, other: object) -> bool:
+        return self.whole() == (dict(other) if isinstance(other, Mapping) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # (as a dict's)
+
+    def __repr__(self) -> str:
+        return repr(self.whole())
 
 
 def _flat(shape: Shape) -> set[tuple[str, str]]:
@@ -307,13 +336,9 @@ class ColumnHistory(Sequence[Op]):
         return len(self.clients) + len(self.others)
 
     def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        i = int(i)
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError("history index out of range")
+        return item_or_slice(i, len(self), self._at, "history")
+
+    def _at(self, i: int) -> Op:
         other = self._other_at.get(i)
         if other is not None:
             return other
@@ -356,6 +381,20 @@ class ColumnHistory(Sequence[Op]):
         if got is None:
             got = self.derived[ColumnHistory.client_pairs] = pair_rows(self.clients)
         return got  # type: ignore[no-any-return]
+
+
+def item_or_slice(i: Any, n: int, at: Any, what: str) -> Any:
+    """``seq[i]`` of a sequence of ``n`` items as a list reads it (a slice gives a list, a
+    negative index counts from the end, one out of range raises IndexError), each item
+    ``at(place)``: the read-only sequences of a history in columns index so."""
+    if isinstance(i, slice):
+        return [at(j) for j in range(*i.indices(n))]
+    i = int(i)
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise IndexError(f"{what} index out of range")
+    return at(i)
 
 
 def pair_rows(cols: Columns) -> tuple[np.ndarray, np.ndarray]:
