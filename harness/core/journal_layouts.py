@@ -22,10 +22,10 @@ from harness.core.columns import LOCK_ABSENT, LOCK_NULL, TYPE_CODES, Columns
 from harness.core.history import MAX_LINE, Op
 from harness.core.history_bulk import _F, _LOCK, _Int, _Nat, _Scalar, _Value
 from harness.core.run_history import (
-    _KIND,
     BOOL,
     FLOAT,
     INT,
+    KIND_OF,
     NULL,
     RunColumns,
     Shape,
@@ -197,7 +197,7 @@ def _layout_of(line: bytes) -> tuple[Shape, Op, dict[str, tuple[int, int]]] | No
             at += 1  # "{"
             for j, (k, x) in enumerate(v.items()):
                 at += (1 if j else 0) + len(orjson.dumps(k)) + 1
-                kind = _KIND.get(type(x))
+                kind = KIND_OF.get(type(x))
                 if kind is None:
                     return None
                 kinds.append((k, kind))
@@ -215,7 +215,7 @@ def _layout_of(line: bytes) -> tuple[Shape, Op, dict[str, tuple[int, int]]] | No
         if key in _CORE_OR_LOCK:
             out.append((key, None))
         else:
-            kind = _KIND.get(type(v))
+            kind = KIND_OF.get(type(v))
             if kind is None:
                 return None
             out.append((key, NULL if key == "value" else kind))

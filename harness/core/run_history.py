@@ -28,7 +28,7 @@ from harness.core.history import Op
 # A field's kind in a shape: how its column holds it (int64, float64, a string's code, a bool
 # as 0/1 in int64, null: no column)
 INT, FLOAT, STR, BOOL, NULL = "i", "f", "s", "b", "n"
-_KIND = {int: INT, float: FLOAT, str: STR, bool: BOOL, type(None): NULL}
+KIND_OF = {int: INT, float: FLOAT, str: STR, bool: BOOL, type(None): NULL}
 CORE = ("time", "process", "type", "f")  # every client op's own columns (after "index")
 Shape = tuple[tuple[str, Any], ...]  # (key, kind), or ("value", value's shape | NULL | None)
 
@@ -297,7 +297,7 @@ class _Held:
         kinds = set(map(type, values))
         if len(kinds) != 1:
             return None
-        kind = _KIND.get(kinds.pop())
+        kind = KIND_OF.get(kinds.pop())
         if kind is None or kind == NULL:
             return kind
         want = np.float64 if kind == FLOAT else np.int64
