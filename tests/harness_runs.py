@@ -79,6 +79,19 @@ def history(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
 
 
+def near_faults(ops: list[dict[str, Any]], within: float = 0.5) -> list[str]:
+    """One line per op (client or nemesis) within ``within`` s of a nemesis op, in order."""
+    marks = [op["time"] for op in ops if op["process"] == "nemesis"]
+    ns = within * 1e9
+    out = []
+    for op in ops:
+        if any(abs(op["time"] - t) <= ns for t in marks):
+            detail = op.get("detail") or op.get("error") or ""
+            out.append(f"  {op['time'] / 1e9:8.3f} s  {op['process']!s:>8} {op['type']:<6} "
+                       f"{op['f']} {op.get('value')!r} {detail}".rstrip())
+    return out
+
+
 def run_docker(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
     """`harness run --backend docker` into ``store``."""
     return run(store, "--backend", "docker", *args)

@@ -41,7 +41,7 @@ from harness.controller.registry import default_registry
 from harness.controller.spec import TestSpec, nemesis_name
 from harness.core.errors import UsageError
 from nemesis.topology import KINDS
-from tests.harness_runs import harness, history, own_rules
+from tests.harness_runs import harness, history, near_faults, own_rules
 
 # The module's runs are made once, by the fixture, in the first test's set-up: about 440 s on
 # an idle machine of 2 cores. The per-test bound (600 s) is for one test, not for the matrix.
@@ -418,19 +418,6 @@ def explain(reason: str, got: Outcome) -> str:
         lines += ["ops within 0.5 s of a fault's start or end:",
                   *near_faults(history(got.run_dir))]
     return "\n".join(lines)
-
-
-def near_faults(ops: list[dict[str, Any]], within: float = 0.5) -> list[str]:
-    """One line per op (client or nemesis) within ``within`` s of a nemesis op, in order."""
-    marks = [op["time"] for op in ops if op["process"] == "nemesis"]
-    ns = within * 1e9
-    out = []
-    for op in ops:
-        if any(abs(op["time"] - t) <= ns for t in marks):
-            detail = op.get("detail") or op.get("error") or ""
-            out.append(f"  {op['time'] / 1e9:8.3f} s  {op['process']!s:>8} {op['type']:<6} "
-                       f"{op['f']} {op.get('value')!r} {detail}".rstrip())
-    return out
 
 
 def cut_among_nodes(run_dir: Path, nemesis: str) -> None:

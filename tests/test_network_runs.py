@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness_runs import alive, harness, history, own_rules, run
+from tests.harness_runs import alive, harness, history, near_faults, own_rules, run
 
 pytestmark = pytest.mark.servers
 
@@ -82,7 +82,9 @@ def test_redlock_never_believes_a_stalled_grant(store: Path) -> None:
     code, results, run_dir, out = run(store, "--db", "redis-masters", "--lock", "redlock",
                                       "--nemesis", "stall-grant", "--time-limit", "12",
                                       "--seed", "1")
-    assert code == 0, out
+    # CI of 473c50b: UNKNOWN once (a stalled client completed an acquire inside its stall)
+    assert code == 0, "\n".join([out, "ops within 0.5 s of a fault's start or end:",
+                                  *near_faults(history(run_dir))])
     assert results["checks"]["faults"]["fault-count"] >= 1
     stops = nemesis_ops(run_dir, "stall-grant", "stop")
     assert all(s["detail"]["grant-held-on"].startswith(f"{s['targets'][0]}>n") for s in stops)
