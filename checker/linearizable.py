@@ -42,6 +42,7 @@ from checker.wgl import INVALID, UNKNOWN, VALID, Budget, Part, PartResult
 from checker.witness import jsonable
 from harness.core.heap import gc_paused
 from harness.core.history import NEMESIS, Op
+from harness.core.history_parts import is_columns
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
     op's process, f and outcome, which columns hold, not its value or token
     (``fenced-mutex`` compares tokens). None otherwise, and below ``ROWS_FROM`` ops (arrays
     cost more than they save there)."""
-    if model.step is not mutex_step or len(history) < ROWS_FROM or _in_columns(history):
+    if model.step is not mutex_step or len(history) < ROWS_FROM or is_columns(history):
         return None  # (a history in columns: its own way, else the calls as objects)
     try:
         processes = list(map(dict.get, history, repeat("process")))
@@ -178,11 +179,6 @@ def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
     return paired
 
 
-def _in_columns(history: Any) -> bool:
-    module = sys.modules.get("harness.core.run_history")
-    return module is not None and isinstance(history, module.ColumnHistory)
-
-
 def _paired_run_columns(history: Any, model: Model) -> Paired | None:
     """A run's merged history in columns (:class:`harness.core.run_history.ColumnHistory`)
     paired as arrays, where :func:`prepare` of the whole history would give the same calls:
@@ -190,7 +186,7 @@ def _paired_run_columns(history: Any, model: Model) -> Paired | None:
     call of the model among the ops held as dicts (the final read's is none: it is counted
     ignored, as prepare counts it), and every call on a named lock or none where no op has a
     ``key``. The calls are made of the ops' dicts (each made when asked), as prepare's."""
-    if not _in_columns(history) or model.step is not mutex_step:
+    if not is_columns(history) or model.step is not mutex_step:
         return None
     from checker.sessions import columns_of_history
 

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from harness.core.checks import derive, is_columns
 from harness.core.history import FAIL, INFO, INVOKE, OK, Op, pairs, seconds
+from harness.core.history_parts import last_time
 
 
 @dataclass(slots=True)
@@ -113,13 +114,7 @@ def _columns_well_formed(history: Any) -> bool:
     return well_formed(history.clients)
 
 
-def horizon(history: Sequence[Op]) -> int:
-    if columnar(history):  # the columns' latest time, and the others' times
-        cols = history.clients  # type: ignore[attr-defined]
-        times = [int(cols.time.max())] if len(cols) else []
-        return max((*times, *(op["time"] for op in history.others)),  # type: ignore[attr-defined]
-                   default=0)
-    return max((op["time"] for op in history), default=0)
+horizon = last_time  # the history's last time (0 when empty), from its columns when it has them
 
 
 def grants(history: Sequence[Op], paired: Pairs | None = None) -> list[Grant]:

@@ -7,12 +7,12 @@ violation found is real whatever else happened, and nothing unknown passes as va
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, SupportsIndex, TypeVar
 
 from harness.core.heap import collector_paused
 from harness.core.history import Op
+from harness.core.history_parts import is_columns
 
 CheckFn = Callable[..., dict[str, Any]]
 VALID_VALUES = (True, False, "unknown")
@@ -131,13 +131,6 @@ class Shared(list[Op]):
         if type(history) is cls or is_columns(history):
             return history  # type: ignore[return-value]
         return cls(history)
-
-
-def is_columns(history: object) -> bool:
-    """Is ``history`` a :class:`harness.core.run_history.ColumnHistory`? (Told without
-    importing numpy: no history is one unless that module was imported.)"""
-    module = sys.modules.get("harness.core.run_history")
-    return module is not None and isinstance(history, module.ColumnHistory)
 
 
 T = TypeVar("T")

@@ -9,18 +9,23 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from harness.core.history import NEMESIS, Op
 
 
-def column_history(history: Sequence[Op]) -> object | None:
-    """``history`` when it is a ColumnHistory, else None (numpy is imported only for one)."""
-    if type(history).__name__ != "ColumnHistory":
-        return None
-    from harness.core.run_history import ColumnHistory
+def is_columns(history: object) -> bool:
+    """Is ``history`` a :class:`harness.core.run_history.ColumnHistory`? (Told without
+    importing numpy: no history is one unless that module was imported.)"""
+    module = sys.modules.get("harness.core.run_history")
+    return module is not None and isinstance(history, module.ColumnHistory)
 
-    return history if isinstance(history, ColumnHistory) else None
+
+def column_history(history: Sequence[Op]) -> object | None:
+    """``history`` when it is a ColumnHistory (:func:`is_columns`), else
+    None."""
+    return history if is_columns(history) else None
 
 
 def nemesis_ops(history: Sequence[Op]) -> list[Op]:
@@ -32,11 +37,6 @@ def nemesis_ops(history: Sequence[Op]) -> list[Op]:
 
 def last_time(history: Sequence[Op]) -> int:
     """``max(op["time"] for op in history)``, 0 for an empty history."""
-    h = column_history(history)
-    if h is None:
-        return max((op["time"] for op in history), default=0)
-    times = [op["time"] for op in h.others]  # type: ignore[attr-defined]
-    clients = h.clients  # type: ignore[attr-defined]
-    if len(clients):
-        times.append(clients.time.max().item())
-    return max(times, default=0)
+    if is_columns(history):
+        return history.horizon()  # type: ignore[attr-defined, no-any-return]
+    return max((op["time"] for op in history), default=0)
