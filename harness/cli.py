@@ -274,7 +274,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
     from harness.controller.cleanup import clean
 
     given = load(args.hosts) if args.hosts is not None else None  # a bad file: exit 64 now
-    out = clean(force=args.force)
+    out = clean(force=args.force, store=args.store)
     for err in out.errors:
         print(f"harness: {err}", file=sys.stderr)
     print(f"clean: {out.runs} run(s) cleaned, {out.rules} iptables rule(s), {out.containers} "

@@ -205,6 +205,9 @@ def build_parser(only: str | None = None) -> Parser:
     if want("clean"):
         cl = sub.add_parser("clean", help="remove anything runs left behind")
         cl.add_argument("--force", action="store_true", help="also stop runs still in progress")
+        cl.add_argument("--store", type=Path, metavar="DIR",
+                        help="only the runs of this store and what they left (default: every "
+                             "run on this machine)")
         cl.add_argument("--hosts", type=Path, metavar="HOSTS.toml",
                         help="also clean the ssh backend's hosts in this file")
 

@@ -16,10 +16,10 @@ from tests.harness_runs import docker_engine, harness
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Path]:
-    """A results store of the test's own; afterwards, `harness clean` removes what dead runs
-    left (never other live runs: no --force)."""
+    """A results store of the test's own; afterwards, `harness clean --store` removes what its
+    dead runs left: never what another test (in another xdist worker) made, nor a live run."""
     yield tmp_path / "results"
-    harness("clean")
+    harness("clean", "--store", str(tmp_path / "results"))
 
 
 @pytest.fixture

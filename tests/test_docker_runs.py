@@ -83,7 +83,7 @@ def test_interrupted_runs_leave_nothing_after_clean(docker_client: Any, tmp_path
             proc.send_signal(signal.SIGINT)
         code = proc.wait(120)
         assert code in (0, 1, 3), f"run {i} exited {code}"
-    harness("clean")
+    harness("clean", "--store", str(store))
     run_ids = [f"{d.parent.name}/{d.name}" for d in store.glob("*/*") if d.is_dir()]
     assert len(run_ids) >= 7, run_ids
     for run_id in run_ids:  # only this test's runs: other runs may be live on this machine

@@ -131,7 +131,7 @@ def test_harness_clean_undoes_the_patch_a_killed_run_left(store: Path) -> None:
     recorded = json.loads((run_dir / vdso_clock.RECORD).read_text())["pids"]
     pids = {int(p): s for p, s in recorded.items()}
     assert len(pids) == 3 and all(vdso_clock.patched(p) is not None for p in pids)
-    proc = harness("clean")
+    proc = harness("clean", "--store", str(store))
     assert proc.returncode == 0, proc.stderr
     for pid in pids:
         assert f"undid the vDSO clock patch in pid {pid}" in proc.stdout

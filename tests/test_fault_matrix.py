@@ -372,7 +372,7 @@ def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     took = time.monotonic() - t0
     print(f"\nfault matrix: {len(todo)} runs and refusals in {took:.0f} s wall")
     yield done
-    harness("clean")
+    harness("clean", "--store", str(base))
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.id, marks=() if e.ci else

@@ -654,7 +654,7 @@ def test_a_run_killed_with_sigkill_is_never_valid_on_recheck(store: Path) -> Non
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
     run_dir = (store / "latest").resolve()
-    harness("clean")
+    harness("clean", "--store", str(store))
     checked = harness("check", str(run_dir), timeout=120)
     assert checked.returncode == 2, checked.stdout + checked.stderr
     results = json.loads((run_dir / "results.json").read_text())

@@ -8,7 +8,8 @@ project's chain, its labelled containers and networks and the mounts of those co
 test first asserts each of them is there (so that "nothing left" means clean removed it),
 then that nothing is left. Local Redis and the link proxy have their own such tests
 (``test_runs.py``, ``test_network_runs.py``); the ssh backend's are slow
-(``test_ssh_backend.py``).
+(``test_ssh_backend.py``). ``harness clean --store`` touches only that store's runs: what the
+tests use, beside one another.
 """
 
 from __future__ import annotations
@@ -16,13 +17,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.controller import syncfs_mounts
+from harness.controller.cleanup import mark_active
 from harness.controller.places import scratch_dir
+from harness.controller.procs import ProcessTable
+from harness.controller.store import RunDir
+from harness.core.atomic import write_json
 from tests.harness_runs import alive, docker_engine, harness, killed_mid_run, own_rules
 
 pytestmark = [pytest.mark.servers]
@@ -103,7 +110,7 @@ def test_clean_removes_everything_a_run_killed_with_sigkill_left(
         assert own_rules(run_dir), "the partition's rules stay after the kill"
         merged = []
 
-    cleaned = harness("clean")
+    cleaned = harness("clean", "--store", str(store))
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
 
     left = sorted(p for p in running if alive(p))
@@ -133,9 +140,41 @@ def test_clean_unmounts_the_power_loss_filesystem_a_killed_run_left(
     fs_pid = json.loads((run_dir / "pids.json").read_text())["processes"]["syncfs-n1"][0]
     assert alive(fs_pid), "and so does its filesystem's process"
 
-    cleaned = harness("clean")
+    cleaned = harness("clean", "--store", str(store))
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     assert not syncfs_mounts.mounted(Path(mounted["n1"])), "the mount left after clean"
     assert not alive(fs_pid), "the filesystem's process left after clean"
     assert str(run_dir) not in mounts()
 
+
+
+def test_clean_of_a_store_leaves_what_another_store_made(tmp_path: Path) -> None:
+    """Two dead runs (their controller gone, a server each left running), in stores a and b:
+    `harness clean --store a` ends a's and leaves b's, process and mark, to `--store b`."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    tag = uuid.uuid4().hex[:8]
+    servers, markers = {}, {}
+    for store in ("a", "b"):
+        run = RunDir(tmp_path / store / "t" / tag)
+        run.path.mkdir(parents=True)
+        servers[store] = ProcessTable(run.pids).spawn("n1", ["sleep", "120"], run.path / "n1.log")
+        markers[store] = mark_active(run, f"t-{store}/{tag}")
+        write_json(markers[store], {**json.loads(markers[store].read_text()),
+                                    "controller": gone.pid, "controller_started": 1})
+    try:
+        a = harness("clean", "--store", str(tmp_path / "a"))
+        assert a.returncode == 0, a.stderr
+        assert "clean: 1 run(s) cleaned" in a.stdout, a.stdout
+        assert f"killed n1 (pid {servers['a'].pid}) of t-a/{tag}" in a.stdout, a.stdout
+        assert not alive(servers["a"].pid) and not markers["a"].exists()
+        assert alive(servers["b"].pid) and markers["b"].exists()
+        b = harness("clean", "--store", str(tmp_path / "b"))
+        assert "clean: 1 run(s) cleaned" in b.stdout, b.stdout
+        assert not alive(servers["b"].pid) and not markers["b"].exists()
+    finally:
+        for server in servers.values():
+            server.kill()
+            server.wait()
+        for marker in markers.values():
+            marker.unlink(missing_ok=True)

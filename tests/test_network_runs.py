@@ -228,7 +228,7 @@ def test_clean_removes_the_proxy_and_the_loss_of_a_killed_run(store: Path) -> No
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
     pids = json.loads((run_dir / "pids.json").read_text())["processes"]
-    cleaned = harness("clean")
+    cleaned = harness("clean", "--store", str(store))
     assert cleaned.returncode == 0, cleaned.stderr
     time.sleep(0.5)
     left = [f"{name}:{pid}" for name, (pid, _) in pids.items() if alive(pid)]

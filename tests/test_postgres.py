@@ -207,7 +207,7 @@ def test_clean_stops_the_postgres_of_a_killed_run(store: Path) -> None:
     pid = json.loads((run_dir / "pids.json").read_text())["processes"]["n1"][0]
     backends = [int(p) for p in os.listdir("/proc") if p.isdigit() and ppid(int(p)) == pid]
     assert backends, "the postmaster should have backends"
-    cleaned = harness("clean")
+    cleaned = harness("clean", "--store", str(store))
     assert cleaned.returncode == 0, cleaned.stderr
     time.sleep(0.5)
     left = [p for p in (pid, *backends) if alive(p)]

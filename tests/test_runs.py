@@ -148,7 +148,7 @@ def test_kill_9_of_the_controller_keeps_the_history_and_clean_removes_everything
     assert (run_dir / "history.jsonl").exists() and (run_dir / "results.json").exists()
     assert "acquire" in (run_dir / "history.jsonl").read_text()
 
-    cleaned = harness("clean")
+    cleaned = harness("clean", "--store", str(store))
     assert cleaned.returncode == 0, cleaned.stderr
     time.sleep(0.5)
     left = [f"{name}:{pid}" for name, (pid, _) in pids.items() if alive(pid)]

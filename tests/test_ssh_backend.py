@@ -207,7 +207,7 @@ def test_a_busy_host_is_refused_and_a_killed_run_is_cleaned(hosts: Path, store: 
         first.wait(10)
         h = load(hosts)
         assert "redis-server" in on_host(h, 0, "ps -eo comm="), "the dead run left its server"
-        proc = harness("clean", "--hosts", str(hosts))
+        proc = harness("clean", "--store", str(store), "--hosts", str(hosts))
         assert proc.returncode == 0, proc.stderr
         assert f"clean --hosts {hosts}: 1 run(s) removed" in proc.stdout, proc.stdout
         assert_nothing_left(hosts)
@@ -222,7 +222,7 @@ def test_plain_clean_finds_the_hosts_of_a_killed_run(hosts: Path, store: Path) -
     proc = start_and_wait_ready(hosts, store, "--nemesis", "pause")
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
-    out = harness("clean")
+    out = harness("clean", "--store", str(store))
     assert out.returncode == 0, out.stderr
     assert f"clean --hosts {hosts}: 1 run(s) removed" in out.stdout, out.stdout
     assert_nothing_left(hosts)

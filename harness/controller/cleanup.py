@@ -1,6 +1,9 @@
 """What runs leave behind, and removing it: the machine-wide list of runs in progress (so that
 ``harness clean`` finds a dead run's processes whatever store it used), its processes by pid,
-its iptables rules by the project's chain and comment, its containers and networks by label."""
+its iptables rules by the project's chain and comment, its containers and networks by label.
+``harness clean --store DIR`` touches only the dead runs of that store and what they recorded
+(their processes, mounts, scratch, rules and containers by their run ids), never a sweep of
+the machine: a test cleans up what it made, beside tests and runs it did not make."""
 
 from __future__ import annotations
 
@@ -78,11 +81,25 @@ class Cleaned:
     hosts_files: list[str] = field(default_factory=list)  # of dead ssh runs: clean those hosts
 
 
-def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
-    """Remove what dead runs left (and, with ``force``, stop live ones)."""
+def _run_ids() -> set[str]:
+    """The run id of every run marked in progress now."""
+    return {str(data.get("run_id", marker.stem)) for marker, data in active_runs()}
+
+
+def _within(run_dir: object, store: Path) -> bool:
+    return Path(str(run_dir or "/")).resolve().is_relative_to(store.resolve())
+
+
+def clean(force: bool = False, say: Callable[[str], None] = print, store: Path | None = None
+          ) -> Cleaned:
+    """Remove what dead runs left (and, with ``force``, stop live ones): of every run on this
+    machine, or (``store``) only of that store's runs."""
     out = Cleaned()
     live_runs: set[str] = set()
+    gone: set[str] = set()  # the run ids cleaned here
     for marker, data in active_runs():
+        if store is not None and not _within(data.get("run_dir"), store):
+            continue
         run_id = str(data.get("run_id", marker.stem))
         controller = int(data.get("controller", 0) or 0)
         started = data.get("controller_started")
@@ -112,20 +129,31 @@ def clean(force: bool = False, say: Callable[[str], None] = print) -> Cleaned:
             shutil.rmtree(scratch, ignore_errors=True)
             say(f"removed {scratch} of {run_id}")
         marker.unlink(missing_ok=True)
+        gone.add(run_id)
         out.runs += 1
     remove_stale_sockets(active_dir() / "ssh")
+    # A sweep keeps the runs marked when it looks (after it listed what it may remove: a run
+    # marks itself before it makes anything), not only those found live above: a run that
+    # started meanwhile is no leftover.
     if shutil.which("dockerd") or os.path.exists("/var/run/docker.sock"):
         try:
             from harness.controller.backends import docker as docker_backend
 
-            out.containers, out.networks = docker_backend.leftovers(
-                docker_backend.client(), {r.replace(":", "/", 1) for r in live_runs})
+            c = docker_backend.client()
+            if store is None:
+                out.containers, out.networks = docker_backend.leftovers(c, _run_ids)
+            for run_id in sorted(gone) if store is not None else []:
+                n = docker_backend.remove_run(c, run_id)
+                out.containers, out.networks = out.containers + n[0], out.networks + n[1]
         except HarnessError:
             pass
     if os.geteuid() == 0 and shutil.which("iptables"):
+        ours = {r.replace("/", ":") for r in gone}
         try:
-            out.rules = netfilter.remove_rules(lambda owner: owner not in live_runs)
-            if not live_runs:  # a live run may be adding rules: its chains' jumps must stay
+            out.rules = netfilter.remove_rules(
+                ours.__contains__ if store is not None else
+                lambda owner: owner not in {r.replace("/", ":") for r in _run_ids()})
+            if store is None and not _run_ids():  # a run may be adding rules: its jumps stay
                 netfilter.remove_chain_if_empty()
         except HarnessError as e:
             out.errors.append(str(e))

@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -532,14 +532,16 @@ def remove_labelled(c: Any, selector: str) -> tuple[int, int]:
     return len(containers), len(networks)
 
 
-def leftovers(c: Any, live: set[str]) -> tuple[int, int]:
-    """``harness clean``: remove what runs that are no longer alive left behind."""
+def leftovers(c: Any, live: Callable[[], set[str]]) -> tuple[int, int]:
+    """``harness clean``: remove what runs that are no longer alive left behind (``live``: the
+    run ids in progress, asked after the listing, so that a run that began meanwhile stays)."""
     runs = {ctr.labels.get(RUN_LABEL) for ctr in c.containers.list(
         all=True, filters={"label": RUN_LABEL})}
     runs |= {net.attrs.get("Labels", {}).get(RUN_LABEL) for net in c.networks.list(
         filters={"label": RUN_LABEL})}
     total = (0, 0)
-    for run_id in sorted(r for r in runs if r and r not in live):
+    keep = live()
+    for run_id in sorted(r for r in runs if r and r not in keep):
         n = remove_run(c, run_id)
         total = (total[0] + n[0], total[1] + n[1])
     return total
