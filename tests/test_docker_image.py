@@ -5,7 +5,8 @@ then checks what the docker backend relies on: Redis is the libc-malloc build; a
 labelled bridge network answers PING, can be paused with SIGSTOP, cut off with iptables inside
 the container (cap NET_ADMIN), and have its clock moved with libfaketime.
 
-Skipped (with the reason) only when no Docker engine answers: `bash docker/engine.sh` starts one.
+Skipped (with the reason) only when no Docker engine answers, a failure under
+`--harness-require-servers` (CI): `bash docker/engine.sh` starts one.
 Every container and network made here carries the labels lock-harness=1 and
 lock-harness.test=<run id>, and is removed by that label at the end.
 """
@@ -21,11 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import docker  # a dependency of the harness (pyproject.toml): never a reason to skip
 import pytest
-
-docker = pytest.importorskip("docker", reason="the docker SDK (pip install docker) is missing")
-
-from docker.errors import DockerException, NotFound  # noqa: E402
+from docker.errors import DockerException, NotFound
 
 pytestmark = pytest.mark.docker
 

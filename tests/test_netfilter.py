@@ -14,9 +14,10 @@ import pytest
 
 from harness.controller import netfilter
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("iptables")),
-    reason="needs root, unshare and iptables")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="iptables needs root"),
+    pytest.mark.skipif(not (shutil.which("unshare") and shutil.which("iptables")),
+                       reason="unshare or iptables missing: run `bash setup.sh`")]
 
 
 def test_a_drop_rule_carries_the_comment_and_loss_its_chance() -> None:
