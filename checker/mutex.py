@@ -34,7 +34,7 @@ from itertools import accumulate
 from operator import attrgetter
 from typing import Any
 
-from checker.base import Checker
+from checker.base import MAX_LISTED, Checker
 from checker.intervals import overlapping
 from checker.lives import Lives
 from checker.sessions import (
@@ -47,8 +47,6 @@ from checker.sessions import (
 from harness.core.heap import gc_paused
 from harness.core.history import Op, seconds
 from harness.core.text import line
-
-MAX_LISTED = 50
 
 
 def lock_overlaps(gs: list[Grant], limit: int = MAX_LISTED
@@ -161,6 +159,8 @@ def grant_record(g: Grant) -> dict[str, Any]:
            "token": g.token}
     if g.crashed:
         out["crashed"] = seconds(g.end) if g.end is not None else None
+    elif g.release is not None:
+        out["release"] = g.release  # how its release ended: ok, fail (refused), info
     return out
 
 
