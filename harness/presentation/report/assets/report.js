@@ -268,19 +268,22 @@ function draw() {
   g.fillStyle = "#1f2328"; g.font = "12px system-ui,sans-serif";
   g.fillText("faults", 8, AXIS_H + 15);
   for (k = 0; k < NL; k++) g.fillText(M.lanes[k], 8, laneY(k) + laneH / 2 + 4);
-  placeMarkers(); CH.draw();
+  var unflagged = placeMarkers(); CH.draw();
   document.getElementById("window").textContent =
     s3(view.a) + " – " + s3(view.b) + " s  (" + fmtDur(view.b - view.a) + " in view)";
-  document.getElementById("mode").textContent = dense
+  document.getElementById("mode").textContent = (dense
     ? dense.toLocaleString() + " ops in view are drawn per pixel column (more ops than " +
       "pixels: a column shows every outcome in it)" +
       (single ? ", " + single.toLocaleString() + " one by one" : "") +
       ". Zoom in to see single ops."
     : single.toLocaleString() + " ops in view, each drawn as its own bar." +
-      (densityInView ? " Faint columns: ops this page does not embed one by one." : "");
+      (densityInView ? " Faint columns: ops this page does not embed one by one." : "")) +
+    (unflagged ? " " + unflagged + " of the violations in view are outlined without a flag " +
+      "(no room for one): zoom in, or step through them all with ‹ previous / next ›." : "");
+  document.body.dataset.unflagged = String(unflagged);
 }
-function placeMarkers() {  // HTML flags over the timeline: two rows, the selected one on top
-  var rows = [-1e9, -1e9];
+function placeMarkers() {  // HTML flags over the timeline: two rows, the selected one on top;
+  var rows = [-1e9, -1e9], unflagged = 0;  // returns how many in view got no flag
   byTime.forEach(function (v) {  // left to right, so a row is free once a flag's width is past
     var m = v.mark || (v.mark = document.getElementById("vm-" + v.n));
     if (!m) return;
@@ -289,11 +292,15 @@ function placeMarkers() {  // HTML flags over the timeline: two rows, the select
       for (var r = 0; r < rows.length && row < 0; r++) if (x >= rows[r] + 24) row = r;
     }
     if (v.n === sel && inView && row < 0) row = 0;
-    if (row < 0) { m.style.display = "none"; m.dataset.visible = "0"; return; }
+    if (row < 0) {
+      m.style.display = "none"; m.dataset.visible = "0"; if (inView) unflagged++;
+      return;
+    }
     rows[row] = x;
     m.style.display = "block"; m.dataset.visible = "1";
     m.style.left = (x - 1) + "px"; m.style.top = (2 + row * 18) + "px";
   });
+  return unflagged;
 }
 
 // the charts (charts.js) share the view, the axis and the zoom ------------------------------
