@@ -346,5 +346,12 @@ def test_a_holder_whose_release_was_refused_is_not_said_to_have_released() -> No
     refused.update(type="fail", error="not-held: the lock had expired or was taken")
     results = check_history(history, {"workload": "mutex", "ttl": 2.0})
     [inc] = incidents(history, results)
-    assert "(its release refused at 6.21 s)" in inc.title()
+    first = results["checks"]["mutex"]["lock-overlaps"][0]["first"]
+    assert (first["release"], first["release-error"]) == ("fail", refused["error"])
+    from checker.mutex import MutexChecker
+    from tests.test_columns_report import both
+
+    assert [MutexChecker.check(x) for x in both(history)] == [results["checks"]["mutex"]] * 2
+    assert ("(its release refused at 6.21 s: not-held: the lock had expired or was taken)"
+            in inc.title())
     assert "released at" not in inc.title()

@@ -93,7 +93,8 @@ class Incident:
             h = self.holder
             released = ("never released" if h.get("released") is None
                         else f"{RELEASED.get(h.get('release'), 'released')} at "
-                             f"{h['released']:.2f} s")
+                             f"{h['released']:.2f} s" + (f": {h['release-error']}" if
+                                                          h.get("release-error") else ""))
             if isinstance(h.get("crashed"), int | float):
                 released = f"crashed at {h['crashed']:.2f} s"
             lock = "the lock" if h.get("lock", "lock") == "lock" else f"lock {h['lock']!r}"
@@ -162,6 +163,7 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
                     "process": first["process"], "acquired": float(first["acquired"]),
                     "released": first.get("released"), "crashed": first.get("crashed"),
                     "release": first.get("release"),
+                    "release-error": first.get("release-error"),
                     "lock": lock})
                 out.append(holders[key])
             holders[key].violations.append(v)
