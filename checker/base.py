@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from typing import ClassVar
 
 
+MAX_LISTED = 1000  # items of one violation kind a result lists (the first ones; its count is exact)
+
+
 class Checker:
     name: ClassVar[str]
     summary: ClassVar[str]

@@ -16,7 +16,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from checker.base import Checker
+from checker.base import MAX_LISTED, Checker
 from checker.lives import Lives
 from checker.sessions import (
     Grant,
@@ -30,8 +30,6 @@ from checker.sessions import (
 from harness.core.heap import gc_paused
 from harness.core.history import OK, Op, seconds
 from harness.core.text import line
-
-MAX_LISTED = 50
 
 
 def stale_acceptances(entries: list[Any]) -> tuple[list[dict[str, Any]], int]:

@@ -25,12 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from checker.base import Checker
+from checker.base import MAX_LISTED, Checker
 from checker.lives import Lives
 from checker.sessions import column_pairs_of, final_read, final_state
 from harness.core.history import INFO, OK, Op
-
-MAX_LISTED = 50
 
 
 def sent_operations(history: Sequence[Op]) -> tuple[dict[str, int], list[str], int, int]:

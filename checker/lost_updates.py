@@ -14,12 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from checker.base import Checker
+from checker.base import MAX_LISTED, Checker
 from checker.lives import Lives
 from checker.sessions import column_pairs_of, final_read
 from harness.core.history import INFO, OK, Op
-
-MAX_LISTED = 50
 
 
 def moved(before: int, after: int) -> str:

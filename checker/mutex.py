@@ -34,21 +34,21 @@ from itertools import accumulate
 from operator import attrgetter
 from typing import Any
 
-from checker.base import Checker
+from checker.base import MAX_LISTED, Checker
 from checker.intervals import overlapping
 from checker.lives import Lives
 from checker.sessions import (
     Entry,
     Grant,
+    Pairs,
+    column_pairs_of,
     entries_by_lock,
     resource_log,
     writes_in_lock_transaction,
 )
 from harness.core.heap import gc_paused
-from harness.core.history import Op, seconds
+from harness.core.history import FAIL, Op, seconds
 from harness.core.text import line
-
-MAX_LISTED = 50
 
 
 def lock_overlaps(gs: list[Grant], limit: int = MAX_LISTED
@@ -140,14 +140,27 @@ def _fenwick_count(leases: list[tuple[int, float]], bs: list[Grant]) -> int:
     return count
 
 
-def overlap_record(a: Grant, b: Grant, end: int) -> dict[str, Any]:
+def refusals(paired: Pairs, gs: list[Grant]) -> dict[tuple[int, int], Any]:
+    """Why the lock refused the releases of ``gs`` that failed: (process, release invoked)
+    -> the release's ``error`` (the pairs are read only when one of them failed)."""
+    wanted = {(g.process, g.end) for g in gs if g.release == FAIL}
+    if not wanted:
+        return {}
+    rows = column_pairs_of(paired)
+    pairs = rows.select("release") if rows is not None else paired
+    return {(inv["process"], inv["time"]): done.get("error") for inv, done in pairs
+            if done is not None and done["type"] == FAIL and inv["f"] == "release"
+            and (inv["process"], inv["time"]) in wanted}
+
+
+def overlap_record(a: Grant, b: Grant, end: int, why: Any = None) -> dict[str, Any]:
     stop = min(a.end_or(end), b.end_or(end))
     broken = lease_broken(a, b)
     return {
         "lease-broken": broken,
         "lock": a.lock,
         "processes": [a.process, b.process],
-        "first": grant_record(a),
+        "first": grant_record(a, why),
         "second": grant_record(b),
         "from": seconds(b.start),
         "until": seconds(stop),
@@ -155,12 +168,17 @@ def overlap_record(a: Grant, b: Grant, end: int) -> dict[str, Any]:
     }
 
 
-def grant_record(g: Grant) -> dict[str, Any]:
+def grant_record(g: Grant, why: Any = None) -> dict[str, Any]:
+    """``why``: the lock's reason for refusing its release (its ``error``), if it did."""
     out = {"process": g.process, "session": g.session, "acquired": seconds(g.start),
            "released": None if g.end is None or g.crashed else seconds(g.end),
            "token": g.token}
     if g.crashed:
         out["crashed"] = seconds(g.end) if g.end is not None else None
+    elif g.release is not None:
+        out["release"] = g.release  # how its release ended: ok, fail (refused), info
+        if why is not None:
+            out["release-error"] = str(why)
     return out
 
 
@@ -249,6 +267,7 @@ class MutexChecker(Checker):
             valid = "unknown"
         else:
             valid = True
+        why = refusals(paired, [a for a, _ in overlaps[:MAX_LISTED]])
         first = None
         if overlaps and not informational:
             first = seconds(overlaps[0][1].start)
@@ -256,7 +275,8 @@ class MutexChecker(Checker):
             "valid": valid,
             "lock-overlap-count": n_overlaps,
             "lock-overlaps-informational": informational,
-            "lock-overlaps": [overlap_record(a, b, end) for a, b in overlaps[:MAX_LISTED]],
+            "lock-overlaps": [overlap_record(a, b, end, why.get((a.process, a.end)))
+                              for a, b in overlaps[:MAX_LISTED]],
             "lease-broken-count": n_broken,
             "resource-interleaving-count": n_inter,
             "resource-interleavings": [

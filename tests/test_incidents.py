@@ -262,3 +262,96 @@ def test_the_report_shows_incidents_the_schedule_as_it_ran_and_what_was_removed(
             "(the holder) at 1.1 s for 3.0 s") in page
     assert "It failed again in 9 of 10 replays." in page
     assert "harness run --replay results/t/1" in page
+
+
+def three_pauses() -> Script:
+    """Three paused holders, 40, 40 and 39 overlaps: 119 lock overlaps, more than the 50 a
+    report once listed of a kind, 39 of them in the third pause (the README run's shape)."""
+    s = Script()
+    for step, (holder, at, others, n) in enumerate(((0, 1.0, [1, 2], 40), (3, 8.0, [1, 2], 40),
+                                                    (4, 15.0, [1, 2], 39))):
+        stale(s, holder, at, at + 5.0)
+        s.fault("pause", step, at + 0.05, at + 5.0, [f"c{holder}"], "holder")
+        turns(s, (others * n)[:n], at + 2.1, at + 4.9)
+    return s
+
+
+def test_every_violation_past_the_first_fifty_is_listed_and_reachable_from_its_incident(
+) -> None:
+    from harness.presentation.report.html import LINKS, render
+    from harness.presentation.report.model import build
+
+    history, results = judged(three_pauses())
+    mutex = results["checks"]["mutex"]
+    assert mutex["lock-overlap-count"] == len(mutex["lock-overlaps"]) == 119
+    found = incidents(history, results)
+    assert [(i.holder or {}).get("process") for i in found] == [0, 3, 4]
+    assert [i.counts()["lock-overlaps"] for i in found] == [40, 40, 39]
+    assert [i.fault.step for i in found if i.fault] == [0, 1, 2]  # the third pause is named
+    listed = [v["n"] for v in build({"clients": 5}, history, results)["violations"]
+              if not v["info"]]
+    filed = sorted(v.n for inc in found for v in inc.violations)
+    assert filed == sorted(listed) and len(listed) >= 2 * 119  # each in exactly one incident
+    page = render({"clients": 5}, history, results, [])
+    section = page[page.index('<section id="incidents">'):page.index('<section id="violations">')]
+    for n in listed:  # each one a link from its incident to its place in the list
+        assert f'href="#violation-{n}">{n}</a>' in section and f'id="violation-{n}"' in page
+    assert section.count("more</summary>") == 3
+    assert f"and {len(found[2].violations) - LINKS} more</summary>" in section
+
+
+def test_a_fault_that_missed_has_one_start_time_and_says_whom_it_missed() -> None:
+    """A pause aimed at the holder c2 at 3.941 s, which had let go: the nemesis struck c3,
+    the holder then, at 4.156 s. Every place says 4.156 s (when it took effect); the plan's
+    3.9 s is labelled planned, and the miss is said."""
+    from harness.presentation.report.html import render
+    from harness.presentation.report.model import build
+
+    s = Script()
+    s.op(3.941, "nemesis", "invoke", "pause", "start", step=0, target="holder", targets=["c2"])
+    s.op(4.156, "nemesis", "info", "pause", "start", step=0, target="holder", targets=["c3"],
+         detail={"missed": ["c2"]})
+    s.op(8.0, "nemesis", "invoke", "pause", "stop", step=0, targets=["c3"])
+    s.op(8.001, "nemesis", "info", "pause", "stop", step=0, targets=["c3"])
+    stale(s, 3, 4.0, 8.0)
+    turns(s, [1, 2], 6.1, 7.9)
+    history, results = judged(s)
+    test = {"schedule": {"steps": [{"at": 3.9, "fault": "pause", "target": "holder",
+                                    "duration": 3.8}]},
+            "faults": [{"step": 0, "f": "pause", "target": "holder", "targets": ["c3"],
+                        "start": 4.156, "began": 3.941, "stop": 8.001, "duration": 3.8,
+                        "detail": {"missed": ["c2"]}}]}
+    w = build({"clients": 5}, history, results)["faults"][0]
+    assert (w["start"], w["missed"], w["aimed"]) == (4_156_000, ["c2"], 3_941_000)
+    assert w["label"] == "pause c3 (missed c2)"
+    [inc] = incidents(history, results)
+    assert inc.fault is not None and inc.fault.start == 4.156
+    assert "at 4.2 s" in inc.cause()
+    page = render({"clients": 5}, history, results, [], test)
+    assert "<td>3.9 s (step 1)</td><td>4.156 s</td><td>8.001 s</td>" in page  # fault table
+    assert "missed c2 (aimed at 3.941 s)" in page
+    assert "ran 4.16-8.00 s on c3 (missed c2)" in page  # the schedule: the same start
+    assert "<th>planned at</th>" in page
+    assert page.count("3.941") == page.count("aimed at 3.941 s") == 1  # never as its start
+
+
+def test_a_holder_whose_release_was_refused_is_not_said_to_have_released() -> None:
+    s = Script()
+    stale(s, 0, 1.0, 6.19)
+    s.fault("pause", 0, 1.05, 6.0, ["c0"], "holder")
+    turns(s, [1, 2], 3.1, 5.9)
+    history = s.history()
+    refused = next(op for op in history if op["process"] == 0 and op["f"] == "release"
+                   and op["type"] == "ok")
+    refused.update(type="fail", error="not-held: the lock had expired or was taken")
+    results = check_history(history, {"workload": "mutex", "ttl": 2.0})
+    [inc] = incidents(history, results)
+    first = results["checks"]["mutex"]["lock-overlaps"][0]["first"]
+    assert (first["release"], first["release-error"]) == ("fail", refused["error"])
+    from checker.mutex import MutexChecker
+    from tests.test_columns_report import both
+
+    assert [MutexChecker.check(x) for x in both(history)] == [results["checks"]["mutex"]] * 2
+    assert ("(its release refused at 6.21 s: not-held: the lock had expired or was taken)"
+            in inc.title())
+    assert "released at" not in inc.title()

@@ -326,3 +326,41 @@ def test_one_decoder_reads_every_journal_of_a_merge_as_each_alone(
         journal.merge_journals(paths)
     assert str(bulk.value) == str(strict.value)
     assert "c2.jsonl line 2502" in str(bulk.value) and "okay" in str(bulk.value)
+
+
+def test_the_live_overlap_count_is_the_checkers_even_when_a_journal_is_read_late(
+        tmp_path: Path) -> None:
+    """The progress line's "overlaps so far": process 0's release is read after process 1's
+    grant that came after it (its journal is read late) and is no overlap; process 1 then
+    acquires anew without releasing (letting go silently), process 0 holds to the end while
+    2 is granted: the count the live state ends with is the mutex checker's."""
+    from checker.mutex import MutexChecker
+
+    paths = {p: tmp_path / f"c{p}.jsonl" for p in (0, 1, 2)}
+    live = LiveState(paths, follow=True)
+    ops: list[dict[str, object]] = []
+
+    def write(p: int, t: float, type_: str, f: str) -> None:
+        op = {"time": int(t * 1e9), "process": p, "type": type_, "f": f, "lock": "lock"}
+        ops.append(op)
+        with paths[p].open("ab") as fh:
+            fh.write(json.dumps(op).encode() + b"\n")
+
+    write(0, 1.0, "invoke", "acquire")
+    write(0, 2.0, "ok", "acquire")
+    assert live.holders() == [0]
+    write(1, 3.0, "invoke", "acquire")
+    write(1, 5.0, "ok", "acquire")
+    assert live.holders() == [0, 1] and live.overlaps == 1  # as far as it has read
+    write(0, 4.0, "invoke", "release")  # written before 1's grant, read after it
+    write(0, 4.1, "ok", "release")
+    assert live.holders() == [1] and live.overlaps == 0
+    write(0, 6.0, "invoke", "acquire")
+    write(0, 6.5, "ok", "acquire")  # 1 still holds: one overlap
+    write(1, 7.0, "invoke", "acquire")  # 1 lets go silently
+    write(1, 7.5, "fail", "acquire")
+    write(2, 8.0, "invoke", "acquire")
+    write(2, 8.5, "ok", "acquire")  # 0 still holds: a second one
+    live.holders()
+    history = [{"index": i, **op} for i, op in enumerate(sorted(ops, key=lambda o: o["time"]))]
+    assert live.overlaps == MutexChecker.check(history)["lock-overlap-count"] == 2

@@ -94,11 +94,11 @@ def test_model_of_a_stored_run(tmp_path: Path) -> None:
                    and op["f"] == "release" and op["type"] == "invoke"
                    and op["time"] > first["time"])
     assert m["spans"]["e"][k] == release["time"] // 1000
-    # fault windows: start invoke .. stop info, with targets
+    # fault windows: from when each took effect (its start's info) .. stop info, with targets
     assert [(f["f"], f["targets"]) for f in m["faults"]] == [("pause", ["c2"]),
                                                              ("pause", ["c4"])]
     nemesis = [op for op in history if op["process"] == "nemesis"]
-    began = next(op for op in nemesis if op["type"] == "invoke" and op["value"] == "start")
+    began = next(op for op in nemesis if op["type"] == "info" and op["value"] == "start")
     ended = next(op for op in nemesis if op["type"] == "info" and op["value"] == "stop")
     assert (m["faults"][0]["start"], m["faults"][0]["stop"]) == (began["time"] // 1000,
                                                                  ended["time"] // 1000)
@@ -171,10 +171,11 @@ def test_big_histories_are_decimated_and_say_so(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_each_kind_lists_its_first_ones_and_the_page_counts_them_all() -> None:
-    """A checker that lists 300 anomalies, another that lists 50 of 11,000 overlaps it
-    counted: the first LISTED_PER_KIND of each are listed, the page names the true counts."""
+    """A plugin checker that lists 300 anomalies more than the bound, another that lists 50
+    of 11,000 overlaps it counted: the first LISTED_PER_KIND of each are listed, the page
+    names the true counts."""
     n = report_model.LISTED_PER_KIND
-    many = [{"explanation": f"anomaly {i}", "from": i / 1000} for i in range(300)]
+    many = [{"explanation": f"anomaly {i}", "from": i / 1000} for i in range(n + 300)]
     overlaps = [{"explanation": f"overlap {i}", "from": i / 1000} for i in range(50)]
     results = {"valid": False, "checks": {
         "someones": {"valid": False, "anomalies": many},
@@ -185,13 +186,13 @@ def test_each_kind_lists_its_first_ones_and_the_page_counts_them_all() -> None:
         by_kind.setdefault(v["kind"], []).append(v)
     assert [v["explanation"] for v in by_kind["anomalies"]] == [f"anomaly {i}"
                                                                 for i in range(n)]
-    assert {v["total"] for v in by_kind["anomalies"]} == {300}
+    assert {v["total"] for v in by_kind["anomalies"]} == {n + 300}
     assert len(by_kind["lock-overlaps"]) == min(n, 50)
     assert {v["total"] for v in by_kind["lock-overlaps"]} == {11_000}
     page = render({}, [], results, [])
-    assert f"someones: anomalies (300, the first {n} listed)" in page
+    assert f"someones: anomalies ({n + 300}, the first {n} listed)" in page
     assert f"mutex: lock-overlaps (11000, the first {min(n, 50)} listed)" in page
-    assert "anomaly 49" in page and "anomaly 50<" not in page
+    assert f"anomaly {n - 1}<" in page and f"anomaly {n}<" not in page
 
 
 def test_a_checks_json_on_the_page_is_cut_short_and_says_where_the_rest_is() -> None:
@@ -285,8 +286,8 @@ def test_page_is_self_contained_and_complete(tmp_path: Path) -> None:
     assert 'class="banner v-false"' in page and "INVALID" in page
     assert 'href="#check-mutex"' in page and 'href="#check-stats"' in page
     first = results["checks"]["mutex"]["lock-overlaps"][0]["explanation"]
-    assert f'id="violation-0"><span class="expl">{first}' in page
-    assert 'id="vm-0" href="#v-0"' in page
+    assert f'id="violation-1"><span class="expl">{first}' in page
+    assert 'id="vm-1" href="#v-1"' in page
     assert '<a href="logs/n1.log">n1.log</a>' in page
     assert '<a href="history.jsonl">history.jsonl</a>' in page
     assert replay_command(spec) in page and "--seed 492975486" in page
@@ -310,8 +311,8 @@ def test_harness_report_rebuilds_the_page(tmp_path: Path) -> None:
 def test_600k_op_report_with_11k_overlaps_is_small_names_them_all_and_opens(
         tmp_path: Path) -> None:
     """Short holds, a pause every 5 s: 600,000 ops, 205 faults, 11,365 lock overlaps (the
-    mutex checker lists 50). The page stays under 2 MB, keeps every fault window, and never
-    claims fewer overlaps than the checker found."""
+    mutex checker lists the first 1,000). The page stays under 2 MB, keeps every fault window,
+    and never claims fewer overlaps than the checker found."""
     chromium()
     run_dir = tmp_path / "synthetic"
     page, results = synth_history.write_run(run_dir, 600_000, hold_ms=(2, 8), fault_every=5.0)
@@ -325,8 +326,8 @@ def test_600k_op_report_with_11k_overlaps_is_small_names_them_all_and_opens(
     assert f"mutex: lock-overlaps ({count}, the first {listed} listed)" in text
     assert f"(listed; {count:,} in the run)" in text  # the incidents' counts too
     history = read_history(run_dir / "history.jsonl")
-    starts = [op for op in history if op["process"] == "nemesis" and op["type"] == "invoke"
-              and op["value"] == "start"]
+    starts = [op for op in history if op["process"] == "nemesis" and op["type"] == "info"
+              and op["value"] == "start"]  # each fault from when it took effect
     data = json.loads(re.search(r'id="report-data">(.*?)</script>', text, re.S)[1])  # type: ignore[index]
     assert len(starts) == results["checks"]["faults"]["fault-count"] > 200
     assert [(f["start"], f["targets"]) for f in data["faults"]] == [
@@ -418,22 +419,28 @@ def count_colour(rows: list[bytes], rgb: tuple[int, int, int], y0: int, y1: int,
 def test_stored_invalid_run_in_headless_chromium(tmp_path: Path) -> None:
     run_dir, spec, history, results = stored_run(tmp_path)
     page = write_report(RunDir(run_dir), spec, history, results)
-    url = page.as_uri() + "#v-0"  # what a "show on timeline" link or a red flag opens
+    url = page.as_uri() + "#v-1"  # what a "show on timeline" link or a red flag opens
     dom, _ = browse(url, tmp_path / "profile", "--window-size=1400,1000",
                     "--virtual-time-budget=3000", "--dump-dom")
     attrs = body_attrs(dom)
     assert attrs.get("data-ready") == "1" and "data-error" not in attrs, attrs
     explanation = results["checks"]["mutex"]["lock-overlaps"][0]["explanation"]
     # the marker of violation 1 is placed, shown and selected ...
-    marker = re.search(r'<a class="vmark sel" id="vm-0" href="#v-0" style="([^"]*)" '
+    marker = re.search(r'<a class="vmark sel" id="vm-1" href="#v-1" style="([^"]*)" '
                        r'title="[^"]*" data-visible="1">1</a>', dom)
-    assert marker, re.findall(r'<a class="vmark[^>]*id="vm-0"[^>]*>', dom)
+    assert marker, re.findall(r'<a class="vmark[^>]*id="vm-1"[^>]*>', dom)
     left = float(re.search(r"left: ([\d.]+)px", marker[1])[1])  # type: ignore[index]
     assert 104 <= left <= 1400
     # ... and its explanation is in the callout under the timeline
     callout = re.search(r'<div id="callout">(.*?)</div>\s*<div class="legend">', dom, re.S)
     assert callout and explanation in callout[1], dom[:3000]
     assert f"Violation 1 of {violations(results)}" in callout[1]
+    # the anchors are the numbers shown: the last one opens the last violation
+    last = violations(results)
+    dom, _ = browse(page.as_uri() + f"#v-{last}", tmp_path / "profile",
+                    "--window-size=1400,1000", "--virtual-time-budget=3000", "--dump-dom")
+    assert f"Violation {last} of {last} " in dom and f'id="vm-{last}"' in dom
+    assert re.search(rf'class="violation sel" id="violation-{last}"', dom), dom[-3000:]
 
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report-invalid-run.png"
@@ -452,7 +459,7 @@ def test_stored_invalid_run_in_headless_chromium(tmp_path: Path) -> None:
 PROBE = """<script>
 (function () {  // hover over violation 1 on process 1's lane, then wheel-zoom there
   var cv = document.getElementById("timeline-canvas"), r = cv.getBoundingClientRect();
-  var x = r.left + parseFloat(document.getElementById("vm-0").style.left) + 3;
+  var x = r.left + parseFloat(document.getElementById("vm-1").style.left) + 3;
   var y = r.top + 22 + 22 + 30 * 1.5;  // axis, fault lane, then lane 1 (30 px lanes)
   var before = document.getElementById("window").textContent;
   cv.dispatchEvent(new MouseEvent("mousemove", {clientX: x, clientY: y, bubbles: true}));

@@ -226,3 +226,29 @@ def test_serve_sorts_by_duration_and_compares_two_runs(served: tuple[str, Path],
     assert min(counts) >= 1
     assert fields["incidents"][1] == f"<td>{counts[0]}</td><td>{counts[1]}</td>"
     shot(compare, tmp_path, "serve-compare.png")
+
+
+def test_every_violation_of_a_crowded_timeline_is_flagged_or_counted_and_reachable(
+        tmp_path: Path) -> None:
+    """Three pauses, 119 lock overlaps and their interleavings: at the fitted view most flags
+    have no room; each violation in view is flagged or counted under the timeline, and the
+    last one is one #v-N away (the callout's next › walks the same numbers)."""
+    from harness.presentation.report.html import render
+    from tests.test_incidents import judged, three_pauses
+
+    history, results = judged(three_pauses())
+    page = tmp_path / "report.html"
+    page.write_text(render({"clients": 5}, history, results, []))
+    shown = [v for v in report_model.build({"clients": 5}, history, results)["violations"]
+             if v["t0"] is not None and not v["info"]]
+    dom, _ = browse(page.as_uri(), tmp_path / "profile", *WINDOW, "--dump-dom")
+    attrs = body_attrs(dom)
+    assert attrs.get("data-ready") == "1" and "data-error" not in attrs, attrs
+    flagged = len(re.findall(r'class="vmark[^"]*"[^>]*data-visible="1"', dom))
+    unflagged = int(attrs["data-unflagged"])
+    assert unflagged > 0 and flagged + unflagged == len(shown)
+    assert f"{unflagged} of the violations in view are outlined without a flag" in dom
+    last = shown[-1]["n"]
+    dom, _ = browse(page.as_uri() + f"#v-{last}", tmp_path / "profile", *WINDOW, "--dump-dom")
+    assert f"Violation {last} of {last} " in dom
+    assert re.search(rf'class="vmark sel" id="vm-{last}"[^>]*data-visible="1"', dom)

@@ -135,7 +135,7 @@ PROBE = """<script>
               left: r.left});
   });
   var c = document.getElementById("throughput-canvas"), r = c.getBoundingClientRect();
-  var mark = document.getElementById("vm-0");  // hover the chart where violation 1 is
+  var mark = document.getElementById("vm-1");  // hover the chart where violation 1 is
   if (mark) {
     c.dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientY: r.top + 60,
       clientX: r.left + parseFloat(mark.style.left) + 2}));

@@ -1,8 +1,11 @@
 """Live state of a running test, read from the journals as they grow.
 
 The nemesis asks it who holds the lock right now (to pause or cut off exactly that client), and
-the progress line asks it how many ops and overlaps there have been so far. It only reads the
-journals (the clients write them), so it sees what the history will say.
+the progress line asks it how many ops and lock overlaps there have been so far. It only reads
+the journals (the clients write them), so it sees what the history will say; the overlaps are
+counted as the mutex checker counts them (pairs of grants whose held spans intersect, a grant
+ending at its release's invocation or its process's next acquire), recounted from every grant
+seen whenever asked, so a journal read late corrects the count rather than adding a false one.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from checker.intervals import overlapping
 from harness.core.journal import read_lines
 
 
@@ -73,8 +77,11 @@ class LiveState:
         self.lock_of: dict[int, Any] = {}  # process -> the lock it last acquired
         self.ops = 0
         self.acquired = 0
-        self.overlaps = 0
-        self.first_overlap: float | None = None
+        self._grants: dict[Any, list[list[float]]] = {}  # lock -> [start, end] (s)
+        self._open: dict[int, list[float]] = {}  # process -> its grant not yet let go
+        self._counted: tuple[int, int] = (0, 0)  # (grants changed, overlaps) at the last count
+        self._changes = 0
+        self._now = 0.0  # the latest op seen (s)
         self._mu = threading.Lock()
 
     def refresh(self) -> None:
@@ -87,6 +94,7 @@ class LiveState:
         # Called for every op of every client while the load runs, in the controller's one
         # process: kept to a few dictionary lookups per op.
         p, f, t = op.get("process"), op.get("f"), op.get("type")
+        self._now = max(self._now, op.get("time", 0) / 1e9)
         if not isinstance(p, int):
             if t == "invoke":
                 self.ops += 1
@@ -94,6 +102,9 @@ class LiveState:
         if t == "invoke":
             self.ops += 1
             self.pending.add(p)
+            if f in ("acquire", "release") and (g := self._open.pop(p, None)) is not None:
+                g[1] = op["time"] / 1e9  # let go: released, or acquiring anew
+                self._changes += 1
             if f == "acquire":
                 self.waiting[p] = op["time"] / 1e9
             elif f == "release":
@@ -108,12 +119,22 @@ class LiveState:
             return
         lock = op.get("lock")
         self.lock_of[p] = lock
-        if any(self.lock_of.get(q) == lock for q in self.holding if q != p):
-            self.overlaps += 1
-            if self.first_overlap is None:
-                self.first_overlap = op["time"] / 1e9
+        self._open[p] = [op["time"] / 1e9, float("inf")]
+        self._grants.setdefault(lock, []).append(self._open[p])
+        self._changes += 1
         self.holding[p] = op["time"] / 1e9
         self.acquired += 1
+
+    @property
+    def overlaps(self) -> int:
+        """Pairs of grants of one lock whose held spans intersect, among the grants seen so
+        far (as the mutex checker counts ``lock-overlap-count``)."""
+        with self._mu:
+            if self._counted[0] != self._changes:
+                n = sum(overlapping(sorted(gs), lambda g: g[0], lambda g: g[1], 0)[0]
+                        for gs in self._grants.values())
+                self._counted = (self._changes, n)
+            return self._counted[1]
 
     def holders(self) -> list[int]:
         """Clients that believe they hold the lock now (acquired, not yet releasing)."""
@@ -189,6 +210,9 @@ class LiveState:
         """A client that is gone (killed) holds and wants nothing any more."""
         with self._mu:
             self.forgotten.add(process)
+            if (g := self._open.pop(process, None)) is not None:  # gone: its grant ends
+                g[1] = max(g[0], self._now)  # no later than the latest op seen (its crash)
+                self._changes += 1
             self.holding.pop(process, None)
             self.waiting.pop(process, None)
             self.pending.discard(process)

@@ -1,4 +1,5 @@
-"""Progress while a run goes: elapsed, ops, active fault, overlaps seen so far (live estimate).
+"""Progress while a run goes: elapsed, ops, active fault, lock overlaps so far (counted as the
+mutex checker counts them, see :class:`harness.controller.live.LiveState`).
 
 On a terminal one line is rewritten in place; otherwise (CI logs) a line every few seconds.
 """

@@ -40,6 +40,7 @@ VERDICT_CLASS = {True: "v-true", False: "v-false"}
 PAGE_BYTES = 1_950_000  # the page's ceiling: past it, fewer op pairs are embedded one by one
 JSON_ITEMS = 20  # items of a list a check's JSON on the page shows (results.json has all)
 JSON_CHARS = 40_000  # characters of one check's JSON on the page
+LINKS = 20  # an incident's links to its violations shown before "and N more" (opens the rest)
 
 e = html.escape
 
@@ -152,7 +153,7 @@ def timeline(model: dict[str, Any]) -> str:
                      f"{len(rejected['seq']):,} are drawn.")
     marks = "".join(
         f'<a class="vmark" id="vm-{v["n"]}" href="#v-{v["n"]}" style="display:none" '
-        f'title="{e(v["explanation"])}">{v["n"] + 1}</a>'
+        f'title="violation {v["n"]}">{v["n"]}</a>'
         for v in model["violations"] if v["t0"] is not None and not v["info"])
     return f"""<section id="timeline"><h2>Timeline</h2>
 <div class="controls"><button id="zoom-in" title="zoom in">+</button>
@@ -214,7 +215,7 @@ def violations(model: dict[str, Any], results: dict[str, Any]) -> str:
         info = (f" — informational: {e(check)} judges these harmless to its verdict"
                 if items[0]["info"] else "")
         out.append(f"<h3>{e(check)}: {e(kind)} ({total}{listed}){info}</h3>"
-                   f'<ol class="violations" start="{items[0]["n"] + 1}">')
+                   f'<ol class="violations" start="{items[0]["n"]}">')
         for v in items:
             if v["t0"] is None:
                 when = "no time recorded"
@@ -244,9 +245,14 @@ def incidents_section(found: list[Incident]) -> str:
            "lock when others got it), else per fault window, each naming the fault that opened "
            "it.</p><ol class=\"incidents\">"]
     for inc in found:
-        links = " ".join(f'<a href="#violation-{v.n}">{v.n + 1}</a>' for v in inc.violations)
+        links = " ".join(f'<a href="#violation-{v.n}">{v.n}</a>' for v in inc.violations[:LINKS])
+        if len(inc.violations) > LINKS:  # the rest one click away, never left out
+            rest = " ".join(f'<a href="#violation-{v.n}">{v.n}</a>'
+                            for v in inc.violations[LINKS:])
+            links += (f' <details class="more"><summary>and {len(inc.violations) - LINKS:,} '
+                      f"more</summary>{rest}</details>")
         out.append(f"<li><details><summary>{e(inc.title())} <span class=\"when\">"
-                   f"({e(inc.folded())})</span></summary><p>Violations: {links}</p>"
+                   f"({e(inc.folded())})</span></summary><div>Violations: {links}</div>"
                    "</details></li>")
     out.append("</ol></section>")
     return "".join(out)
@@ -298,8 +304,8 @@ def schedule_section(test: dict[str, Any]) -> str:
                     f"<td>{e(outcome)}</td></tr>")
     return ('<section id="schedule"><h2>Schedule</h2><p>Each step as planned (its target is a '
             "role, resolved when the step runs) and what it became.</p><table><thead><tr><th>"
-            "step</th><th>at</th><th>fault</th><th>target</th><th>for</th><th>params</th><th>"
-            f"outcome</th></tr></thead><tbody>{''.join(rows)}</tbody></table></section>")
+            "step</th><th>planned at</th><th>fault</th><th>target</th><th>for</th><th>params"
+            f"</th><th>outcome</th></tr></thead><tbody>{''.join(rows)}</tbody></table></section>")
 
 
 def checks(results: dict[str, Any]) -> str:
@@ -358,22 +364,32 @@ def table_of(value: dict[str, Any]) -> str:
 
 
 def faults(model: dict[str, Any], test: dict[str, Any]) -> str:
+    """Each fault from when it took effect; its planned time and the targets it missed before
+    it struck said as such."""
     rows = []
+    steps = (test.get("schedule") or {}).get("steps") or []
     for f in model["faults"]:
         state = ("failed: " + str(f["error"]) if f.get("error") else
                  "never stopped" if f.get("open") else "healed at the end" if f.get("healed")
                  else "")
-        if f.get("background"):
-            state = ", ".join(x for x in ("in the background", state) if x)
+        step = f.get("step")
+        planned = (steps[step].get("at") if isinstance(step, int) and 0 <= step < len(steps)
+                   and isinstance(steps[step], dict) else None)
+        missed = (f"missed {','.join(f['missed'])} (aimed at {f['aimed'] / 1e6:.3f} s)"
+                  if f.get("missed") else "")
+        state = ", ".join(x for x in ("in the background" if f.get("background") else "",
+                                      missed, state) if x)
         detail = json.dumps(f["detail"]) if f.get("detail") else ""
         params = ", ".join(f"{k}={v}" for k, v in (f.get("params") or {}).items())
-        rows.append(f"<tr><td>{f['start'] / 1e6:.3f} s</td><td>{f['stop'] / 1e6:.3f} s</td>"
+        planned_at = f"{planned} s (step {step + 1})" if planned is not None else ""
+        rows.append(f"<tr><td>{e(planned_at)}</td><td>{f['start'] / 1e6:.3f} s</td>"
+                    f"<td>{f['stop'] / 1e6:.3f} s</td>"
                     f"<td>{(f['stop'] - f['start']) / 1e6:.3f} s</td><td>{e(f['f'])}</td>"
                     f"<td>{e(', '.join(f['targets']))}</td><td>{e(params)}</td>"
                     f"<td>{e(state)}</td><td>{e(detail)}</td></tr>")
     errors = "".join(f"<li>{e(str(x))}</li>" for x in test.get("nemesis-errors") or [])
-    body = ("<table><thead><tr><th>start</th><th>stop</th><th>for</th><th>fault</th>"
-            "<th>targets</th><th>parameters</th><th></th><th>detail</th></tr></thead><tbody>"
+    body = ("<table><thead><tr><th>planned at</th><th>took effect</th><th>stop</th><th>for"
+            "</th><th>fault</th><th>targets</th><th>parameters</th><th></th><th>detail</th></tr></thead><tbody>"
             f"{''.join(rows)}</tbody></table>") if rows else "<p>No faults were injected.</p>"
     if errors:
         body += f"<p>Nemesis errors:</p><ul>{errors}</ul>"
@@ -441,7 +457,10 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
 def page_of(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[str, Any],
             logs: list[str], test: dict[str, Any], present: list[str] | None,
             model: dict[str, Any], found: list[Incident]) -> str:
-    data = json.dumps(model, separators=(",", ":"), default=str).replace("</", "<\\/")
+    # each violation's explanation is on the page once, in the list; the script reads it there
+    lean = {**model, "violations": [{k: x for k, x in v.items() if k != "explanation"}
+                                    for v in model["violations"]]}
+    data = json.dumps(lean, separators=(",", ":"), default=str).replace("</", "<\\/")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">

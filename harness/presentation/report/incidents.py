@@ -37,6 +37,8 @@ from harness.presentation.report.words import violation_words
 
 AFTERMATH_S = 5.0  # a violation this long after a fault healed may still be its doing
 SLACK_S = 0.01  # checkers round the times they report to the millisecond
+RELEASED = {"fail": "its release refused",  # a holder's release, by its outcome (a failed
+            "info": "its release of unknown outcome"}  # one certainly did not release)
 
 
 @dataclass
@@ -90,7 +92,9 @@ class Incident:
         if self.kind == "stale-holder" and self.holder is not None:
             h = self.holder
             released = ("never released" if h.get("released") is None
-                        else f"released at {h['released']:.2f} s")
+                        else f"{RELEASED.get(h.get('release'), 'released')} at "
+                             f"{h['released']:.2f} s" + (f": {h['release-error']}" if
+                                                          h.get("release-error") else ""))
             if isinstance(h.get("crashed"), int | float):
                 released = f"crashed at {h['crashed']:.2f} s"
             lock = "the lock" if h.get("lock", "lock") == "lock" else f"lock {h['lock']!r}"
@@ -158,6 +162,8 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
                 holders[key] = Incident("stale-holder", holder={
                     "process": first["process"], "acquired": float(first["acquired"]),
                     "released": first.get("released"), "crashed": first.get("crashed"),
+                    "release": first.get("release"),
+                    "release-error": first.get("release-error"),
                     "lock": lock})
                 out.append(holders[key])
             holders[key].violations.append(v)

@@ -71,7 +71,7 @@ def one(n: int, check: str, w: dict[str, Any]) -> str:
         notes.append(f"{older} older ops with unknown outcomes were pending all along")
     note = f'<p class="note">{e("; ".join(notes))}.</p>' if notes else ""
     lock = f" on lock {short(w['lock'])}" if w.get("lock") is not None else ""
-    return (f'<h3>{e(check)}{e(lock)}: <a href="#violation-{n}">violation {n + 1}</a></h3>'
+    return (f'<h3>{e(check)}{e(lock)}: <a href="#violation-{n}">violation {n}</a></h3>'
             f"<p>The longest linearizable prefix the search found ({prefix_len:,} of "
             f"{w.get('part_ops', '?')} ops), in the order it placed them, with the model's "
             "state after each; then the op no order can place after it (✗) and the ops "

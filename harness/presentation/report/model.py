@@ -10,8 +10,10 @@ of a long run stays small and responsive:
   fault boundaries and draws the rest as density, so the page stays small for any run length;
 - the charts' figures (:mod:`.charts`) are computed here from every op, so they stay exact
   whatever is embedded;
-- what else grows with a run is bounded too: at most :data:`LISTED_PER_KIND` violations of
-  each kind are listed (the first ones; the count beside them stays the checker's), the hover
+- every violation a checker lists is listed, numbered, placed and reachable (the checkers
+  list up to :data:`checker.base.MAX_LISTED` of a kind, far more than a run's faults make;
+  the count beside them stays the checker's): the drawing thins, never the list;
+- what else grows with a run is bounded: the hover
   details of embedded ops share :data:`TEXT_CHARS` characters (those nearest a violation or a
   fault boundary first), at most :data:`MAX_REJECTED` rejected writes are drawn one by one;
   every fault window is kept exact.
@@ -29,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from checker.base import MAX_LISTED
 from checker.lives import Lives
 from checker.sessions import Grant, resource_log
 from harness.core.checks import derive
@@ -38,7 +41,7 @@ from harness.presentation.report import charts, pair_arrays, sampling
 from harness.presentation.report.narrative import nemesis_of
 
 DETAIL_CHARS = 160
-LISTED_PER_KIND = 50  # violations of one kind listed one by one (the first ones)
+LISTED_PER_KIND = MAX_LISTED  # violations of one kind listed (of a plugin's too)
 TEXT_CHARS = 150_000  # the embedded ops' distinct hover details, in all
 MAX_REJECTED = 4000  # rejected writes drawn one by one (the first ones)
 TYPE_CODES = {OK: 0, FAIL: 1, INFO: 2}  # 3: never completed
@@ -286,10 +289,13 @@ def fault_rows(windows: list[dict[str, Any]]) -> int:
 
 
 def fault_windows(history: Sequence[Op], end_ns: int) -> list[dict[str, Any]]:
-    """Nemesis ops as windows: from a start's invoke to its stop's info (or the heal, or the end).
+    """Nemesis ops as windows: from when a fault took effect (its start's info, as in
+    :func:`.narrative.fault_runs`) to its stop's info (or the heal, or the end).
 
     A start whose info carries an error is kept, marked failed: the fault was attempted. Each
-    window says what the fault was asked to do (its parameters) and gets a lane row.
+    window says what the fault was asked to do (its parameters), which schedule step it was,
+    whom it aimed at and missed before it struck (``missed``, from ``aimed`` us), and gets a
+    lane row.
     """
     out: list[dict[str, Any]] = []
     open_: dict[str, dict[str, Any]] = {}
@@ -302,11 +308,18 @@ def fault_windows(history: Sequence[Op], end_ns: int) -> list[dict[str, Any]]:
             continue
         if value == "start":
             targets = [str(x) for x in op.get("targets") or []]
-            w = {"f": f, "targets": targets, "start": us(begun.pop(f, t)), "stop": None,
-                 "error": op.get("error"), "detail": op.get("detail"),
+            detail = op.get("detail")
+            missed = [str(x) for x in (detail.get("missed") or [])
+                      ] if isinstance(detail, dict) else []
+            w = {"f": f, "targets": targets, "start": us(t), "stop": None,
+                 "error": op.get("error"), "detail": detail, "step": op.get("step"),
                  "params": op.get("params"), "background": bool(op.get("background")),
-                 "label": fault_label(f, targets, op.get("params")),
+                 "label": fault_label(f, targets, op.get("params"))
+                 + (f" (missed {','.join(missed)})" if missed else ""),
                  "colour": getattr(nemesis_of(f), "colour", None)}
+            aimed = begun.pop(f, t)
+            if missed:
+                w.update(missed=missed, aimed=us(aimed))
             out.append(w)
             if op.get("error"):
                 w["stop"] = w["start"]
@@ -401,7 +414,7 @@ class Places:
 
 @dataclass(frozen=True)
 class Explained:
-    """One explained item of a checker's result, numbered as the report lists it."""
+    """One explained item of a checker's result, numbered as the report lists it (from 1)."""
 
     n: int
     check: str
@@ -417,7 +430,7 @@ def explained_items(results: dict[str, Any]) -> Iterator[Explained]:
     """Every explained item, in checker order, numbered. Items of a check that judged itself
     valid (or of a list it flags ``<kind>-informational``) are informational: the checker
     says they do not break the property (lock overlaps under fencing, say)."""
-    n = 0
+    n = 1  # the number the page shows, and its anchors' (#v-1, #violation-1)
     for check, result in (results.get("checks") or {}).items():
         if not isinstance(result, dict):
             continue

@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.controller.registry import default_registry
 from harness.core.fault_run import FaultRun, generic_words
-from harness.core.history import INFO, INVOKE, Op, seconds
+from harness.core.history import INFO, Op, seconds
 from harness.core.history_parts import nemesis_ops
 
 __all__ = ["FaultRun", "describe", "fault_runs", "from_record", "removed", "step_outcomes"]
@@ -19,18 +19,14 @@ __all__ = ["FaultRun", "describe", "fault_runs", "from_record", "removed", "step
 
 def fault_runs(history: Sequence[Op]) -> list[FaultRun]:
     """The faults that ran, from the nemesis ops of a history (a start that failed never
-    ran): each from the moment it began to be applied (its start's invoke) to its stop's
-    completion, or the final heal."""
+    ran): each from when it took effect (its start's completion: a pause that aimed at a
+    holder that had let go struck another client then) to its stop's completion, or the
+    final heal. The one start time of a fault the report shows everywhere."""
     out: list[FaultRun] = []
     open_: dict[tuple[str, Any], int] = {}
-    begun: dict[tuple[str, Any], int] = {}
     for op in nemesis_ops(history):
         f, value = str(op.get("f")), op.get("value")
         key = (f, op.get("step"))
-        if op.get("type") == INVOKE:
-            if value == "start":
-                begun[key] = op["time"]
-            continue
         if op.get("type") != INFO:
             continue
         if value == "start" and not op.get("error"):
@@ -39,7 +35,7 @@ def fault_runs(history: Sequence[Op]) -> list[FaultRun]:
             step = op.get("step") if isinstance(op.get("step"), int) else None
             role = op.get("target") if isinstance(op.get("target"), str) else None
             open_[key] = len(out)
-            start = seconds(begun.pop(key, op["time"]))
+            start = seconds(op["time"])
             out.append(FaultRun(f, step, role, targets, start, None, detail))
         elif value == "stop" and key in open_:
             i = open_.pop(key)
@@ -63,12 +59,11 @@ def _closed(run: FaultRun, stop: float, detail: Any = None) -> FaultRun:
 
 
 def from_record(record: Mapping[str, Any]) -> FaultRun:
-    """A fault as test.json keeps it (``faults``: step, f, target, targets, began or start,
-    stop)."""
+    """A fault as test.json keeps it (``faults``: step, f, target, targets, start: when it
+    took effect, stop)."""
     stop = record.get("stop")
     detail = record.get("detail")
-    began = record.get("began")
-    start = began if isinstance(began, int | float) else record.get("start")
+    start = record.get("start")
     return FaultRun(str(record.get("f")), record.get("step"), record.get("target"),
                     tuple(str(t) for t in record.get("targets") or []),
                     float(start or 0.0),
@@ -137,6 +132,10 @@ def step_outcomes(test: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any],
             what = (f"ran {float(f.get('start') or 0):.2f}-"
                     + (f"{float(stop):.2f} s" if isinstance(stop, int | float) else "... s")
                     + f" on {','.join(map(str, f.get('targets') or [])) or '?'}")
+            detail = f.get("detail")
+            missed = detail.get("missed") if isinstance(detail, Mapping) else None
+            if missed:
+                what += f" (missed {','.join(map(str, missed))})"
             if f.get("error"):
                 what += f" (failed: {f['error']})"
         elif i in skipped:

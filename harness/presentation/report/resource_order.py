@@ -75,7 +75,7 @@ def section(history: Sequence[Op], results: dict[str, Any]) -> str:
         note = []
         if x.seq in named:
             n = named[x.seq]
-            note.append(f'<a href="#violation-{n}">violation {n + 1}</a>')
+            note.append(f'<a href="#violation-{n}">violation {n}</a>')
         if not x.accepted:
             note.append("rejected: stale token")
         tok = "" if x.token is None else f" token {x.token}"

@@ -70,7 +70,7 @@ window.ReportCharts = function (S) {
       if (x0 - last >= 22 || on) {
         g.fillStyle = RED; g.fillRect(x0, bot - 14, 20, 14);
         g.fillStyle = "#fff"; g.font = "bold 10px system-ui,sans-serif";
-        g.fillText(String(v.n + 1), x0 + 2, bot - 3);
+        g.fillText(String(v.n), x0 + 2, bot - 3);
         last = x0;
       }
     });
@@ -264,7 +264,7 @@ window.ReportCharts = function (S) {
     });
     S.violations.forEach(function (v) {
       var slack = (S.view.b - S.view.a) / S.geo().PW * 3;
-      if (t >= v.t0 - slack && t <= v.t1 + slack) out.push("violation " + (v.n + 1) + ": " +
+      if (t >= v.t0 - slack && t <= v.t1 + slack) out.push("violation " + v.n + ": " +
         v.explanation);
     });
     return out.join("\n");

@@ -1,6 +1,10 @@
 (function () {
 "use strict";
 var M = JSON.parse(document.getElementById("report-data").textContent);
+M.violations.forEach(function (v) {  // its words are on the page once: in the list
+  var li = document.getElementById("violation-" + v.n);
+  v.explanation = li ? li.querySelector(".expl").textContent : "";
+});
 var O = M.ops, N = O.t.length, END = Math.max(M.end, 1), NL = M.lanes.length;
 var COL = ["#2f81f7", "#e85aad", "#f0a020", "#f0a020"];
 var TYPE = ["ok", "fail", "info (unknown outcome)", "never completed"];
@@ -37,7 +41,7 @@ M.laneProcs.forEach(function (p, k) { laneOf[p] = k; });
 var V = M.violations.filter(function (v) { return v.t0 !== null && !v.info; });
 var byTime = V.slice().sort(function (a, b) { return a.t0 - b.t0 || a.n - b.n; });
 
-var view = {a: 0, b: END}, sel = -1;
+var view = {a: 0, b: END}, sel = 0;  // sel: the number shown (1, 2, ...), 0: none
 var cv = document.getElementById("timeline-canvas"), ctx = cv.getContext("2d");
 var tip = document.getElementById("tip");
 var laneH = Math.max(8, Math.min(30, Math.floor(440 / Math.max(NL, 1))));
@@ -257,26 +261,29 @@ function draw() {
   V.forEach(function (v) {
     if (v.n !== sel && v.c1 >= view.a && v.c0 <= view.b) drawViolation(g, v);
   });
-  var selected = M.violations[sel];
+  var selected = M.violations[sel - 1];
   if (selected && selected.t0 !== null) drawViolation(g, selected);
   axis(g, 0, 0, true);  // the time labels again, over the flags' lines
   g.fillStyle = "#fff"; g.fillRect(0, AXIS_H, LABEL - 4, H);
   g.fillStyle = "#1f2328"; g.font = "12px system-ui,sans-serif";
   g.fillText("faults", 8, AXIS_H + 15);
   for (k = 0; k < NL; k++) g.fillText(M.lanes[k], 8, laneY(k) + laneH / 2 + 4);
-  placeMarkers(); CH.draw();
+  var unflagged = placeMarkers(); CH.draw();
   document.getElementById("window").textContent =
     s3(view.a) + " – " + s3(view.b) + " s  (" + fmtDur(view.b - view.a) + " in view)";
-  document.getElementById("mode").textContent = dense
+  document.getElementById("mode").textContent = (dense
     ? dense.toLocaleString() + " ops in view are drawn per pixel column (more ops than " +
       "pixels: a column shows every outcome in it)" +
       (single ? ", " + single.toLocaleString() + " one by one" : "") +
       ". Zoom in to see single ops."
     : single.toLocaleString() + " ops in view, each drawn as its own bar." +
-      (densityInView ? " Faint columns: ops this page does not embed one by one." : "");
+      (densityInView ? " Faint columns: ops this page does not embed one by one." : "")) +
+    (unflagged ? " " + unflagged + " of the violations in view are outlined without a flag " +
+      "(no room for one): zoom in, or step through them all with ‹ previous / next ›." : "");
+  document.body.dataset.unflagged = String(unflagged);
 }
-function placeMarkers() {  // HTML flags over the timeline: two rows, the selected one on top
-  var rows = [-1e9, -1e9];
+function placeMarkers() {  // HTML flags over the timeline: two rows, the selected one on top;
+  var rows = [-1e9, -1e9], unflagged = 0;  // returns how many in view got no flag
   byTime.forEach(function (v) {  // left to right, so a row is free once a flag's width is past
     var m = v.mark || (v.mark = document.getElementById("vm-" + v.n));
     if (!m) return;
@@ -285,11 +292,15 @@ function placeMarkers() {  // HTML flags over the timeline: two rows, the select
       for (var r = 0; r < rows.length && row < 0; r++) if (x >= rows[r] + 24) row = r;
     }
     if (v.n === sel && inView && row < 0) row = 0;
-    if (row < 0) { m.style.display = "none"; m.dataset.visible = "0"; return; }
+    if (row < 0) {
+      m.style.display = "none"; m.dataset.visible = "0"; if (inView) unflagged++;
+      return;
+    }
     rows[row] = x;
     m.style.display = "block"; m.dataset.visible = "1";
     m.style.left = (x - 1) + "px"; m.style.top = (2 + row * 18) + "px";
   });
+  return unflagged;
 }
 
 // the charts (charts.js) share the view, the axis and the zoom ------------------------------
@@ -314,8 +325,8 @@ var CH = window.ReportCharts({
 
 // selection and the callout ----------------------------------------------------------------
 var callout = document.getElementById("callout");
-function select(n, zoom) {
-  var v = M.violations[n];
+function select(n, zoom) {  // n: the number the page shows (#v-1: the first)
+  var v = M.violations[n - 1];
   if (!v) return;
   sel = n;
   document.querySelectorAll(".sel").forEach(function (e) { e.classList.remove("sel"); });
@@ -324,7 +335,7 @@ function select(n, zoom) {
     if (e) e.classList.add("sel");
   });
   var head = (v.info ? "Informational (" + v.check + " judged it harmless) " : "Violation ") +
-    (n + 1) + " of " + M.violations.length + " · " + v.check + " · " + v.kind +
+    n + " of " + M.violations.length + " · " + v.check + " · " + v.kind +
     (v.total > 1 ? " (" + (v.rank + 1) + " of " + v.total + ")" : "");
   callout.classList.toggle("info", !!v.info);
   head += v.t0 !== null ? " · " + s3(v.t0) + " – " + s3(v.t1) + " s" : " · no time recorded";
@@ -347,10 +358,10 @@ function fromHash() {
 }
 window.addEventListener("hashchange", fromHash);
 callout.querySelector(".prev").onclick = function () {
-  if (sel > 0) location.hash = "#v-" + (sel - 1);
+  if (sel > 1) location.hash = "#v-" + (sel - 1);
 };
 callout.querySelector(".next").onclick = function () {
-  if (sel < M.violations.length - 1) location.hash = "#v-" + (sel + 1);
+  if (sel < M.violations.length) location.hash = "#v-" + (sel + 1);
 };
 document.querySelectorAll("a.show").forEach(function (a) {
   a.addEventListener("click", function () {
@@ -421,6 +432,7 @@ function describeFault(f) {
       return k + " = " + f.params[k];
     }).join(", ");
   }
+  if (f.missed) s += "\nmissed " + f.missed.join(", ") + " (aimed at " + s3(f.aimed) + " s)";
   if (f.error) s += "\nfailed: " + f.error;
   if (f.open) s += "\nnever stopped before the history ends";
   return s;
@@ -481,7 +493,7 @@ function hover(x, y) {
   V.forEach(function (v) {
     var inLane = !v.procs.length || v.procs.indexOf(M.laneProcs[k]) >= 0;
     if (inLane && t >= v.t0 - slack && t <= v.t1 + slack) {
-      out.push("violation " + (v.n + 1) + ": " + v.explanation);
+      out.push("violation " + v.n + ": " + v.explanation);
     }
   });
   M.faults.forEach(function (f) {
