@@ -127,3 +127,25 @@ def test_a_reader_that_left_never_changes_the_exit_code(run: str, verdict: int,
         code = proc.wait(timeout=120)
         err.seek(0)
         assert (code, err.read()) == (verdict, "")
+
+
+OP_JSON = '{{"index": 0, "time": 0, "process": 1, "type": "invoke", "f": "acquire", "value": {}}}'
+OP_EDN = "{{:index 0, :time 0, :process 1, :type :invoke, :f :acquire, :value {}}}"
+
+
+@pytest.mark.parametrize(("depth", "shape", "name"), [
+    *((10**6, shape, name) for shape in ("list", "map")
+      for name in ("h.jsonl", "h.edn", "h")),  # (a map's file is over 4 MB: read in bulk)
+    (10**7, "list", "h.jsonl"), (10**7, "list", "h.edn"),
+])
+def test_a_value_nested_to_any_depth_is_refused_in_one_line(depth: int, shape: str, name: str,
+                                                            tmp_path: Path) -> None:
+    edn = name.endswith(".edn")
+    opener, closer = {"list": ("[", "]"), "map": ("{:a " if edn else '{"a": ', "}")}[shape]
+    path = tmp_path / name
+    path.write_text((OP_EDN if edn else OP_JSON).format(opener * depth + "1" + closer * depth)
+                    + "\n")
+    got = harness("check", str(path))
+    assert got.returncode == 3 and got.stdout == "", got.stderr
+    assert got.stderr.startswith(f"harness: {path} line 1: ") and got.stderr.count("\n") == 1
+    assert "nested" in got.stderr, got.stderr

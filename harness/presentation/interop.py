@@ -682,6 +682,8 @@ def sniff(text: str) -> str | None:
         try:
             if isinstance(json.loads(first_line), dict):
                 return "jsonl"
+        except RecursionError:
+            return "jsonl"  # (a line nested too deeply: the JSON reader names it)
         except ValueError:
             pass
         return "edn"
