@@ -124,9 +124,9 @@ def _syntax() -> tuple[re.Pattern[str], ...]:
     millisecond of every `harness check` that would otherwise."""
     return (re.compile(_TOKEN_PATTERN, re.VERBOSE | re.DOTALL),
             re.compile(rf"/|{_NAME}(?:/{_NAME})?"), re.compile(rf":{_NAME}(?:/{_NAME})?"),
-            re.compile(rf"{_INT}N?"),
-            re.compile(rf"{_INT}(?:M|(?:\.\d+)?(?:[eE][+-]?\d+)?M?)"),
-            re.compile(rf"{_INT}/[1-9]\d*"))
+            re.compile(rf"{_INT}N?", re.ASCII),
+            re.compile(rf"{_INT}(?:M|(?:\.\d+)?(?:[eE][+-]?\d+)?M?)", re.ASCII),
+            re.compile(rf"{_INT}/[1-9]\d*", re.ASCII))
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\"}
@@ -136,7 +136,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _CLOSERS = {"[": "]", "(": ")", "{": "}", "#{": "}"}
 _SPECIAL = {"##Inf": math.inf, "##-Inf": -math.inf, "##NaN": math.nan}
 _INST = re.compile(r"(\d{4})(?:-(\d\d)(?:-(\d\d)(?:T(\d\d)(?::(\d\d)(?::(\d\d)(?:\.\d+)?)?)?"
-                   r"(?:Z|[+-](\d\d):(\d\d))?)?)?)?")
+                   r"(?:Z|[+-](\d\d):(\d\d))?)?)?)?", re.ASCII)
 _UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 
 Token = tuple[str, str, int, int]  # kind, text, line, where it starts in the text
