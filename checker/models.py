@@ -30,7 +30,9 @@ records ``write`` ops to the protected resource, which the ``mutex`` model does 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Hashable, Sequence
+import contextlib
+import contextvars
+from collections.abc import Callable, Hashable, Iterator, Sequence
 
 from harness.core.text import show, who
 
@@ -144,8 +146,26 @@ def freeze(value: Any) -> Hashable:
 
 
 def secs(ns: int | None) -> str:
-    """A time for people: seconds since the test started, ms resolution."""
-    return "an unknown time" if ns is None else f"{ns / 1e9:.3f} s"
+    """A time for people: seconds since the test started, ms resolution; or, while the times
+    are positions (:func:`times_are_positions`), the position."""
+    if ns is None:
+        return "an unknown time"
+    return f"position {ns}" if _POSITIONS.get() else f"{ns / 1e9:.3f} s"
+
+
+_POSITIONS = contextvars.ContextVar("positions", default=False)
+
+
+@contextlib.contextmanager
+def times_are_positions(yes: bool = True) -> Iterator[None]:
+    """While a history whose ``time`` is each op's position in its file (a file with no times:
+    a Jepsen log, a Knossos history) is checked and explained: what would be shown as seconds
+    is shown as the position it is, never as a time the file does not hold."""
+    token = _POSITIONS.set(yes)
+    try:
+        yield
+    finally:
+        _POSITIONS.reset(token)
 
 
 

@@ -45,6 +45,47 @@ def parse_args(argv: list[str] | None) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = ReaderMayLeave(sys.stdout), ReaderMayLeave(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout.flush()  # (what is still buffered: a reader gone by now is silenced too)
+        sys.stdout, sys.stderr = streams
+
+
+class ReaderMayLeave:
+    """A command's stdout (or stderr) whose reader may leave before the end (`harness check
+    FILE | head -1`): the first write or flush that meets the closed pipe (BrokenPipeError)
+    sends what is left to /dev/null, and the command carries on to its own exit code. A
+    closed pipe ends the printing, never the verdict."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def _gone(self) -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, self._stream.fileno())
+        os.close(null)  # (what the pipe refused, still buffered, goes there next flush)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _main(argv: list[str] | None) -> int:
     args = parse_args(argv)
     # SIGTERM as SIGINT, whatever the parent left them as (a background job ignores SIGINT):
     # either one, before a run has set its own handlers, ends the command in one line, exit 3.
@@ -57,9 +98,6 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
-        return EXIT_SETUP
-    except BrokenPipeError:  # `harness ... | head`: the reader left; nothing to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_SETUP
     except HarnessError as e:
         for line in str(e).splitlines() or [""]:

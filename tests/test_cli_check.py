@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.harness_runs import bounded
 
@@ -99,3 +104,50 @@ def test_a_large_file_says_what_it_is_doing_on_stderr(tmp_path: Path, monkeypatc
     assert "ok.jsonl:" in err[1] and "% of 0 MiB" in err[1]
     assert err[1].startswith("\r")  # one line rewritten in place
     assert err[-1].startswith("read 12 ops in ") and err[-1].endswith("checking them as mutex")
+
+
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+@pytest.mark.parametrize(("run", "verdict"), [("redis-setnx-none", 0),
+                                              ("redis-setnx-pause-seed9", 1)])
+def test_a_reader_that_left_never_changes_the_exit_code(run: str, verdict: int,
+                                                        unbuffered: str) -> None:
+    """`harness check FILE | head -1`: the reader closes the pipe before the verdict is printed
+    in full. Here the pipe has no reader at all from the start (its read end is closed before
+    the command starts), so every write meets EPIPE, line by line (unbuffered) or at the final
+    flush: the exit code is the verdict's, with nothing on stderr."""
+    read, write = os.pipe()
+    os.close(read)
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
+    with tempfile.TemporaryFile("w+") as err:
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "check",
+                                     str(STORED.parent / run / "history.jsonl")],
+                                    stdout=write, stderr=err, stdin=subprocess.DEVNULL, env=env)
+        finally:
+            os.close(write)
+        code = proc.wait(timeout=120)
+        err.seek(0)
+        assert (code, err.read()) == (verdict, "")
+
+
+OP_JSON = '{{"index": 0, "time": 0, "process": 1, "type": "invoke", "f": "acquire", "value": {}}}'
+OP_EDN = "{{:index 0, :time 0, :process 1, :type :invoke, :f :acquire, :value {}}}"
+
+
+@pytest.mark.parametrize(("depth", "shape", "name"), [
+    *((10**6, shape, name) for shape in ("list", "map")
+      for name in ("h.jsonl", "h.edn", "h")),  # (a map's file is over 4 MB: read in bulk)
+    (10**7, "list", "h.jsonl"), (10**7, "list", "h.edn"),
+])
+def test_a_value_nested_to_any_depth_is_refused_in_one_line(depth: int, shape: str, name: str,
+                                                            tmp_path: Path) -> None:
+    edn = name.endswith(".edn")
+    opener, closer = {"list": ("[", "]"), "map": ("{:a " if edn else '{"a": ', "}")}[shape]
+    path = tmp_path / name
+    path.write_text((OP_EDN if edn else OP_JSON).format(opener * depth + "1" + closer * depth)
+                    + "\n")
+    got = harness("check", str(path))
+    assert got.returncode == 3 and got.stdout == "", got.stderr
+    assert re.match(rf"harness: {re.escape(str(path))} line 1(?: column \d+)?: ", got.stderr)
+    assert got.stderr.count("\n") == 1
+    assert "nested" in got.stderr, got.stderr

@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def assert_refused(path: Path, line: int | None, names: Path | None = None, code
     assert "Traceback" not in out + err
     assert err.count("\n") == 1 and err.startswith(f"harness: {names or path}"), err
     if line is not None:
-        assert f" line {line}:" in err, (line, err)
+        assert re.search(rf" line {line}(?: column \d+)?: ", err), (line, err)
 
 
 PLACES = [(kind, fmt) for kind, fmts in MALFORMED.items() for fmt in fmts]

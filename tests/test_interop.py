@@ -56,7 +56,8 @@ def test_edn_scalars_and_collections() -> None:
     forms = loads_edn(
         'nil true false 42 -7 12N 1.5 2e3 3.25M 1/4 ##Inf ##NaN "a\\tb\\u00e9" \\a \\newline '
         ":kw :ns/kw sym [1 2] (3 4) {:a 1, \"b\" [2]} #{1 2} #inst \"2024-01-01\" "
-        "#uuid \"0a\" #my/tag [1] #_ ignored #_[also ignored] last"
+        "#uuid \"f81d4fae-7dec-11d0-a765-00a0c91e6bf6\" #my/tag [1] #_ ignored "
+        "#_[also ignored] last"
     )
     assert forms[:9] == [None, True, False, 42, -7, 12, 1.5, 2000.0, 3.25]
     assert forms[9] == 0.25 and forms[10] == math.inf and math.isnan(forms[11])
@@ -66,7 +67,7 @@ def test_edn_scalars_and_collections() -> None:
     assert forms[18] == [1, 2] and forms[19] == [3, 4]
     assert forms[20] == {Keyword("a"): 1, "b": [2]}
     assert forms[21] == frozenset({1, 2})
-    assert forms[22] == "2024-01-01" and forms[23] == "0a"
+    assert forms[22] == "2024-01-01" and forms[23] == "f81d4fae-7dec-11d0-a765-00a0c91e6bf6"
     assert forms[24] == Tagged("my/tag", [1])
     assert forms[25] == Symbol("last") and len(forms) == 26
 
@@ -78,22 +79,24 @@ def test_edn_vector_keys_and_records() -> None:
     assert rec == {Keyword("index"): 0, Keyword("type"): Keyword("invoke")}
 
 
-@pytest.mark.parametrize(("text", "line", "fragment"), [
-    ('{:a 1}\n{:b "unterminated}', 2, "unterminated string"),
-    ("[1 2\n3", 2, "unclosed '['"),
-    ("{:a 1 :b}", 1, "even number"),
-    ("(1 2]", 1, "expected ')'"),
-    ("\n\n]", 3, "unexpected ']'"),
-    ("12abc", 1, "invalid number"),
-    ('"bad \\q escape"', 1, "unknown escape"),
-    ("#", 1, "unexpected '#'"),
-    ("[#_]", 1, "#_"),
-    ("[" * 300, 1, "nested deeper"),
+@pytest.mark.parametrize(("text", "line", "column", "fragment"), [
+    ('{:a 1}\n{:b "unterminated}', 2, 5, "unterminated string"),
+    ("[1 2\n3", 2, 2, "unclosed '['"),
+    ("{:a 1 :b}", 1, 1, "even number"),
+    ("(1 2]", 1, 5, "expected ')'"),
+    ("\n\n]", 3, 1, "unexpected ']'"),
+    ("12abc", 1, 1, "'12abc' is not a number"),
+    ('"bad \\q escape"', 1, 1, "unknown escape"),
+    ("#", 1, 1, "unexpected '#'"),
+    ("[#_]", 1, 4, "#_"),
+    ("[" * 300, 1, 202, "nested deeper"),
+    ("[1 2]\n  [3 'x]", 2, 6, "\"'x\" is not EDN"),
 ])
-def test_edn_errors_name_the_line(text: str, line: int, fragment: str) -> None:
+def test_edn_errors_name_the_line_and_column(text: str, line: int, column: int,
+                                            fragment: str) -> None:
     with pytest.raises(HistoryError) as e:
         loads_edn(text, "h.edn")
-    assert f"h.edn line {line}:" in str(e.value)
+    assert str(e.value).startswith(f"h.edn line {line} column {column}: ")
     assert fragment in str(e.value)
 
 
@@ -122,8 +125,10 @@ def test_top_level_vector_without_times(tmp_path: Path) -> None:
  {:process 1, :type :ok, :f :read, :value 2}]
 """
     ops = read_edn_history(write(tmp_path, "knossos.edn", text))
-    assert [op["time"] for op in ops] == [0, 1_000_000, 2_000_000, 3_000_000]
+    assert [op["time"] for op in ops] == [0, 1, 2, 3]  # positions, and said to be
     assert [op["index"] for op in ops] == [0, 1, 2, 3]
+    assert interop.positions(ops) and not interop.positions(read_edn_history(
+        write(tmp_path, "timed.edn", JEPSEN_EDN)))
     assert check(ops, "register")["valid"] is False
 
 
@@ -223,7 +228,8 @@ def test_read_jepsen_log(tmp_path: Path) -> None:
                       "value": None}
     assert ops[3]["process"] == "nemesis"
     assert ops[5]["value"] == [3, 4]
-    assert ops[8] == {"index": 8, "time": 8_000_000, "process": 3, "type": "info",
+    assert interop.positions(ops)
+    assert ops[8] == {"index": 8, "time": 8, "process": 3, "type": "info",
                       "f": "write", "value": "timed-out"}
     assert check(ops, "cas-register")["valid"] is True
 
@@ -236,7 +242,7 @@ def test_plain_history_txt_with_an_error_column() -> None:
 def test_log_errors_name_the_line(tmp_path: Path) -> None:
     bad = write(tmp_path, "bad.log", 'INFO  jepsen.util - 0\t:invoke\t:read\tnil\n'
                                      'INFO  jepsen.util - 0\t:ok\t:read\t"unterminated\n')
-    with pytest.raises(HistoryError, match=r"bad\.log line 2: invalid EDN"):
+    with pytest.raises(HistoryError, match=r"bad\.log line 2 column 33: invalid EDN"):
         read_jepsen_log(bad)
     weird = write(tmp_path, "w.log", "INFO  jepsen.util - [0]\t:ok\t:read\t1\n")
     with pytest.raises(HistoryError, match=r"w\.log line 1: 'process'"):
@@ -353,7 +359,7 @@ def test_the_quick_reading_of_plain_log_lines_matches_the_edn_reader(
         "INFO  jepsen.util - 3 :invoke :write 0",
         "INFO  jepsen.util - 3 :info :write :timed-out",
         "INFO  jepsen.util - 4\t:invoke\t:write\t1234567890123456789",
-        "INFO  jepsen.util - 4\t:ok\t:write\t007",
+        "INFO  jepsen.util - 4\t:ok\t:write\t+7",
         "INFO  jepsen.util - 5\t:invoke\t:cas\t[1 2 3]",
         "INFO  jepsen.util - 5\t:fail\t:cas\t:timed-out\t:extra",
     ])
@@ -362,3 +368,133 @@ def test_the_quick_reading_of_plain_log_lines_matches_the_edn_reader(
     slow = parse_jepsen_log(text)
     assert quick == slow
     assert [type(op["value"]) for op in quick] == [type(op["value"]) for op in slow]
+
+
+# ---------------------------------------------------------------------------------------------
+# Read strictly: what is not EDN, and an :index or a :time missing or unreadable, is refused
+
+
+VALID_EDN = """\
+{:index 0, :time 1000000000, :process 0, :type :invoke, :f :acquire, :value nil}
+{:index 1, :time 1200000000, :process 0, :type :ok, :f :acquire, :value nil}
+{:index 2, :time 2000000000, :process 1, :type :invoke, :f :acquire, :value nil}
+{:index 3, :time 3777000000, :process 1, :type :ok, :f :acquire, :value nil}
+"""  # process 1 acquires at 3.777 s while 0 holds the lock: INVALID
+
+
+def damaged(line: str) -> str:
+    """VALID_EDN with its third line replaced."""
+    lines = VALID_EDN.splitlines()
+    lines[2] = line
+    return "\n".join(lines) + "\n"
+
+
+NOT_EDN = [  # (the value of the third op, the text at which it is refused)
+    (":a\x00b", ":a\x00b"), ("'sym", "'sym"), ("~x", "~x"), ("~@x", "~@x"), ("`x", "`x"),
+    ("@x", "@x"), ("^{} x", "^"), ("^:m x", "^:m"), ("#?()", "#?()"), ("#?@(:clj [1])", "#?@"),
+    ('#inst "nope"', "#inst"), ('#inst "2024-13-01"', "#inst"), ('#uuid "zz"', "#uuid"),
+    ("#uuid 12", "#uuid"), ("1/0", "1/0"), ("01", "01"), ("1.", "1."), (".5", ".5"),
+    ("1e", "1e"), (":#a", ":#a"), (":1a", ":1a"), ("::a", "::a"), (":/", ":/"), (":a/", ":a/"),
+    ("a/b/c", "a/b/c"), ("\\abc", "\\abc"), ("##foo", "##foo"), ("#1x", "#1x"),
+    ("nil\u00a0", "\u00a0"), ('"\\/"', '"'),
+]
+
+
+@pytest.mark.parametrize(("value", "at"), NOT_EDN)
+def test_text_that_is_not_edn_is_refused_with_its_line_and_column(
+        value: str, at: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    line = f"{{:index 2, :time 2000000000, :process 1, :type :invoke, :f :acquire, :value {value}}}"
+    path = write(tmp_path, "h.edn", damaged(line))
+    assert main(["check", str(path)]) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith(f"harness: {path} line 3 column {line.index(at) + 1}: "), err
+
+
+INDEX_OR_TIME = [  # the third op's fields where VALID_EDN has its :index and :time
+    (":time 2000000000", "this op has no :index"), (":index 2", "this op has no :time"),
+    (":index 2, :tme 2000000000", "this op has no :time"),
+    *((f":index 2, :time {t}", "'time' must be") for t in (
+        "nil", '"2000000000"', "2.0", "-5", ":x", "1/2", "[2000000000]", "true")),
+    *((f":index {i}, :time 2000000000", "'index' must") for i in (
+        "nil", '"2"', "-1", "2.0", ":x")),
+    (":index 2, :time 2000000000, :time 3", "duplicate key :time"),
+    (":index 2, :index 2, :time 2000000000", "duplicate key :index"),
+]
+
+
+@pytest.mark.parametrize(("fields", "said"), INDEX_OR_TIME)
+def test_an_index_or_a_time_missing_or_unreadable_is_refused_never_made_up(
+        fields: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    path = write(tmp_path, "h.edn", damaged(
+        f"{{{fields}, :process 1, :type :invoke, :f :acquire, :value nil}}"))
+    assert main(["check", str(path)]) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith(f"harness: {path} line 3") and said in err, err
+
+
+def test_a_time_shown_is_the_files_and_a_position_is_never_shown_as_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The file's times as it says them; a file with none (no :time in any op, a Jepsen log):
+    positions, said to be, and no seconds anywhere."""
+    from harness.cli import main
+
+    assert main(["check", str(write(tmp_path, "timed.edn", VALID_EDN))]) == 1
+    timed = capsys.readouterr().out
+    assert "acquired at 3.777 s (invoked at 2.000 s)" in timed and "position" not in timed
+    untimed = re.sub(r", :time \d+", "", VALID_EDN)
+    log = "".join(f"INFO  jepsen.util - {p}\t:{t}\t:acquire\tnil\n"
+                  for p, t in ((0, "invoke"), (0, "ok"), (1, "invoke"), (1, "ok")))
+    for path in (write(tmp_path, "untimed.edn", untimed), write(tmp_path, "jepsen.log", log)):
+        assert main(["check", str(path)]) == 1
+        out = capsys.readouterr().out
+        assert "acquired at position 3 (invoked at position 2)" in out, out
+        assert "the file has no times" in out and not re.search(r"\d s\b", out), out
+
+
+def test_a_damaged_type_in_a_log_is_refused_not_skipped() -> None:
+    text = "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t#?()\t:read\t1\n"
+    with pytest.raises(HistoryError, match=r"^h\.log line 2 column 23: invalid EDN"):
+        parse_jepsen_log(text, "h.log")
+
+
+names = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1,
+                max_size=6)
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63) + 1, 2**63 - 1) | st.text(max_size=8)
+    | st.floats(allow_nan=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=3),
+    max_leaves=6)
+calls = st.lists(st.tuples(st.integers(0, 3), names, values, st.sampled_from(["ok", "fail",
+                                                                            "info"]),
+                           st.integers(0, 10**12), st.booleans()), max_size=12)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=calls)
+def test_a_history_written_to_edn_reads_back_exactly(calls: list[tuple[Any, ...]],
+                                                     tmp_path_factory: pytest.TempPathFactory
+                                                     ) -> None:
+    """Any well-formed history of ours, written as EDN and read back: the same ops, their
+    times included (and the file said to have times)."""
+    ops: list[dict[str, Any]] = []
+    time = 0
+    for process, f, value, completion, gap, nemesis in calls:
+        for type_ in ("invoke", completion):
+            time += gap
+            op = {"index": len(ops), "time": time, "process": process, "type": type_, "f": f,
+                  "value": value}
+            ops.append(op)
+        if nemesis:
+            ops.append({"index": len(ops), "time": time, "process": "nemesis", "type": "info",
+                        "f": "partition", "value": "start"})
+    path = tmp_path_factory.mktemp("edn") / "h.edn"
+    write_edn_history(path, ops)
+    back = read_edn_history(path)
+    assert back == ops
+    assert not interop.positions(back)

@@ -61,6 +61,7 @@ def agree(path: Path, block: int, monkeypatch: pytest.MonkeyPatch, *, plain: boo
         return None
     assert not isinstance(ops, str), f"the columns read what the strict reader refuses: {ops}"
     assert cols.ops() == ops
+    assert interop.positions(cols) == interop.positions(ops)  # (times, or said not to be)
     assert [type(op["process"]) for op in cols.ops()] == [type(op["process"]) for op in ops]
     for model in LOCK_MODELS:
         assert check(cols, model) == check(ops, model), model
@@ -187,7 +188,7 @@ def test_comments_blank_lines_and_log_lines_of_no_op_are_left_out(
     path = tmp_path / "h.log"
     path.write_text("\n".join(log) + "\n")
     cols = agree(path, 1000, monkeypatch, plain=True)
-    assert cols.op(300)["time"] == 300 * interop.MS
+    assert cols.op(300)["time"] == 300 and interop.positions(cols)
     path.write_text("INFO  jepsen.core - 1 setting up\n" * 30 + "\n".join(log) + "\n")
     agree(path, 64, monkeypatch, plain=True)  # (blocks of no op, a number a line, first)
     for bad in ("INFO  jepsen.util - 3\t:ok\t:acquire\t7",  # an op, not plain

@@ -43,6 +43,9 @@ BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
 THREADS: int | None = None  # threads that read blocks into columns beside this one (None: one
 # a spare core but this one's: harness.core.ahead.spare_cores)
 _BOM = b"\xef\xbb\xbf"
+# What a bulk decode that cannot read a block raises (a value nested deeper than msgspec goes,
+# whatever the depth, among them): the block is then read strictly, which names the line.
+UNREAD = (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 
 _Int = Annotated[int, msgspec.Meta(ge=-MAX_TIME, le=MAX_TIME)]
 _Nat = Annotated[int, msgspec.Meta(ge=0, le=MAX_TIME)]
@@ -247,8 +250,8 @@ def _decoded(block: bytes, name: str, first: int, names: dict[str, str],
             if m is None:
                 return None
             k = int(m.group(1))
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            return None
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            return None  # (nested deeper than the decoder goes: the strict reader says so)
         else:
             if len(got) != n - at:
                 return None
@@ -260,7 +263,7 @@ def _decoded(block: bytes, name: str, first: int, names: dict[str, str],
         if k:
             try:
                 got = decode_lines(view[start:starts[at + k]])
-            except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+            except UNREAD:
                 return None
             if len(got) != k:
                 return None
@@ -435,7 +438,7 @@ def _read_columns(fh: BinaryIO, progress: Callable[[int], None] | None, store: C
             continue
         try:
             got = _decode_plain(block)
-        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+        except UNREAD:
             return None
         if len(got) != n:
             return None

@@ -20,7 +20,7 @@ import orjson
 
 from harness.core.columns import LOCK_ABSENT, LOCK_NULL, TYPE_CODES, Columns
 from harness.core.history import MAX_LINE, Op
-from harness.core.history_bulk import _F, _LOCK, _Int, _Nat, _Scalar, _Value
+from harness.core.history_bulk import _F, _LOCK, UNREAD, _Int, _Nat, _Scalar, _Value
 from harness.core.run_history import (
     BOOL,
     FLOAT,
@@ -159,7 +159,7 @@ def read_columns(data: bytes) -> RunColumns | None:
     try:  # (the decoder's schema as a struct, its types)
         if len(_decode(lines)) != len(taken):
             return None
-    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+    except UNREAD:
         return None
     return cols.columns()
 

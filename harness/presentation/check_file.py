@@ -186,10 +186,10 @@ def check_file(path: str | PathLike[str], model: str | None, limits: dict[str, A
     """A foreign (or our own) history file, checked for linearizability against ``model``
     (inferred from its ops when not given)."""
     from checker.linearizable import check
-    from checker.models import MODELS, infer
+    from checker.models import MODELS, infer, times_are_positions
     from harness.core.budget import file_fits
     from harness.core.text import line, show, verdict_word
-    from harness.presentation.interop import load_any
+    from harness.presentation.interop import load_any, positions
 
     given = model is not None
     if model is not None and model not in MODELS:
@@ -221,8 +221,9 @@ def check_file(path: str | PathLike[str], model: str | None, limits: dict[str, A
     if progress is not None:
         progress[0].line(f"read {len(ops):,} ops in {time.monotonic() - started:.1f} s; "
                          f"checking them as {model}")
-    result = check(ops, model, time_limit=limits["time_limit"],
-                   max_states=limits["max_states"])
+    with times_are_positions(positions(ops)):
+        result = check(ops, model, time_limit=limits["time_limit"],
+                       max_states=limits["max_states"])
     how = "" if given else " (inferred from its ops)"
     print(f"{verdict_word(result['valid'])}  {line(str(path))} as {model}{how}: "
           f"{result['ops']} ops in {result['parts']} part(s)")
@@ -235,6 +236,9 @@ def check_file(path: str | PathLike[str], model: str | None, limits: dict[str, A
     witness = result.get("witness")
     if witness:
         print(f"  {witness['explanation']}")
+        if positions(ops):
+            print("  (the file has no times: a position is an op's place among its ops, from "
+                  "0, not a time)")
     if result.get("reason"):
         print(f"  {result['reason']}")
     return exit_code_for(result["valid"])

@@ -11,16 +11,22 @@
 
 Mapping to our ops: keywords become strings (``:acquire`` -> ``"acquire"``, ``:nemesis`` ->
 ``"nemesis"``), vectors and lists become lists, sets sorted lists, tagged literals their value
-(``#inst``/``#uuid`` their string). Missing ``:time``: synthetic times, 1 ms per op in file
-order. Missing ``:index``: the position in the file. The file order is kept: Jepsen's order is
-its own history order, and its ``:time`` may go backwards by a little across processes (the
-checker orders by ``time`` itself). Every error is a :class:`~harness.core.history.HistoryError`
-naming the file and the line.
+(``#inst``/``#uuid`` their string). ``:index`` and ``:time`` are in every op or in none
+(:func:`finish_ops`): a file with neither (Knossos') or with no times (a Jepsen log) has its
+ops' positions in their place, and says so (:class:`Positions`); one op without what the others
+have is refused, never filled in. The file order is kept: Jepsen's order is its own history
+order, and its ``:time`` may go backwards by a little across processes (the checker orders by
+``time`` itself). Every error is a :class:`~harness.core.history.HistoryError` naming the file
+and the line (and the column, for text that is not EDN).
 
-The EDN reader is small but real: nil, booleans, strings (with escapes), characters, integers
-(``N``), floats (``M``, ``##Inf``, ``##NaN``), ratios, keywords, symbols, lists, vectors, maps,
-sets, tagged literals (``#inst "..."``, records such as ``#jepsen.history.Op{...}``),
-comments (``;``) and discards (``#_``); commas are whitespace.
+The EDN reader is small, strict and ours (a library such as ``edn_format`` is several times
+slower on Knossos' data, names no line, and reads ``:1a`` and ``^{} x``): nil, booleans,
+strings (with escapes), characters, integers (``N``), floats (``M``, ``##Inf``, ``##NaN``),
+ratios (Clojure's, which Jepsen writes), keywords and symbols as the spec spells them, lists,
+vectors, maps, sets, tagged literals (``#inst`` an RFC 3339 time, ``#uuid`` a UUID, records
+such as ``#jepsen.history.Op{...}``, any other tag kept as :class:`Tagged`), comments (``;``)
+and discards (``#_``); commas are whitespace. Anything else (``'x``, ``~x``, `````x``,
+``^{}``, ``#?()``, a NUL in a keyword, ``1/0``, ``01``) is refused with its line and column.
 """
 
 from __future__ import annotations
@@ -41,7 +47,6 @@ TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
     from typing import Any
 
-MS = 1_000_000  # ns: the step of synthetic times
 MAX_DEPTH = 200  # deeper nesting than any history needs; bounds the recursion
 
 
@@ -91,74 +96,99 @@ class Tagged:
         return f"Tagged({self.tag!r}, {self.value!r})"
 
 
+_DELIMITERS = r"\s,\[\](){}\";\\"  # what ends a symbol, keyword, number, tag or character
 _TOKEN_PATTERN = (
-    r"""
-    (?P<ws>[\s,]+)
+    rf"""
+    (?P<ws>[ \t\n\r\f\v,]+)
   | (?P<comment>;[^\n]*)
-  | (?P<open>\#\{|[\[({])
-  | (?P<close>[\])}])
+  | (?P<open>\#\{{|[\[({{])
+  | (?P<close>[\])}}])
   | (?P<discard>\#_)
-  | (?P<special>\#\#[A-Za-z-]+)
-  | (?P<tag>\#[A-Za-z][^\s,\[\](){}";\\]*)
-  | (?P<char>\\(?:newline|space|tab|return|backspace|formfeed|u[0-9A-Fa-f]{4}|.))
-  | (?P<atom>[^\s,\[\](){}";\\\#][^\s,\[\](){}";\\]*)
+  | (?P<special>\#\#[^{_DELIMITERS}]*)
+  | (?P<tag>\#[A-Za-z][^{_DELIMITERS}]*)
+  | (?P<char>\\[^ \t\n\r\f\v][^{_DELIMITERS}]*)
+  | (?P<atom>[^{_DELIMITERS}\#][^{_DELIMITERS}]*)
     """
 )
+# A symbol's name begins with a letter, one of * ! _ ? $ % & = < >, or one of + - . not
+# followed by a digit; then letters, digits, those, + - . and : #. At most one / between two
+# names, or / alone. A keyword is : and a symbol (never :/ nor ::).
+_NAME = r"(?:[^\W\d]|[*!?$%&=<>]|[+\-.](?!\d))[\w.*+!\-?$%&=<>:#]*"
+_INT = r"[+-]?(?:0|[1-9]\d*)"
 
 
 @functools.cache
-def _syntax() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """EDN's token and number patterns (token, integer, float, ratio), compiled on first use:
-    a Jepsen log of plain ops never needs them, and compiling them is a millisecond of every
-    `harness check` that would otherwise."""
-    return (re.compile(_TOKEN_PATTERN, re.VERBOSE | re.DOTALL), re.compile(r"[+-]?\d+N?"),
-            re.compile(r"[+-]?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?M?"), re.compile(r"[+-]?\d+/\d+"))
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\",
-            "/": "/"}
+def _syntax() -> tuple[re.Pattern[str], ...]:
+    """EDN's token, name and number patterns (token, symbol, keyword, integer, float, ratio),
+    compiled on first use: a Jepsen log of plain ops never needs them, and compiling them is a
+    millisecond of every `harness check` that would otherwise."""
+    return (re.compile(_TOKEN_PATTERN, re.VERBOSE | re.DOTALL),
+            re.compile(rf"/|{_NAME}(?:/{_NAME})?"), re.compile(rf":{_NAME}(?:/{_NAME})?"),
+            re.compile(rf"{_INT}N?", re.ASCII),
+            re.compile(rf"{_INT}(?:M|(?:\.\d+)?(?:[eE][+-]?\d+)?M?)", re.ASCII),
+            re.compile(rf"{_INT}/[1-9]\d*", re.ASCII))
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\"}
 _CHARS = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r", "backspace": "\b",
           "formfeed": "\f"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CLOSERS = {"[": "]", "(": ")", "{": "}", "#{": "}"}
 _SPECIAL = {"##Inf": math.inf, "##-Inf": -math.inf, "##NaN": math.nan}
+_INST = re.compile(r"(\d{4})(?:-(\d\d)(?:-(\d\d)(?:T(\d\d)(?::(\d\d)(?::(\d\d)(?:\.\d+)?)?)?"
+                   r"(?:Z|[+-](\d\d):(\d\d))?)?)?)?", re.ASCII)
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+
+Token = tuple[str, str, int, int]  # kind, text, line, where it starts in the text
 
 
 class EdnReader:
-    """Reads EDN forms from text, tracking line numbers for error messages."""
+    """Reads EDN forms from text, strictly (https://github.com/edn-format/edn, and ratios as
+    Clojure reads them): what is not EDN is an error naming its line and column."""
 
-    def __init__(self, text: str, name: str, *, where: str | None = None) -> None:
+    def __init__(self, text: str, name: str, *, where: str | None = None,
+                 column: int = 0) -> None:
         self.text = text
         self.name = name
         self.where = where  # when set, errors name this place instead of a line of the text
+        self.column = column  # (with where: the column of the text's start there, less 1)
         self.pos = 0
         self.line = 1
-        self._token_re, self._int_re, self._float_re, self._ratio_re = _syntax()
+        (self._token_re, self._symbol_re, self._keyword_re, self._int_re, self._float_re,
+         self._ratio_re) = _syntax()
+        self._names: dict[str, Any] = {"nil": None, "true": True, "false": False}
 
-    def error(self, msg: str, line: int | None = None) -> HistoryError:
+    def error(self, msg: str, tok: Token | None = None, *, line: int | None = None
+              ) -> HistoryError:
+        """``msg`` at ``tok`` (its line and column), at ``line``, or where the reader is."""
+        at = (line, None) if line is not None else (
+            (tok[2], tok[3]) if tok is not None else (self.line, self.pos))
+        col = "" if at[1] is None else f" column {at[1] - self.text.rfind(chr(10), 0, at[1])}"
         if self.where is not None:
-            return HistoryError(f"{self.where}: {msg}")
-        return HistoryError(f"{self.name} line {line or self.line}: {msg}")
+            if at[1] is not None:
+                col = f" column {self.column + at[1] + 1}"
+            return HistoryError(f"{self.where}{col}: {msg}")
+        return HistoryError(f"{self.name} line {at[0]}{col}: {msg}")
 
-    def _token(self) -> tuple[str, str, int] | None:
-        """The next meaningful token (kind, text, line), or None at the end."""
+    def _token(self) -> Token | None:
+        """The next meaningful token (kind, text, line, start), or None at the end."""
         text = self.text
         while self.pos < len(text):
             if text[self.pos] == '"':
                 return self._string_token()
             m = self._token_re.match(text, self.pos)
             if m is None:
-                ch = text[self.pos]
-                what = "an unterminated string" if ch == '"' else f"unexpected {ch!r}"
-                raise self.error(f"invalid EDN: {what}")
+                raise self.error(f"invalid EDN: unexpected {text[self.pos]!r}")
             kind, value = m.lastgroup or "", m.group()
-            line = self.line
+            line, start = self.line, self.pos
             self.line += value.count("\n")
             self.pos = m.end()
             if kind in ("ws", "comment"):
                 continue
-            return kind, value, line
+            return kind, value, line, start
         return None
 
-    def _string_token(self) -> tuple[str, str, int]:
+    def _string_token(self) -> Token:
         """A string literal, scanned with ``str.find`` (linear time, no regex state per
         character: a 20 MB string costs 20 MB, not gigabytes)."""
         text, start, line = self.text, self.pos, self.line
@@ -166,7 +196,7 @@ class EdnReader:
         while True:
             j = text.find('"', i)
             if j < 0:
-                raise self.error("invalid EDN: an unterminated string", line)
+                raise self.error("invalid EDN: an unterminated string")
             k = j - 1
             while text[k] == "\\" and k > start:  # an odd run of backslashes escapes it
                 k -= 1
@@ -176,7 +206,7 @@ class EdnReader:
         value = text[start:j + 1]
         self.line += value.count("\n")
         self.pos = j + 1
-        return "str", value, line
+        return "str", value, line, start
 
     def forms(self) -> Iterator[tuple[int, Any]]:
         """Every top-level form with the line it starts on."""
@@ -185,10 +215,10 @@ class EdnReader:
             if tok is None:
                 return
             if tok[0] == "close":
-                raise self.error(f"unexpected {tok[1]!r}", tok[2])
+                raise self.error(f"invalid EDN: unexpected {tok[1]!r}", tok)
             yield tok[2], self._form(tok, 0)
 
-    def items(self, opener: tuple[str, str, int]) -> Iterator[tuple[int, Any]]:
+    def items(self, opener: Token) -> Iterator[tuple[int, Any]]:
         """The elements of a collection whose opening token was just read, with their lines."""
         close = _CLOSERS[opener[1]]
         while True:
@@ -198,44 +228,46 @@ class EdnReader:
             if tok[0] == "close":
                 if tok[1] != close:
                     raise self.error(f"expected {close!r} to close {opener[1]!r} from line "
-                                     f"{opener[2]}, got {tok[1]!r}", tok[2])
+                                     f"{opener[2]}, got {tok[1]!r}", tok)
                 return
             yield tok[2], self._form(tok, 1)
 
     def next_form(self, depth: int, what: str) -> Any:
         tok = self._token()
         if tok is None or tok[0] == "close":
-            raise self.error(f"{what} is missing its value")
+            raise self.error(f"{what} is missing its value", tok)
         return self._form(tok, depth)
 
-    def _form(self, tok: tuple[str, str, int], depth: int) -> Any:
+    def _form(self, tok: Token, depth: int) -> Any:
         if depth > MAX_DEPTH:
-            raise self.error(f"nested deeper than {MAX_DEPTH} levels")
-        kind, text, line = tok
+            raise self.error(f"nested deeper than {MAX_DEPTH} levels", tok)
+        kind, text = tok[0], tok[1]
         if kind == "open":
             return self._collection(tok, depth)
         if kind == "str":
-            return self._string(text, line)
+            return self._string(tok)
         if kind == "atom":
-            return self._atom(text, line)
+            return self._atom(tok)
         if kind == "char":
-            return self._char(text)
+            return self._char(tok)
         if kind == "special":
             if text not in _SPECIAL:
-                raise self.error(f"unknown symbolic value {text}", line)
+                raise self.error(f"invalid EDN: unknown symbolic value {show(text, 40)}", tok)
             return _SPECIAL[text]
         if kind == "discard":
             self.next_form(depth + 1, "#_")
             nxt = self._token()
             if nxt is None or nxt[0] == "close":
-                raise self.error("#_ discards the last form of a collection or file", line)
+                raise self.error("#_ discards the last form of a collection or file", tok)
             return self._form(nxt, depth)
         if kind == "tag":
-            value = self.next_form(depth + 1, f"tag {text}")
-            return _tagged(text[1:], value)
-        raise self.error(f"unexpected {text!r}", line)
+            if self._symbol_re.fullmatch(text, 1) is None:
+                raise self.error(f"invalid EDN: {show(text, 40)} is not a tag (# and a "
+                                 "symbol)", tok)
+            return self._tagged(tok, self.next_form(depth + 1, f"tag {text}"))
+        raise self.error(f"invalid EDN: unexpected {text!r}", tok)
 
-    def _collection(self, tok: tuple[str, str, int], depth: int) -> Any:
+    def _collection(self, tok: Token, depth: int) -> Any:
         opener, line = tok[1], tok[2]
         elems: list[Any] = []
         close = _CLOSERS[opener]
@@ -246,30 +278,30 @@ class EdnReader:
             if nxt[0] == "close":
                 if nxt[1] != close:
                     raise self.error(f"expected {close!r} to close {opener!r} from line {line}, "
-                                     f"got {nxt[1]!r}", nxt[2])
+                                     f"got {nxt[1]!r}", nxt)
                 break
             elems.append(self._form(nxt, depth + 1))
         if opener == "{":
             if len(elems) % 2:
                 raise self.error(f"a map (opened on line {line}) needs an even number of forms",
-                                 line)
+                                 tok)
             out = {_hashable(k): v for k, v in zip(elems[::2], elems[1::2], strict=True)}
             if len(out) * 2 != len(elems):  # EDN forbids it; a dict would keep the last quietly
                 keys = [_hashable(k) for k in elems[::2]]
                 twice = next(k for k in keys if keys.count(k) > 1)
                 raise self.error(f"malformed history: duplicate key {dumps_edn(twice)[:60]} in a "
-                                 f"map (opened on line {line})", line)
+                                 f"map (opened on line {line})", tok)
             return out
         if opener == "#{":
             members = frozenset(_hashable(e) for e in elems)
             if len(members) != len(elems):
                 raise self.error(f"invalid EDN: a set (opened on line {line}) holds an element "
-                                 "twice", line)
+                                 "twice", tok)
             return members
         return elems
 
-    def _string(self, text: str, line: int) -> str:
-        body = text[1:-1]
+    def _string(self, tok: Token) -> str:
+        body = tok[1][1:-1]
         if "\\" not in body:
             return body
         out: list[str] = []
@@ -288,44 +320,54 @@ class EdnReader:
                 out.append(_ESCAPES[esc])
                 i += 2
             else:
-                raise self.error(f"unknown escape \\{esc} in a string", line)
+                raise self.error(f"invalid EDN: unknown escape \\{esc} in a string", tok)
         text = "".join(out)
         if _SURROGATE.search(text):  # a pair written as two escapes is one character
             try:
                 text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
             except UnicodeDecodeError:
                 raise self.error("malformed history: a lone surrogate (an escape such as "
-                                 "\\ud800 that is half of a character) in a string", line
+                                 "\\ud800 that is half of a character) in a string", tok
                                  ) from None
         return text
 
-    def _char(self, text: str) -> Char:
-        name = text[1:]
+    def _char(self, tok: Token) -> Char:
+        name = tok[1][1:]
         if name in _CHARS:
             return Char(_CHARS[name])
-        if len(name) == 5 and name[0] == "u":
+        if len(name) == 1 and name.isprintable():
+            return Char(name)
+        if len(name) == 5 and name[0] == "u" and re.fullmatch("[0-9A-Fa-f]{4}", name[1:]):
             if 0xD800 <= int(name[1:], 16) <= 0xDFFF:
-                raise self.error(f"malformed history: a lone surrogate {text} (half of a "
-                                 "character)")
+                raise self.error(f"malformed history: a lone surrogate {tok[1]} (half of a "
+                                 "character)", tok)
             return Char(chr(int(name[1:], 16)))
-        return Char(name)
+        raise self.error(f"invalid EDN: {show(tok[1], 40)} is not a character (\\c, \\newline, "
+                         "\\space, \\tab, \\return or \\uNNNN)", tok)
 
-    def _atom(self, text: str, line: int) -> Any:
-        if text == "nil":
-            return None
-        if text == "true":
-            return True
-        if text == "false":
-            return False
-        if text[0] == ":":
-            if text in (":", "::"):
-                raise self.error(f"invalid keyword {text!r}", line)
-            return Keyword(text[1:])
+    def _atom(self, tok: Token) -> Any:
+        text = tok[1]
+        if text in self._names:  # (the same few names again and again: checked once)
+            return self._names[text]
         if text[0].isdigit() or (text[0] in "+-" and len(text) > 1 and text[1].isdigit()):
-            return self._number(text, line)
-        return Symbol(text)
+            return self._number(tok)
+        if text[0] == ":":
+            if self._keyword_re.fullmatch(text) is None:
+                raise self.error(f"invalid EDN: {show(text, 40)} is not a keyword (':' and a "
+                                 "name that begins with a letter or * ! _ ? $ % & = < > - + .)",
+                                 tok)
+            value: Any = Keyword(text[1:])
+        elif self._symbol_re.fullmatch(text) is None:
+            raise self.error(f"invalid EDN: {show(text, 40)} is not EDN (no symbol, keyword or "
+                             "number is written so)", tok)
+        else:
+            value = Symbol(text)
+        if len(self._names) < 1 << 16:
+            self._names[text] = value
+        return value
 
-    def _number(self, text: str, line: int) -> Any:
+    def _number(self, tok: Token) -> Any:
+        text = tok[1]
         try:
             if self._int_re.fullmatch(text):
                 return int(text.rstrip("N"))
@@ -335,17 +377,40 @@ class EdnReader:
                 from fractions import Fraction  # rare: not worth importing up front
 
                 return float(Fraction(text))
-        except (ValueError, ZeroDivisionError, OverflowError) as e:
-            raise self.error(f"invalid number {text[:40]!r} ({e})", line) from None
-        raise self.error(f"invalid number {text[:40]!r}", line)
+        except (ValueError, OverflowError) as e:
+            raise self.error(f"invalid number {show(text, 40)} ({e})", tok) from None
+        raise self.error(f"invalid EDN: {show(text, 40)} is not a number", tok)
+
+    def _tagged(self, tok: Token, value: Any) -> Any:
+        """``#inst`` (an RFC 3339 time) and ``#uuid`` as their strings, a record such as
+        ``#jepsen.history.Op{...}`` as its map, any other tag as :class:`Tagged`."""
+        tag = tok[1][1:]
+        if tag == "inst":
+            m = _INST.fullmatch(value) if isinstance(value, str) else None
+            if m is None or not _instant(m):
+                raise self.error(f"invalid EDN: #inst {show(value, 40)} is not an RFC 3339 "
+                                 "time such as \"2024-01-31T12:00:00.5Z\"", tok)
+            return value
+        if tag == "uuid":
+            if not (isinstance(value, str) and _UUID.fullmatch(value)):
+                raise self.error(f"invalid EDN: #uuid {show(value, 40)} is not a UUID such as "
+                                 "\"f81d4fae-7dec-11d0-a765-00a0c91e6bf6\"", tok)
+            return value
+        if isinstance(value, dict):
+            return value  # a record such as #jepsen.history.Op{...}: its fields are what matter
+        return Tagged(tag, value)
 
 
-def _tagged(tag: str, value: Any) -> Any:
-    if tag in ("inst", "uuid"):
-        return value
-    if isinstance(value, dict):
-        return value  # a record such as #jepsen.history.Op{...}: its fields are what matter
-    return Tagged(tag, value)
+def _instant(m: re.Match[str]) -> bool:
+    """Whether the fields of an #inst are a time of day on a day of the calendar."""
+    import datetime
+
+    year, month, day, hour, minute, second, oh, om = (int(g) if g else None for g in m.groups())
+    try:
+        datetime.datetime(year or 1, month or 1, day or 1, hour or 0, minute or 0, second or 0)
+    except ValueError:
+        return False
+    return (oh or 0) < 24 and (om or 0) < 60
 
 
 def _hashable(value: Any) -> Any:
@@ -359,10 +424,12 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def loads_edn(text: str, name: str = "<edn>", *, where: str | None = None) -> list[Any]:
+def loads_edn(text: str, name: str = "<edn>", *, where: str | None = None,
+              column: int = 0) -> list[Any]:
     """All top-level forms of an EDN text (HistoryError naming the line when it is not EDN;
-    ``where``: name this place instead, for a snippet such as one column of a log line)."""
-    return [form for _, form in EdnReader(text, name, where=where).forms()]
+    ``where``: name this place instead, for a snippet such as the op part of a log line that
+    begins after ``column`` characters of it)."""
+    return [form for _, form in EdnReader(text, name, where=where, column=column).forms()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,8 +456,9 @@ def _plain_key(key: Any) -> str:
     return k if isinstance(k, str) else dumps_edn(key)
 
 
-def to_op(form: Any, where: str, position: int) -> Op:
-    """One Jepsen op map as our op (not yet validated; ``time`` may still be missing)."""
+def to_op(form: Any, where: str) -> Op:
+    """One Jepsen op map as our op (not yet validated; ``index`` and ``time`` may be missing:
+    see :func:`finish_ops`)."""
     if isinstance(form, Tagged):
         form = form.value
     if not isinstance(form, dict):
@@ -400,9 +468,6 @@ def to_op(form: Any, where: str, position: int) -> Op:
     f = op.get("f")
     if isinstance(f, int | float) and not isinstance(f, bool):
         op["f"] = str(f)
-    idx = op.get("index")
-    if not isinstance(idx, int) or isinstance(idx, bool):
-        op["index"] = position
     return op
 
 
@@ -414,12 +479,38 @@ def _describe(form: Any) -> str:
     return f"{type(form).__name__} {str(form)[:40]!r}"
 
 
+class Positions(list):  # type: ignore[type-arg]
+    """The ops of a file that has no times (a Jepsen log, a Knossos history): each op's
+    ``time`` is its position among the file's ops (0, 1, 2, ...), an order and not a time,
+    and whatever shows one says so (:func:`checker.models.times_are_positions`)."""
+
+    __slots__ = ()
+    positions = True
+
+
+def positions(ops: object) -> bool:
+    """Whether the times of ``ops`` (a file's, as read here or by
+    :mod:`harness.presentation.interop_bulk`) are their positions in the file, not times."""
+    return getattr(ops, "positions", False) is True
+
+
 def finish_ops(located: list[tuple[str, Op]]) -> list[Op]:
-    """Synthetic times when any op lacks one, then validation against our contract."""
-    if any("time" not in op for _, op in located):
-        for i, (_, op) in enumerate(located):
-            op["time"] = i * MS
-    ops = []
+    """The ops validated against our contract. ``index`` and ``time`` are in every op or in
+    none: a file without them (a Knossos history has neither, a Jepsen log no time) has its
+    ops' positions in their place, and its ops are :class:`Positions` when the times are
+    positions; a file in which some op lacks one that the others have is refused there (the
+    value is never made up)."""
+    timeless = bool(located) and all("time" not in op for _, op in located)
+    for field in ("index", "time"):
+        lacking = [where for where, op in located if field not in op]
+        if lacking and len(lacking) < len(located):
+            raise HistoryError(f"{lacking[0]}: malformed history: this op has no :{field}, "
+                               f"though {len(located) - len(lacking)} other op(s) of the file "
+                               f"have one (a missing {field} is never made up)")
+        if lacking:
+            for i, (_, op) in enumerate(located):
+                op[field] = i
+    ops: list[Op] = Positions() if timeless else []
     for where, op in located:
         ordered = {"index": op["index"], "time": op["time"]}
         ordered.update({k: v for k, v in op.items() if k not in ordered})
@@ -456,16 +547,16 @@ def parse_edn_history(text: str, name: str = "<edn>") -> list[Op]:
         return []
     if first[0] == "open" and first[1] in ("[", "("):
         for line, form in reader.items(first):
-            located.append((f"{name} line {line}", to_op(form, f"{name} line {line}",
-                                                         len(located))))
+            located.append((f"{name} line {line}", to_op(form, f"{name} line {line}")))
         trailing = next(tops, None)
         if trailing is not None:
-            raise reader.error("more forms after the top-level vector of ops", trailing[0])
+            raise reader.error("more forms after the top-level vector of ops",
+                               line=trailing[0])
         return finish_ops(located)
     items = [(first[2], reader._form(first, 0)), *tops]
     for line, form in items:
         where = f"{name} line {line}"
-        located.append((where, to_op(form, where, len(located))))
+        located.append((where, to_op(form, where)))
     return finish_ops(located)
 
 
@@ -488,7 +579,7 @@ def parse_jepsen_log(text: str, name: str = "<log>") -> list[Op]:
         if payload is None:
             continue
         where = f"{name} line {lineno}"
-        located.append((where, _log_op(payload, where, len(located))))
+        located.append((where, _log_op(payload, where, len(located), len(line) - len(payload))))
     if not located:
         raise HistoryError(f"{name}: no Jepsen op lines found (expected lines like "
                            "'INFO  jepsen.util - 0\t:invoke\t:read\tnil')")
@@ -496,7 +587,7 @@ def parse_jepsen_log(text: str, name: str = "<log>") -> list[Op]:
 
 
 _OP_LINE = re.compile(r"\s*\S+\s+(?::invoke|:ok|:fail|:info)(?:\s|$)")
-_ANY_OP_LINE = re.compile(r"\s*\S+\t:[A-Za-z]")
+_ANY_OP_LINE = re.compile(r"\s*(?:-?\d+|:\S+)\t")
 
 
 def _op_fields(line: str) -> str | None:
@@ -509,8 +600,8 @@ def _op_fields(line: str) -> str | None:
     payload = line[m.end():] if m is not None else line
     if _OP_LINE.match(payload):
         return payload
-    # After jepsen.util's prefix, "process<TAB>:something" is an op line whatever it says: a
-    # damaged type is an error to report, never a line to skip silently.
+    # After jepsen.util's prefix, "process<TAB>" is an op line whatever follows: a damaged
+    # type is an error to report, never a line to skip silently.
     if m is not None and _ANY_OP_LINE.match(payload):
         return payload
     return None
@@ -539,11 +630,11 @@ def _simple_op(payload: str, position: int) -> Op | None:
     return {"index": position, "process": int(process), "type": type_, "f": f, "value": value}
 
 
-def _log_op(payload: str, where: str, position: int) -> Op:
+def _log_op(payload: str, where: str, position: int, column: int = 0) -> Op:
     simple = _simple_op(payload, position)
     if simple is not None:
         return simple
-    forms = loads_edn(payload, where=where)
+    forms = loads_edn(payload, where=where, column=column)
     if len(forms) < 4:  # Jepsen writes every column, a value of nil too: this line was cut
         raise HistoryError(f"{where}: malformed history: an op line needs process, type, f and "
                            f"value, got {show(payload, 80)}")
@@ -588,7 +679,8 @@ def _edn_string(s: str) -> str:
 
 
 def _keyword_or_string(s: str) -> str:
-    if _KEYWORD_NAME.fullmatch(s) and not re.match(r"[+-]?\d", s):
+    """``:s`` where that is a keyword of plain ASCII as the reader reads it, else ``"s"``."""
+    if _KEYWORD_NAME.fullmatch(s) and _syntax()[2].fullmatch(":" + s):
         return ":" + s
     return _edn_string(s)
 
@@ -682,6 +774,8 @@ def sniff(text: str) -> str | None:
         try:
             if isinstance(json.loads(first_line), dict):
                 return "jsonl"
+        except RecursionError:
+            return "jsonl"  # (a line nested too deeply: the JSON reader names it)
         except ValueError:
             pass
         return "edn"

@@ -35,7 +35,7 @@ from harness.core.columns import LOCK_ABSENT, LOCK_NULL, TYPE_CODES, Columns, we
 from harness.core.digit_runs import keys_of, line_key, run_values, telling
 from harness.core.history import HistoryError, validate_op
 from harness.core.history_bulk import ColumnStore, blocks
-from harness.presentation.interop import MS, EdnReader, _log_op, _op_fields, to_op
+from harness.presentation.interop import EdnReader, _log_op, _op_fields, to_op
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
@@ -133,18 +133,19 @@ class _Edn:
         forms = list(reader.forms())
         if len(forms) != 1:
             raise HistoryError("probe: not one form")
-        op = to_op(forms[0][1], "probe", position)
-        if "time" not in op:
-            op["time"] = position * MS  # (a file none of whose ops has a time, as finish_ops)
+        op = to_op(forms[0][1], "probe")
+        for field in ("index", "time"):  # (a file none of whose ops has it, as finish_ops)
+            op.setdefault(field, position)
         return validate_op(op, "probe")
 
 
 class _Log:
     """A Jepsen log's op lines (``INFO  jepsen.util - 2\\t:invoke\\t:acquire\\tnil``, with a
     time stamp and a thread's name before, or a ``history.txt`` without the prefix): the
-    process in digits, type and f keywords, value nil; no time (one made up per op), no lock.
-    The numbers before the process (a time stamp, a worker's) are numbers of the shape that
-    are read by no one (slot ``_``): as many on every op line as on the file's first."""
+    process in digits, type and f keywords, value nil; no time (its position stands in its
+    place), no lock. The numbers before the process (a time stamp, a worker's) are numbers of
+    the shape that are read by no one (slot ``_``): as many on every op line as on the file's
+    first."""
 
     _LINE = re.compile(rb"([\t\x20-\x7e]*?)(\d+)((?:\t|[ ]+):([A-Za-z][A-Za-z_-]*)"
                        rb"(?:\t|[ ]+):([A-Za-z][A-Za-z_-]*)(?:\t|[ ]+)nil)")
@@ -183,7 +184,7 @@ class _Log:
         if payload is None:
             raise HistoryError("probe: not an op line")
         op = _log_op(payload, "probe", position)
-        op["time"] = position * MS
+        op["time"] = position
         return validate_op(op, "probe")
 
 
@@ -226,7 +227,7 @@ class _Shapes:
         numbers = [_PROBE[j % len(_PROBE)] for j in range(k)]
         probe = parts[0] + b"".join(b"%d%s" % (n, p)
                                     for n, p in zip(numbers, parts[1:], strict=True))
-        want: dict[str, Any] = {"index": position, "time": position * MS}
+        want: dict[str, Any] = {"index": position, "time": position}
         want.update((s, v) for s, v in zip(slots, numbers, strict=True) if s != "_")
         want.update(fields)
         try:
@@ -434,7 +435,17 @@ def _read(fh: BinaryIO, edn: bool, size: int, progress: Callable[[int], None] | 
         process = process.astype(np.int32)
     fs = list(shapes.fs)
     locks: list[str | None] = [None, None, *shapes.locks]
-    return Columns(time, process, type_, f, fs, lock, locks, index, value)
+    timed = "time" in shapes.layout.slots
+    return (Columns if timed else PositionColumns)(time, process, type_, f, fs, lock, locks,
+                                                   index, value)
+
+
+class PositionColumns(Columns):
+    """The columns of a file that has no times: each op's time is its position among the
+    file's ops, as :class:`harness.presentation.interop.Positions`."""
+
+    __slots__ = ()
+    positions = True
 
 
 def _columns(shapes: _Shapes, which: np.ndarray, numbers: tuple[np.ndarray, ...], at: int,
@@ -443,5 +454,5 @@ def _columns(shapes: _Shapes, which: np.ndarray, numbers: tuple[np.ndarray, ...]
     got = {s: v for s, v in zip(shapes.layout.slots, numbers, strict=True) if s != "_"}
     position = np.arange(at, at + n, dtype=np.int64)
     fields = shapes.field_rows[which]
-    return (got.get("index", position), got["time"] if "time" in got else position * MS,
+    return (got.get("index", position), got.get("time", position),
             got["process"], fields[:, 0], fields[:, 1], fields[:, 2], fields[:, 3])
