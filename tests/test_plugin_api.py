@@ -95,6 +95,8 @@ class OldApiSentinelLock(OptLock):
 
         sentinels = [(e["host"], int(e["port"])) for e in config.options["sentinels"]]
         self.seed = config.options.get("seed")
+        if "source" not in config.options:
+            raise RuntimeError("no source")
         self.r = Sentinel(sentinels, socket_timeout=config.op_timeout).master_for(
             config.options.get("service", "mymaster"), socket_timeout=config.op_timeout)
         self.key = f"old:{config.name}"
@@ -264,6 +266,7 @@ def test_config_options_answers_a_moved_key_from_config_harness_and_warns_once(
     assert config.options["seed"] == 7 and config.options == {"seed": 7}  # its own option
     assert capsys.readouterr().err == ""
     assert config.options["sentinels"] == config.options.get("sentinels") == ["s1"]
+    assert "sentinels" in config.options and "service" not in config.options
     assert capsys.readouterr().err == (
         "lock-harness: config.options['sentinels'] is deprecated: it moved to "
         "config.harness['sentinels'] (answered from there for this release only: read it "
@@ -283,7 +286,8 @@ def test_a_lock_reading_a_moved_key_is_told_at_load_where_it_went(tmp_path: Path
     lines = list(enumerate(PLUGIN.splitlines(), start=1))  # (line 1 is PLUGIN's first)
     lines = lines[next(n for n, text in lines if "class OldApiSentinelLock" in text):]
     read = {key: next(n for n, text in lines if f'options["{key}"]' in text or
-                      f'options.get("{key}"' in text) for key in ("sentinels", "seed", "service")}
+                      f'options.get("{key}"' in text or f'"{key}" not in config.options' in text)
+            for key in ("sentinels", "seed", "source", "service")}
     assert proc.stderr.splitlines() == [
         f"harness: lock 'api_plugins:OldApiSentinelLock': api_plugins.py:{read[key]}: "
         f"config.options[{key!r}] is deprecated: it moved to config.harness[{key!r}] "
@@ -302,7 +306,7 @@ def test_a_lock_reading_the_sentinels_from_the_old_place_still_runs(tmp_path: Pa
                       "api_plugins:OldApiSentinelLock", "--nemesis", "none", "--time-limit",
                       "4", "--seed", "5", "--store", str(store), "--quiet")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stderr.count("is deprecated: it moved to config.harness") == 3, proc.stderr
+    assert proc.stderr.count("is deprecated: it moved to config.harness") == 4, proc.stderr
     run_dir = (store / "latest").resolve()
     logs = sorted((run_dir / "logs").glob("client-*.log"))
     assert logs and all("config.options['sentinels'] is deprecated" in log.read_text()

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,7 +74,17 @@ DAMAGE: list[tuple[str, Callable[[RunDir], None], str, str]] = [
     ("manifest of nothing", lambda r: r.manifest.write_text('{"files": {}}'), "manifest.json",
      "not a run manifest"),
     ("manifest removed", lambda r: r.manifest.unlink(), "manifest.json", "is missing"),
+    ("manifest names a file outside", lambda r: edit_manifest(r, lambda f: f.update(
+        {"../test.json": f["history.jsonl"]})), "manifest.json", "not a run manifest"),
+    ("manifest's ops not a number", lambda r: edit_manifest(r, lambda f: f[
+        "journals/c1.jsonl"].update(ops="2")), "manifest.json", "not a run manifest"),
 ]
+
+
+def edit_manifest(run_dir: RunDir, edit: Callable[[dict[str, Any]], object]) -> None:
+    data = json.loads(run_dir.manifest.read_text())
+    edit(data["files"])
+    run_dir.manifest.write_text(json.dumps(data))
 
 
 @pytest.mark.parametrize(("damage", "name", "says"), [d[1:] for d in DAMAGE],

@@ -365,7 +365,7 @@ def declaration_problem(kind: str, cls: type) -> str | None:
 
 def moved_reads(cls: type) -> list[tuple[str, str]]:
     """The keys of :data:`~harness.core.locks.MOVED_TO_HARNESS` a lock class (its own code and
-    its bases') reads from ``.options`` (``options["k"]``, ``options.get("k")``) without
+    its bases') reads from ``.options`` (``options["k"]``, ``.get("k")``, ``"k" in``) without
     declaring an option of that name, each once with the first place (``file:line``): the
     release before this one gave them there; they are in ``config.harness`` now."""
     declared = getattr(cls, "options", None) or {}
@@ -377,15 +377,24 @@ def moved_reads(cls: type) -> list[tuple[str, str]]:
         except (OSError, TypeError, SyntaxError):
             continue  # no source (a built-in, a class made at run time): the client warns
         for node in ast.walk(tree):
-            key = (node.slice if isinstance(node, ast.Subscript) and _is_options(node.value)
-                   else node.args[0] if isinstance(node, ast.Call) and node.args
-                   and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-                   and _is_options(node.func.value) else None)
+            key = _options_key(node)
             if isinstance(key, ast.Constant) and key.value in MOVED_TO_HARNESS and \
                     key.value not in declared and key.value not in found:
                 found[key.value] = (os.path.basename(inspect.getfile(base)),
                                     first + node.lineno - 1)
     return [(k, f"{f}:{n}") for k, (f, n) in sorted(found.items(), key=lambda kv: kv[1])]
+
+
+def _options_key(node: ast.AST) -> ast.expr | None:
+    """The key read from ``<x>.options`` by ``node`` (``[k]``, ``.get(k)``, ``k in``)."""
+    if isinstance(node, ast.Subscript):
+        return node.slice if _is_options(node.value) else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+        return node.args[0] if node.func.attr == "get" and _is_options(node.func.value) \
+            else None
+    if isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In | ast.NotIn):
+        return node.left if _is_options(node.comparators[0]) else None
+    return None
 
 
 def _is_options(node: ast.expr) -> bool:

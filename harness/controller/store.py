@@ -252,8 +252,9 @@ class RunDir:
         data = _load_json(self.manifest, "manifest")
         files = data.get("files") if isinstance(data, dict) else None
         if not isinstance(files, dict) or "history.jsonl" not in files or not all(
-                isinstance(v, dict) and {"bytes", "sha256", "ops"} <= v.keys()
-                for v in files.values()):
+                _sealed_name(k) and isinstance(v, dict) and isinstance(v.get("sha256"), str)
+                and all(type(v.get(n)) is int for n in ("bytes", "ops"))
+                for k, v in files.items()):
             raise HarnessError(f"{self.manifest} is not a run manifest: refused")
         for name, want in files.items():
             path = self.path / name
@@ -286,6 +287,13 @@ def _save(path: Path, data: Any) -> None:
         write_json(path, data)
     except OSError as e:
         raise HarnessError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _sealed_name(name: str) -> bool:
+    """A name a manifest may hold: history.jsonl or journals/<name>.jsonl, nothing outside."""
+    parts = name.split("/")
+    return name == "history.jsonl" or (len(parts) == 2 and parts[0] == "journals" and
+                                       parts[1].endswith(".jsonl"))
 
 
 def _digest(path: Path) -> dict[str, Any]:

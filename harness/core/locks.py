@@ -126,20 +126,29 @@ def moved_warning(key: str) -> str:
 class LockOptions(dict[str, Any]):
     """``config.options``: the lock's declared options, a dict; a key of
     :data:`MOVED_TO_HARNESS` that is not one of them is answered from ``config.harness``
-    (``[key]`` and ``get``), with a warning on stderr (the client's log) the first time,
+    (``[key]``, ``get``, ``in``), with a warning on stderr (the client's log) the first time,
     instead of a KeyError in every client."""
 
     def __init__(self, options: dict[str, Any], harness: dict[str, Any]) -> None:
         super().__init__(options)
         self.harness = harness
 
-    def __missing__(self, key: str) -> Any:
+    def _moved(self, key: object) -> bool:
+        """Is ``key`` (not an option) one that moved to config.harness, and there? Warned."""
         if key not in MOVED_TO_HARNESS or key not in self.harness:
-            raise KeyError(key)
+            return False
         if key not in _WARNED:
-            _WARNED.add(key)
-            print(f"lock-harness: {moved_warning(key)}", file=sys.stderr, flush=True)
+            _WARNED.add(str(key))
+            print(f"lock-harness: {moved_warning(str(key))}", file=sys.stderr, flush=True)
+        return True
+
+    def __missing__(self, key: str) -> Any:
+        if not self._moved(key):
+            raise KeyError(key)
         return self.harness[key]
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or self._moved(key)
 
     def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
         try:
