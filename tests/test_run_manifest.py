@@ -181,9 +181,31 @@ def test_an_undamaged_copy_checks_as_the_run_did(finished: tuple[Path, int, str]
     assert "  unverified: no manifest: written before manifests, not verified\n" in old.stdout
 
 
+@pytest.mark.servers
+def test_a_killed_copy_says_it_has_no_manifest_and_is_never_valid(
+        finished: tuple[Path, int, str], tmp_path: Path) -> None:
+    proc = check_copy(finished, tmp_path, killed)
+    code, word = (1, "INVALID") if finished[1] == 1 else (2, "UNKNOWN")  # VALID: unknown
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert proc.stdout.startswith(f"{word}\n  unfinished: the run did not finish (status "
+                                  "starting)"), proc.stdout
+    assert ("  unverified: no manifest: the run did not finish (status starting), its files "
+            "are not verified\n") in proc.stdout
+
+
 def pre_manifest(copy: Path) -> None:
     """As a run recorded before manifests left its directory."""
     (copy / "manifest.json").unlink()
+    edit_test(copy, lambda t: t.pop("manifest"))
+
+
+def killed(copy: Path) -> None:
+    """As a run killed before its end left its directory: no manifest, status starting."""
+    (copy / "manifest.json").unlink()
+    edit_test(copy, lambda t: t.update(status="starting"))
+
+
+def edit_test(copy: Path, edit: Callable[[dict[str, Any]], object]) -> None:
     test = json.loads((copy / "test.json").read_text())
-    del test["manifest"]
+    edit(test)
     (copy / "test.json").write_text(json.dumps(test))
