@@ -84,6 +84,26 @@ class NamespacedLock(OptLock):
         super().__init__(config)
 
 
+class OldApiSentinelLock(OptLock):
+    """Written against the API before config.harness: the Sentinels, the service and the seed
+    read from config.options."""
+
+    dbs = ("redis-sentinel",)
+
+    def __init__(self, config: LockConfig) -> None:
+        from redis.sentinel import Sentinel
+
+        sentinels = [(e["host"], int(e["port"])) for e in config.options["sentinels"]]
+        self.seed = config.options.get("seed")
+        if "source" not in config.options:
+            raise RuntimeError("no source")
+        self.r = Sentinel(sentinels, socket_timeout=config.op_timeout).master_for(
+            config.options.get("service", "mymaster"), socket_timeout=config.op_timeout)
+        self.key = f"old:{config.name}"
+        self.lease_ms = 2000
+        self.unlock = self.r.register_script(UNLOCK)
+
+
 class SlowReleaseLock(OptLock):
     """Each client's first release hangs 2 s before it unlocks (a library stuck on a dead
     connection); its release_timeout is 0.5 s."""
@@ -233,6 +253,65 @@ def test_a_lock_option_named_seed_and_one_without_default_leave_the_harness_its_
                       "none", "--time-limit", "4", "--seed", "11", "--store",
                       str(tmp_path / "s"), "--quiet")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_config_options_answers_a_moved_key_from_config_harness_and_warns_once(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.core import locks
+    from harness.core.cluster import Node
+
+    monkeypatch.setattr(locks, "_WARNED", set())
+    config = locks.LockConfig(nodes=(Node("n1", "127.0.0.1", 1),), options={"seed": 7},
+                              harness={"seed": 11, "sentinels": ["s1"], "links": 1})
+    assert config.options["seed"] == 7 and config.options == {"seed": 7}  # its own option
+    assert capsys.readouterr().err == ""
+    assert config.options["sentinels"] == config.options.get("sentinels") == ["s1"]
+    assert "sentinels" in config.options and "service" not in config.options
+    assert capsys.readouterr().err == (
+        "lock-harness: config.options['sentinels'] is deprecated: it moved to "
+        "config.harness['sentinels'] (answered from there for this release only: read it "
+        "there)\n")  # once
+    for key in ("links", "service", "lease"):  # not moved, or not given: as a dict
+        assert config.options.get(key, "none") == "none"
+        with pytest.raises(KeyError):
+            config.options[key]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_lock_reading_a_moved_key_is_told_at_load_where_it_went(tmp_path: Path) -> None:
+    """Before any server starts (`harness list` starts none): one line a key, naming the
+    place, the file and line of the read; the class loads (this release answers them)."""
+    proc = harness_in(tmp_path, "list", "--lock", "api_plugins:OldApiSentinelLock")
+    assert proc.returncode == 0, proc.stderr
+    lines = list(enumerate(PLUGIN.splitlines(), start=1))  # (line 1 is PLUGIN's first)
+    lines = lines[next(n for n, text in lines if "class OldApiSentinelLock" in text):]
+    read = {key: next(n for n, text in lines if f'options["{key}"]' in text or
+                      f'options.get("{key}"' in text or f'"{key}" not in config.options' in text)
+            for key in ("sentinels", "seed", "source", "service")}
+    assert proc.stderr.splitlines() == [
+        f"harness: lock 'api_plugins:OldApiSentinelLock': api_plugins.py:{read[key]}: "
+        f"config.options[{key!r}] is deprecated: it moved to config.harness[{key!r}] "
+        "(answered from there for this release only: read it there)" for key in read]
+    quiet = harness_in(tmp_path, "list", "--lock", "api_plugins:NamespacedLock")
+    assert quiet.returncode == 0 and quiet.stderr == ""  # its seed is an option of its own
+
+
+@pytest.mark.servers
+@needs_redis
+def test_a_lock_reading_the_sentinels_from_the_old_place_still_runs(tmp_path: Path) -> None:
+    """Last month's API: config.options['sentinels'] gives the Sentinels, with a warning at
+    load and one in each client's log, never a KeyError in the clients."""
+    store = tmp_path / "s"
+    proc = harness_in(tmp_path, "run", "--db", "redis-sentinel", "--lock",
+                      "api_plugins:OldApiSentinelLock", "--nemesis", "none", "--time-limit",
+                      "4", "--seed", "5", "--store", str(store), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr.count("is deprecated: it moved to config.harness") == 4, proc.stderr
+    run_dir = (store / "latest").resolve()
+    logs = sorted((run_dir / "logs").glob("client-*.log"))
+    assert logs and all("config.options['sentinels'] is deprecated" in log.read_text()
+                        for log in logs)
+    assert [op for op in history(run_dir) if op["f"] == "acquire" and op["type"] == "ok"]
 
 
 @pytest.mark.servers

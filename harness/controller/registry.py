@@ -22,9 +22,12 @@ with one clear line when it cannot.
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata as md
 import inspect
 import os
+import sys
+import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -33,7 +36,7 @@ from typing import Any
 from dbs.base import DB
 from harness.core import capabilities
 from harness.core.errors import UsageError
-from harness.core.locks import WORKLOAD_KEYS
+from harness.core.locks import MOVED_TO_HARNESS, WORKLOAD_KEYS, moved_warning
 from harness.core.options import declaration_problem as options_problem
 from harness.core.roles import RoleError, load_object
 from harness.core.schedule import MAX_WAIT
@@ -270,6 +273,9 @@ class Registry:
         problem = declaration_problem(kind, cls)
         if problem is not None:
             raise UsageError(f"{what}: {entry.target}.{problem}")
+        if kind == "locks":
+            for moved, where in moved_reads(cls):  # once a class, before any server starts
+                print(f"harness: {what}: {where}: {moved_warning(moved)}", file=sys.stderr)
         self._loaded[key] = cls
         return cls
 
@@ -355,6 +361,44 @@ def declaration_problem(kind: str, cls: type) -> str | None:
               ("timeout_errors", _timeout_errors_problem),
               ("dbs", _names_problem), ("crash_steps", _names_problem))
     return _fields_problem(cls, checks) or _setup_problem(cls)
+
+
+def moved_reads(cls: type) -> list[tuple[str, str]]:
+    """The keys of :data:`~harness.core.locks.MOVED_TO_HARNESS` a lock class (its own code and
+    its bases') reads from ``.options`` (``options["k"]``, ``.get("k")``, ``"k" in``) without
+    declaring an option of that name, each once with the first place (``file:line``): the
+    release before this one gave them there; they are in ``config.harness`` now."""
+    declared = getattr(cls, "options", None) or {}
+    found: dict[str, tuple[str, int]] = {}
+    for base in cls.__mro__:
+        try:
+            lines, first = inspect.getsourcelines(base)
+            tree = ast.parse(textwrap.dedent("".join(lines)))  # (a nested class: dedented)
+        except (OSError, TypeError, SyntaxError):
+            continue  # no source (a built-in, a class made at run time): the client warns
+        for node in ast.walk(tree):
+            key = _options_key(node)
+            if isinstance(key, ast.Constant) and key.value in MOVED_TO_HARNESS and \
+                    key.value not in declared and key.value not in found:
+                found[key.value] = (os.path.basename(inspect.getfile(base)),
+                                    first + node.lineno - 1)
+    return [(k, f"{f}:{n}") for k, (f, n) in sorted(found.items(), key=lambda kv: kv[1])]
+
+
+def _options_key(node: ast.AST) -> ast.expr | None:
+    """The key read from ``<x>.options`` by ``node`` (``[k]``, ``.get(k)``, ``k in``)."""
+    if isinstance(node, ast.Subscript):
+        return node.slice if _is_options(node.value) else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+        return node.args[0] if node.func.attr == "get" and _is_options(node.func.value) \
+            else None
+    if isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In | ast.NotIn):
+        return node.left if _is_options(node.comparators[0]) else None
+    return None
+
+
+def _is_options(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "options"
 
 
 def _setup_problem(cls: type) -> str | None:

@@ -73,6 +73,7 @@ class Outcome:
         """history.jsonl of a checked run (``execute(save_history=False)`` left it)."""
         if self.results:
             self.run.save_history(self.history)
+            self.run.seal()
 
 
 class Interrupted(Exception):
@@ -137,8 +138,8 @@ class Run:
         history.jsonl is left for the caller to write (:meth:`Outcome.save_history`: after it
         printed the verdict); the journals it was merged from stay either way."""
         spec = self.spec
-        self.run.save_test({"spec": spec.to_dict(), "run_id": self.run_id, "status": "starting",
-                            "plugins": self.test.plugins()})
+        self.run.begin({"spec": spec.to_dict(), "run_id": self.run_id, "status": "starting",
+                        "plugins": self.test.plugins()})
         status, error, failure = "complete", None, None
         with contextlib.ExitStack() as stack:
             marker = cleanup.mark_active(self.run, self.run_id)
@@ -163,6 +164,7 @@ class Run:
                 finally:  # a history the checkers refused is kept too
                     if save_history or not results:
                         self.run.save_history(history)
+                        self.run.seal()  # what it wrote, for `harness check RUN` to verify
             self.progress.line(f"{len(history):,} ops merged and checked in "
                                f"{time.monotonic() - started:.1f} s")
         self._save_test(status, error)

@@ -12,6 +12,8 @@
         links/          the link layer's proxy: config.json (its routes), state.json (its
                         listeners and control port, written by the proxy when it is ready)
         pids.json       the processes the run started, for teardown and ``harness clean``
+        manifest.json   what the finished run wrote: bytes, SHA-256 and ops (lines) of
+                        history.jsonl and of each journal (``harness check`` verifies it)
     <store>/latest -> the newest run that started
     <store>/_explore/<test-name>/<YYYYmmddTHHMMSS>/     one harness explore
         summary.json, summary.txt    what was searched, found, shrunk, and how often it fails
@@ -32,6 +34,7 @@ started in the same second apart, in two stores as in one (two pytest-xdist work
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -57,6 +60,8 @@ EXPLORE = "_explore"
 RUN_TAIL_BYTES = 3  # a run directory's random tail: 6 hex digits
 NAME = re.compile(r"[^A-Za-z0-9_.+-]")
 MAX_JSON_BYTES = 64 * 1024 * 1024
+MANIFEST = "manifest.json"  # also test.json's mark of a run that writes one at its end
+HASH_CHUNK = 1 << 20
 
 
 def safe_name(name: str) -> str:
@@ -104,6 +109,10 @@ class RunDir:
     def journals(self) -> Path:
         return self.path / "journals"
 
+    @property
+    def manifest(self) -> Path:
+        return self.path / MANIFEST
+
     def log(self, name: str) -> Path:
         return self.logs / f"{name}.log"
 
@@ -149,6 +158,11 @@ class RunDir:
 
     def save_test(self, data: dict[str, Any]) -> None:
         _save(self.test_json, data)
+
+    def begin(self, data: dict[str, Any]) -> None:
+        """test.json of a run that starts, marked as one that writes a manifest when it ends
+        (:meth:`seal`): a directory without one is then known as cut short or damaged."""
+        self.save_test({**data, "manifest": MANIFEST})
 
     def update_test(self, **fields: Any) -> None:
         try:
@@ -207,6 +221,59 @@ class RunDir:
             return merged
         raise HarnessError(f"{self.path} has no history.jsonl and no journals")
 
+    def sealed_files(self) -> list[Path]:
+        """What a manifest covers: history.jsonl and each journal (the final read's too)."""
+        journals = sorted(self.journals.glob("*.jsonl")) if self.has_journals() else []
+        return [p for p in (self.history, *journals) if p.is_file()]
+
+    def seal(self) -> None:
+        """manifest.json: the bytes, SHA-256 and ops (lines) of each file the run wrote
+        (:meth:`sealed_files`), once history.jsonl is written: what :meth:`verify` holds
+        the directory to."""
+        files = {p.relative_to(self.path).as_posix(): _digest(p) for p in self.sealed_files()}
+        _save(self.manifest, {"manifest": 1, "files": files})
+
+    def verify(self, test: dict[str, Any]) -> str | None:
+        """Hold the directory to its manifest (``test``: its test.json). None when every file
+        matches; HarnessError (exit 3) naming the first file that does not (missing, another
+        size or hash, or a journal the manifest does not know); a note when there is no
+        manifest to hold it to: a run from before manifests, or one that did not finish (its
+        verdict is never VALID: test.json's status says so). A finished run marked as writing
+        one that has none is refused."""
+        if not self.manifest.exists():
+            status = str(test.get("status") or "starting")
+            if test.get("manifest") != MANIFEST:
+                return "no manifest: written before manifests, not verified"
+            if status != "complete":
+                return (f"no manifest: the run did not finish (status {status}), its files "
+                        "are not verified")
+            raise HarnessError(f"{self.manifest} is missing, though the run finished and "
+                               "writes one: its files cannot be verified; refused")
+        data = _load_json(self.manifest, "manifest")
+        files = data.get("files") if isinstance(data, dict) else None
+        if not isinstance(files, dict) or "history.jsonl" not in files or not all(
+                _sealed_name(k) and isinstance(v, dict) and isinstance(v.get("sha256"), str)
+                and all(type(v.get(n)) is int for n in ("bytes", "ops"))
+                for k, v in files.items()):
+            raise HarnessError(f"{self.manifest} is not a run manifest: refused")
+        for name, want in files.items():
+            path = self.path / name
+            if not path.is_file():
+                raise HarnessError(f"{path} is missing (the manifest records {want['ops']:,} "
+                                   "ops): the run directory was damaged; refused")
+            got = _digest(path)
+            if got["bytes"] != want["bytes"] or got["sha256"] != want["sha256"]:
+                what = (f"{got['bytes']:,} bytes, {got['ops']:,} ops" if got["bytes"] !=
+                        want["bytes"] else "the same size but another SHA-256")
+                raise HarnessError(f"{path} does not match the run's manifest ({what}; it "
+                                   f"records {want['bytes']:,} bytes, {want['ops']:,} ops): "
+                                   "changed since the run; refused")
+        for path in self.sealed_files():
+            if path.relative_to(self.path).as_posix() not in files:
+                raise HarnessError(f"{path} is not in the run's manifest: added since the "
+                                   "run; refused")
+        return None
+
     def raw_files(self) -> list[str]:
         """The run's own files that exist, by their names in the directory (for links)."""
         return [p.name for p in (self.history, self.results, self.test_json) if p.exists()]
@@ -220,6 +287,27 @@ def _save(path: Path, data: Any) -> None:
         write_json(path, data)
     except OSError as e:
         raise HarnessError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _sealed_name(name: str) -> bool:
+    """A name a manifest may hold: history.jsonl or journals/<name>.jsonl, nothing outside."""
+    parts = name.split("/")
+    return name == "history.jsonl" or (len(parts) == 2 and parts[0] == "journals" and
+                                       parts[1].endswith(".jsonl"))
+
+
+def _digest(path: Path) -> dict[str, Any]:
+    """A file's bytes, SHA-256 and lines (ops, for a JSON-lines file), in one pass."""
+    sha, size, lines = hashlib.sha256(), 0, 0
+    try:
+        with path.open("rb") as f:
+            while chunk := f.read(HASH_CHUNK):
+                sha.update(chunk)
+                size += len(chunk)
+                lines += chunk.count(b"\n")
+    except OSError as e:
+        raise HarnessError(f"cannot read {path}: {e.strerror or e}") from None
+    return {"bytes": size, "sha256": sha.hexdigest(), "ops": lines}
 
 
 def _load_json(path: Path, what: str) -> Any:

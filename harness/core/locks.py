@@ -35,7 +35,10 @@ are exception classes; anything else is one line naming the class and the field,
 ``timeout_errors`` apply to ``release`` too (it certainly did not release: ``fail``), and a
 release that takes longer than ``release_timeout`` seconds is recorded ``info`` while the
 client goes on to its next session. The harness's own settings (the seed, the client's source
-address, ...) arrive apart from the options, in ``config.harness``.
+address, ...) arrive apart from the options, in ``config.harness``; those that earlier
+releases put in ``config.options`` (:data:`MOVED_TO_HARNESS`) are still answered there for
+this release, from ``config.harness``, with a one-line deprecation warning (at load for a read
+the registry sees in the class, and in the client's log the first time one is read).
 
 A lock whose ``acquire`` and ``release`` (and ``held``, ``close``) are coroutines is run on an
 event loop of its client process's own, on a thread that keeps running between calls, so its
@@ -55,6 +58,7 @@ database as well (when it is of that database's kind), written on the resource's
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
@@ -100,6 +104,57 @@ class LockConfig:
     process: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     harness: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.options, LockOptions):
+            object.__setattr__(self, "options", LockOptions(self.options, self.harness))
+
+
+# What config.harness carries that the releases before it put in config.options: read from
+# config.options (and not declared as an option of the lock's own), each is answered from
+# config.harness for this release, with a one-line warning; the next release drops them.
+MOVED_TO_HARNESS = frozenset({"seed", "source", "workload_needs_tokens", "sentinels",
+                              "service", "program"})
+_WARNED: set[str] = set()  # the moved keys this process has warned of
+
+
+def moved_warning(key: str) -> str:
+    return (f"config.options[{key!r}] is deprecated: it moved to config.harness[{key!r}] "
+            "(answered from there for this release only: read it there)")
+
+
+class LockOptions(dict[str, Any]):
+    """``config.options``: the lock's declared options, a dict; a key of
+    :data:`MOVED_TO_HARNESS` that is not one of them is answered from ``config.harness``
+    (``[key]``, ``get``, ``in``), with a warning on stderr (the client's log) the first time,
+    instead of a KeyError in every client."""
+
+    def __init__(self, options: dict[str, Any], harness: dict[str, Any]) -> None:
+        super().__init__(options)
+        self.harness = harness
+
+    def _moved(self, key: object) -> bool:
+        """Is ``key`` (not an option) one that moved to config.harness, and there? Warned."""
+        if key not in MOVED_TO_HARNESS or key not in self.harness:
+            return False
+        if key not in _WARNED:
+            _WARNED.add(str(key))
+            print(f"lock-harness: {moved_warning(str(key))}", file=sys.stderr, flush=True)
+        return True
+
+    def __missing__(self, key: str) -> Any:
+        if not self._moved(key):
+            raise KeyError(key)
+        return self.harness[key]
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or self._moved(key)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
 
 # What a lock's ``workload_defaults`` may set (seconds, each at most an hour): how long a

@@ -76,8 +76,12 @@ def check_one(path: str | PathLike[str], model: str | None, limits: dict[str, An
     run = open_run(path)
     test = run.load_test()
     spec, status = test["spec"], str(test.get("status") or "starting")
+    unverified = run.verify(test)  # a directory that does not match its manifest: exit 3
     history = run.load_history()
     results = check_run(run, spec, history, status=status, limits=limits)
+    if unverified:  # no manifest to hold it to: said, the verdict as its status gives
+        results["unverified"] = unverified
+        run.save_results(results)
     write_report(run, spec, history, results)
     print_summary(results, run, history=history)
     code = exit_code(results)

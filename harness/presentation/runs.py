@@ -143,7 +143,7 @@ def schedule_lines(test: dict[str, Any], *, every_step: bool) -> list[str]:
 
 def _print_checks(results: dict[str, Any], out: TextIO) -> None:
     print(f"{verdict_word(results.get('valid'))}", file=out)
-    for key in ("unfinished", "could-not-test"):
+    for key in ("unfinished", "could-not-test", "unverified"):
         if results.get(key):
             print(f"  {key}: {results[key]}", file=out)
     for name, check in results.get("checks", {}).items():
