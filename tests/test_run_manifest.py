@@ -122,7 +122,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, i
                                       "--clients", "3")
     assert results and (run_dir / "manifest.json").is_file(), out
     yield run_dir, code, out.splitlines()[0]
-    harness("clean")  # what a dead run left (never a live one: no --force)
+    harness("clean", "--store", str(store))  # what its dead runs left, nobody else's
 
 
 def check_copy(finished: tuple[Path, int, str], tmp_path: Path,
