@@ -262,3 +262,66 @@ def test_the_report_shows_incidents_the_schedule_as_it_ran_and_what_was_removed(
             "(the holder) at 1.1 s for 3.0 s") in page
     assert "It failed again in 9 of 10 replays." in page
     assert "harness run --replay results/t/1" in page
+
+
+def late_release_chain(answered: bool = True) -> Script:
+    """Issue 40: a lock whose release deletes whoever's key is there. Process 4's release is
+    sent at 4.367 s during its cut (4.34-8.36 s) and lands at 11.197 s, deleting process 2's
+    key (granted at 10.0 s, its lease in force); process 3 gets in, then each holder's release
+    deletes the next one's key: one chain of three overlaps. A cut of c2 at 8.4 s is on while
+    process 2 held the lock and is in none of it."""
+    s = Script()
+    s.session(4, 3.0, 3.01, 4.3, 4.367)
+    if answered:
+        s.ops[-1]["time"] = round(11.197 * NS)
+    else:  # no reply: the client gave up waiting at 5.367 s
+        s.ops[-1].update(time=round(5.367 * NS), type="info", error="timeout")
+    s.fault("partition", 0, 4.34, 8.36, ["c4"])
+    s.fault("partition", 1, 8.4, 10.5, ["c2"])
+    s.session(2, 10.0, 10.01, 11.9, 12.0)
+    s.session(3, 11.3, 11.31, 12.4, 12.5)
+    s.session(1, 12.1, 12.11, 12.9, 13.0)
+    s.session(0, 12.6, 12.61, 13.2, 13.3)
+    return s
+
+
+def test_a_late_release_is_the_cause_and_its_chain_is_one_incident() -> None:
+    history, results = judged(late_release_chain())
+    assert results["checks"]["mutex"]["lock-overlap-count"] == 3
+    (inc,) = incidents(history, results)
+    assert inc.counts()["lock-overlaps"] == 3 and inc.chained == 2
+    assert inc.by is not None and inc.by.process == 4
+    assert (inc.by.sent, inc.by.landed) == (4.367, 11.197)
+    assert inc.fault is not None and inc.fault.targets == ("c4",) and inc.fault.step == 0
+    title = inc.title()
+    assert ("let in by process 4's release, sent at 4.37 s during a partition cutting c4 off "
+            "from the DB nodes at 4.3 s for 4.0 s (step 1), which landed at 11.20 s, 6.83 s "
+            "after it was sent (2.84 s after the heal), while process 2 held the lock") in title
+    assert "then 2 more lock overlap(s) to " in title and "c2" not in title
+    assert all(v.n in {w.n for w in inc.violations} for v in inc.violations)
+    assert inc.to_dict()["by"] == {"process": 4, "f": "release", "sent": 4.367,
+                                   "landed": 11.197, "answered": 11.197}
+
+
+def test_an_unanswered_release_may_have_landed_any_time_later() -> None:
+    history, results = judged(late_release_chain(answered=False))
+    (inc,) = incidents(history, results)
+    assert inc.by is not None and inc.by.landed is None
+    assert ("process 4's release, sent at 4.37 s during a partition cutting c4 off from the DB "
+            "nodes at 4.3 s for 4.0 s (step 1), which had no reply (timed out at 5.37 s), so it "
+            "may have landed at any time later") in inc.title()
+
+
+def test_a_release_before_the_grant_or_after_the_lease_ran_out_is_no_cause() -> None:
+    """Process 4's release lands at 8.9 s, before process 2's grant: the overlap is the
+    pause of process 2 (its lease ran out before process 3 asked), as before."""
+    s = Script()
+    s.session(4, 3.0, 3.01, 4.3, 4.367)
+    s.ops[-1]["time"] = round(8.9 * NS)
+    s.session(2, 9.0, 9.01, 14.0, 14.1)
+    s.fault("pause", 0, 9.05, 14.0, ["c2"], "holder")
+    s.session(3, 11.3, 11.31, 11.4, 11.5)
+    history, results = judged(s)
+    (inc,) = incidents(history, results)
+    assert inc.by is None and inc.fault is not None and inc.fault.f == "pause"
+    assert "opened by a pause (SIGSTOP) of c2 (the holder)" in inc.title()

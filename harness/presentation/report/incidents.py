@@ -12,10 +12,16 @@ checker names one of them as its witness. They are one incident. An incident is
 - else **unexplained**: a violation with no fault anywhere near it, one incident each (nothing
   says two of them share a cause).
 
-Each incident names the fault that opened it: of the faults on while the holder held the lock,
-before the first overlap, the one aimed at the holder itself, else the latest to start. Two
-stale holders are two incidents even under one fault (each lost its lease on its own), and so
-are two grants of one process.
+An incident names the op that made it when the history shows one: an overlap whose later
+grant came while the earlier lease was in force, after another client's release landed (it
+ended after the holder's grant, or never answered) and before that grant, was let in by that
+release: a lock that deletes whoever's key is there. The release is named with the fault on
+when it was *sent* (aimed at its client first) and how late it landed. An overlap let in by the
+release of a client of an earlier overlap continues that one's incident: a chain of such
+overlaps is one incident. Else the incident names the fault that opened it: of the faults on
+while the holder held the lock, before the first overlap, the one aimed at the holder itself,
+else the latest to start. Two stale holders are two incidents even under one fault (each lost
+its lease on its own), and so are two grants of one process.
 
 Pure: a function of the history, the checkers' results and the schedule (the violations are
 called in their checkers' words, :mod:`harness.presentation.report.words`).
@@ -29,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.cluster import client_name
-from harness.core.history import Op
+from harness.core.history import INFO, OK, Op, seconds
 from harness.core.schedule import Schedule
 from harness.presentation.report.model import Explained, Places, explained_items, locate, places_of
 from harness.presentation.report.narrative import FaultRun, describe, fault_runs
@@ -58,6 +64,31 @@ class Violation:
         return f"{self.check}/{self.kind}"
 
 
+@dataclass(frozen=True)
+class Release:
+    """The op that let an overlap happen: a release of another client that landed while the
+    holder held the lock (seconds; ``landed`` None: it never answered, so any time later)."""
+
+    process: int
+    sent: float
+    landed: float | None
+    answered: float  # when its client stopped waiting (its completion)
+    fault: FaultRun | None  # on when it was sent
+
+    def words(self, holder: int) -> str:
+        late = (f"landed at {self.landed:.2f} s, {self.landed - self.sent:.2f} s after it was "
+                "sent" if self.landed is not None else
+                f"had no reply (timed out at {self.answered:.2f} s), so it may have landed at "
+                "any time later")
+        if self.landed is not None and self.fault is not None and (
+                self.fault.stop is not None and self.fault.stop < self.landed):
+            late += f" ({self.landed - self.fault.stop:.2f} s after the heal)"
+        under = ("with no fault on" if self.fault is None else f"during {describe(self.fault)}"
+                 + ("" if self.fault.step is None else f" (step {self.fault.step + 1})"))
+        return (f"let in by process {self.process}'s release, sent at {self.sent:.2f} s "
+                f"{under}, which {late}, while process {holder} held the lock")
+
+
 @dataclass
 class Incident:
     kind: str  # "stale-holder" | "fault" | "unexplained"
@@ -65,6 +96,9 @@ class Incident:
     fault: FaultRun | None = None
     violations: list[Violation] = field(default_factory=list)
     planned: str | None = None  # the schedule's step, as planned
+    by: Release | None = None  # the op that made it, when the history shows one
+    grants: list[dict[str, Any]] = field(default_factory=list)  # whose violations fold here
+    chained: int = 0  # overlaps let in by the release of a client of an earlier one
 
     @property
     def start(self) -> float:
@@ -96,6 +130,9 @@ class Incident:
             lock = "the lock" if h.get("lock", "lock") == "lock" else f"lock {h['lock']!r}"
             what = (f"process {h['process']} held {lock} from {h['acquired']:.2f} s "
                     f"({released}) while others acquired it, from {self.start:.2f} s")
+            if self.chained:
+                what += (f", then {self.chained} more lock overlap(s) to {self.end:.2f} s, "
+                         "each let in by the release of a client of an earlier one: one chain")
         elif self.kind == "fault":
             what = f"violations from {self.start:.2f} s to {self.end:.2f} s"
         else:
@@ -105,6 +142,8 @@ class Incident:
         return f"{what}; {self.cause()}"
 
     def cause(self) -> str:
+        if self.by is not None:
+            return self.by.words(int((self.holder or {}).get("process", -1)))
         if self.fault is None:
             return "no fault was on: the lock let it happen on its own"
         step = "" if self.fault.step is None else f" (step {self.fault.step + 1}"
@@ -129,6 +168,9 @@ class Incident:
                 "fault": None if f is None else {
                     "f": f.f, "step": f.step, "target": f.role, "targets": list(f.targets),
                     "start": f.start, "stop": f.stop, "description": describe(f)},
+                "by": None if self.by is None else {
+                    "process": self.by.process, "f": "release", "sent": self.by.sent,
+                    "landed": self.by.landed, "answered": self.by.answered},
                 "violations": [v.n for v in self.violations], "counts": self.counts()}
 
 
@@ -144,27 +186,42 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
     places = places or places_of(history)
     faults = fault_runs(history)
     out: list[Incident] = []
-    holders: dict[tuple[str, int, float], Incident] = {}
+    holders: dict[tuple[str, int, float], Incident] = {}  # by the grant that was overlapped
+    home: dict[tuple[str, int, float], Incident] = {}  # every grant of an overlap: its incident
     rest: list[tuple[Explained, Violation]] = []
+    releases = Releases(places, faults)
+    overlaps: list[tuple[Explained, Violation, Mapping[str, Any], Mapping[str, Any]]] = []
     for x in items:
         v = violation(x, places)
         v.listed = listed[x.check, x.kind]
-        first = x.item.get("first")
-        if x.kind == "lock-overlaps" and isinstance(first, Mapping) and isinstance(
-                first.get("process"), int) and isinstance(first.get("acquired"), int | float):
-            lock = str(x.item.get("lock", "lock"))
-            key = (lock, first["process"], float(first["acquired"]))
-            if key not in holders:
-                holders[key] = Incident("stale-holder", holder={
-                    "process": first["process"], "acquired": float(first["acquired"]),
-                    "released": first.get("released"), "crashed": first.get("crashed"),
-                    "lock": lock})
-                out.append(holders[key])
-            holders[key].violations.append(v)
+        first, second = x.item.get("first"), x.item.get("second")
+        if x.kind == "lock-overlaps" and grant_like(first):
+            overlaps.append((x, v, first, second if grant_like(second) else {}))
         else:
             rest.append((x, v))
+    overlaps.sort(key=lambda o: (o[1].t0 is None, o[1].t0 or 0.0, o[1].n))
+    for x, v, first, second in overlaps:
+        lock = str(x.item.get("lock", "lock"))
+        key = (lock, first["process"], float(first["acquired"]))
+        by = releases.cause(x.item, lock) if second else None
+        inc = home.get(by[0]) if by is not None else None  # a chain goes on
+        if inc is not None:
+            inc.chained += 1
+        else:
+            inc = holders.get(key)
+        if inc is None:
+            inc = holders[key] = Incident("stale-holder", holder={
+                "process": first["process"], "acquired": float(first["acquired"]),
+                "released": first.get("released"), "crashed": first.get("crashed"),
+                "lock": lock}, by=None if by is None else by[1], grants=[dict(first)])
+            out.append(inc)
+        inc.violations.append(v)
+        for g in (first, second):
+            if g and home.setdefault((lock, g["process"], float(g["acquired"])), inc) is inc \
+                    and (inc.by is not None or inc.chained) and g not in inc.grants:
+                inc.grants.append(dict(g))
     for inc in out:
-        inc.fault = opener(inc, faults)
+        inc.fault = inc.by.fault if inc.by is not None else opener(inc, faults)
     by_fault: dict[int, Incident] = {}
     for _x, v in rest:
         home = holder_of(v, out)
@@ -210,10 +267,75 @@ def opener(inc: Incident, faults: Sequence[FaultRun]) -> FaultRun | None:
     return max(aimed or on, key=lambda f: f.start)
 
 
+def grant_like(g: Any) -> bool:
+    """A grant as the mutex checker records it (process, acquired)."""
+    return isinstance(g, Mapping) and isinstance(g.get("process"), int) and isinstance(
+        g.get("acquired"), int | float)
+
+
+class Releases:
+    """The releases of a history that may have taken effect, to find the one that let an
+    overlap happen (:meth:`cause`)."""
+
+    def __init__(self, places: Any, faults: Sequence[FaultRun]) -> None:
+        self.places, self.faults = places, faults
+        self._all: list[tuple[Any, float, float | None, float]] | None = None
+        self.grants: dict[tuple[str, int, float], Any] = {}
+        self.used: set[int] = set()  # unanswered releases named already (each lands once)
+
+    def all(self) -> list[tuple[Any, float, float | None, float]]:
+        """Each release that may have taken effect (ok; info: it may land any time later):
+        (grant, sent, landed or None, answered), seconds."""
+        if self._all is None:
+            self._all = []
+            for g, answered in self.places.granted():
+                self.grants[g.lock, g.process, seconds(g.start)] = g
+                if answered is not None and g.release in (OK, INFO) and not g.crashed:
+                    self._all.append((g, seconds(g.end), answered / 1e6 if g.release == OK
+                                      else None, answered / 1e6))
+        return self._all
+
+    def cause(self, item: Mapping[str, Any], lock: str
+              ) -> tuple[tuple[str, int, float], Release] | None:
+        """The release that let the later grant of an overlap in while the earlier lease was
+        in force: another client's, sent before that grant, that landed after the earlier one
+        (or never answered, and was named for no other overlap); the latest sent. With the
+        key of the grant it let go of."""
+        a, b = item["first"], item["second"]
+        found = self.all()
+        if expired(self.grants.get((lock, a["process"], a["acquired"])),
+                   self.grants.get((lock, b["process"], b["acquired"]))):
+            return None  # the lease had run out: no release needed
+        found = [(g, sent, landed, answered)
+                 for g, sent, landed, answered in found
+                 if g.process != a["process"] and g.lock == lock and sent < b["acquired"]
+                 and ((landed is None and id(g) not in self.used)
+                      or (landed is not None and a["acquired"] < landed))]
+        if not found:
+            return None
+        g, sent, landed, answered = max(found, key=lambda r: (r[2] is not None, r[1]))
+        if landed is None:
+            self.used.add(id(g))
+        on = [f for f in self.faults if f.on(sent)]
+        aimed = [f for f in on if client_name(g.process) in f.targets]
+        fault = max(aimed or on, key=lambda f: f.start) if on else None
+        return ((lock, g.process, seconds(g.start)),
+                Release(g.process, sent, landed, answered, fault))
+
+
+def expired(a: Any, b: Any) -> bool:
+    """Had grant ``a``'s lease certainly run out before ``b`` asked (its service set the lease
+    by ``a``'s grant at the latest)?"""
+    v = getattr(a, "validity", None)
+    return (isinstance(v, int | float) and not isinstance(v, bool) and b is not None
+            and b.invoke >= a.start + v * 1e9)
+
+
 def holder_of(v: Violation, holders: Sequence[Incident]) -> Incident | None:
-    """The stale holder a violation belongs to: its process is among the violation's, and
-    the violation happened while it held the lock (up to its release, or the last overlap);
-    failing that, the ops it involves ran then. The closest match wins."""
+    """The stale holder a violation belongs to: its process is among the violation's (the
+    holder's, or a client's of its chain), and the violation happened while it held the lock
+    (up to its release, or the last overlap); failing that, the ops it involves ran then. The
+    closest match wins."""
     if v.t0 is None:
         return None
     spans = [(v.t0 - SLACK_S, (v.t1 if v.t1 is not None else v.t0) + SLACK_S)]
@@ -222,15 +344,15 @@ def holder_of(v: Violation, holders: Sequence[Incident]) -> Incident | None:
     for a, b in spans:
         best, best_overlap = None, -1.0
         for inc in holders:
-            h = inc.holder or {}
-            if h.get("process") not in v.procs:
-                continue
-            lo = float(h["acquired"])
-            until = h.get("released") if h.get("crashed") is None else h["crashed"]
-            hi = max(inc.end, float(until) if until is not None else inc.end)
-            overlap = min(hi, b) - max(lo, a)
-            if overlap >= 0 and overlap > best_overlap:
-                best, best_overlap = inc, overlap
+            for h in inc.grants or [inc.holder or {}]:
+                if h.get("process") not in v.procs:
+                    continue
+                lo = float(h["acquired"])
+                until = h.get("released") if h.get("crashed") is None else h["crashed"]
+                hi = max(inc.end, float(until) if until is not None else inc.end)
+                overlap = min(hi, b) - max(lo, a)
+                if overlap >= 0 and overlap > best_overlap:
+                    best, best_overlap = inc, overlap
         if best is not None:
             return best
     return None

@@ -398,6 +398,11 @@ class Places:
             self._grants = grant_times(self._gs)
         return self._grants
 
+    def granted(self) -> list[tuple[Grant, int | None]]:
+        """Each grant, with when its release was answered (us; None: not released)."""
+        return [(g, self.ops[g.ops[-1]][1] if g.release is not None and len(g.ops) > 1
+                 else None) for g in self._gs]
+
 
 @dataclass(frozen=True)
 class Explained:
