@@ -77,7 +77,9 @@ def check_one(path: str | PathLike[str], model: str | None, limits: dict[str, An
     test = run.load_test()
     spec, status = test["spec"], str(test.get("status") or "starting")
     history = run.load_history()
-    results = check_run(run, spec, history, status=status, limits=limits)
+    error = test.get("error") if status != "complete" else None
+    results = check_run(run, spec, history, status=status, limits=limits,
+                        error=error if isinstance(error, str) else None)
     write_report(run, spec, history, results)
     print_summary(results, run, history=history)
     code = exit_code(results)

@@ -427,7 +427,8 @@ def explained_items(results: dict[str, Any]) -> Iterator[Explained]:
         if not isinstance(result, dict):
             continue
         for kind, item, rank, total in explained(result):
-            info = result.get("valid") is True or result.get(f"{kind}-informational") is True
+            info = (result.get("valid") is True or result.get("withdrawn") is True
+                    or result.get(f"{kind}-informational") is True)
             yield Explained(n, check, kind, item, rank, total, info, result.get("valid"))
             n += 1
 
