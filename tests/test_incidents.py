@@ -325,3 +325,34 @@ def test_a_release_before_the_grant_or_after_the_lease_ran_out_is_no_cause() -> 
     (inc,) = incidents(history, results)
     assert inc.by is None and inc.fault is not None and inc.fault.f == "pause"
     assert "opened by a pause (SIGSTOP) of c2 (the holder)" in inc.title()
+
+
+def test_an_unanswered_release_of_a_client_still_cut_off_is_no_cause() -> None:
+    """Its client was cut off (the partition's ``expect``) until after the overlap: the
+    release could not have landed yet."""
+    s = late_release_chain(answered=False)
+    for o in s.ops:
+        if o["process"] == "nemesis" and o.get("step") == 0:
+            if o["value"] == "start" and o["type"] == "info":
+                o["expect"] = {"cut-off": [4]}
+            if o["value"] == "stop":
+                o["time"] += round(3.0 * NS)  # healed at 11.36 s, after process 3's grant
+    history, results = judged(s)
+    first = incidents(history, results)[0]
+    assert first.by is None or first.by.process != 4
+
+
+def test_a_release_that_landed_while_the_acquire_was_in_flight_may_have_let_it_in() -> None:
+    """Process 1's release is answered at 9.995 s, while process 2's acquire (answered at
+    10.0 s) was in flight: it may have deleted the key process 2 had just set."""
+    s = Script()
+    s.session(1, 9.0, 9.01, 9.5, 9.99)
+    s.session(2, 10.0, 10.01, 11.9, 12.0)
+    s.session(3, 11.3, 11.31, 12.4, 12.5)
+    s.ops[[o["f"] for o in s.ops].index("acquire", 6)]["time"] = round(9.5 * NS)
+    history, results = judged(s)
+    (inc,) = incidents(history, results)
+    assert inc.by is not None and inc.by.process == 1 and inc.by.granted == 10.0
+    assert ("let in by process 1's release, sent at 9.99 s with no fault on its client, which "
+            "landed at 9.99 s, while process 2's acquire was in flight (answered at 10.00 s): "
+            "it may have come after its key was set") in inc.title()

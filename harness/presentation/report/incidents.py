@@ -34,14 +34,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.cluster import client_name
+from harness.core.cluster import client_name, client_of
 from harness.core.history import INFO, OK, Op, seconds
+from harness.core.history_parts import nemesis_ops
 from harness.core.schedule import Schedule
 from harness.presentation.report.model import Explained, Places, explained_items, locate, places_of
 from harness.presentation.report.narrative import FaultRun, describe, fault_runs
 from harness.presentation.report.words import violation_words
 
 AFTERMATH_S = 5.0  # a violation this long after a fault healed may still be its doing
+LATE_S = 0.1  # a release answered this long after it was sent came late
 SLACK_S = 0.01  # checkers round the times they report to the millisecond
 
 
@@ -67,26 +69,36 @@ class Violation:
 @dataclass(frozen=True)
 class Release:
     """The op that let an overlap happen: a release of another client that landed while the
-    holder held the lock (seconds; ``landed`` None: it never answered, so any time later)."""
+    holder held the lock (seconds; ``landed`` None: it never answered, so any time later;
+    ``granted``: it landed while the holder's acquire was in flight, answered at this time,
+    so it may have come after the holder's key was set)."""
 
     process: int
     sent: float
     landed: float | None
     answered: float  # when its client stopped waiting (its completion)
     fault: FaultRun | None  # on when it was sent
+    granted: float | None = None
 
     def words(self, holder: int) -> str:
-        late = (f"landed at {self.landed:.2f} s, {self.landed - self.sent:.2f} s after it was "
-                "sent" if self.landed is not None else
-                f"had no reply (timed out at {self.answered:.2f} s), so it may have landed at "
-                "any time later")
-        if self.landed is not None and self.fault is not None and (
-                self.fault.stop is not None and self.fault.stop < self.landed):
-            late += f" ({self.landed - self.fault.stop:.2f} s after the heal)"
-        under = ("with no fault on" if self.fault is None else f"during {describe(self.fault)}"
+        if self.landed is None:
+            late = (f"had no reply (timed out at {self.answered:.2f} s), so it may have landed "
+                    "at any time later")
+        else:
+            late = f"landed at {self.landed:.2f} s"
+            if self.landed - self.sent >= LATE_S:
+                late += f", {self.landed - self.sent:.2f} s after it was sent"
+            if self.fault is not None and self.fault.stop is not None and (
+                    self.fault.stop < self.landed):
+                late += f" ({self.landed - self.fault.stop:.2f} s after the heal)"
+        under = ("with no fault on its client" if self.fault is None else
+                 f"during {describe(self.fault)}"
                  + ("" if self.fault.step is None else f" (step {self.fault.step + 1})"))
+        when = (f"while process {holder} held the lock" if self.granted is None else
+                f"while process {holder}'s acquire was in flight (answered at "
+                f"{self.granted:.2f} s): it may have come after its key was set")
         return (f"let in by process {self.process}'s release, sent at {self.sent:.2f} s "
-                f"{under}, which {late}, while process {holder} held the lock")
+                f"{under}, which {late}, {when}")
 
 
 @dataclass
@@ -189,7 +201,7 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
     holders: dict[tuple[str, int, float], Incident] = {}  # by the grant that was overlapped
     home: dict[tuple[str, int, float], Incident] = {}  # every grant of an overlap: its incident
     rest: list[tuple[Explained, Violation]] = []
-    releases = Releases(places, faults)
+    releases = Releases(places, faults, history)
     overlaps: list[tuple[Explained, Violation, Mapping[str, Any], Mapping[str, Any]]] = []
     for x in items:
         v = violation(x, places)
@@ -277,11 +289,17 @@ class Releases:
     """The releases of a history that may have taken effect, to find the one that let an
     overlap happen (:meth:`cause`)."""
 
-    def __init__(self, places: Any, faults: Sequence[FaultRun]) -> None:
+    def __init__(self, places: Any, faults: Sequence[FaultRun], history: Sequence[Op]) -> None:
         self.places, self.faults = places, faults
         self._all: list[tuple[Any, float, float | None, float]] | None = None
         self.grants: dict[tuple[str, int, float], Any] = {}
         self.used: set[int] = set()  # unanswered releases named already (each lands once)
+        self.cut: dict[tuple[str, Any], set[Any]] = {}  # fault -> the clients it cut off
+        for op in nemesis_ops(history):
+            expect = op.get("expect")
+            if op.get("value") == "start" and isinstance(expect, Mapping) and isinstance(
+                    expect.get("cut-off"), list):
+                self.cut[str(op.get("f")), op.get("step")] = set(expect["cut-off"])
 
     def all(self) -> list[tuple[Any, float, float | None, float]]:
         """Each release that may have taken effect (ok; info: it may land any time later):
@@ -295,32 +313,49 @@ class Releases:
                                       else None, answered / 1e6))
         return self._all
 
+    def sent_under(self, process: int, sent: float) -> FaultRun | None:
+        """The fault a release was sent under: of those on then, one aimed at its client,
+        else one aimed at no client (the DB nodes': everyone's); the latest to start (a fault
+        on other clients is none of its story)."""
+        on = [f for f in self.faults if f.on(sent)]
+        aimed = [f for f in on if client_name(process) in f.targets] or [
+            f for f in on if not any(client_of(t) is not None for t in f.targets)]
+        return max(aimed, key=lambda f: f.start) if aimed else None
+
     def cause(self, item: Mapping[str, Any], lock: str
               ) -> tuple[tuple[str, int, float], Release] | None:
         """The release that let the later grant of an overlap in while the earlier lease was
-        in force: another client's, sent before that grant, that landed after the earlier one
-        (or never answered, and was named for no other overlap); the latest sent. With the
-        key of the grant it let go of."""
+        in force: another client's, sent before that grant, that landed after the earlier
+        grant; else one that landed while the earlier acquire was in flight (it may have
+        come after the key was set); else one never answered, named for no other overlap,
+        whose client no fault kept cut off until the later grant. The latest sent of the
+        first kind found. With the key of the grant it let go of."""
         a, b = item["first"], item["second"]
         found = self.all()
-        if expired(self.grants.get((lock, a["process"], a["acquired"])),
-                   self.grants.get((lock, b["process"], b["acquired"]))):
+        ga = self.grants.get((lock, a["process"], a["acquired"]))
+        if ga is None or expired(ga, self.grants.get((lock, b["process"], b["acquired"]))):
             return None  # the lease had run out: no release needed
-        found = [(g, sent, landed, answered)
-                 for g, sent, landed, answered in found
-                 if g.process != a["process"] and g.lock == lock and sent < b["acquired"]
-                 and ((landed is None and id(g) not in self.used)
-                      or (landed is not None and a["acquired"] < landed))]
-        if not found:
+        asked = seconds(ga.invoke)
+        ranked: list[tuple[int, float, Any, float | None, float, FaultRun | None]] = []
+        for g, sent, landed, answered in found:
+            if g.process == a["process"] or g.lock != lock or sent >= b["acquired"]:
+                continue
+            fault = self.sent_under(g.process, sent)
+            if landed is not None and landed > asked:
+                ranked.append((2 if landed > a["acquired"] else 1, sent, g, landed, answered,
+                               fault))
+            elif landed is None and id(g) not in self.used and not (
+                    fault is not None and g.process in self.cut.get((fault.f, fault.step), ())
+                    and (fault.stop is None or fault.stop >= b["acquired"])):
+                ranked.append((0, sent, g, landed, answered, fault))
+        if not ranked:
             return None
-        g, sent, landed, answered = max(found, key=lambda r: (r[2] is not None, r[1]))
+        rank, sent, g, landed, answered, fault = max(ranked, key=lambda r: r[:2])
         if landed is None:
             self.used.add(id(g))
-        on = [f for f in self.faults if f.on(sent)]
-        aimed = [f for f in on if client_name(g.process) in f.targets]
-        fault = max(aimed or on, key=lambda f: f.start) if on else None
         return ((lock, g.process, seconds(g.start)),
-                Release(g.process, sent, landed, answered, fault))
+                Release(g.process, sent, landed, answered, fault,
+                        None if rank != 1 else float(a["acquired"])))
 
 
 def expired(a: Any, b: Any) -> bool:
