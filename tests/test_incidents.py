@@ -356,3 +356,24 @@ def test_a_release_that_landed_while_the_acquire_was_in_flight_may_have_let_it_i
     assert ("let in by process 1's release, sent at 9.99 s with no fault on its client, which "
             "landed at 9.99 s, while process 2's acquire was in flight (answered at 10.00 s): "
             "it may have come after its key was set") in inc.title()
+
+
+def test_a_fault_on_a_client_in_none_of_the_overlaps_opens_nothing() -> None:
+    """Issue 40: a cut of c4 was on while process 0 held the lock, and process 4 is in none of
+    its overlaps: it is not named; a fault on the DB nodes still is."""
+    def one(node_fault: bool) -> Any:
+        s = Script()
+        stale(s, 0, 1.0, 5.0)
+        s.fault("partition", 0, 1.5, 4.5, ["c4"])
+        if node_fault:
+            s.fault("pause-node", 1, 2.0, 2.5, ["n1"])
+        turns(s, [1, 2], 3.1, 4.9)
+        (inc,) = incidents(*judged(s))
+        return inc
+
+    inc = one(node_fault=False)
+    assert inc.fault is None and "c4" not in inc.title()
+    assert ("no fault was on its clients or the DB nodes (only on other clients): the lock let "
+            "it happen on its own") in inc.title()
+    inc = one(node_fault=True)
+    assert inc.fault is not None and inc.fault.f == "pause-node"

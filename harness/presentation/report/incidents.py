@@ -29,6 +29,7 @@ called in their checkers' words, :mod:`harness.presentation.report.words`).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -111,6 +112,7 @@ class Incident:
     by: Release | None = None  # the op that made it, when the history shows one
     grants: list[dict[str, Any]] = field(default_factory=list)  # whose violations fold here
     chained: int = 0  # overlaps let in by the release of a client of an earlier one
+    elsewhere: bool = False  # no fault opened it, but one was on other clients
 
     @property
     def start(self) -> float:
@@ -157,7 +159,9 @@ class Incident:
         if self.by is not None:
             return self.by.words(int((self.holder or {}).get("process", -1)))
         if self.fault is None:
-            return "no fault was on: the lock let it happen on its own"
+            return ("no fault was on its clients or the DB nodes (only on other clients): the "
+                    "lock let it happen on its own" if self.elsewhere else
+                    "no fault was on: the lock let it happen on its own")
         step = "" if self.fault.step is None else f" (step {self.fault.step + 1}"
         if step:
             step += f", planned {self.planned})" if self.planned else ")"
@@ -268,15 +272,21 @@ def violation(x: Explained, places: Any) -> Violation:
 
 def opener(inc: Incident, faults: Sequence[FaultRun]) -> FaultRun | None:
     """The fault that made this holder stale: on at some moment between its grant and the
-    first overlap; the one aimed at the holder's own client first, else the latest."""
+    first overlap; the one aimed at the holder's own client first, else at another client of
+    its overlaps, else at no client (the DB nodes'); the latest. A fault on other clients only
+    opens nothing here (``inc.elsewhere`` says one was on)."""
     h = inc.holder or {}
     acquired, first = float(h.get("acquired") or 0.0), inc.start
     on = [f for f in faults if f.start <= first and (f.stop is None or f.stop >= acquired)]
-    if not on:
-        return None
     own = client_name(int(h.get("process", -1)))
-    aimed = [f for f in on if own in f.targets]
-    return max(aimed or on, key=lambda f: f.start)
+    theirs = {client_name(p) for v in inc.violations for p in v.procs}
+    for aimed in ([f for f in on if own in f.targets],
+                  [f for f in on if theirs & set(f.targets)],
+                  [f for f in on if not any(client_of(t) is not None for t in f.targets)]):
+        if aimed:
+            return max(aimed, key=lambda f: f.start)
+    inc.elsewhere = bool(on)
+    return None
 
 
 def grant_like(g: Any) -> bool:
@@ -293,7 +303,7 @@ class Releases:
         self.places, self.faults = places, faults
         self._all: list[tuple[Any, float, float | None, float]] | None = None
         self.grants: dict[tuple[str, int, float], Any] = {}
-        self.used: set[int] = set()  # unanswered releases named already (each lands once)
+        self.used: set[int] = set()  # releases named already
         self.cut: dict[tuple[str, Any], set[Any]] = {}  # fault -> the clients it cut off
         for op in nemesis_ops(history):
             expect = op.get("expect")
@@ -327,9 +337,10 @@ class Releases:
         """The release that let the later grant of an overlap in while the earlier lease was
         in force: another client's, sent before that grant, that landed after the earlier
         grant; else one that landed while the earlier acquire was in flight (it may have
-        come after the key was set); else one never answered, named for no other overlap,
-        whose client no fault kept cut off until the later grant. The latest sent of the
-        first kind found. With the key of the grant it let go of."""
+        come after the key was set); else one never answered. Never one whose client a
+        fault kept cut off until the later grant, nor one named for another overlap (one
+        release deletes one key). The latest sent of the first kind found. With the key of
+        the grant it let go of."""
         a, b = item["first"], item["second"]
         found = self.all()
         ga = self.grants.get((lock, a["process"], a["acquired"]))
@@ -338,21 +349,23 @@ class Releases:
         asked = seconds(ga.invoke)
         ranked: list[tuple[int, float, Any, float | None, float, FaultRun | None]] = []
         for g, sent, landed, answered in found:
-            if g.process == a["process"] or g.lock != lock or sent >= b["acquired"]:
+            if g.process == a["process"] or g.lock != lock or id(g) in self.used:
                 continue
             fault = self.sent_under(g.process, sent)
+            earliest = sent  # it reached the service no sooner, nor before its cut healed
+            if fault is not None and g.process in self.cut.get((fault.f, fault.step), ()):
+                earliest = math.inf if fault.stop is None else max(sent, fault.stop)
+            if earliest >= b["acquired"]:
+                continue
             if landed is not None and landed > asked:
                 ranked.append((2 if landed > a["acquired"] else 1, sent, g, landed, answered,
                                fault))
-            elif landed is None and id(g) not in self.used and not (
-                    fault is not None and g.process in self.cut.get((fault.f, fault.step), ())
-                    and (fault.stop is None or fault.stop >= b["acquired"])):
+            elif landed is None:
                 ranked.append((0, sent, g, landed, answered, fault))
         if not ranked:
             return None
         rank, sent, g, landed, answered, fault = max(ranked, key=lambda r: r[:2])
-        if landed is None:
-            self.used.add(id(g))
+        self.used.add(id(g))  # one release deletes one key: it lets one overlap in
         return ((lock, g.process, seconds(g.start)),
                 Release(g.process, sent, landed, answered, fault,
                         None if rank != 1 else float(a["acquired"])))
