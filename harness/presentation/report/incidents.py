@@ -12,16 +12,20 @@ checker names one of them as its witness. They are one incident. An incident is
 - else **unexplained**: a violation with no fault anywhere near it, one incident each (nothing
   says two of them share a cause).
 
-An incident names the op that made it when the history shows one: an overlap whose later
-grant came while the earlier lease was in force, after another client's release landed (it
-ended after the holder's grant, or never answered) and before that grant, was let in by that
-release: a lock that deletes whoever's key is there. The release is named with the fault on
-when it was *sent* (aimed at its client first) and how late it landed. An overlap let in by the
-release of a client of an earlier overlap continues that one's incident: a chain of such
-overlaps is one incident. Else the incident names the fault that opened it: of the faults on
-while the holder held the lock, before the first overlap, the one aimed at the holder itself,
-else the latest to start. Two stale holders are two incidents even under one fault (each lost
-its lease on its own), and so are two grants of one process.
+An incident names the op that made it when the history shows one. An overlap whose earlier
+lease had not certainly run out before the later client asked, and which another client's
+release may have let in (sent before the later grant; landed after the earlier grant, else
+while the earlier acquire was in flight, else never answered; never while a fault still kept
+its client cut off), was let in by that release: a lock that deletes whoever's key is there.
+It is named with the fault it was *sent* under (aimed at its client, else at no client: a
+fault on other clients is none of its story) and how late it landed; one release lets one
+overlap in. An overlap let in by the release of a client of an earlier overlap continues that
+one's incident: a chain of such overlaps is one incident. Else the incident names the fault
+that opened it: of the faults on while the holder held the lock, before the first overlap,
+the one aimed at the holder itself, else at another client of its overlaps, else at the DB
+nodes; the latest to start (never one on other clients only: the incident says so). Two stale
+holders are two incidents even under one fault (each lost its lease on its own), and so are
+two grants of one process.
 
 Pure: a function of the history, the checkers' results and the schedule (the violations are
 called in their checkers' words, :mod:`harness.presentation.report.words`).
@@ -29,6 +33,7 @@ called in their checkers' words, :mod:`harness.presentation.report.words`).
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -302,6 +307,9 @@ class Releases:
     def __init__(self, places: Any, faults: Sequence[FaultRun], history: Sequence[Op]) -> None:
         self.places, self.faults = places, faults
         self._all: list[tuple[Any, float, float | None, float]] | None = None
+        self.sents: list[float] = []  # of the answered ones, in order
+        self.span = 0.0  # the longest an answered one took
+        self.unanswered: list[tuple[Any, float, float | None, float]] = []
         self.grants: dict[tuple[str, int, float], Any] = {}
         self.used: set[int] = set()  # releases named already
         self.cut: dict[tuple[str, Any], set[Any]] = {}  # fault -> the clients it cut off
@@ -312,15 +320,19 @@ class Releases:
                 self.cut[str(op.get("f")), op.get("step")] = set(expect["cut-off"])
 
     def all(self) -> list[tuple[Any, float, float | None, float]]:
-        """Each release that may have taken effect (ok; info: it may land any time later):
-        (grant, sent, landed or None, answered), seconds."""
+        """Each answered release (ok), by the time it was sent: (grant, sent, landed,
+        answered), seconds; the unanswered ones (info: they may land any time later) apart."""
         if self._all is None:
             self._all = []
             for g, answered in self.places.granted():
                 self.grants[g.lock, g.process, seconds(g.start)] = g
                 if answered is not None and g.release in (OK, INFO) and not g.crashed:
-                    self._all.append((g, seconds(g.end), answered / 1e6 if g.release == OK
-                                      else None, answered / 1e6))
+                    ok = g.release == OK
+                    (self._all if ok else self.unanswered).append(
+                        (g, seconds(g.end), answered / 1e6 if ok else None, answered / 1e6))
+            self._all.sort(key=lambda r: r[1])
+            self.sents = [r[1] for r in self._all]
+            self.span = max((r[3] - r[1] for r in self._all), default=0.0)
         return self._all
 
     def sent_under(self, process: int, sent: float) -> FaultRun | None:
@@ -342,13 +354,16 @@ class Releases:
         release deletes one key). The latest sent of the first kind found. With the key of
         the grant it let go of."""
         a, b = item["first"], item["second"]
-        found = self.all()
+        answered = self.all()
         ga = self.grants.get((lock, a["process"], a["acquired"]))
         if ga is None or expired(ga, self.grants.get((lock, b["process"], b["acquired"]))):
             return None  # the lease had run out: no release needed
         asked = seconds(ga.invoke)
         ranked: list[tuple[int, float, Any, float | None, float, FaultRun | None]] = []
-        for g, sent, landed, answered in found:
+        # the answered ones that may have landed after ``asked``, sent before the later grant
+        found = answered[bisect.bisect_left(self.sents, asked - self.span):
+                         bisect.bisect_left(self.sents, b["acquired"])]
+        for g, sent, landed, done in [*found, *self.unanswered]:
             if g.process == a["process"] or g.lock != lock or id(g) in self.used:
                 continue
             fault = self.sent_under(g.process, sent)
@@ -358,16 +373,15 @@ class Releases:
             if earliest >= b["acquired"]:
                 continue
             if landed is not None and landed > asked:
-                ranked.append((2 if landed > a["acquired"] else 1, sent, g, landed, answered,
-                               fault))
+                ranked.append((2 if landed > a["acquired"] else 1, sent, g, landed, done, fault))
             elif landed is None:
-                ranked.append((0, sent, g, landed, answered, fault))
+                ranked.append((0, sent, g, landed, done, fault))
         if not ranked:
             return None
-        rank, sent, g, landed, answered, fault = max(ranked, key=lambda r: r[:2])
+        rank, sent, g, landed, done, fault = max(ranked, key=lambda r: r[:2])
         self.used.add(id(g))  # one release deletes one key: it lets one overlap in
         return ((lock, g.process, seconds(g.start)),
-                Release(g.process, sent, landed, answered, fault,
+                Release(g.process, sent, landed, done, fault,
                         None if rank != 1 else float(a["acquired"])))
 
 
