@@ -377,3 +377,18 @@ def test_a_fault_on_a_client_in_none_of_the_overlaps_opens_nothing() -> None:
             "it happen on its own") in inc.title()
     inc = one(node_fault=True)
     assert inc.fault is not None and inc.fault.f == "pause-node"
+
+
+def test_a_paused_holder_whose_lease_may_have_run_out_is_the_pause_not_a_release() -> None:
+    """Process 4's release lands while process 0's acquire is in flight (the usual hand-over);
+    process 0 is then paused and process 1, waiting since 4.5 s, gets in at 5.5 s, when
+    process 0's lease may have run out: the pause opened it, not that release."""
+    s = Script()
+    s.session(4, 0.5, 0.51, 2.9, 2.995)
+    s.session(0, 3.0, 3.01, 8.01, 8.02)
+    s.ops[[o["f"] for o in s.ops].index("acquire", 8)]["time"] = round(2.0 * NS)
+    s.fault("pause", 0, 3.05, 8.0, ["c0"], "holder")
+    s.session(1, 5.5, 5.51, 5.6, 5.7)
+    s.ops[[o["f"] for o in s.ops].index("acquire", 20)]["time"] = round(4.5 * NS)
+    (inc,) = incidents(*judged(s))
+    assert inc.by is None and inc.fault is not None and inc.fault.f == "pause"

@@ -356,8 +356,16 @@ class Releases:
         a, b = item["first"], item["second"]
         answered = self.all()
         ga = self.grants.get((lock, a["process"], a["acquired"]))
-        if ga is None or expired(ga, self.grants.get((lock, b["process"], b["acquired"]))):
+        gb = self.grants.get((lock, b["process"], b["acquired"]))
+        if ga is None or gb is None or expired(ga, gb):
             return None  # the lease had run out: no release needed
+        least = 0  # the lease may have run out: then only a release certainly after the grant
+        if not in_force(ga, gb):
+            own = client_name(ga.process)
+            if any(own in f.targets for f in self.faults if f.start <= b["acquired"] and (
+                    f.stop is None or f.stop >= a["acquired"])):
+                return None  # ... and a fault on the holder explains that
+            least = 2
         asked = seconds(ga.invoke)
         ranked: list[tuple[int, float, Any, float | None, float, FaultRun | None]] = []
         # the answered ones that may have landed after ``asked``, sent before the later grant
@@ -376,6 +384,7 @@ class Releases:
                 ranked.append((2 if landed > a["acquired"] else 1, sent, g, landed, done, fault))
             elif landed is None:
                 ranked.append((0, sent, g, landed, done, fault))
+        ranked = [r for r in ranked if r[0] >= least]
         if not ranked:
             return None
         rank, sent, g, landed, done, fault = max(ranked, key=lambda r: r[:2])
@@ -383,6 +392,13 @@ class Releases:
         return ((lock, g.process, seconds(g.start)),
                 Release(g.process, sent, landed, done, fault,
                         None if rank != 1 else float(a["acquired"])))
+
+
+def in_force(a: Any, b: Any) -> bool:
+    """Was grant ``a``'s lease certainly still in force when ``b`` was granted (or has ``a``
+    no lease to tell)?"""
+    v = getattr(a, "validity", None)
+    return not isinstance(v, int | float) or isinstance(v, bool) or b.start < a.invoke + v * 1e9
 
 
 def expired(a: Any, b: Any) -> bool:
