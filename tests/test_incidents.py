@@ -392,3 +392,17 @@ def test_a_paused_holder_whose_lease_may_have_run_out_is_the_pause_not_a_release
     s.ops[[o["f"] for o in s.ops].index("acquire", 20)]["time"] = round(4.5 * NS)
     (inc,) = incidents(*judged(s))
     assert inc.by is None and inc.fault is not None and inc.fault.f == "pause"
+
+
+def test_a_release_that_failed_is_never_called_released() -> None:
+    """Issue 40: a stale holder whose release ended ``fail not-held`` is not titled
+    "released at"."""
+    s = Script()
+    stale(s, 0, 1.0, 4.0)
+    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
+    turns(s, [1, 2], 3.1, 3.9)
+    done = next(o for o in reversed(s.ops) if o["process"] == 0 and o["f"] == "release")
+    done.update(type="fail", error="not-held: the lock had expired or was taken")
+    (inc,) = incidents(*judged(s))
+    assert "(its release at 4.02 s failed: it held nothing then)" in inc.title()
+    assert "released at" not in inc.title()

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.cluster import client_name, client_of
-from harness.core.history import INFO, OK, Op, seconds
+from harness.core.history import FAIL, INFO, OK, Op, seconds
 from harness.core.history_parts import nemesis_ops
 from harness.core.schedule import Schedule
 from harness.presentation.report.model import Explained, Places, explained_items, locate, places_of
@@ -51,6 +51,7 @@ from harness.presentation.report.words import violation_words
 AFTERMATH_S = 5.0  # a violation this long after a fault healed may still be its doing
 LATE_S = 0.1  # a release answered this long after it was sent came late
 SLACK_S = 0.01  # checkers round the times they report to the millisecond
+UNRELEASED = {FAIL: "failed: it held nothing then", INFO: "had no answer"}
 
 
 @dataclass
@@ -144,6 +145,9 @@ class Incident:
             h = self.holder
             released = ("never released" if h.get("released") is None
                         else f"released at {h['released']:.2f} s")
+            if h.get("released") is not None and h.get("release") in UNRELEASED:
+                released = (f"its release at {h['released']:.2f} s "
+                            f"{UNRELEASED[h['release']]}")
             if isinstance(h.get("crashed"), int | float):
                 released = f"crashed at {h['crashed']:.2f} s"
             lock = "the lock" if h.get("lock", "lock") == "lock" else f"lock {h['lock']!r}"
@@ -234,7 +238,8 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
             inc = holders[key] = Incident("stale-holder", holder={
                 "process": first["process"], "acquired": float(first["acquired"]),
                 "released": first.get("released"), "crashed": first.get("crashed"),
-                "lock": lock}, by=None if by is None else by[1], grants=[dict(first)])
+                "lock": lock, "release": releases.outcome(key)},
+                by=None if by is None else by[1], grants=[dict(first)])
             out.append(inc)
         inc.violations.append(v)
         for g in (first, second):
@@ -334,6 +339,11 @@ class Releases:
             self.sents = [r[1] for r in self._all]
             self.span = max((r[3] - r[1] for r in self._all), default=0.0)
         return self._all
+
+    def outcome(self, key: tuple[str, int, float]) -> str | None:
+        """How the release of a grant ended (ok, fail, info; None: not released)."""
+        self.all()
+        return getattr(self.grants.get(key), "release", None)
 
     def sent_under(self, process: int, sent: float) -> FaultRun | None:
         """The fault a release was sent under: of those on then, one aimed at its client,
