@@ -112,6 +112,20 @@ def _processes(claim: Any) -> list[int]:
     return [p for p in claim if isinstance(p, int) and not isinstance(p, bool)]
 
 
+def _why_fast(fast: list[tuple[str, int]], slowed: int) -> str:
+    """Why lock ops beat a delay: releases alone (the lock's release may wait for no reply:
+    its declaration says), else its connections go around the link layer."""
+    if any(f not in RELEASES for f, _ in fast):
+        return "do its connections go around the link layer?"
+    what = f"the only lock ops faster than the delay were {len(fast)} release(s)"
+    if slowed:
+        return (f"{what}, while {slowed} other lock op(s) were slowed: its releases did not "
+                "wait for a reply; a lock whose release does not wait declares "
+                "release_waits = False (then a release is no evidence either way)")
+    return (f"{what}: if this lock's release waits for no reply, declare release_waits = False "
+            "on the lock; if it waits, do its connections go around the link layer?")
+
+
 def waiting_fs(release_waits: bool) -> frozenset[str]:
     """The lock ops that wait for a reply: every one, or all but releases."""
     if not isinstance(release_waits, bool):
@@ -274,8 +288,8 @@ class FaultsChecker(Checker):
                                 f"{w.f} did not slow process {p} down: {len(fast)} of its lock "
                                 f"ops took less than the {slowed[1]:g} s its delayed links allow "
                                 f"(the fastest, a {f}, took {d / NS * 1000:.1f} ms) between "
-                                f"{seconds(w.start):.2f} s and {seconds(w.stop):.2f} s: do its "
-                                "connections go around the link layer?")})
+                                f"{seconds(w.start):.2f} s and {seconds(w.stop):.2f} s: "
+                                + _why_fast(fast, len(timed) - len(fast)))})
             stalled = _claim(w, "stalled", "seconds")
             if stalled is not None:
                 until = min(hi, w.start + int(stalled[1] * NS) - GRACE_NS)

@@ -166,6 +166,30 @@ def test_a_release_that_does_not_wait_is_no_evidence_the_delay_did_not_bite() ->
     assert r["release-waits"] is False
 
 
+def test_a_delay_beaten_by_releases_alone_says_what_they_were_and_names_the_declaration(
+        ) -> None:
+    """Issue 40: the only ops faster than the delay were releases: the words say so and point
+    at ``release_waits = False``, never only "around the link layer?"."""
+    fast = [o for t in (2.0, 3.0) for o in (op(t, 1, "invoke", "release"),
+                                            op(t + 0.003, 1, "ok", "release"))]
+    slow = [op(1.5, 1, "invoke", "acquire"), op(1.75, 1, "ok", "acquire")]
+    text = faults.FaultsChecker.check(ordered([*window("delay", 1.0, 5.0, ["c1"], DELAYED),
+                                               *slow, *fast]))["ineffective"][0]["explanation"]
+    assert ("the only lock ops faster than the delay were 2 release(s), while 1 other lock "
+            "op(s) were slowed: its releases did not wait for a reply; a lock whose release "
+            "does not wait declares release_waits = False") in text
+    assert "link layer" not in text
+    text = faults.FaultsChecker.check(ordered([*window("delay", 1.0, 5.0, ["c1"], DELAYED),
+                                               *fast]))["ineffective"][0]["explanation"]
+    assert text.endswith("the only lock ops faster than the delay were 2 release(s): if this "
+                         "lock's release waits for no reply, declare release_waits = False on "
+                         "the lock; if it waits, do its connections go around the link layer?")
+    quick = [op(1.5, 1, "invoke", "acquire"), op(1.503, 1, "ok", "acquire")]
+    text = faults.FaultsChecker.check(ordered([*window("delay", 1.0, 5.0, ["c1"], DELAYED),
+                                               *quick, *fast]))["ineffective"][0]["explanation"]
+    assert text.endswith(": do its connections go around the link layer?")
+
+
 def test_a_partition_is_not_disproved_by_a_release_that_does_not_wait() -> None:
     h = ordered([*partition(1.0, 5.0, 2),
                  op(1.5, 2, "invoke", "release"), op(1.501, 2, "ok", "release")])

@@ -268,16 +268,42 @@ def test_a_client_whose_every_request_failed_could_not_test() -> None:
 
 def test_no_acquire_succeeded_wins_over_a_verdict_built_from_the_errors() -> None:
     """Issue 24 case 4: three clients' acquires all fail for 15 s; liveness makes a stuck lock
-    of them (invalid), but the run tested nothing: exit 3, the error named."""
-    spans = [(p, "acquire", t / 10, t / 10 + 0.5, "info", BROKEN)
+    of them, but the run tested nothing: exit 3, the error named. Issue 40: and liveness's
+    verdict is withdrawn with it (no "liveness INVALID", no incident "a stuck lock ... the lock
+    let it happen on its own")."""
+    from harness.presentation.report.incidents import incidents
+    from harness.presentation.report.model import explained_items
+
+    spans = [(p, "acquire", t / 10, t / 10 + 0.5, "info", "HTTPError: 400 Bad Request")
              for p in range(3) for t in range(1 + p, 150, 6)]
-    results, code = checked(calls(*spans))
-    assert results["checks"]["liveness"]["valid"] is False  # type: ignore[index]
+    history = calls(*spans)
+    results, code = checked(history)
+    liveness = results["checks"]["liveness"]  # type: ignore[index]
+    assert liveness["valid"] == "unknown" and liveness["withdrawn"] is True
+    assert liveness["stuck-lock-count"] == 1  # what it found stays, as a withdrawn check's
+    assert not any(c.get("valid") is False for c in results["checks"].values())  # type: ignore[attr-defined]
+    assert incidents(history, results) == []
+    assert all(x.info for x in explained_items(results))
     assert code == 3 and results["valid"] == "unknown"
     assert results["could-not-test"] == (
         "no acquire succeeded: the run tested nothing; the most frequent client error, "
-        f"{len(spans)} of {len(spans)} (first: process 0, acquire): {BROKEN}; the checkers' "
-        "verdict (invalid) rests on those failed requests and is no finding about the lock")
+        f"{len(spans)} of {len(spans)} (first: process 0, acquire): HTTPError: 400 Bad Request;"
+        " the checkers' verdict (invalid) rests on those failed requests and is no finding "
+        "about the lock")
+
+
+def test_a_run_that_stopped_on_a_client_error_never_says_no_error() -> None:
+    """Issue 40: every client died of a plugin's KeyError before its first op; the history is
+    empty, the run's error names the KeyError: the reason says so, never "no error"."""
+    from harness.controller.checking import check_history
+
+    died = ("client 0 exited early: client stopped: KeyError: 'sentinels' (at keylock.py:12)")
+    results = check_history([], {"workload": "lock", "ttl": 2.0}, status="error", error=died)
+    assert results["could-not-test"] == (
+        "no acquire succeeded: the run tested nothing; no request ended in an error; the run "
+        f"stopped: {died}")
+    results = check_history([], {"workload": "lock", "ttl": 2.0})
+    assert results["could-not-test"].endswith("; no request ended in an error")
 
 
 def test_a_starved_client_or_one_still_waiting_is_no_could_not_test() -> None:

@@ -354,4 +354,148 @@ def test_a_holder_whose_release_was_refused_is_not_said_to_have_released() -> No
     assert [MutexChecker.check(x) for x in both(history)] == [results["checks"]["mutex"]] * 2
     assert ("(its release refused at 6.21 s: not-held: the lock had expired or was taken)"
             in inc.title())
+
+
+def late_release_chain(answered: bool = True) -> Script:
+    """Issue 40: a lock whose release deletes whoever's key is there. Process 4's release is
+    sent at 4.367 s during its cut (4.34-8.36 s) and lands at 11.197 s, deleting process 2's
+    key (granted at 10.0 s, its lease in force); process 3 gets in, then each holder's release
+    deletes the next one's key: one chain of three overlaps. A cut of c2 at 8.4 s is on while
+    process 2 held the lock and is in none of it."""
+    s = Script()
+    s.session(4, 3.0, 3.01, 4.3, 4.367)
+    if answered:
+        s.ops[-1]["time"] = round(11.197 * NS)
+    else:  # no reply: the client gave up waiting at 5.367 s
+        s.ops[-1].update(time=round(5.367 * NS), type="info", error="timeout")
+    s.fault("partition", 0, 4.34, 8.36, ["c4"])
+    s.fault("partition", 1, 8.4, 10.5, ["c2"])
+    s.session(2, 10.0, 10.01, 11.9, 12.0)
+    s.session(3, 11.3, 11.31, 12.4, 12.5)
+    s.session(1, 12.1, 12.11, 12.9, 13.0)
+    s.session(0, 12.6, 12.61, 13.2, 13.3)
+    return s
+
+
+def test_a_late_release_is_the_cause_and_its_chain_is_one_incident() -> None:
+    history, results = judged(late_release_chain())
+    assert results["checks"]["mutex"]["lock-overlap-count"] == 3
+    (inc,) = incidents(history, results)
+    assert inc.counts()["lock-overlaps"] == 3 and inc.chained == 2
+    assert inc.by is not None and inc.by.process == 4
+    assert (inc.by.sent, inc.by.landed) == (4.367, 11.197)
+    assert inc.fault is not None and inc.fault.targets == ("c4",) and inc.fault.step == 0
+    title = inc.title()
+    assert ("let in by process 4's release, sent at 4.37 s during a partition cutting c4 off "
+            "from the DB nodes at 4.3 s for 4.0 s (step 1), which landed at 11.20 s, 6.83 s "
+            "after it was sent (2.84 s after the heal), while process 2 held the lock") in title
+    assert "then 2 more lock overlap(s) to " in title and "c2" not in title
+    assert all(v.n in {w.n for w in inc.violations} for v in inc.violations)
+    assert inc.to_dict()["by"] == {"process": 4, "f": "release", "sent": 4.367,
+                                   "landed": 11.197, "answered": 11.197}
+
+
+def test_an_unanswered_release_may_have_landed_any_time_later() -> None:
+    history, results = judged(late_release_chain(answered=False))
+    (inc,) = incidents(history, results)
+    assert inc.by is not None and inc.by.landed is None
+    assert ("process 4's release, sent at 4.37 s during a partition cutting c4 off from the DB "
+            "nodes at 4.3 s for 4.0 s (step 1), which had no reply (timed out at 5.37 s), so it "
+            "may have landed at any time later") in inc.title()
+
+
+def test_a_release_before_the_grant_or_after_the_lease_ran_out_is_no_cause() -> None:
+    """Process 4's release lands at 8.9 s, before process 2's grant: the overlap is the
+    pause of process 2 (its lease ran out before process 3 asked), as before."""
+    s = Script()
+    s.session(4, 3.0, 3.01, 4.3, 4.367)
+    s.ops[-1]["time"] = round(8.9 * NS)
+    s.session(2, 9.0, 9.01, 14.0, 14.1)
+    s.fault("pause", 0, 9.05, 14.0, ["c2"], "holder")
+    s.session(3, 11.3, 11.31, 11.4, 11.5)
+    history, results = judged(s)
+    (inc,) = incidents(history, results)
+    assert inc.by is None and inc.fault is not None and inc.fault.f == "pause"
+    assert "opened by a pause (SIGSTOP) of c2 (the holder)" in inc.title()
+
+
+def test_an_unanswered_release_of_a_client_still_cut_off_is_no_cause() -> None:
+    """Its client was cut off (the partition's ``expect``) until after the overlap: the
+    release could not have landed yet."""
+    s = late_release_chain(answered=False)
+    for o in s.ops:
+        if o["process"] == "nemesis" and o.get("step") == 0:
+            if o["value"] == "start" and o["type"] == "info":
+                o["expect"] = {"cut-off": [4]}
+            if o["value"] == "stop":
+                o["time"] += round(3.0 * NS)  # healed at 11.36 s, after process 3's grant
+    history, results = judged(s)
+    first = incidents(history, results)[0]
+    assert first.by is None or first.by.process != 4
+
+
+def test_a_release_that_landed_while_the_acquire_was_in_flight_may_have_let_it_in() -> None:
+    """Process 1's release is answered at 9.995 s, while process 2's acquire (answered at
+    10.0 s) was in flight: it may have deleted the key process 2 had just set."""
+    s = Script()
+    s.session(1, 9.0, 9.01, 9.5, 9.99)
+    s.session(2, 10.0, 10.01, 11.9, 12.0)
+    s.session(3, 11.3, 11.31, 12.4, 12.5)
+    s.ops[[o["f"] for o in s.ops].index("acquire", 6)]["time"] = round(9.5 * NS)
+    history, results = judged(s)
+    (inc,) = incidents(history, results)
+    assert inc.by is not None and inc.by.process == 1 and inc.by.granted == 10.0
+    assert ("let in by process 1's release, sent at 9.99 s with no fault on its client, which "
+            "landed at 9.99 s, while process 2's acquire was in flight (answered at 10.00 s): "
+            "it may have come after its key was set") in inc.title()
+
+
+def test_a_fault_on_a_client_in_none_of_the_overlaps_opens_nothing() -> None:
+    """Issue 40: a cut of c4 was on while process 0 held the lock, and process 4 is in none of
+    its overlaps: it is not named; a fault on the DB nodes still is."""
+    def one(node_fault: bool) -> Any:
+        s = Script()
+        stale(s, 0, 1.0, 5.0)
+        s.fault("partition", 0, 1.5, 4.5, ["c4"])
+        if node_fault:
+            s.fault("pause-node", 1, 2.0, 2.5, ["n1"])
+        turns(s, [1, 2], 3.1, 4.9)
+        (inc,) = incidents(*judged(s))
+        return inc
+
+    inc = one(node_fault=False)
+    assert inc.fault is None and "c4" not in inc.title()
+    assert ("no fault was on its clients or the DB nodes (only on other clients): the lock let "
+            "it happen on its own") in inc.title()
+    inc = one(node_fault=True)
+    assert inc.fault is not None and inc.fault.f == "pause-node"
+
+
+def test_a_paused_holder_whose_lease_may_have_run_out_is_the_pause_not_a_release() -> None:
+    """Process 4's release lands while process 0's acquire is in flight (the usual hand-over);
+    process 0 is then paused and process 1, waiting since 4.5 s, gets in at 5.5 s, when
+    process 0's lease may have run out: the pause opened it, not that release."""
+    s = Script()
+    s.session(4, 0.5, 0.51, 2.9, 2.995)
+    s.session(0, 3.0, 3.01, 8.01, 8.02)
+    s.ops[[o["f"] for o in s.ops].index("acquire", 8)]["time"] = round(2.0 * NS)
+    s.fault("pause", 0, 3.05, 8.0, ["c0"], "holder")
+    s.session(1, 5.5, 5.51, 5.6, 5.7)
+    s.ops[[o["f"] for o in s.ops].index("acquire", 20)]["time"] = round(4.5 * NS)
+    (inc,) = incidents(*judged(s))
+    assert inc.by is None and inc.fault is not None and inc.fault.f == "pause"
+
+
+def test_a_release_that_failed_is_never_called_released() -> None:
+    """Issue 40: a stale holder whose release ended ``fail not-held`` is not titled
+    "released at"."""
+    s = Script()
+    stale(s, 0, 1.0, 4.0)
+    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
+    turns(s, [1, 2], 3.1, 3.9)
+    done = next(o for o in reversed(s.ops) if o["process"] == 0 and o["f"] == "release")
+    done.update(type="fail", error="not-held: the lock had expired or was taken")
+    (inc,) = incidents(*judged(s))
+    assert ("(its release refused at 4.02 s: not-held: the lock had expired or was taken)"
+            in inc.title())
     assert "released at" not in inc.title()

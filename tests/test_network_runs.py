@@ -251,3 +251,33 @@ def test_zookeeper_followers_lag_and_partitions_still_cut_through_the_doors(stor
     assert leaders, "no leader was cut off"
     assert results["checks"]["faults"]["valid"] is True
     nothing_left(run_dir)
+
+
+@needs_redis
+@needs_root
+def test_a_late_release_of_a_cut_off_holder_is_the_cause_of_its_one_incident(
+        store: Path, tmp_path: Path) -> None:
+    """Issue 40: ``redis-del`` (release by a bare DEL), the holder cut off while it holds
+    (holds of 1 s: the cut lands inside one), its release sent during the cut and waited for
+    (op timeout 8 s) sits in TCP retransmission and lands after the heal, deleting the next
+    holder's key; each holder's DEL then deletes the next one's. The incident names that
+    release, the cut it was sent under and how late it landed, and the chain is one incident.
+    """
+    from harness.controller.store import RunDir
+    from harness.presentation.report.incidents import incidents
+
+    plan = tmp_path / "cut.toml"
+    plan.write_text('nemesis = ["partition"]\nttl = 2.0\ntime-limit = 12\n\n[[step]]\n'
+                    'at = 2.0\nfault = "partition"\ntarget = "holder"\nduration = 4.0\n')
+    code, results, run_dir, out = run(store, "--lock", "redis-del", "--replay", str(plan),
+                                      "--op-timeout", "8", "--hold", "1", "--seed", "3")
+    assert code == 1, out
+    (inc,) = incidents(RunDir(run_dir).load_history(), results)
+    by = inc.by
+    assert by is not None and by.fault is not None and by.landed is not None, inc.title()
+    assert by.fault.f == "partition" and by.fault.targets == (f"c{by.process}",)
+    assert by.fault.stop is not None and by.fault.start <= by.sent < by.fault.stop < by.landed
+    assert f"let in by process {by.process}'s release, sent at {by.sent:.2f} s during a " \
+           f"partition cutting c{by.process} (the holder) off" in inc.title()
+    assert "after the heal" in inc.title()
+    assert inc.counts()["lock-overlaps"] == results["checks"]["mutex"]["lock-overlap-count"]

@@ -73,8 +73,10 @@ def checks_of(workload: Any, spec: Mapping[str, Any], reg: Registry,
 def check_history(history: Sequence[Op], spec: Mapping[str, Any],
                   registry: Registry | None = None, *, status: str = "complete",
                   limits: Mapping[str, Any] | None = None,
-                  checks: Sequence[Check] | None = None) -> dict[str, Any]:
-    """The verdict on ``history``: the ``checks`` a run resolved, else the stored spec's.
+                  checks: Sequence[Check] | None = None, error: str | None = None
+                  ) -> dict[str, Any]:
+    """The verdict on ``history``: the ``checks`` a run resolved, else the stored spec's
+    (``error``: why the run stopped, when it did not finish).
     ``history`` shared (:class:`~harness.core.checks.Shared`) keeps what the checkers derive
     from it for the summary and the report; one its reader found well-formed is not walked
     again."""
@@ -98,16 +100,30 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
     if status != "complete":
         results["status"] = status
     reason, nothing = untested(history)
+    if reason is not None and error:
+        reason += f"; the run stopped: {line(error, 300)}"
     if reason is not None and (nothing or results["valid"] is not False):
         if results["valid"] is False:
             reason += ("; the checkers' verdict (invalid) rests on those failed requests and "
                        "is no finding about the lock")
+            withdraw(results)
         results["valid"] = "unknown"
     elif reason is not None:  # clients that worked showed a violation: it stands
         reason += "; the violation the other clients' ops show stands"
     if reason is not None:
         results["could-not-test"] = reason
     return results
+
+
+def withdraw(results: dict[str, Any]) -> None:
+    """Each check's invalid verdict withdrawn (a run that tested nothing): unknown, with why;
+    what it listed stays, as a withdrawn check's (never an incident, never a violation)."""
+    for check in (results.get("checks") or {}).values():
+        if isinstance(check, dict) and check.get("valid") is False:
+            check["valid"] = "unknown"
+            check["withdrawn"] = True
+            check["note"] = ("withdrawn: built from the failed requests of a run that could "
+                             "not test, no finding about the lock")
 
 
 def _columns_well_formed(history: Any, ordered: bool) -> bool:
@@ -224,7 +240,7 @@ def _untested_of(acquired: bool, ended: Mapping[int, Sequence[Any]], failed: Cal
 def most_frequent(errors: Sequence[Op]) -> str:
     """``; the most frequent client error, N of M: ...`` (with where it was first seen)."""
     if not errors:
-        return "; the clients recorded no error"
+        return "; no request ended in an error"
     counts = Counter(line(str(op["error"]), 300) for op in errors)
     text, n = counts.most_common(1)[0]
     first = next(op for op in errors if line(str(op["error"]), 300) == text)
@@ -235,10 +251,11 @@ def most_frequent(errors: Sequence[Op]) -> str:
 def check_run(run: RunDir, spec: Mapping[str, Any], history: Sequence[Op],
               registry: Registry | None = None, *, status: str = "complete",
               limits: Mapping[str, Any] | None = None,
-              checks: Sequence[Check] | None = None) -> dict[str, Any]:
+              checks: Sequence[Check] | None = None, error: str | None = None
+              ) -> dict[str, Any]:
     """Check a run's history and save ``results.json``."""
     results = check_history(history, spec, registry, status=status, limits=limits,
-                            checks=checks)
+                            checks=checks, error=error)
     run.save_results(results)
     return results
 

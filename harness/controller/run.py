@@ -160,7 +160,8 @@ class Run:
                 history = self.run.merged()
                 try:
                     results = checking.check_run(self.run, spec.to_dict(), history,
-                                                 status=status, checks=self.test.checkers)
+                                                 status=status, checks=self.test.checkers,
+                                                 error=error)
                 finally:  # a history the checkers refused is kept too
                     if save_history or not results:
                         self.run.save_history(history)

@@ -78,7 +78,9 @@ def check_one(path: str | PathLike[str], model: str | None, limits: dict[str, An
     spec, status = test["spec"], str(test.get("status") or "starting")
     unverified = run.verify(test)  # a directory that does not match its manifest: exit 3
     history = run.load_history()
-    results = check_run(run, spec, history, status=status, limits=limits)
+    error = test.get("error") if status != "complete" else None
+    results = check_run(run, spec, history, status=status, limits=limits,
+                        error=error if isinstance(error, str) else None)
     if unverified:  # no manifest to hold it to: said, the verdict as its status gives
         results["unverified"] = unverified
         run.save_results(results)

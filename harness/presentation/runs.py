@@ -155,7 +155,8 @@ def _print_checks(results: dict[str, Any], out: TextIO) -> None:
         for key in violation_kinds(name):
             items = check.get(key)
             if isinstance(items, list) and items:
-                note = (" (informational: the resource guards the data)"
+                note = (" (withdrawn)" if check.get("withdrawn") else
+                        " (informational: the resource guards the data)"
                         if check.get(f"{key}-informational") else "")
                 print(f"                first of {key}{note}: {items[0]['explanation']}",
                       file=out)

@@ -12,10 +12,20 @@ checker names one of them as its witness. They are one incident. An incident is
 - else **unexplained**: a violation with no fault anywhere near it, one incident each (nothing
   says two of them share a cause).
 
-Each incident names the fault that opened it: of the faults on while the holder held the lock,
-before the first overlap, the one aimed at the holder itself, else the latest to start. Two
-stale holders are two incidents even under one fault (each lost its lease on its own), and so
-are two grants of one process.
+An incident names the op that made it when the history shows one. An overlap whose earlier
+lease had not certainly run out before the later client asked, and which another client's
+release may have let in (sent before the later grant; landed after the earlier grant, else
+while the earlier acquire was in flight, else never answered; never while a fault still kept
+its client cut off), was let in by that release: a lock that deletes whoever's key is there.
+It is named with the fault it was *sent* under (aimed at its client, else at no client: a
+fault on other clients is none of its story) and how late it landed; one release lets one
+overlap in. An overlap let in by the release of a client of an earlier overlap continues that
+one's incident: a chain of such overlaps is one incident. Else the incident names the fault
+that opened it: of the faults on while the holder held the lock, before the first overlap,
+the one aimed at the holder itself, else at another client of its overlaps, else at the DB
+nodes; the latest to start (never one on other clients only: the incident says so). Two stale
+holders are two incidents even under one fault (each lost its lease on its own), and so are
+two grants of one process.
 
 Pure: a function of the history, the checkers' results and the schedule (the violations are
 called in their checkers' words, :mod:`harness.presentation.report.words`).
@@ -23,19 +33,23 @@ called in their checkers' words, :mod:`harness.presentation.report.words`).
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.cluster import client_name
-from harness.core.history import Op
+from harness.core.cluster import client_name, client_of
+from harness.core.history import INFO, OK, Op, seconds
+from harness.core.history_parts import nemesis_ops
 from harness.core.schedule import Schedule
 from harness.presentation.report.model import Explained, Places, explained_items, locate, places_of
 from harness.presentation.report.narrative import FaultRun, describe, fault_runs
 from harness.presentation.report.words import violation_words
 
 AFTERMATH_S = 5.0  # a violation this long after a fault healed may still be its doing
+LATE_S = 0.1  # a release answered this long after it was sent came late
 SLACK_S = 0.01  # checkers round the times they report to the millisecond
 RELEASED = {"fail": "its release refused",  # a holder's release, by its outcome (a failed
             "info": "its release of unknown outcome"}  # one certainly did not release)
@@ -60,6 +74,41 @@ class Violation:
         return f"{self.check}/{self.kind}"
 
 
+@dataclass(frozen=True)
+class Release:
+    """The op that let an overlap happen: a release of another client that landed while the
+    holder held the lock (seconds; ``landed`` None: it never answered, so any time later;
+    ``granted``: it landed while the holder's acquire was in flight, answered at this time,
+    so it may have come after the holder's key was set)."""
+
+    process: int
+    sent: float
+    landed: float | None
+    answered: float  # when its client stopped waiting (its completion)
+    fault: FaultRun | None  # on when it was sent
+    granted: float | None = None
+
+    def words(self, holder: int) -> str:
+        if self.landed is None:
+            late = (f"had no reply (timed out at {self.answered:.2f} s), so it may have landed "
+                    "at any time later")
+        else:
+            late = f"landed at {self.landed:.2f} s"
+            if self.landed - self.sent >= LATE_S:
+                late += f", {self.landed - self.sent:.2f} s after it was sent"
+            if self.fault is not None and self.fault.stop is not None and (
+                    self.fault.stop < self.landed):
+                late += f" ({self.landed - self.fault.stop:.2f} s after the heal)"
+        under = ("with no fault on its client" if self.fault is None else
+                 f"during {describe(self.fault)}"
+                 + ("" if self.fault.step is None else f" (step {self.fault.step + 1})"))
+        when = (f"while process {holder} held the lock" if self.granted is None else
+                f"while process {holder}'s acquire was in flight (answered at "
+                f"{self.granted:.2f} s): it may have come after its key was set")
+        return (f"let in by process {self.process}'s release, sent at {self.sent:.2f} s "
+                f"{under}, which {late}, {when}")
+
+
 @dataclass
 class Incident:
     kind: str  # "stale-holder" | "fault" | "unexplained"
@@ -67,6 +116,10 @@ class Incident:
     fault: FaultRun | None = None
     violations: list[Violation] = field(default_factory=list)
     planned: str | None = None  # the schedule's step, as planned
+    by: Release | None = None  # the op that made it, when the history shows one
+    grants: list[dict[str, Any]] = field(default_factory=list)  # whose violations fold here
+    chained: int = 0  # overlaps let in by the release of a client of an earlier one
+    elsewhere: bool = False  # no fault opened it, but one was on other clients
 
     @property
     def start(self) -> float:
@@ -100,6 +153,9 @@ class Incident:
             lock = "the lock" if h.get("lock", "lock") == "lock" else f"lock {h['lock']!r}"
             what = (f"process {h['process']} held {lock} from {h['acquired']:.2f} s "
                     f"({released}) while others acquired it, from {self.start:.2f} s")
+            if self.chained:
+                what += (f", then {self.chained} more lock overlap(s) to {self.end:.2f} s, "
+                         "each let in by the release of a client of an earlier one: one chain")
         elif self.kind == "fault":
             what = f"violations from {self.start:.2f} s to {self.end:.2f} s"
         else:
@@ -109,8 +165,12 @@ class Incident:
         return f"{what}; {self.cause()}"
 
     def cause(self) -> str:
+        if self.by is not None:
+            return self.by.words(int((self.holder or {}).get("process", -1)))
         if self.fault is None:
-            return "no fault was on: the lock let it happen on its own"
+            return ("no fault was on its clients or the DB nodes (only on other clients): the "
+                    "lock let it happen on its own" if self.elsewhere else
+                    "no fault was on: the lock let it happen on its own")
         step = "" if self.fault.step is None else f" (step {self.fault.step + 1}"
         if step:
             step += f", planned {self.planned})" if self.planned else ")"
@@ -133,6 +193,9 @@ class Incident:
                 "fault": None if f is None else {
                     "f": f.f, "step": f.step, "target": f.role, "targets": list(f.targets),
                     "start": f.start, "stop": f.stop, "description": describe(f)},
+                "by": None if self.by is None else {
+                    "process": self.by.process, "f": "release", "sent": self.by.sent,
+                    "landed": self.by.landed, "answered": self.by.answered},
                 "violations": [v.n for v in self.violations], "counts": self.counts()}
 
 
@@ -148,29 +211,44 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
     places = places or places_of(history)
     faults = fault_runs(history)
     out: list[Incident] = []
-    holders: dict[tuple[str, int, float], Incident] = {}
+    holders: dict[tuple[str, int, float], Incident] = {}  # by the grant that was overlapped
+    home: dict[tuple[str, int, float], Incident] = {}  # every grant of an overlap: its incident
     rest: list[tuple[Explained, Violation]] = []
+    releases = Releases(places, faults, history)
+    overlaps: list[tuple[Explained, Violation, Mapping[str, Any], Mapping[str, Any]]] = []
     for x in items:
         v = violation(x, places)
         v.listed = listed[x.check, x.kind]
-        first = x.item.get("first")
-        if x.kind == "lock-overlaps" and isinstance(first, Mapping) and isinstance(
-                first.get("process"), int) and isinstance(first.get("acquired"), int | float):
-            lock = str(x.item.get("lock", "lock"))
-            key = (lock, first["process"], float(first["acquired"]))
-            if key not in holders:
-                holders[key] = Incident("stale-holder", holder={
-                    "process": first["process"], "acquired": float(first["acquired"]),
-                    "released": first.get("released"), "crashed": first.get("crashed"),
-                    "release": first.get("release"),
-                    "release-error": first.get("release-error"),
-                    "lock": lock})
-                out.append(holders[key])
-            holders[key].violations.append(v)
+        first, second = x.item.get("first"), x.item.get("second")
+        if x.kind == "lock-overlaps" and grant_like(first):
+            overlaps.append((x, v, first, second if grant_like(second) else {}))
         else:
             rest.append((x, v))
+    overlaps.sort(key=lambda o: (o[1].t0 is None, o[1].t0 or 0.0, o[1].n))
+    for x, v, first, second in overlaps:
+        lock = str(x.item.get("lock", "lock"))
+        key = (lock, first["process"], float(first["acquired"]))
+        by = releases.cause(x.item, lock) if second else None
+        inc = home.get(by[0]) if by is not None else None  # a chain goes on
+        if inc is not None:
+            inc.chained += 1
+        else:
+            inc = holders.get(key)
+        if inc is None:
+            inc = holders[key] = Incident("stale-holder", holder={
+                "process": first["process"], "acquired": float(first["acquired"]),
+                "released": first.get("released"), "crashed": first.get("crashed"),
+                "lock": lock, "release": first.get("release") or releases.outcome(key),
+                "release-error": first.get("release-error")},
+                by=None if by is None else by[1], grants=[dict(first)])
+            out.append(inc)
+        inc.violations.append(v)
+        for g in (first, second):
+            if g and home.setdefault((lock, g["process"], float(g["acquired"])), inc) is inc \
+                    and (inc.by is not None or inc.chained) and g not in inc.grants:
+                inc.grants.append(dict(g))
     for inc in out:
-        inc.fault = opener(inc, faults)
+        inc.fault = inc.by.fault if inc.by is not None else opener(inc, faults)
     by_fault: dict[int, Incident] = {}
     for _x, v in rest:
         home = holder_of(v, out)
@@ -205,21 +283,148 @@ def violation(x: Explained, places: Any) -> Violation:
 
 def opener(inc: Incident, faults: Sequence[FaultRun]) -> FaultRun | None:
     """The fault that made this holder stale: on at some moment between its grant and the
-    first overlap; the one aimed at the holder's own client first, else the latest."""
+    first overlap; the one aimed at the holder's own client first, else at another client of
+    its overlaps, else at no client (the DB nodes'); the latest. A fault on other clients only
+    opens nothing here (``inc.elsewhere`` says one was on)."""
     h = inc.holder or {}
     acquired, first = float(h.get("acquired") or 0.0), inc.start
     on = [f for f in faults if f.start <= first and (f.stop is None or f.stop >= acquired)]
-    if not on:
-        return None
     own = client_name(int(h.get("process", -1)))
-    aimed = [f for f in on if own in f.targets]
-    return max(aimed or on, key=lambda f: f.start)
+    theirs = {client_name(p) for v in inc.violations for p in v.procs}
+    for aimed in ([f for f in on if own in f.targets],
+                  [f for f in on if theirs & set(f.targets)],
+                  [f for f in on if not any(client_of(t) is not None for t in f.targets)]):
+        if aimed:
+            return max(aimed, key=lambda f: f.start)
+    inc.elsewhere = bool(on)
+    return None
+
+
+def grant_like(g: Any) -> bool:
+    """A grant as the mutex checker records it (process, acquired)."""
+    return isinstance(g, Mapping) and isinstance(g.get("process"), int) and isinstance(
+        g.get("acquired"), int | float)
+
+
+class Releases:
+    """The releases of a history that may have taken effect, to find the one that let an
+    overlap happen (:meth:`cause`)."""
+
+    def __init__(self, places: Any, faults: Sequence[FaultRun], history: Sequence[Op]) -> None:
+        self.places, self.faults = places, faults
+        self._all: list[tuple[Any, float, float | None, float]] | None = None
+        self.sents: list[float] = []  # of the answered ones, in order
+        self.span = 0.0  # the longest an answered one took
+        self.unanswered: list[tuple[Any, float, float | None, float]] = []
+        self.grants: dict[tuple[str, int, float], Any] = {}
+        self.used: set[int] = set()  # releases named already
+        self.cut: dict[tuple[str, Any], set[Any]] = {}  # fault -> the clients it cut off
+        for op in nemesis_ops(history):
+            expect = op.get("expect")
+            if op.get("value") == "start" and isinstance(expect, Mapping) and isinstance(
+                    expect.get("cut-off"), list):
+                self.cut[str(op.get("f")), op.get("step")] = set(expect["cut-off"])
+
+    def all(self) -> list[tuple[Any, float, float | None, float]]:
+        """Each answered release (ok), by the time it was sent: (grant, sent, landed,
+        answered), seconds; the unanswered ones (info: they may land any time later) apart."""
+        if self._all is None:
+            self._all = []
+            for g, answered in self.places.granted():
+                self.grants[g.lock, g.process, seconds(g.start)] = g
+                if answered is not None and g.release in (OK, INFO) and not g.crashed:
+                    ok = g.release == OK
+                    (self._all if ok else self.unanswered).append(
+                        (g, seconds(g.end), answered / 1e6 if ok else None, answered / 1e6))
+            self._all.sort(key=lambda r: r[1])
+            self.sents = [r[1] for r in self._all]
+            self.span = max((r[3] - r[1] for r in self._all), default=0.0)
+        return self._all
+
+    def outcome(self, key: tuple[str, int, float]) -> str | None:
+        """How the release of a grant ended (ok, fail, info; None: not released)."""
+        self.all()
+        return getattr(self.grants.get(key), "release", None)
+
+    def sent_under(self, process: int, sent: float) -> FaultRun | None:
+        """The fault a release was sent under: of those on then, one aimed at its client,
+        else one aimed at no client (the DB nodes': everyone's); the latest to start (a fault
+        on other clients is none of its story)."""
+        on = [f for f in self.faults if f.on(sent)]
+        aimed = [f for f in on if client_name(process) in f.targets] or [
+            f for f in on if not any(client_of(t) is not None for t in f.targets)]
+        return max(aimed, key=lambda f: f.start) if aimed else None
+
+    def cause(self, item: Mapping[str, Any], lock: str
+              ) -> tuple[tuple[str, int, float], Release] | None:
+        """The release that let the later grant of an overlap in while the earlier lease was
+        in force: another client's, sent before that grant, that landed after the earlier
+        grant; else one that landed while the earlier acquire was in flight (it may have
+        come after the key was set); else one never answered. Never one whose client a
+        fault kept cut off until the later grant, nor one named for another overlap (one
+        release deletes one key). The latest sent of the first kind found. With the key of
+        the grant it let go of."""
+        a, b = item["first"], item["second"]
+        answered = self.all()
+        ga = self.grants.get((lock, a["process"], a["acquired"]))
+        gb = self.grants.get((lock, b["process"], b["acquired"]))
+        if ga is None or gb is None or expired(ga, gb):
+            return None  # the lease had run out: no release needed
+        least = 0  # the lease may have run out: then only a release certainly after the grant
+        if not in_force(ga, gb):
+            own = client_name(ga.process)
+            if any(own in f.targets for f in self.faults if f.start <= b["acquired"] and (
+                    f.stop is None or f.stop >= a["acquired"])):
+                return None  # ... and a fault on the holder explains that
+            least = 2
+        asked = seconds(ga.invoke)
+        ranked: list[tuple[int, float, Any, float | None, float, FaultRun | None]] = []
+        # the answered ones that may have landed after ``asked``, sent before the later grant
+        found = answered[bisect.bisect_left(self.sents, asked - self.span):
+                         bisect.bisect_left(self.sents, b["acquired"])]
+        for g, sent, landed, done in [*found, *self.unanswered]:
+            if g.process == a["process"] or g.lock != lock or id(g) in self.used:
+                continue
+            fault = self.sent_under(g.process, sent)
+            earliest = sent  # it reached the service no sooner, nor before its cut healed
+            if fault is not None and g.process in self.cut.get((fault.f, fault.step), ()):
+                earliest = math.inf if fault.stop is None else max(sent, fault.stop)
+            if earliest >= b["acquired"]:
+                continue
+            if landed is not None and landed > asked:
+                ranked.append((2 if landed > a["acquired"] else 1, sent, g, landed, done, fault))
+            elif landed is None:
+                ranked.append((0, sent, g, landed, done, fault))
+        ranked = [r for r in ranked if r[0] >= least]
+        if not ranked:
+            return None
+        rank, sent, g, landed, done, fault = max(ranked, key=lambda r: r[:2])
+        self.used.add(id(g))  # one release deletes one key: it lets one overlap in
+        return ((lock, g.process, seconds(g.start)),
+                Release(g.process, sent, landed, done, fault,
+                        None if rank != 1 else float(a["acquired"])))
+
+
+def in_force(a: Any, b: Any) -> bool:
+    """Was grant ``a``'s lease certainly still in force when ``b`` was granted (or has ``a``
+    no lease to tell)?"""
+    v = getattr(a, "validity", None)
+    return not isinstance(v, int | float) or isinstance(v, bool) or b.start < a.invoke + v * 1e9
+
+
+def expired(a: Any, b: Any) -> bool:
+    """Had grant ``a``'s lease certainly run out before ``b`` asked (its service set the lease
+    by ``a``'s grant at the latest)?"""
+    v = getattr(a, "validity", None)
+    return (isinstance(v, int | float) and not isinstance(v, bool) and b is not None
+            and b.invoke >= a.start + v * 1e9)
 
 
 def holder_of(v: Violation, holders: Sequence[Incident]) -> Incident | None:
-    """The stale holder a violation belongs to: its process is among the violation's, and
-    the violation happened while it held the lock (up to its release, or the last overlap);
-    failing that, the ops it involves ran then. The closest match wins."""
+    """The stale holder a violation belongs to: its process is among the violation's (the
+    holder's, or a client's of its chain), and the violation happened while it held the lock
+    (up to its release, or the last overlap); failing that, the ops it involves ran then. The
+    closest match wins."""
     if v.t0 is None:
         return None
     spans = [(v.t0 - SLACK_S, (v.t1 if v.t1 is not None else v.t0) + SLACK_S)]
@@ -228,15 +433,15 @@ def holder_of(v: Violation, holders: Sequence[Incident]) -> Incident | None:
     for a, b in spans:
         best, best_overlap = None, -1.0
         for inc in holders:
-            h = inc.holder or {}
-            if h.get("process") not in v.procs:
-                continue
-            lo = float(h["acquired"])
-            until = h.get("released") if h.get("crashed") is None else h["crashed"]
-            hi = max(inc.end, float(until) if until is not None else inc.end)
-            overlap = min(hi, b) - max(lo, a)
-            if overlap >= 0 and overlap > best_overlap:
-                best, best_overlap = inc, overlap
+            for h in inc.grants or [inc.holder or {}]:
+                if h.get("process") not in v.procs:
+                    continue
+                lo = float(h["acquired"])
+                until = h.get("released") if h.get("crashed") is None else h["crashed"]
+                hi = max(inc.end, float(until) if until is not None else inc.end)
+                overlap = min(hi, b) - max(lo, a)
+                if overlap >= 0 and overlap > best_overlap:
+                    best, best_overlap = inc, overlap
         if best is not None:
             return best
     return None

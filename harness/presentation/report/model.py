@@ -411,6 +411,11 @@ class Places:
             self._grants = grant_times(self._gs)
         return self._grants
 
+    def granted(self) -> list[tuple[Grant, int | None]]:
+        """Each grant, with when its release was answered (us; None: not released)."""
+        return [(g, self.ops[g.ops[-1]][1] if g.release is not None and len(g.ops) > 1
+                 else None) for g in self._gs]
+
 
 @dataclass(frozen=True)
 class Explained:
@@ -435,7 +440,8 @@ def explained_items(results: dict[str, Any]) -> Iterator[Explained]:
         if not isinstance(result, dict):
             continue
         for kind, item, rank, total in explained(result):
-            info = result.get("valid") is True or result.get(f"{kind}-informational") is True
+            info = (result.get("valid") is True or result.get("withdrawn") is True
+                    or result.get(f"{kind}-informational") is True)
             yield Explained(n, check, kind, item, rank, total, info, result.get("valid"))
             n += 1
 
