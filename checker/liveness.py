@@ -66,25 +66,35 @@ def service_faults(faults: Sequence[Window], trying: set[int], lease_ns: int) ->
     return union(out)
 
 
-def began_in(faults: Sequence[Window], start: int, end: int) -> dict[str, Any] | None:
-    """The fault a stretch from ``start`` to ``end`` began in: the latest on at its start,
-    else the first to start inside it (the stretch began as the fault was being applied)."""
-    on = [w for w in faults if w.start <= start < w.stop]
+def began_in(faults: Sequence[Window], start: int, end: int, lease_ns: int,
+             pending_since: int | None) -> dict[str, Any] | None:
+    """The fault a stretch from ``start`` to ``end`` began in: the latest on at its start (or
+    a lease before, as :func:`service_faults` counts it: ``"how": "on"``); else, when acquires
+    left pending at the end were invoked before the stretch (``pending_since``: the first of
+    them), the first fault begun while they waited (``"pending"``: they were stranded in it);
+    else the first to start inside the stretch (``"inside"``)."""
+    on = [w for w in faults if w.start <= start < w.stop + lease_ns]
+    stranded = [] if pending_since is None else [
+        w for w in faults if pending_since <= w.start < start]
     inside = [w for w in faults if start < w.start < end]
-    w = max(on, key=lambda w: w.start) if on else min(inside, key=lambda w: w.start,
-                                                       default=None)
-    if w is None:
-        return None
-    return {"f": w.f, "step": w.step, "start": seconds(w.start), "stop": seconds(w.stop),
-            "targets": list(w.targets)}
+    for how, w in (("on", max(on, key=lambda w: w.start, default=None)),
+                   ("pending", min(stranded, key=lambda w: w.start, default=None)),
+                   ("inside", min(inside, key=lambda w: w.start, default=None))):
+        if w is not None:
+            return {"f": w.f, "step": w.step, "start": seconds(w.start),
+                    "stop": seconds(w.stop), "targets": list(w.targets), "how": how}
+    return None
 
 
 def _fault_words(fault: dict[str, Any] | None) -> str:
     if fault is None:
         return "; no fault was on in it"
     step = f" (step {fault['step'] + 1})" if type(fault["step"]) is int else ""
-    return (f"; it began in {fault['f']} of {', '.join(map(str, fault['targets'])) or 'all'}"
-            f"{step} at {fault['start']:.2f} s")
+    what = (f"{fault['f']} of {', '.join(map(str, fault['targets'])) or 'all'}{step} from "
+            f"{fault['start']:.2f} s to {fault['stop']:.2f} s")
+    return {"on": f"; it began in {what} (or the TTL after it)",
+            "pending": f"; the acquires left pending were in flight through {what}",
+            "inside": f"; the first fault in it: {what}"}[fault["how"]]
 
 
 def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
@@ -109,7 +119,8 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
     fault_free = total(subtract([(free_since, last)], excused))
     until = last if blocked else max(a.end if a.end is not None else a.invoke for a in later)
     processes = sorted({a.process for a in wanting})
-    fault = began_in(faults, free_since, until)
+    fault = began_in(faults, free_since, until, lease_ns,
+                     min((a.invoke for a in blocked if a.invoke < free_since), default=None))
     # Who may have left the lock taken: a crashed client whose last acquire never completed.
     suspects = sorted({a.process for a in tries if a.end is None and a.process in crashes
                        and a.invoke <= crashes[a.process]})

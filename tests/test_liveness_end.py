@@ -61,12 +61,12 @@ def stranded(free_for: float, *, killed: tuple[int, ...] = (1, 2, 3),
     return [{"index": i, **o} for i, o in enumerate(ops)]
 
 
-def checked(history: list[Op]) -> dict[str, Any]:
+def checked(history: list[Op], ttl: float = 2.0) -> dict[str, Any]:
     """Liveness of the history as dicts, held to say what it says of the same in columns."""
-    as_dicts = LivenessChecker.check(Shared(copy.deepcopy(history)), ttl=2.0)
+    as_dicts = LivenessChecker.check(Shared(copy.deepcopy(history)), ttl=ttl)
     columns = merged_columns(copy.deepcopy(history))
     assert columns is not None
-    assert LivenessChecker.check(columns, ttl=2.0) == as_dicts
+    assert LivenessChecker.check(columns, ttl=ttl) == as_dicts
     return as_dicts
 
 
@@ -96,15 +96,28 @@ def test_demand_pending_at_the_end_longer_than_the_threshold_is_a_stuck_lock() -
 
 
 def test_a_stretch_names_the_fault_it_began_in() -> None:
-    """Nobody was granted after the first kill: the stretch began in it (at 3.0 s), not in
-    "no fault"."""
+    """Nobody was granted after the first kill: the stretch began as it struck (at 3.0 s),
+    not in "no fault"."""
     history = [o for o in stranded(30.0) if o["process"] != 0]
-    result = checked(history)
-    (item,) = result["stuck-locks"]
+    (item,) = checked(history)["stuck-locks"]
     assert item["free-since"] == 2.95
     assert item["fault"] == {"f": "kill", "step": 0, "start": 3.0, "stop": 8.0,
-                             "targets": ["n1", "n2", "n3"]}
-    assert "it began in kill of n1, n2, n3 (step 1) at 3.00 s" in item["explanation"]
+                             "targets": ["n1", "n2", "n3"], "how": "inside"}
+    assert item["explanation"].endswith(
+        "; the first fault in it: kill of n1, n2, n3 (step 1) from 3.00 s to 8.00 s")
+
+
+def test_a_stretch_after_a_fault_names_it_or_the_fault_that_stranded_its_acquires() -> None:
+    """Free from 34.5 s, after the last kill (27-32.2 s): within its lease (a 4 s TTL), the
+    stretch began in it; past it (2 s), the acquires left pending were stranded by the first
+    kill, at 3.0 s, and that is named."""
+    (item,) = checked(stranded(8.97), ttl=4.0)["not-judged"]
+    assert (item["fault"]["step"], item["fault"]["how"]) == (4, "on")
+    assert "; it began in kill of n1, n2, n3 (step 5) from 27.00 s" in item["explanation"]
+    (item,) = checked(stranded(8.97))["not-judged"]
+    assert (item["fault"]["step"], item["fault"]["how"]) == (0, "pending")
+    assert item["explanation"].endswith("; the acquires left pending were in flight through "
+                                        "kill of n1, n2, n3 (step 1) from 3.00 s to 8.00 s")
 
 
 def test_the_stuck_incident_names_the_fault_its_stretch_began_in() -> None:
