@@ -10,6 +10,9 @@ A client process's life, from the history alone:
   such a history is refused (ValueError), never judged.
 - it is *inside a call* from an invocation to its completion; a call that never completed is
   *pending* from its invocation to its process's crash, else to the end of the history.
+- the run *ended* when the controller stopped its clients (its ``stop-clients`` record, see
+  :func:`stop_of`): a client it had to kill in the middle of an acquire wanted the lock to
+  then (unmet demand, whatever the acquire's timeout), and has no op after it (refused).
 - each *attempt* is one ``acquire``, with its own timeout: the ``timeout`` (seconds) the
   workload records in the invocation's value, else the run's acquire timeout when the caller
   gives one, else unknown (histories written before the timeout was recorded). An acquire
@@ -262,7 +265,7 @@ class Lives:
         from checker.sessions import column_pairs_of
 
         rows = column_pairs_of(self.paired)
-        ended = {p: self.stopped for p in self.killed if p not in self.crashes} | self.crashes
+        ended = {p: self.load_end for p in self.killed if p not in self.crashes} | self.crashes
         last = _last_ops(self.paired if rows is None else [pair for _, pair in rows.extra],
                          ended)
         if rows is not None:
