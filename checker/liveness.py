@@ -140,8 +140,7 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
                  + ", ".join(f"{seconds(crashes[p]):.2f} s" for p in suspects)
                  + " and may hold it for good")
     head = {"lock": lock, "free-since": seconds(free_since), "from": seconds(free_since),
-            "until": seconds(until),
-            "length-s": round((until - free_since) / NS, 3),
+            "until": seconds(until), "length-s": round((until - free_since) / NS, 3),
             "fault-free-s": round(fault_free / NS, 3), "attempts": len(later),
             "processes": processes, "fault": fault}
     wanted = (f"lock {lock!r} was free and wanted by processes "
@@ -164,7 +163,6 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
                                 f"proof of a stuck lock")}
     return {
         **head,
-        "stuck-s": round((until - free_since) / NS, 3),
         "blocked-in-acquire": [a.process for a in blocked],
         "crashed-in-acquire": suspects,
         "explanation": (f"stuck: {wanted}, {(until - free_since) / NS:.2f} s, and nobody held "
