@@ -20,6 +20,15 @@ from its start to a lease after its stop, does not count: one aimed at a DB node
 at every client that was trying. A stretch that would be stuck but for such faults is listed
 as ``not-judged``, with its fault-free seconds: it shows an outage, not a lock nobody can take.
 
+The end of the run is judged too. Demand still pending when the load stops (an acquire past its
+own timeout, or one in flight when the clients were stopped and had to be killed: the
+controller's ``stop-clients`` record, :func:`checker.lives.stop_of`) is unmet demand to the
+end. A stretch of it that the run is too short to judge (shorter than the threshold, or with
+too little fault-free time in it) is ``not-judged`` with ``cut-short``, its length and who
+wanted the lock, and makes the verdict ``unknown``: the run ended before it could tell a
+stuck lock from a slow one; never silence, never valid. Each stretch names the fault it began
+in (``fault``: the one on at its start, else the first to start inside it).
+
 Pure function of the history (and of the lock's ``ttl``).
 """
 
@@ -57,11 +66,43 @@ def service_faults(faults: Sequence[Window], trying: set[int], lease_ns: int) ->
     return union(out)
 
 
+def began_in(faults: Sequence[Window], start: int, end: int, lease_ns: int,
+             pending_since: int | None) -> dict[str, Any] | None:
+    """The fault a stretch from ``start`` to ``end`` began in: the latest on at its start (or
+    a lease before, as :func:`service_faults` counts it: ``"how": "on"``); else, when acquires
+    left pending at the end were invoked before the stretch (``pending_since``: the first of
+    them), the first fault begun while they waited (``"pending"``: they were stranded in it);
+    else the first to start inside the stretch (``"inside"``)."""
+    on = [w for w in faults if w.start <= start < w.stop + lease_ns]
+    stranded = [] if pending_since is None else [
+        w for w in faults if pending_since <= w.start < start]
+    inside = [w for w in faults if start < w.start < end]
+    for how, w in (("on", max(on, key=lambda w: w.start, default=None)),
+                   ("pending", min(stranded, key=lambda w: w.start, default=None)),
+                   ("inside", min(inside, key=lambda w: w.start, default=None))):
+        if w is not None:
+            return {"f": w.f, "step": w.step, "start": seconds(w.start),
+                    "stop": seconds(w.stop), "targets": list(w.targets), "how": how}
+    return None
+
+
+def _fault_words(fault: dict[str, Any] | None) -> str:
+    if fault is None:
+        return "; no fault was on in it"
+    step = f" (step {fault['step'] + 1})" if type(fault["step"]) is int else ""
+    what = (f"{fault['f']} of {', '.join(map(str, fault['targets'])) or 'all'}{step} from "
+            f"{fault['start']:.2f} s to {fault['stop']:.2f} s")
+    return {"on": f"; it began in {what} (or the TTL after it)",
+            "pending": f"; the acquires left pending were in flight through {what}",
+            "inside": f"; the first fault in it: {what}"}[fault["how"]]
+
+
 def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
                threshold_ns: int, faults: Sequence[Window] = (), lease_ns: int = 0
                ) -> dict[str, Any] | None:
     """The stuck stretch of one lock, or None; a stretch long enough but for faults on the
-    lock service is returned with ``"judged": False``."""
+    lock service is returned with ``"judged": False``, and so is one of demand still pending
+    at the end of the load that the run is too short to judge (``"cut-short": True``)."""
     if not tries:
         return None
     crashes = lives.crashes
@@ -70,50 +111,63 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
     blocked = [a for a in tries if lives.overdue(a)]
     if len(later) < 2 and not blocked:
         return None
-    last = lives.horizon if blocked else max(a.invoke for a in later)
-    if last - free_since < threshold_ns:
-        return None
+    last = lives.load_end if blocked else max(a.invoke for a in later)
+    if last <= free_since or (last - free_since < threshold_ns and not blocked):
+        return None  # held to the end, or a stretch of refusals too short to mean anything
     wanting = later + [a for a in blocked if a.invoke < free_since]
     excused = service_faults(faults, {a.process for a in wanting}, lease_ns)
     fault_free = total(subtract([(free_since, last)], excused))
     until = last if blocked else max(a.end if a.end is not None else a.invoke for a in later)
     processes = sorted({a.process for a in wanting})
+    fault = began_in(faults, free_since, until, lease_ns,
+                     min((a.invoke for a in blocked if a.invoke < free_since), default=None))
     # Who may have left the lock taken: a crashed client whose last acquire never completed.
     suspects = sorted({a.process for a in tries if a.end is None and a.process in crashes
                        and a.invoke <= crashes[a.process]})
     cause = ""
     if blocked:
+        killed = [a.process for a in blocked if a.process in lives.killed]
         cause = ("; " + ", ".join(f"process {a.process} has been in an acquire since "
-                                  f"{seconds(a.invoke):.2f} s (its timeout {a.timeout:g} s)"
-                                  for a in blocked[:5]) + ", never answered")
+                                  f"{seconds(a.invoke):.2f} s ("
+                                  + ("no timeout recorded" if a.timeout is None
+                                     else f"its timeout {a.timeout:g} s") + ")"
+                                  for a in blocked[:5]) + ", never answered"
+                 + (f" (killed when the clients were stopped: {', '.join(map(str, killed))})"
+                    if killed else ""))
     if suspects:
         cause = ("; " + ", ".join(f"process {p}" for p in suspects)
                  + " crashed in the middle of an acquire at "
                  + ", ".join(f"{seconds(crashes[p]):.2f} s" for p in suspects)
                  + " and may hold it for good")
+    head = {"lock": lock, "free-since": seconds(free_since), "from": seconds(free_since),
+            "until": seconds(until), "length-s": round((until - free_since) / NS, 3),
+            "fault-free-s": round(fault_free / NS, 3), "attempts": len(later),
+            "processes": processes, "fault": fault}
+    wanted = (f"lock {lock!r} was free and wanted by processes "
+              f"{', '.join(map(str, processes))} from {seconds(free_since):.2f} s to the end "
+              f"({seconds(until):.2f} s)")
+    if blocked and fault_free < threshold_ns:
+        return {"judged": False, "cut-short": True, **head,
+                "blocked-in-acquire": [a.process for a in blocked],
+                "explanation": (f"not judged: {wanted}, {(until - free_since) / NS:.2f} s "
+                                f"({fault_free / NS:.2f} s of it free of faults on the lock "
+                                f"service), and the run ended with that demand unmet: too "
+                                f"short to tell a stuck lock (threshold "
+                                f"{threshold_ns / NS:g} s){cause}{_fault_words(fault)}")}
     if fault_free < threshold_ns:
-        return {"judged": False, "lock": lock, "free-since": seconds(free_since),
-                "until": seconds(until), "fault-free-s": round(fault_free / NS, 3),
-                "attempts": len(later), "processes": processes,
+        return {"judged": False, **head,
                 "explanation": (f"nobody acquired lock {lock!r} from {seconds(free_since):.2f} s "
                                 f"to the end ({seconds(until):.2f} s), but only "
                                 f"{fault_free / NS:.2f} s of that was free of faults on the "
                                 f"lock service (and a lease after each): an outage, not "
                                 f"proof of a stuck lock")}
     return {
-        "lock": lock,
-        "free-since": seconds(free_since),
-        "until": seconds(until),
-        "stuck-s": round((until - free_since) / NS, 3),
-        "fault-free-s": round(fault_free / NS, 3),
-        "attempts": len(later),
+        **head,
         "blocked-in-acquire": [a.process for a in blocked],
-        "processes": processes,
         "crashed-in-acquire": suspects,
-        "explanation": (f"nobody held lock {lock!r} and nothing acquired it from "
-                        f"{seconds(free_since):.2f} s to the end ({seconds(until):.2f} s), "
-                        f"although processes {', '.join(map(str, processes))} wanted it "
-                        f"({len(later)} attempts begun in that time){cause}"),
+        "explanation": (f"stuck: {wanted}, {(until - free_since) / NS:.2f} s, and nobody held "
+                        f"it and nothing acquired it ({len(later)} attempts begun in that time)"
+                        f"{cause}{_fault_words(fault)}"),
     }
 
 
@@ -142,8 +196,9 @@ class LivenessChecker(Checker):
                                int(ttl * NS))
             if found is not None:
                 (stuck if found.pop("judged", True) else unjudged).append(found)
+        cut_short = [u for u in unjudged if u.get("cut-short")]
         result: dict[str, Any] = {
-            "valid": not stuck,
+            "valid": False if stuck else "unknown" if cut_short else True,
             "stuck-lock-count": len(stuck),
             "stuck-locks": stuck,
             "threshold-s": threshold,
@@ -152,7 +207,8 @@ class LivenessChecker(Checker):
         if unjudged:
             result["not-judged-count"] = len(unjudged)
             result["not-judged"] = unjudged
-            result["not-judged-informational"] = True  # outages, not violations
+            if not cut_short:  # outages, not violations
+                result["not-judged-informational"] = True
         if not all_attempts:
             result["note"] = "no acquire was attempted: nothing to be stuck"
         return result

@@ -10,6 +10,9 @@ A client process's life, from the history alone:
   such a history is refused (ValueError), never judged.
 - it is *inside a call* from an invocation to its completion; a call that never completed is
   *pending* from its invocation to its process's crash, else to the end of the history.
+- the run *ended* when the controller stopped its clients (its ``stop-clients`` record, see
+  :func:`stop_of`): a client it had to kill in the middle of an acquire wanted the lock to
+  then (unmet demand, whatever the acquire's timeout), and has no op after it (refused).
 - each *attempt* is one ``acquire``, with its own timeout: the ``timeout`` (seconds) the
   workload records in the invocation's value, else the run's acquire timeout when the caller
   gives one, else unknown (histories written before the timeout was recorded). An acquire
@@ -36,7 +39,7 @@ from __future__ import annotations
 
 import math
 
-from harness.core.history import INFO, NEMESIS
+from harness.core.history import INFO, NEMESIS, STOP_CLIENTS
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
@@ -77,10 +80,27 @@ def crash_times(history: Sequence[Op]) -> dict[int, int]:
     return out
 
 
-def _horizon_and_crashes(history: Sequence[Op]) -> tuple[int, dict[int, int]]:
-    """The history's last time and :func:`crash_times`, in one pass."""
+def stop_of(op: Op) -> tuple[int, list[int]] | None:
+    """When the clients were stopped at the end of the load, and those that had to be killed
+    in the middle of a call (the controller's ``stop-clients`` record), or None."""
+    if op.get("process") != NEMESIS or op.get("f") != STOP_CLIENTS or op.get("type") != INFO:
+        return None
+    detail = op.get("detail")
+    killed = detail.get("killed") if isinstance(detail, dict) else None
+    if not isinstance(killed, list) or not all(
+            type(p) is int and p >= 0 for p in killed):
+        raise ValueError(f"the {STOP_CLIENTS} record at index {op.get('index')} names no "
+                         f"list of killed client processes: {detail!r}")
+    return int(op["time"]), killed
+
+
+def _horizon_and_crashes(history: Sequence[Op]
+                         ) -> tuple[int, dict[int, int], tuple[int, list[int]] | None]:
+    """The history's last time, :func:`crash_times` and the clients' :func:`stop_of`, in one
+    pass. Two records of the stop are refused (ValueError): a run ends once."""
     end = 0
     crashes: dict[int, int] = {}
+    stopped = None
     for op in history:
         t = op["time"]
         if t > end:
@@ -88,7 +108,12 @@ def _horizon_and_crashes(history: Sequence[Op]) -> tuple[int, dict[int, int]]:
         if op["process"] == NEMESIS:
             for p in crash_of(op):
                 crashes.setdefault(p, int(t))
-    return end, crashes
+            if (stop := stop_of(op)) is not None:
+                if stopped is not None:
+                    raise ValueError(f"two {STOP_CLIENTS} records (at {stopped[0] / NS:.3f} s "
+                                     f"and {t / NS:.3f} s): a run ends once")
+                stopped = stop
+    return end, crashes, stopped
 
 
 def timeout_of(inv: Op, default: float | None) -> float | None:
@@ -142,7 +167,7 @@ class Lives:
     """
 
     __slots__ = ("_attempts", "_own", "_pending", "acquire_timeout", "crashes", "grants",
-                 "horizon", "paired")
+                 "horizon", "killed", "paired", "stopped")
 
     def __init__(self, history: Sequence[Op], paired: Pairs | None = None,
                  acquire_timeout: float | None = None) -> None:
@@ -151,17 +176,19 @@ class Lives:
         self.paired = client_pairs(history) if paired is None else paired
         rows = column_pairs_of(self.paired)
         if rows is None:
-            self.horizon, self.crashes = _horizon_and_crashes(history)
+            self.horizon, self.crashes, stop = _horizon_and_crashes(history)
         else:  # the columns' latest time; the crashes are the nemesis's, in ``others``
-            self.horizon, self.crashes = _horizon_and_crashes(history.others)  # type: ignore[attr-defined]
+            self.horizon, self.crashes, stop = _horizon_and_crashes(history.others)  # type: ignore[attr-defined]
             if len(rows.cols) and (last := int(rows.cols.time.max())) > self.horizon:
                 self.horizon = last
+        self.stopped, self.killed = (None, frozenset()) if stop is None else (
+            stop[0], frozenset(stop[1]))
         self.grants = grants(history, self.paired)
         self.acquire_timeout = acquire_timeout
         self._attempts: list[Attempt] | None = None  # built when first asked for (a mutex
         self._pending: dict[int, Op] = {}            # check of a million ops never asks)
         self._own: list[Any] = [None]  # (attempts with their own timeouts, pending), shared
-        if self.crashes:                # by the lives of every acquire timeout
+        if self.crashes or self.killed:  # by the lives of every acquire timeout
             self._end_at_crashes()
 
     @classmethod
@@ -186,6 +213,7 @@ class Lives:
         """The same lives, acquires judged with another timeout (those without their own)."""
         out = object.__new__(type(self))
         out.paired, out.horizon, out.crashes = self.paired, self.horizon, self.crashes
+        out.stopped, out.killed = self.stopped, self.killed
         out.grants, out.acquire_timeout = self.grants, acquire_timeout
         out._attempts, out._pending, out._own = None, {}, self._own
         return out
@@ -237,14 +265,21 @@ class Lives:
         from checker.sessions import column_pairs_of
 
         rows = column_pairs_of(self.paired)
+        ended = {p: self.load_end for p in self.killed if p not in self.crashes} | self.crashes
         last = _last_ops(self.paired if rows is None else [pair for _, pair in rows.extra],
-                         self.crashes)
+                         ended)
         if rows is not None:
             from checker.column_pairs import last_ops
 
-            last.update(last_ops(rows.cols, list(self.crashes)))
+            last.update(last_ops(rows.cols, list(ended)))
         for p, (t, op) in sorted(last.items()):
-            refuse_after_crash(op, t, self.crashes[p])
+            if p in self.crashes:
+                refuse_after_crash(op, t, self.crashes[p])
+            elif t > ended[p]:
+                raise ValueError(
+                    f"process {p}'s {op.get('f')} {op.get('type')} at {t / NS:.3f} s (index "
+                    f"{op.get('index')}) comes after the clients were stopped and it was "
+                    f"killed at {ended[p] / NS:.3f} s: a process has one life")
         for g in self.grants:
             if g.end is None and g.process in self.crashes:
                 g.end = self.crashes[g.process]
@@ -267,9 +302,17 @@ class Lives:
         return min(self.crashes.get(a.process, self.horizon), self.horizon)
 
     def overdue(self, a: Attempt) -> bool:
-        """Is ``a`` an acquire still pending at the end, alive, past its own timeout?"""
-        return (a.end is None and a.process not in self.crashes and a.timeout is not None
-                and a.invoke + a.timeout * NS < self.horizon)
+        """Is ``a`` an acquire still pending at the end, alive, and unmet demand: past its own
+        timeout, or in flight when the load stopped and its client had to be killed?"""
+        return (a.end is None and a.process not in self.crashes
+                and (a.process in self.killed or (a.timeout is not None
+                                                  and a.invoke + a.timeout * NS < self.horizon)))
+
+    @property
+    def load_end(self) -> int:
+        """When the clients' demand ended: when they were stopped (the controller's record),
+        else the end of the history."""
+        return self.horizon if self.stopped is None else min(self.stopped, self.horizon)
 
     def locks(self) -> list[str]:
         """Every lock anybody acquired or tried to."""

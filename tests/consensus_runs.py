@@ -55,8 +55,8 @@ class RunResult:
         return "\n".join(lines)
 
 
-def run(store: Path, *args: str) -> RunResult:
-    proc = harness("run", "--store", str(store), "--quiet", *args)
+def run(store: Path, *args: str, env: dict[str, str] | None = None) -> RunResult:
+    proc = harness("run", "--store", str(store), "--quiet", *args, env=env)
     run_dir = (store / "latest").resolve()
     path = run_dir / "results.json"
     results = json.loads(path.read_text()) if path.exists() else {}

@@ -18,6 +18,7 @@ from checker.column_pairs import ColumnPairs
 from checker.fencing import FencingChecker
 from checker.idempotent import IdempotentChecker
 from checker.linearizable import LinearizableChecker
+from checker.liveness import LivenessChecker
 from checker.lives import Lives
 from checker.lost_updates import LostUpdatesChecker
 from checker.mutex import MutexChecker
@@ -143,6 +144,13 @@ def histories(draw: Any, well_formed: bool = True) -> list[dict[str, Any]]:
         if type(bad["process"]) is int:
             bad["type"] = draw(st.sampled_from(["ok", "invoke"]))
         ops.append(bad)
+    if draw(st.integers(0, 3)) == 0:  # the clients stopped, those in a call killed
+        killed: Any = sorted(p for p in open_ if p not in crashed)
+        if not well_formed and draw(st.booleans()):
+            killed = draw(st.sampled_from([[-1], "0", [True]]))
+        ops.append({"time": (ops[-1]["time"] if ops else 0) + 1, "process": "nemesis",
+                    "type": "info", "f": "stop-clients", "value": "end",
+                    "detail": {"killed": killed}})
     if draw(st.booleans()):  # the final read: the resource's log
         t = (ops[-1]["time"] if ops else 0) + 1
         log = [{"seq": i + 1, "process": draw(st.integers(0, n - 1)),
@@ -175,7 +183,7 @@ def grant_rows(gs: list[Any]) -> list[tuple[Any, ...]]:
 
 
 def lives_view(lives: Lives) -> Any:
-    return (lives.horizon, lives.crashes, grant_rows(lives.grants),
+    return (lives.horizon, lives.crashes, lives.stopped, lives.killed, grant_rows(lives.grants),
             [repr(a) + repr(a.timeout) for a in lives.attempts], lives.pending,
             [lives.overdue(a) for a in lives.attempts], lives.locks(), lives.holders())
 
@@ -211,6 +219,7 @@ def checks(h: Any) -> dict[str, Any]:
         "fencing": outcome(lambda: json.dumps(FencingChecker.check(h))),
         "idempotent": outcome(lambda: json.dumps(IdempotentChecker.check(h))),
         "lost-updates": outcome(lambda: json.dumps(LostUpdatesChecker.check(h))),
+        "liveness": outcome(lambda: json.dumps(LivenessChecker.check(h))),
     }
 
 

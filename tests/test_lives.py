@@ -263,9 +263,10 @@ def test_an_acquire_inside_its_timeout_is_not_yet_unmet_demand() -> None:
                                           acquire_timeout=5.0)["valid"] is False
 
 
-def test_clients_blocked_under_a_fault_on_the_service_are_an_outage() -> None:
+def test_clients_blocked_under_a_fault_on_the_service_are_not_judged() -> None:
     """The same blocked acquires while a DB node is paused from 1 s to 40 s: the fault, and a
-    lease after it, leave 0.5 s of fault-free time: not judged, not a stuck lock."""
+    lease after it, leave 0.5 s of fault-free time: not a stuck lock, but the run ended with
+    that demand unmet, too soon to tell (issue 40): unknown, never valid."""
     h = blocked_forever(5.0)
     h += [{"index": 100, "time": 1 * S, "process": "nemesis", "type": "info",
            "f": "pause-node", "value": "start", "step": 1, "targets": ["n1"]},
@@ -273,8 +274,10 @@ def test_clients_blocked_under_a_fault_on_the_service_are_an_outage() -> None:
            "f": "pause-node", "value": "stop", "step": 1}]
     h.sort(key=lambda o: o["time"])
     result = liveness.LivenessChecker.check(h)
-    assert result["valid"] is True and result["stuck-lock-count"] == 0
-    assert result["not-judged"][0]["fault-free-s"] == 0.5  # 0.5 .. 1 s
+    assert result["valid"] == "unknown" and result["stuck-lock-count"] == 0
+    unjudged = result["not-judged"][0]
+    assert unjudged["fault-free-s"] == 0.5 and unjudged["cut-short"] is True  # 0.5 .. 1 s
+    assert unjudged["fault"]["f"] == "pause-node" and "not-judged-informational" not in result
 
 
 def test_a_crashed_client_blocked_in_acquire_wants_nothing() -> None:

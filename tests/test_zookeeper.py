@@ -63,3 +63,27 @@ def test_cutting_the_leader_off_elects_another_and_fencing_keeps_data_safe(
 
 def test_the_jvm_follows_libfaketime() -> None:
     assert jvm_clock_support() is None
+
+
+
+def test_a_lock_stranded_by_killing_every_server_is_never_valid(store: Path) -> None:
+    """Issue 40, item 1: an acquire in flight when every server was killed never returns; at
+    the end the clients are stopped, those still in an acquire killed 10 s later, and the run
+    records it. With a 4 s TTL the stuck threshold is 20 s, longer than any stretch the end of
+    the run can show: the demand left pending is "not judged", with its length, and the run
+    is UNKNOWN (main said nothing of it and exited 0)."""
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get(
+        "PYTHONPATH", "")])}
+    r = run(store, "--db", "zookeeper", "--lock", "tests.stranded_lock:StrandedKazooLock",
+            "--nemesis", "kill:all", "--time-limit", "8", "--ttl", "4", "--seed", "2", env=env)
+    (end,) = [op for op in r.history if op["f"] == "stop-clients"]
+    assert end["process"] == "nemesis" and end["detail"]["killed"], r.story()
+    live = r.check("liveness")
+    assert r.code == 2 and live["valid"] == "unknown", r.story()
+    (stretch,) = live["not-judged"]
+    assert stretch["cut-short"] is True and stretch["blocked-in-acquire"], stretch
+    assert 0 < stretch["length-s"] < 20 and stretch["fault"]["f"] == "kill", stretch
+    assert (f"not judged: lock 'lock' was free and wanted by processes "
+            f"{', '.join(map(str, stretch['processes']))} from {stretch['free-since']:.2f} s"
+            in r.output), r.output

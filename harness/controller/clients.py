@@ -87,14 +87,18 @@ class Clients:
     def crashed_at(self, process: int) -> str | None:
         return crashed_at(self.run.crash_file(process))
 
-    def stop_all(self) -> None:
+    def stop_all(self) -> list[int]:
         """SIGTERM to every client at once (each finishes its op, journals it and exits),
-        then wait for them together; a client that does not exit in time is killed."""
+        then wait for them together; a client that does not exit in time is killed. Returns
+        the clients killed (each stuck in whatever it was doing)."""
         names = [client_name(p) for p in self.processes]
         self.procs.send_all(names, signal.SIGCONT, group=True)  # a stopped one cannot act
         self.procs.send_all(names, signal.SIGTERM)  # on SIGTERM
         self.clock_helper.close()
         deadline = time.monotonic() + STOP_TIMEOUT
+        killed = []
         for p in self.processes:
             if not self.procs.wait_gone(client_name(p), max(0.0, deadline - time.monotonic())):
                 self.procs.stop(client_name(p), timeout=0.1, sig=signal.SIGKILL)
+                killed.append(p)
+        return killed

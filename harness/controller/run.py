@@ -46,7 +46,7 @@ from harness.core.client_config import node as endpoint_node
 from harness.core.cluster import NemesisContext, Node, client_name
 from harness.core.errors import HarnessError, UsageError
 from harness.core.heap import collector_paused
-from harness.core.history import INVOKE, OK, Op
+from harness.core.history import INFO, INVOKE, OK, STOP_CLIENTS, Op
 from harness.core.journal import JournalWriter
 
 READY_TIMEOUT = 20.0
@@ -302,7 +302,12 @@ class Run:
                              follow=bool(self.test.nemeses))
             yield clients, live
         finally:
-            clients.stop_all()
+            killed = clients.stop_all()
+            # The end of the load, in the history: who had to be killed in the middle of a
+            # call (its demand pending to here), for liveness to judge or say it cannot.
+            end = JournalWriter(self.run.journal("nemesis"), "nemesis", t0)
+            end.record(INFO, STOP_CLIENTS, "end", detail={"killed": killed})
+            end.close()
 
     @contextlib.contextmanager
     def _faults(self, cluster: Cluster, clients: Clients, live: LiveState, t0: int

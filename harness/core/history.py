@@ -40,6 +40,7 @@ INFO = "info"
 TYPES = frozenset({INVOKE, OK, FAIL, INFO})
 COMPLETIONS = frozenset({OK, FAIL, INFO})
 NEMESIS = "nemesis"
+STOP_CLIENTS = "stop-clients"  # the nemesis-process record of the end of the load
 
 NS = 1_000_000_000
 

@@ -250,12 +250,12 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
     for inc in out:
         inc.fault = inc.by.fault if inc.by is not None else opener(inc, faults)
     by_fault: dict[int, Incident] = {}
-    for _x, v in rest:
+    for x, v in rest:
         home = holder_of(v, out)
         if home is not None:
             home.violations.append(v)
             continue
-        f = fault_at(v, faults)
+        f = named_fault(x.item, faults) or fault_at(v, faults)
         if f is None:
             out.append(Incident("unexplained", violations=[v]))
         elif id(f) in by_fault:
@@ -445,6 +445,16 @@ def holder_of(v: Violation, holders: Sequence[Incident]) -> Incident | None:
         if best is not None:
             return best
     return None
+
+
+def named_fault(item: Mapping[str, Any], faults: Sequence[FaultRun]) -> FaultRun | None:
+    """The fault the checker names as the violation's own (``fault``: liveness names the one
+    its stretch began in), the run of that fault and step that started nearest its time."""
+    named = item.get("fault")
+    if not isinstance(named, Mapping) or not isinstance(named.get("start"), int | float):
+        return None
+    same = [f for f in faults if f.f == named.get("f") and f.step == named.get("step")]
+    return min(same, key=lambda f: abs(f.start - named["start"]), default=None)
 
 
 def fault_at(v: Violation, faults: Sequence[FaultRun]) -> FaultRun | None:
