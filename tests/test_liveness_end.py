@@ -130,6 +130,17 @@ def test_the_stuck_incident_names_the_fault_its_stretch_began_in() -> None:
     assert "no fault was on" not in inc.title()
 
 
+def test_a_lock_that_never_granted_and_never_answered_is_stuck_not_untested() -> None:
+    """No acquire succeeded, none came back, none failed: no failed request to withdraw the
+    finding from (a run whose every request failed has one: tests/test_honest_verdicts.py):
+    the stuck lock stands."""
+    history = [o for o in stranded(30.0) if o["process"] != 0]
+    results = check_history(copy.deepcopy(history), {"workload": "mutex", "ttl": 2.0})
+    assert results["valid"] is False and results["checks"]["liveness"]["valid"] is False
+    assert "withdrawn" not in results["checks"]["liveness"]
+    assert "tested nothing" not in results["could-not-test"]
+
+
 def test_an_acquire_killed_at_the_end_is_unmet_demand_whatever_its_timeout() -> None:
     """No timeout recorded (or a long one): the stop record says the client was killed in
     the middle of its acquire, so its demand is pending to the end all the same."""

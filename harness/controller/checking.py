@@ -100,9 +100,14 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
     if status != "complete":
         results["status"] = status
     reason, nothing = untested(history)
+    hung = nothing and reason is not None and reason.endswith(NO_ERROR)  # no failed request
     if reason is not None and error:
         reason += f"; the run stopped: {line(error, 300)}"
-    if reason is not None and (nothing or results["valid"] is not False):
+    if reason is not None and hung and results["valid"] is False:
+        reason = ("no acquire succeeded and none came back, none ended in an error: the lock "
+                  "never granted it, and what the checkers found of that (a stuck lock) stands"
+                  + reason.partition(NO_ERROR)[2])  # the run's own error, if any
+    elif reason is not None and (nothing or results["valid"] is not False):
         if results["valid"] is False:
             reason += ("; the checkers' verdict (invalid) rests on those failed requests and "
                        "is no finding about the lock")
@@ -237,10 +242,13 @@ def _untested_of(acquired: bool, ended: Mapping[int, Sequence[Any]], failed: Cal
             + most_frequent([op for op in ops if op.get("error")])), False
 
 
+NO_ERROR = "; no request ended in an error"
+
+
 def most_frequent(errors: Sequence[Op]) -> str:
     """``; the most frequent client error, N of M: ...`` (with where it was first seen)."""
     if not errors:
-        return "; no request ended in an error"
+        return NO_ERROR
     counts = Counter(line(str(op["error"]), 300) for op in errors)
     text, n = counts.most_common(1)[0]
     first = next(op for op in errors if line(str(op["error"]), 300) == text)
