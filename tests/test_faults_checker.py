@@ -315,3 +315,78 @@ def test_a_power_loss_that_dropped_data_or_caught_an_op_in_flight_bit(
     result = faults.FaultsChecker.check(ordered(history))
     assert result["valid"] is True
     assert "lost-nothing-count" not in result
+
+
+# exactly zero, one and two ops inside each kind of window: one op is as much a miss as two ----
+def lock_op(t: float, p: int, took: float = 0.1, f: str = "acquire") -> list[dict[str, Any]]:
+    return [op(t, p, "invoke", f), op(t + took, p, "ok", f)]
+
+
+KINDS = {  # fault, its claim, the list its misses go to, n ops inside (of process 1) at 2.0 s
+    "pause": ("pause", {"frozen": [1]}, "ineffective",
+              lambda n: [op(2.0 + 0.1 * i, 1, ("invoke", "ok")[i % 2], "acquire")
+                         for i in range(n)]),
+    "cut-off": ("partition", {"cut-off": [1]}, "ineffective",
+                lambda n: [o for i in range(n) for o in lock_op(2.0 + 0.3 * i, 1)]),
+    "stall": ("stall-grant", {"stalled": {"processes": [1], "seconds": 3.0}}, "ineffective",
+              lambda n: [o for i in range(n) for o in lock_op(2.0 + 0.3 * i, 1)]),
+    "delay": ("delay", {"slowed": {"processes": [1], "at-least": 0.2}}, "ineffective",
+              lambda n: [o for i in range(n) for o in lock_op(2.0 + 0.3 * i, 1, 0.01)]),
+}
+
+
+def in_both(h: list[dict[str, Any]]) -> list[Any]:
+    from harness.core.run_history import merged_columns
+
+    cols = merged_columns(h)
+    assert cols is not None
+    return [h, cols]
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_one_op_inside_a_window_is_a_miss_as_two_are(kind: str, n: int) -> None:
+    f, claim, listed, ops_inside = KINDS[kind]
+    h = ordered([*window(f, 1.0, 5.0, ["c1"], claim), *ops_inside(n),
+                 *lock_op(0.2, 1, 0.5), *lock_op(5.5, 1, 0.5)])  # outside: no evidence
+    for history in in_both(h):
+        r = faults.FaultsChecker.check(history)
+        assert r[f"{listed}-count"] == (n > 0), (kind, n, r)
+        assert r["valid"] == ("unknown" if n else True)
+        if n:
+            assert r[listed][0]["ops"] == n and r[listed][0]["process"] == 1
+
+
+def invoked(t: float, done: float) -> list[dict[str, Any]]:
+    return [op(t, 1, "invoke", "acquire"), op(done, 1, "ok", "acquire")]
+
+
+EDGES = [  # (kind, process 1's ops, do they count): a window from 1.001 s to 5.0 s
+    *[("pause", [op(t, 1, "invoke", "acquire")], counts)  # open 5 ms after its start
+      for t, counts in [(1.005, False), (1.007, True), (4.999, True), (5.0, False)]],
+    *[(kind, invoked(t, done), counts) for kind in ("cut-off", "delay")  # invoked inside it
+      for t, done, counts in [(1.005, 1.0055, False), (1.007, 1.008, True),
+                              (4.99, 4.999, True), (4.99, 5.0, False)]],
+    *[("stall", invoked(0.5, done), counts)  # completed while held: 3 s from its start
+      for done, counts in [(1.0005, False), (1.002, True), (3.995, True), (3.997, False)]],
+]
+
+
+@pytest.mark.parametrize(("kind", "ops", "counts"), EDGES)
+def test_one_op_at_a_windows_edge(kind: str, ops: list[dict[str, Any]], counts: bool) -> None:
+    f, claim, listed, _ = KINDS[kind]
+    for history in in_both(ordered([*window(f, 1.0, 5.0, ["c1"], claim), *ops])):
+        assert faults.FaultsChecker.check(history)[f"{listed}-count"] == counts
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_one_completed_op_inside_a_window_tested_the_lock(n: int) -> None:
+    h = ordered([*window("delay", 1.0, 5.0, ["c1"], DELAYED),
+                 *[o for i in range(n) for o in lock_op(2.0 + i, 1, 0.3)],
+                 op(4.0, 1, "invoke", "acquire"), op(4.5, 1, "info", "acquire")])
+    for history in in_both(h):
+        r = faults.FaultsChecker.check(history)
+        assert r["unavailable-only-count"] == (n == 0) and r["valid"] == (
+            True if n else "unknown")
+        if not n:
+            assert r["unavailable-only"][0]["ops"] == 1
