@@ -392,3 +392,47 @@ def test_a_jvms_timed_waits_last_as_long_as_its_monotonic_clock_is_moved(
         vdso_clock.reset(p.proc.pid)
     finally:
         p.close()
+
+
+CLIENT_PROBE = """
+import sys, time
+from workloads.client import answer_clock_probes
+answer_clock_probes(sys.argv[1])
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_client_reads_its_moved_wall_clock_back_itself(tmp_path: Path) -> None:
+    """clock-client's read-back: the process's own time.time() against ours, through the
+    helper that moves it; a paused process and one that does not catch the probe's signal
+    (it would die of it) give no read-back."""
+    from harness.controller.client_clock import ClockHelper
+    from harness.controller.clients import probe_clock
+
+    answer = tmp_path / "c1.clock"
+    proc = subprocess.Popen([sys.executable, "-c", CLIENT_PROBE, str(answer)],
+                            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1])
+    helper = ClockHelper()
+    deaf = subprocess.Popen(["sleep", "60"])
+    def offset() -> float:
+        seen = probe_clock(proc.pid, answer)
+        assert seen is not None
+        return seen
+
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        assert abs(offset()) < TOL  # a true clock
+        helper.move(proc.pid, "wall", 7.5)
+        assert abs(offset() - 7.5) < TOL
+        os.kill(proc.pid, signal.SIGSTOP)
+        assert probe_clock(proc.pid, answer) is None
+        os.kill(proc.pid, signal.SIGCONT)
+        helper.move(proc.pid, "wall", 0.0)
+        assert abs(offset()) < TOL
+        assert probe_clock(deaf.pid, answer) is None and deaf.poll() is None
+    finally:
+        helper.close()
+        for p in (proc, deaf):
+            p.kill()
+            p.wait()

@@ -9,10 +9,12 @@ group (the JVM's or the Go runtime's threads too), and a kill kills it all.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.controller.client_clock import ClockHelper
 from harness.controller.procs import ProcessTable
@@ -20,9 +22,11 @@ from harness.controller.store import RunDir
 from harness.core.atomic import write_text
 from harness.core.client_config import ClientConfig
 from harness.core.cluster import client_name
+from workloads.client import CLOCK_SIGNAL
 from workloads.crash import ARM_SIGNAL, crashed_at
 
 STOP_TIMEOUT = 10.0
+PROBE_WAIT = 1.0  # seconds a client has to answer a clock probe (a paused one never does)
 
 
 @dataclass
@@ -72,6 +76,10 @@ class Clients:
             return None
         return self.clock_helper.move(pid, clock, offset)
 
+    def read_clock(self, process: int) -> float | None:
+        pid = self.pid(process)
+        return None if pid is None else probe_clock(pid, self.run.clock_file(process))
+
     # crashes on purpose (the crash-client nemesis) --------------------------------------------
     # A client armed for a crash may die at any moment from then on: the run must not take
     # its death for a harness failure, and faults must not pick it any more.
@@ -98,3 +106,37 @@ class Clients:
         for p in self.processes:
             if not self.procs.wait_gone(client_name(p), max(0.0, deadline - time.monotonic())):
                 self.procs.stop(client_name(p), timeout=0.1, sig=signal.SIGKILL)
+
+
+def probe_clock(pid: int, path: Path) -> float | None:
+    """Process ``pid``'s wall clock against ours, as it reads it itself (the probe of
+    :func:`workloads.client.answer_clock_probes`, answered in ``path``: its wall clock less its
+    monotonic one, which nothing moves here, against ours); None when it does not answer
+    within :data:`PROBE_WAIT` s (gone, paused), or does not catch the probe's signal (yet):
+    the signal would kill it."""
+    if not catches(pid, CLOCK_SIGNAL):
+        return None
+    path.unlink(missing_ok=True)
+    try:
+        os.kill(pid, CLOCK_SIGNAL)
+    except OSError:
+        return None
+    deadline = time.monotonic() + PROBE_WAIT
+    while time.monotonic() < deadline:
+        try:
+            wall, mono = map(float, path.read_text().split())
+        except (OSError, ValueError):
+            time.sleep(0.002)
+            continue
+        return (wall - mono) - (time.time() - time.monotonic())
+    return None
+
+
+def catches(pid: int, sig: int) -> bool:
+    """Has process ``pid`` a handler for ``sig`` (its ``SigCgt`` mask)?"""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            mask = next(int(x.split()[1], 16) for x in fh if x.startswith("SigCgt:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return False
+    return bool(mask >> (sig - 1) & 1)

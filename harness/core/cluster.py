@@ -179,6 +179,10 @@ class ClientOps(Protocol):
         the true time (0: back to it); the offset read back from the process, None when the
         process is gone."""
 
+    def read_clock(self, process: int) -> float | None:
+        """The client's wall clock less the true time, in seconds, as the client process
+        reads it itself; None when it does not answer."""
+
     def arm_crash(self, process: int, step: str) -> None:
         """Tell the client to SIGKILL itself when it next reaches ``step``."""
 
