@@ -167,24 +167,30 @@ def unavailable_only(w: Window, by_process: dict[int, ProcessOps], fs: frozenset
 
 
 def unheard(w: Window) -> dict[str, Any] | None:
-    """A stall (``stalled``) whose held grants were all dropped unheard, as the link layer
-    counted them (the detail's ``late-grants``: delivered, dropped): its client had closed
-    the connection (given up on that node) before the stall ended, so the fault tested the
-    lock without that reply at most, never a grant heard late."""
-    late, stalled = w.detail.get("late-grants"), _claim(w, "stalled", "seconds")
-    if stalled is None or not isinstance(late, dict) or type(late.get("delivered")) is not int \
-            or late["delivered"] != 0:
+    """A stall (``stalled``) that delivered no grant late, as the link layer counted them (the
+    detail's ``late-grants``: delivered, dropped; ``grant-held-s``): every held grant dropped
+    unheard (its client had closed the connection, given up on that node, before the stall
+    ended), or let go before the stall ran out (the run was ending). Either way the lock was
+    tested without that reply at most, never with a grant heard late."""
+    late, held, stalled = (w.detail.get("late-grants"), w.detail.get("grant-held-s"),
+                           _claim(w, "stalled", "seconds"))
+    if stalled is None or not isinstance(late, dict) or type(late.get("delivered")) is not int:
         return None
-    procs = stalled[0]
-    dropped = late.get("dropped")
-    return {
-        "fault": w.f, "processes": procs, "from": seconds(w.start), "until": seconds(w.stop),
-        "ops": 0,
-        "explanation": (f"{w.f} tested unavailability only: no grant it held reached process(es) "
-                        f"{', '.join(map(str, procs))} ({dropped} dropped with a connection the "
-                        "client had closed, none delivered): the client had given up on that "
-                        "node before the stall ended, so the lock was tested without its reply, "
-                        "never with a grant heard late")}
+    procs, whom = stalled[0], ", ".join(map(str, stalled[0]))
+    if late["delivered"] == 0:
+        why = (f"no grant it held reached process(es) {whom} ({late.get('dropped')} dropped "
+               "with a connection the client had closed, none delivered): the client had given "
+               "up on that node before the stall ended")
+    elif isinstance(held, int | float) and not isinstance(held, bool) \
+            and held * NS < stalled[1] * NS - GRACE_NS:
+        why = (f"its grant to process(es) {whom} was let go after {held:g} s, before its "
+               f"{stalled[1]:g} s ran out (the run was ending): in time, not late")
+    else:
+        return None
+    return {"fault": w.f, "processes": procs, "from": seconds(w.start),
+            "until": seconds(w.stop), "ops": 0,
+            "explanation": (f"{w.f} tested unavailability only: {why}, so the lock was tested "
+                            "without its reply, never with a grant heard late")}
 
 
 def unmoved(w: Window) -> list[dict[str, Any]]:

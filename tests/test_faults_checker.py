@@ -393,10 +393,11 @@ def test_one_completed_op_inside_a_window_tested_the_lock(n: int) -> None:
 
 
 # a stall whose held grants were all dropped unheard tested unavailability only ---------------
-def stall(t0: float, t1: float, late: Any, step: int = 0) -> list[dict[str, Any]]:
+def stall(t0: float, t1: float, late: Any, step: int = 0, held: Any = 3.2
+          ) -> list[dict[str, Any]]:
     ops = window("stall-grant", t0, t1, ["c2"], {"stalled": {"processes": [2],
                                                              "seconds": 3.0}})
-    ops[-1]["detail"] = {"late-grant": "?", "late-grants": late}
+    ops[-1]["detail"] = {"late-grant": "?", "late-grants": late, "grant-held-s": held}
     return [{**o, "step": step} for o in ops]
 
 
@@ -416,11 +417,22 @@ def test_a_stall_whose_grants_were_all_dropped_unheard_tested_unavailability_onl
         assert "every fault of this run (1) tested unavailability only" in r["note"]
 
 
-@pytest.mark.parametrize("late", [{"delivered": 1, "dropped": 5}, {"delivered": 2, "dropped": 0},
-                                  None, "dropped", {"dropped": 3}, {"delivered": False},
-                                  {"delivered": "0"}])
-def test_a_stall_with_a_grant_heard_or_no_count_is_not_judged_unheard(late: Any) -> None:
-    h = ordered([*stall(1.0, 5.0, late), op(0.5, 2, "invoke", "acquire"),
+def test_a_stall_cut_short_delivered_its_grant_in_time_not_late() -> None:
+    h = ordered(stall(1.0, 5.0, {"delivered": 1, "dropped": 0}, held=0.05))
+    r = faults.FaultsChecker.check(h)
+    assert r["valid"] == "unknown" and r["unavailable-only-count"] == 1
+    assert ("its grant to process(es) 2 was let go after 0.05 s, before its 3 s ran out"
+            in r["unavailable-only"][0]["explanation"])
+
+
+@pytest.mark.parametrize(("late", "held"), [
+    ({"delivered": 1, "dropped": 5}, 3.2), ({"delivered": 2, "dropped": 0}, 3.0),
+    ({"delivered": 1, "dropped": 0}, 2.996), ({"delivered": 1}, None), ({"delivered": 1}, "x"),
+    (None, 3.2), ("dropped", 3.2), ({"dropped": 3}, 3.2), ({"delivered": False}, 3.2),
+    ({"delivered": "0"}, 0.1)])
+def test_a_stall_with_a_grant_heard_late_or_no_count_is_not_judged(late: Any, held: Any
+                                                                   ) -> None:
+    h = ordered([*stall(1.0, 5.0, late, held=held), op(0.5, 2, "invoke", "acquire"),
                  op(4.5, 2, "ok", "acquire")])
     r = faults.FaultsChecker.check(h)
     assert r["valid"] is True and r["unavailable-only-count"] == 0
