@@ -5,11 +5,12 @@ lock over once it has watched the holder's record unchanged for a lease of its o
 once an expiry time the holder wrote is past on it) ends early for a waiter whose clock runs
 fast or jumps ahead, while the holder, on a true clock, still works under it.
 
-The clock is moved by patching the client process's vDSO (the controller's
-:meth:`~harness.core.cluster.ClientOps.move_clock`), so the process alone sees it: the other
-clients and the servers keep the true time. Only the wall clock is moved: a client's monotonic
-clock also stamps the history (and the kernel times its sleeps against the true one), so
-moving it would move the ops' times rather than test the lock. Patterns:
+The clock is moved by patching the vDSO of the client process and of the lock program it
+started, if any (the controller's :meth:`~harness.core.cluster.ClientOps.move_clock`), so they
+alone see it: the other clients and the servers keep the true time. Only the wall clock is
+moved: a client's monotonic clock also stamps the history (and the kernel times its sleeps
+against the true one), so moving it would move the ops' times rather than test the lock.
+Patterns:
 
 - ``rate`` (default): the clock runs at ``client-clock-rate`` times real time (default 5)
   while the fault lasts: its offset grows by ``rate - 1`` seconds a second, in steps of
@@ -22,7 +23,8 @@ moving it would move the ops' times rather than test the lock. Patterns:
 
 Healing puts the clock back to the true time. Each move is read back from the process itself
 (:meth:`~harness.core.cluster.ClientOps.read_clock`: its own wall clock, as it reads it,
-against ours): a jump once it is made, a rate every :data:`READ_PERIOD` s and at its end. The
+against ours; a lock program's, which answers no probe, from its patch: the least moved of
+them counts): a jump once it is made, a rate every :data:`READ_PERIOD` s and at its end. The
 read-backs are the fault's detail (``observed``: the last offset; a rate's ``observed-rate``,
 the slope of its read-backs), and the fault's claim (``clock-moved``) holds the ``faults``
 checker to them: a clock that was not seen to move as asked did not bite, and the run is

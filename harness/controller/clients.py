@@ -16,12 +16,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.controller import vdso_clock
 from harness.controller.client_clock import ClockHelper
-from harness.controller.procs import ProcessTable
+from harness.controller.procs import ProcessTable, descendants
 from harness.controller.store import RunDir
+from harness.controller.vdso_clock import VdsoError
 from harness.core.atomic import write_text
 from harness.core.client_config import ClientConfig
 from harness.core.cluster import client_name
+from harness.core.errors import HarnessError
 from workloads.client import CLOCK_SIGNAL
 from workloads.crash import ARM_SIGNAL, crashed_at
 
@@ -69,16 +72,12 @@ class Clients:
         return self.procs.send(client_name(process), signal.SIGCONT, group=True)
 
     def move_clock(self, process: int, clock: str, offset: float) -> float | None:
-        """Through a patch of the client's vDSO, written by a helper process
-        (:mod:`harness.controller.client_clock`); the patch dies with the process."""
         pid = self.pid(process)
-        if pid is None:
-            return None
-        return self.clock_helper.move(pid, clock, offset)
+        return None if pid is None else move_tree(self.clock_helper, pid, clock, offset)
 
     def read_clock(self, process: int) -> float | None:
         pid = self.pid(process)
-        return None if pid is None else probe_clock(pid, self.run.clock_file(process))
+        return None if pid is None else read_tree(pid, self.run.clock_file(process))
 
     # crashes on purpose (the crash-client nemesis) --------------------------------------------
     # A client armed for a crash may die at any moment from then on: the run must not take
@@ -106,6 +105,37 @@ class Clients:
         for p in self.processes:
             if not self.procs.wait_gone(client_name(p), max(0.0, deadline - time.monotonic())):
                 self.procs.stop(client_name(p), timeout=0.1, sig=signal.SIGKILL)
+
+
+def move_tree(helper: ClockHelper, pid: int, clock: str, offset: float) -> float:
+    """Move ``clock`` of ``pid`` and of every process it started (a lock program: the clock
+    the lock reads) through a patch of each one's vDSO, written by ``helper``
+    (:mod:`harness.controller.client_clock`); a patch dies with its process. The offset read
+    back from ``pid``'s patch."""
+    moved = helper.move(pid, clock, offset)
+    for child in descendants(pid):
+        try:
+            helper.move(child, clock, offset)
+        except HarnessError:
+            if os.path.exists(f"/proc/{child}"):
+                raise  # a child that ended meanwhile has no clock left to move
+    return moved
+
+
+def read_tree(pid: int, path: Path) -> float | None:
+    """``pid``'s own read-back (:func:`probe_clock`, answered in ``path``), or, when a process
+    it started (a lock program, which answers no probe) reads its wall clock moved less far
+    (its vDSO patch, read from /proc), that process's offset: the least moved clock of the
+    tree is the one a lock may have read."""
+    seen = probe_clock(pid, path)
+    for child in descendants(pid):
+        try:
+            moved = vdso_clock.moved_clocks(child).get("wall", 0.0)
+        except VdsoError:
+            continue  # ended meanwhile
+        if seen is not None and abs(moved) < abs(seen):
+            seen = moved
+    return seen
 
 
 def probe_clock(pid: int, path: Path) -> float | None:
