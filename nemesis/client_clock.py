@@ -138,7 +138,7 @@ class ClientClock(BaseNemesis):
             seen = ctx.clients.read_clock(p)
             if seen is not None:
                 with self._mu:
-                    self._seen.setdefault(p, []).append((time.monotonic() - self._t0, seen))
+                    self._seen.setdefault(p, []).append((seen[1] - self._t0, seen[0]))
 
     def _observed(self) -> dict[str, Any]:
         with self._mu:

@@ -75,7 +75,7 @@ class Clients:
         pid = self.pid(process)
         return None if pid is None else move_tree(self.clock_helper, pid, clock, offset)
 
-    def read_clock(self, process: int) -> float | None:
+    def read_clock(self, process: int) -> tuple[float, float] | None:
         pid = self.pid(process)
         return None if pid is None else read_tree(pid, self.run.clock_file(process))
 
@@ -122,28 +122,28 @@ def move_tree(helper: ClockHelper, pid: int, clock: str, offset: float) -> float
     return moved
 
 
-def read_tree(pid: int, path: Path) -> float | None:
+def read_tree(pid: int, path: Path) -> tuple[float, float] | None:
     """``pid``'s own read-back (:func:`probe_clock`, answered in ``path``), or, when a process
     it started (a lock program, which answers no probe) reads its wall clock moved less far
-    (its vDSO patch, read from /proc), that process's offset: the least moved clock of the
-    tree is the one a lock may have read."""
+    (its vDSO patch, read from /proc now), that process's: the least moved clock of the tree
+    is the one a lock may have read."""
     seen = probe_clock(pid, path)
     for child in descendants(pid):
         try:
             moved = vdso_clock.moved_clocks(child).get("wall", 0.0)
         except VdsoError:
             continue  # ended meanwhile
-        if seen is not None and abs(moved) < abs(seen):
-            seen = moved
+        if seen is not None and abs(moved) < abs(seen[0]):
+            seen = (moved, time.monotonic())
     return seen
 
 
-def probe_clock(pid: int, path: Path) -> float | None:
-    """Process ``pid``'s wall clock against ours, as it reads it itself (the probe of
-    :func:`workloads.client.answer_clock_probes`, answered in ``path``: its wall clock less its
-    monotonic one, which nothing moves here, against ours); None when it does not answer
-    within :data:`PROBE_WAIT` s (gone, paused), or does not catch the probe's signal (yet):
-    the signal would kill it."""
+def probe_clock(pid: int, path: Path) -> tuple[float, float] | None:
+    """Process ``pid``'s wall clock against ours, as it reads it itself, and when it read it
+    (our monotonic clock): the probe of :func:`workloads.client.answer_clock_probes`,
+    answered in ``path`` (its wall clock less its monotonic one, which nothing moves here,
+    against ours); None when it does not answer within :data:`PROBE_WAIT` s (gone, paused),
+    or does not catch the probe's signal (yet): the signal would kill it."""
     if not catches(pid, CLOCK_SIGNAL):
         return None
     path.unlink(missing_ok=True)
@@ -158,7 +158,7 @@ def probe_clock(pid: int, path: Path) -> float | None:
         except (OSError, ValueError):
             time.sleep(0.002)
             continue
-        return (wall - mono) - (time.time() - time.monotonic())
+        return (wall - mono) - (time.time() - time.monotonic()), mono
     return None
 
 

@@ -179,10 +179,11 @@ class ClientOps(Protocol):
         program it started ``offset`` seconds from the true time (0: back to it); the offset
         of the client's patch, None when the process is gone."""
 
-    def read_clock(self, process: int) -> float | None:
+    def read_clock(self, process: int) -> tuple[float, float] | None:
         """The client's wall clock less the true time, in seconds, as the client process
-        reads it itself (or its lock program, when that one's moved less far); None when it
-        does not answer."""
+        reads it itself (or its lock program, when that one's moved less far), and when it
+        was read (``time.monotonic()``: one clock on this host); None when it does not
+        answer."""
 
     def arm_crash(self, process: int, step: str) -> None:
         """Tell the client to SIGKILL itself when it next reaches ``step``."""
