@@ -10,6 +10,10 @@ held).
 A power loss claims what it dropped (``{"dropped": bytes}``): one that dropped nothing while no
 client had a lock op in flight was a plain crash (the expected outcome of a DB that syncs each
 write), listed as losing nothing, never as a power loss that bit; it does not change the verdict.
+A clock fault on clients claims to have moved their clocks (``clock-moved``), and what it read
+back from each process is its detail: a clock not seen to move as asked did not bite.
+A stall whose held grants were all dropped unheard (its detail's ``late-grants``) tested
+unavailability only, as below.
 A fault whose start failed (``error``) could not be injected at all. Either makes this check
 ``unknown``, with the reason in words: the run then proves nothing about that fault, whatever
 the other checkers say. It is never ``False``: a fault that did not bite is the harness's (or
@@ -49,6 +53,8 @@ RELEASES = frozenset({"release", "rerelease"})
 GRACE_NS = 5_000_000  # a signal lands within microseconds; 5 ms covers the journal's clock
 NS = 1_000_000_000
 MAX_LISTED = 20
+CLOCK_TOLERANCE = 1.0  # seconds between a clock's asked offset and the one read back (the nodes')
+RATE_GAIN = 0.05  # the least speed-up (x1.05) a rate must be read back with to have moved
 
 
 @dataclass
@@ -59,6 +65,7 @@ class Window:
     stop: int
     targets: list[Any]
     expect: dict[str, Any] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)  # the nemesis's last word on it
 
 
 def windows(history: Sequence[Op]) -> tuple[list[Window], list[dict[str, Any]]]:
@@ -70,10 +77,12 @@ def windows(history: Sequence[Op]) -> tuple[list[Window], list[dict[str, Any]]]:
 def windows_of(nemesis: Sequence[Op], end: int) -> tuple[list[Window], list[dict[str, Any]]]:
     """:func:`windows` from the nemesis's ops and the history's last time."""
     open_: dict[tuple[str, Any], Window] = {}
+    healed: dict[tuple[str, Any], Window] = {}
     out: list[Window] = []
     failed: list[dict[str, Any]] = []
     for op in nemesis:
         key = (op["f"], op.get("step"))
+        detail = op.get("detail") if isinstance(op.get("detail"), dict) else {}
         if op["value"] == "start" and op["type"] == INFO:
             if op.get("error"):
                 failed.append({"fault": op["f"], "at": seconds(op["time"]),
@@ -81,11 +90,14 @@ def windows_of(nemesis: Sequence[Op], end: int) -> tuple[list[Window], list[dict
                 continue
             expect = op.get("expect") if isinstance(op.get("expect"), dict) else {}
             w = Window(op["f"], op.get("step"), op["time"], end, list(op.get("targets") or []),
-                       expect)
+                       expect, detail)
             open_[key] = w
             out.append(w)
         elif op["value"] == "stop" and op["type"] == INVOKE and key in open_:
-            open_.pop(key).stop = op["time"]
+            healed[key] = open_.pop(key)
+            healed[key].stop = op["time"]
+        elif op["value"] == "stop" and op["type"] == INFO and key in healed and detail:
+            healed.pop(key).detail = detail
     return out, failed
 
 
@@ -168,6 +180,65 @@ def unavailable_only(w: Window, by_process: dict[int, ProcessOps], fs: frozenset
                         + ", so it tested the lock without its service, not under the fault")}
 
 
+def unheard(w: Window) -> dict[str, Any] | None:
+    """A stall (``stalled``) that delivered no grant late, as the link layer counted them (the
+    detail's ``late-grants``: delivered, dropped; ``grant-held-s``): every held grant dropped
+    unheard (its client had closed the connection, given up on that node, before the stall
+    ended), or let go before the stall ran out (the run was ending). Either way the lock was
+    tested without that reply at most, never with a grant heard late."""
+    late, held, stalled = (w.detail.get("late-grants"), w.detail.get("grant-held-s"),
+                           _claim(w, "stalled", "seconds"))
+    if stalled is None or not isinstance(late, dict) or type(late.get("delivered")) is not int:
+        return None
+    procs, whom = stalled[0], ", ".join(map(str, stalled[0]))
+    if late["delivered"] == 0:
+        why = (f"no grant it held reached process(es) {whom} ({late.get('dropped')} dropped "
+               "with a connection the client had closed, none delivered): the client had given "
+               "up on that node before the stall ended")
+    elif isinstance(held, int | float) and not isinstance(held, bool) \
+            and held * NS < stalled[1] * NS - GRACE_NS:
+        why = (f"its grant to process(es) {whom} was let go after {held:g} s, before its "
+               f"{stalled[1]:g} s ran out (the run was ending): in time, not late")
+    else:
+        return None
+    return {"fault": w.f, "processes": procs, "from": seconds(w.start),
+            "until": seconds(w.stop), "ops": 0,
+            "explanation": (f"{w.f} tested unavailability only: {why}, so the lock was tested "
+                            "without its reply, never with a grant heard late")}
+
+
+def unmoved(w: Window) -> list[dict[str, Any]]:
+    """The processes a clock fault claims to have moved (``clock-moved``: ``{"processes":
+    [...], "offset": s}`` for a jump, ``"rate": r`` for a rate) whose clock, as read back from
+    the process itself (the detail's ``observed`` offsets, ``observed-rate`` rates), was not
+    seen to move as asked: a jump must be read back within :data:`CLOCK_TOLERANCE` s of its
+    offset, a rate must have gained at least half the asked speed-up; no read-back is no
+    evidence."""
+    claim = w.expect.get("clock-moved")
+    if not isinstance(claim, dict):
+        return []
+    jump = "rate" not in claim
+    asked = claim.get("offset" if jump else "rate")
+    if isinstance(asked, bool) or not isinstance(asked, int | float):
+        return []
+    seen_by = w.detail.get("observed" if jump else "observed-rate")
+    out = []
+    for p in _processes(claim.get("processes")):
+        seen = seen_by.get(str(p)) if isinstance(seen_by, dict) else None
+        if isinstance(seen, bool) or not isinstance(seen, int | float):
+            got = "no read-back (the process did not answer)"
+        elif (abs(seen - asked) <= CLOCK_TOLERANCE < abs(seen) if jump
+              else seen - 1 >= max((asked - 1) / 2, RATE_GAIN)):
+            continue
+        else:
+            got = f"read back {seen:+.3f} s" if jump else f"read back running at x{seen:g}"
+        want = f"{asked:+g} s" if jump else f"x{asked:g}"
+        out.append(_missed(w, p, 0, f"did not move process {p}'s clock as asked ({want}): "
+                           f"{got} between {seconds(w.start):.2f} s and {seconds(w.stop):.2f} s, "
+                           "so the lock was not tested under it"))
+    return out
+
+
 def in_flight(ops: ProcessOps, at: int, fs: frozenset[str]) -> bool:
     """Had one process (its ``ops``) a lock op (of ``fs``) invoked and not ended at ``at``?"""
     last = last_at(ops, at)
@@ -240,8 +311,9 @@ class FaultsChecker(Checker):
     name = "faults"
     summary = ("every fault bit: a paused client recorded nothing, a cut-off "
                "client completed no lock op, a delayed one none faster than "
-               "the delay, a stalled one none while held; every start was "
-               "injected; not every fault tested unavailability only")
+               "the delay, a stalled one none while held, a client's clock was "
+               "read back moved; every start was injected; not every fault "
+               "tested unavailability only")
     figures = {"fault-count": "fault", "ineffective-count": "ineffective",
                "not-injected-count": "not-injected", "unavailable-only-count": "unavailable-only"}
     caveats = ("ineffective", "not-injected", "unavailable-only")
@@ -305,6 +377,7 @@ class FaultsChecker(Checker):
                                             f"({', '.join(sorted(set(done)))}) within the "
                                             f"{stalled[1]:g} s its replies were to be held, from "
                                             f"{seconds(w.start):.2f} s")})
+            ineffective.extend(unmoved(w))
         lost_nothing = [{"fault": w.f, "at": seconds(w.start),
                          "explanation": (f"{w.f} at {seconds(w.start):.2f} s dropped nothing "
                                          "unsynced and no lock op was in flight: a plain "
@@ -314,7 +387,8 @@ class FaultsChecker(Checker):
         held = ([(start, until) for _, _, start, until in Lives.of(history).holders()]
                 if any(w.expect.get("completes") for w in faults) else [])
         idle = [u for w in faults
-                if (u := unavailable_only(w, by_process, fs, release_waits, held))]
+                if (u := unavailable_only(w, by_process, fs, release_waits, held)
+                        or unheard(w))]
         only_idle = bool(faults) and len(idle) == len(faults)
         none_ran = bool(asked) and not faults and not failed
         valid: bool | str = ("unknown" if ineffective or failed or only_idle or none_ran
@@ -341,9 +415,10 @@ class FaultsChecker(Checker):
                               "only be unknown or invalid")
         elif only_idle:
             result["note"] = (f"every fault of this run ({len(faults)}) tested unavailability "
-                              "only: no lock op completed under any of them, so the run says "
-                              "nothing of the lock under those faults; the verdict can only be "
-                              "unknown or invalid")
+                              "only (each is listed with why: no lock op completed under it, or "
+                              "no grant it held late was heard), so the run says nothing of the "
+                              "lock under those faults; the verdict can only be unknown or "
+                              "invalid")
         elif valid != True:  # noqa: E712 (valid is True or a string)
             result["note"] = ("a fault that did not bite (or was never injected) proves nothing: "
                               "the run's verdict can only be unknown or invalid")

@@ -19,7 +19,8 @@ late grant lands while another client holds the lock.
 - A single ``SET NX PX`` believes the late grant: two holders (invalid).
 - Redlock measures the time its acquire took and refuses a grant whose validity is gone; with
   its per-node timeout (``ttl / 20``) it does not even wait for the late reply (the proxy drops
-  it with the connection Redlock closed).
+  it with the connection Redlock closed): no stall longer than the TTL reaches it, so the
+  validity check is not tested this way (the ``faults`` check: unavailability only).
 - With fencing tokens the late holder's writes carry an older token than the new holder's, and
   a resource that checks tokens rejects them.
 
@@ -30,8 +31,11 @@ and its step fails to start, saying so.
 The client must wait longer than the stall for the late reply to reach it: the run's
 ``--op-timeout`` defaults to ``stall + 1`` (a shorter one is refused). Proof that it bit: the
 grant the proxy held (on which link, for how long, delivered late or dropped with a connection
-the client had closed), the bytes held, and a claim the ``faults`` checker holds the history
-to: the client completes no lock op while its replies are held (``stalled``).
+the client had closed; ``late-grants``: how many grants of the client's links were each), the
+bytes held, and a claim the ``faults`` checker holds the history to: the client completes no
+lock op while its replies are held (``stalled``). A stall none of whose held grants was
+delivered (Redlock's per-node timeout gave up on the node first) tested unavailability at
+most: the ``faults`` checker says so, and a run of only such stalls is unknown.
 """
 
 from __future__ import annotations
@@ -197,14 +201,14 @@ class StallGrant(BaseNemesis):
         held = {name: s["down"]["stalled_bytes"] - self._before.get(name, {}).get(
             "down", {}).get("stalled_bytes", 0) for name, s in after.items()}
         link, at = self._caught or ("?", let_go)
-        down = after.get(link, {}).get("down", {})
-        was = self._before.get(link, {}).get("down", {})
-        late = down.get("grants_late", 0) - was.get("grants_late", 0)
-        dropped = down.get("grants_dropped", 0) - was.get("grants_dropped", 0)
+        late, dropped = (sum(s.get("down", {}).get(k, 0) - self._before.get(name, {}).get(
+            "down", {}).get(k, 0) for name, s in after.items())
+            for k in ("grants_late", "grants_dropped"))
         self._detail = {
             "grant-held-on": link, "grant-held-s": round(let_go - at, 3),
             "late-grant": ("delivered" if late else "dropped: the client had closed the "
                            "connection" if dropped else "not delivered yet"),
+            "late-grants": {"delivered": late, "dropped": dropped},
             "fresh-holder": None if fresh is None else client_name(fresh),
             "held-bytes": {k: v for k, v in held.items() if v},
             "max-added-ms": did["max-added-ms"]}

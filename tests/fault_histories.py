@@ -1,7 +1,8 @@
 """Hypothesis histories of lock clients under faults, for the differential tests of the readers
 that have a columnar path (a ColumnHistory must read as its dicts): fault windows that claim
 what they should show (a pause's ``frozen``, a partition's ``cut-off``, a delay's ``slowed``,
-a stall, ``completes``, a power loss's ``dropped``), starts that failed, heals, crashes of
+a stall, ``completes``, a power loss's ``dropped``, a client clock's ``clock-moved``, and
+what the stop's detail read back or counted), starts that failed, heals, crashes of
 clients (``detail.crashed``), pending ops, fails and infos with errors, several locks, tokens,
 writes, and the final read (a list value: never columns)."""
 
@@ -12,7 +13,13 @@ from typing import Any
 from hypothesis import strategies as st
 
 MS = 1_000_000
-EXPECTS = ("frozen", "cut-off", "slowed", "stalled", "completes", "dropped", None)
+EXPECTS = ("frozen", "cut-off", "slowed", "stalled", "completes", "dropped", "clock-moved",
+           None)
+# what a nemesis read back or counted, in its stop's detail: a client's clock, a stall's grants
+DETAILS = ({}, {"observed": dict.fromkeys("0123", 4.0)}, {"observed": {"0": 0.0}},
+           {"observed-rate": dict.fromkeys("0123", 5.0)}, {"observed-rate": {"1": 1.0}},
+           {"late-grants": {"delivered": 0, "dropped": 1}, "grant-held-s": 3.0},
+           {"late-grants": {"delivered": 1, "dropped": 0}, "grant-held-s": 0.001})
 
 
 def _expect(draw: Any, kind: str | None, p: int) -> dict[str, Any]:
@@ -24,6 +31,9 @@ def _expect(draw: Any, kind: str | None, p: int) -> dict[str, Any]:
         return {kind: {"processes": [p], "at-least": draw(st.sampled_from([0.002, 0.02]))}}
     if kind == "stalled":
         return {kind: {"processes": [p], "seconds": draw(st.sampled_from([0.004, 0.05]))}}
+    if kind == "clock-moved":
+        return {kind: {"processes": [p], **draw(st.sampled_from([{"offset": 4.0},
+                                                                 {"rate": 5.0}]))}}
     return {"dropped": draw(st.sampled_from([0, 10]))}
 
 
@@ -73,6 +83,7 @@ def fault_histories(draw: Any, max_steps: int = 60) -> list[dict[str, Any]]:
                 ops.append({"time": t, "process": "nemesis", "type": ty, "f": f,
                             "value": "stop", "step": start["step"],
                             "targets": start["targets"]})
+            ops[-1]["detail"] = draw(st.sampled_from(DETAILS))
         elif kind == 2 and draw(st.integers(0, 2)) == 0:  # a client crashes
             p = draw(st.integers(0, clients - 1))
             if p in crashed:

@@ -183,9 +183,11 @@ EXPECT: dict[tuple[str, str], Expect] = {
     ("stall-grant", "redis-sentinel"): Expect(
         "invalid", "the grant arrives after its lease ran out: SET NX PX believes it",
         check=OVERLAP, time_limit=20, ci=False),
+    # 1 run of 10 s (seed 1): 2 stalls, each grant dropped unheard (issue 40 item 9)
     ("stall-grant", "redis-masters"): Expect(
-        "valid", "Redlock's per-node timeout (TTL/20) never waits for the late reply",
-        time_limit=10, ci=False),
+        "unknown", "Redlock's per-node timeout (TTL/20) never waits for the late reply: each "
+        "held grant is dropped unheard, and the faults check says the stall tested "
+        "unavailability only", time_limit=10, ci=False),
     # A slow or lossy network keeps a lock safe; 15 s (the nightly's) so that lock ops complete
     # under the fault: in 6 s runs none did on these DBs, and the faults check rightly said
     # unknown (the fault tested unavailability only), or a client never had an answer (exit 3).

@@ -339,3 +339,192 @@ def test_a_power_loss_that_dropped_data_or_caught_an_op_in_flight_bit(
     result = faults.FaultsChecker.check(ordered(history))
     assert result["valid"] is True
     assert "lost-nothing-count" not in result
+
+
+# exactly zero, one and two ops inside each kind of window: one op is as much a miss as two ----
+def lock_op(t: float, p: int, took: float = 0.1, f: str = "acquire") -> list[dict[str, Any]]:
+    return [op(t, p, "invoke", f), op(t + took, p, "ok", f)]
+
+
+KINDS = {  # fault, its claim, the list its misses go to, n ops inside (of process 1) at 2.0 s
+    "pause": ("pause", {"frozen": [1]}, "ineffective",
+              lambda n: [op(2.0 + 0.1 * i, 1, ("invoke", "ok")[i % 2], "acquire")
+                         for i in range(n)]),
+    "cut-off": ("partition", {"cut-off": [1]}, "ineffective",
+                lambda n: [o for i in range(n) for o in lock_op(2.0 + 0.3 * i, 1)]),
+    "stall": ("stall-grant", {"stalled": {"processes": [1], "seconds": 3.0}}, "ineffective",
+              lambda n: [o for i in range(n) for o in lock_op(2.0 + 0.3 * i, 1)]),
+    "delay": ("delay", {"slowed": {"processes": [1], "at-least": 0.2}}, "ineffective",
+              lambda n: [o for i in range(n) for o in lock_op(2.0 + 0.3 * i, 1, 0.01)]),
+}
+
+
+def in_both(h: list[dict[str, Any]]) -> list[Any]:
+    from harness.core.run_history import merged_columns
+
+    cols = merged_columns(h)
+    assert cols is not None
+    return [h, cols]
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_one_op_inside_a_window_is_a_miss_as_two_are(kind: str, n: int) -> None:
+    f, claim, listed, ops_inside = KINDS[kind]
+    h = ordered([*window(f, 1.0, 5.0, ["c1"], claim), *ops_inside(n),
+                 *lock_op(0.2, 1, 0.5), *lock_op(5.5, 1, 0.5)])  # outside: no evidence
+    for history in in_both(h):
+        r = faults.FaultsChecker.check(history)
+        assert r[f"{listed}-count"] == (n > 0), (kind, n, r)
+        assert r["valid"] == ("unknown" if n else True)
+        if n:
+            assert r[listed][0]["ops"] == n and r[listed][0]["process"] == 1
+
+
+def invoked(t: float, done: float) -> list[dict[str, Any]]:
+    return [op(t, 1, "invoke", "acquire"), op(done, 1, "ok", "acquire")]
+
+
+EDGES = [  # (kind, process 1's ops, do they count): a window from 1.001 s to 5.0 s
+    *[("pause", [op(t, 1, "invoke", "acquire")], counts)  # open 5 ms after its start
+      for t, counts in [(1.005, False), (1.007, True), (4.999, True), (5.0, False)]],
+    *[(kind, invoked(t, done), counts) for kind in ("cut-off", "delay")  # invoked inside it
+      for t, done, counts in [(1.005, 1.0055, False), (1.007, 1.008, True),
+                              (4.99, 4.999, True), (4.99, 5.0, False)]],
+    *[("stall", invoked(0.5, done), counts)  # completed while held: 3 s from its start
+      for done, counts in [(1.0005, False), (1.002, True), (3.995, True), (3.997, False)]],
+]
+
+
+@pytest.mark.parametrize(("kind", "ops", "counts"), EDGES)
+def test_one_op_at_a_windows_edge(kind: str, ops: list[dict[str, Any]], counts: bool) -> None:
+    f, claim, listed, _ = KINDS[kind]
+    for history in in_both(ordered([*window(f, 1.0, 5.0, ["c1"], claim), *ops])):
+        assert faults.FaultsChecker.check(history)[f"{listed}-count"] == counts
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_one_completed_op_inside_a_window_tested_the_lock(n: int) -> None:
+    h = ordered([*window("delay", 1.0, 5.0, ["c1"], DELAYED),
+                 *[o for i in range(n) for o in lock_op(2.0 + i, 1, 0.3)],
+                 op(4.0, 1, "invoke", "acquire"), op(4.5, 1, "info", "acquire")])
+    for history in in_both(h):
+        r = faults.FaultsChecker.check(history)
+        assert r["unavailable-only-count"] == (n == 0) and r["valid"] == (
+            True if n else "unknown")
+        if not n:
+            assert r["unavailable-only"][0]["ops"] == 1
+
+
+# a stall whose held grants were all dropped unheard tested unavailability only ---------------
+def stall(t0: float, t1: float, late: Any, step: int = 0, held: Any = 3.2
+          ) -> list[dict[str, Any]]:
+    ops = window("stall-grant", t0, t1, ["c2"], {"stalled": {"processes": [2],
+                                                             "seconds": 3.0}})
+    ops[-1]["detail"] = {"late-grant": "?", "late-grants": late, "grant-held-s": held}
+    return [{**o, "step": step} for o in ops]
+
+
+def test_a_stall_whose_grants_were_all_dropped_unheard_tested_unavailability_only() -> None:
+    """Redlock's per-node timeout (TTL/20) closed the connection before the stall let the
+    grant go: the late grant was never heard, so the validity check was not tested."""
+    dropped = {"delivered": 0, "dropped": 6}
+    h = ordered([*stall(1.0, 5.0, dropped), op(0.5, 2, "invoke", "acquire"),
+                 op(4.5, 2, "ok", "acquire")])
+    for history in in_both(h):
+        r = faults.FaultsChecker.check(history)
+        assert r["valid"] == "unknown" and r["ineffective-count"] == 0
+        assert r["unavailable-only-count"] == 1
+        text = r["unavailable-only"][0]["explanation"]
+        assert text.startswith("stall-grant tested unavailability only: no grant it held "
+                               "reached process(es) 2 (6 dropped with a connection"), text
+        assert "every fault of this run (1) tested unavailability only" in r["note"]
+
+
+@pytest.mark.parametrize("held", [0.05, 2.99])
+def test_a_stall_cut_short_delivered_its_grant_in_time_not_late(held: float) -> None:
+    h = ordered(stall(1.0, 5.0, {"delivered": 1, "dropped": 0}, held=held))
+    r = faults.FaultsChecker.check(h)
+    assert r["valid"] == "unknown" and r["unavailable-only-count"] == 1
+    assert (f"its grant to process(es) 2 was let go after {held:g} s, before its 3 s ran out"
+            in r["unavailable-only"][0]["explanation"])
+
+
+@pytest.mark.parametrize(("late", "held"), [
+    ({"delivered": 1, "dropped": 5}, 3.2), ({"delivered": 2, "dropped": 0}, 3.0),
+    ({"delivered": 1, "dropped": 0}, 2.996), ({"delivered": 1}, None), ({"delivered": 1}, "x"),
+    (None, 3.2), ("dropped", 3.2), ({"dropped": 3}, 3.2), ({"delivered": False}, 3.2),
+    ({"delivered": "0"}, 0.1)])
+def test_a_stall_with_a_grant_heard_late_or_no_count_is_not_judged(late: Any, held: Any
+                                                                   ) -> None:
+    h = ordered([*stall(1.0, 5.0, late, held=held), op(0.5, 2, "invoke", "acquire"),
+                 op(4.5, 2, "ok", "acquire")])
+    r = faults.FaultsChecker.check(h)
+    assert r["valid"] is True and r["unavailable-only-count"] == 0
+
+
+def test_one_heard_stall_tests_the_run_beside_an_unheard_one() -> None:
+    h = ordered([*stall(1.0, 5.0, {"delivered": 0, "dropped": 1}),
+                 *stall(6.0, 10.0, {"delivered": 1, "dropped": 0}, step=1)])
+    r = faults.FaultsChecker.check(h)
+    assert r["valid"] is True and r["unavailable-only-count"] == 1
+    assert r["unavailable-only"][0]["from"] == 1.001
+    r = faults.FaultsChecker.check(ordered(stall(6.0, 10.0, {"delivered": 0, "dropped": 1})[:3]))
+    assert r["valid"] is True, "a stop never recorded: its detail is no count"
+
+
+# a client's clock fault is held to what it read back from the process ----------------------
+def client_clock(asked: dict[str, Any], detail: dict[str, Any]) -> list[dict[str, Any]]:
+    ops = window("clock-client", 1.0, 5.0, ["c2"], {"clock-moved": {"processes": [2],
+                                                                    **asked}})
+    ops[1]["detail"] = ops[3]["detail"] = {"pattern": "?", **detail}
+    return ops
+
+
+@pytest.mark.parametrize(("asked", "detail", "moved"), [
+    ({"offset": 4.0}, {"observed": {"2": 3.999}}, True),
+    ({"offset": 4.0}, {"observed": {"2": 3.2}}, True),  # within the nodes' tolerance (1 s)
+    ({"offset": 4.0}, {"observed": {"2": 2.9}}, False),
+    ({"offset": 4.0}, {"observed": {"2": 0.0}}, False),  # the fault did nothing
+    ({"offset": 0.5}, {"observed": {"2": 0.5}}, False),  # not told from no move
+    ({"offset": -4.0}, {"observed": {"2": -4.1}}, True),
+    ({"offset": 4.0}, {"observed": {"3": 4.0}}, False),  # another process's
+    ({"offset": 4.0}, {}, False),  # no read-back
+    ({"offset": 4.0}, {"observed": {"2": None}}, False),
+    ({"rate": 5.0}, {"observed-rate": {"2": 4.96}}, True),
+    ({"rate": 5.0}, {"observed-rate": {"2": 3.0}}, True),  # half the speed-up
+    ({"rate": 5.0}, {"observed-rate": {"2": 2.9}}, False),
+    ({"rate": 5.0}, {"observed-rate": {"2": 1.0}}, False),  # the fault did nothing
+    ({"rate": 1.0}, {"observed-rate": {"2": 1.0}}, False),  # asked for no move
+    ({"rate": 5.0}, {"observed": {"2": 4.0}}, False),  # an offset is not a rate
+])
+def test_a_client_clock_fault_not_read_back_moved_did_not_bite(
+        asked: dict[str, Any], detail: dict[str, Any], moved: bool) -> None:
+    """A lock timed on the monotonic clock and a fault that did nothing both pass the other
+    checks: only the read-back tells them apart."""
+    h = ordered([*client_clock(asked, detail), *lock_op(2.0, 2)])
+    for history in in_both(h):
+        r = faults.FaultsChecker.check(history)
+        assert r["valid"] == (True if moved else "unknown"), r
+        assert r["ineffective-count"] == (not moved)
+    if not moved:
+        text = r["ineffective"][0]["explanation"]
+        assert text.startswith("clock-client did not move process 2's clock as asked ("), text
+        assert "so the lock was not tested under it" in text
+
+
+def test_a_rate_read_back_at_its_stop_is_the_evidence() -> None:
+    """A rate's read-backs end with it: the stop's detail is what counts."""
+    ops = client_clock({"rate": 5.0}, {})
+    ops[3]["detail"] = {"pattern": "rate", "observed-rate": {"2": 5.01}}
+    assert faults.FaultsChecker.check(ordered(ops))["valid"] is True
+    ops[3]["detail"] = {"pattern": "rate", "observed-rate": {"2": 1.0}}
+    assert faults.FaultsChecker.check(ordered(ops))["valid"] == "unknown"
+
+
+@pytest.mark.parametrize("claim", [3, {"processes": [2]}, {"processes": [2], "offset": "x"},
+                                   {"processes": [2], "rate": True}, {"processes": "2",
+                                                                      "offset": 4.0}])
+def test_malformed_clock_claims_are_ignored_not_crashed_on(claim: Any) -> None:
+    ops = window("clock-client", 1.0, 5.0, ["c2"], {"clock-moved": claim})
+    assert faults.FaultsChecker.check(ordered(ops))["valid"] is True

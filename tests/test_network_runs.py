@@ -78,14 +78,18 @@ def test_a_grant_stalled_past_its_ttl_is_believed_by_redis_setnx(store: Path) ->
 
 
 @needs_redis
-def test_redlock_never_believes_a_stalled_grant(store: Path) -> None:
+def test_redlock_never_hears_a_stalled_grant(store: Path) -> None:
     code, results, run_dir, out = run(store, "--db", "redis-masters", "--lock", "redlock",
                                       "--nemesis", "stall-grant", "--time-limit", "12",
                                       "--seed", "1")
-    # CI of 473c50b: UNKNOWN once (a stalled client completed an acquire inside its stall)
-    assert code == 0, "\n".join([out, "ops within 0.5 s of a fault's start or end:",
-                                  *near_faults(history(run_dir))])
-    assert results["checks"]["faults"]["fault-count"] >= 1
+    # Unknown: every late grant is dropped unheard (the per-node timeout, TTL/20, gave up on
+    # that master), so the stalls tested unavailability only, never the validity check (issue
+    # 40 item 9). CI of 473c50b saw a stalled client complete an acquire inside its stall once.
+    faults = results["checks"]["faults"]
+    assert code == 2 and results["checks"]["mutex"]["valid"] is True, "\n".join(
+        [out, "ops within 0.5 s of a fault's start or end:", *near_faults(history(run_dir))])
+    assert faults["ineffective-count"] == 0
+    assert faults["fault-count"] >= 1 and faults["unavailable-only-count"] == faults["fault-count"]
     stops = nemesis_ops(run_dir, "stall-grant", "stop")
     assert all(s["detail"]["grant-held-on"].startswith(f"{s['targets'][0]}>n") for s in stops)
     # A stall the run's end cut short may let the grant go within Redlock's wait (TTL/20: in

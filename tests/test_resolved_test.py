@@ -72,7 +72,8 @@ def test_a_spec_changed_after_validation_is_resolved_again() -> None:
 
 CONFIG = ClientConfig(
     process=3, t0_ns=10, end_ns=20, seed=7, source="127.0.1.4", networks=["127.0.0.0/8"],
-    redirects={}, journal="/tmp/j", crash_file="/tmp/c", lock_target="m:Lock",
+    redirects={}, journal="/tmp/j", crash_file="/tmp/c", clock_file="/tmp/k",
+    lock_target="m:Lock",
     lock_name="lock", lock_options={"lease": None}, harness_options={}, ttl=2.0,
     op_timeout=1.0, nodes=(Node("n1", "127.0.0.2", 6379),), workload_target="m:Workload",
     workload_options={"hold_min": 0.5}, resource=Node("resource", "127.0.2.1", 6379),

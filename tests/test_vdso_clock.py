@@ -392,3 +392,57 @@ def test_a_jvms_timed_waits_last_as_long_as_its_monotonic_clock_is_moved(
         vdso_clock.reset(p.proc.pid)
     finally:
         p.close()
+
+
+CLIENT_PROBE = """
+import subprocess, sys, time
+from workloads.client import answer_clock_probes
+answer_clock_probes(sys.argv[1])
+program = subprocess.Popen(["sleep", "120"])  # a lock program: answers no probe
+print("ready", program.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_client_reads_its_moved_wall_clock_back_itself(tmp_path: Path) -> None:
+    """clock-client's read-back: the process's own time.time() against ours, through the
+    helper that moves it and the lock program it started; the least moved clock of the two
+    (the program's, read from its patch); a paused process and one that does not catch the
+    probe's signal (it would die of it) give no read-back."""
+    from harness.controller.client_clock import ClockHelper
+    from harness.controller.clients import move_tree, probe_clock, read_tree
+
+    answer = tmp_path / "c1.clock"
+    proc = subprocess.Popen([sys.executable, "-c", CLIENT_PROBE, str(answer)],
+                            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1])
+    helper = ClockHelper()
+    deaf = subprocess.Popen(["sleep", "60"])
+
+    def offset() -> float:
+        before = time.monotonic()
+        seen = read_tree(proc.pid, answer)
+        assert seen is not None and before <= seen[1] <= time.monotonic()
+        return seen[0]
+
+    assert proc.stdout is not None
+    ready, program = proc.stdout.readline().split()
+    try:
+        assert ready == "ready"
+        assert abs(offset()) < TOL  # a true clock
+        move_tree(helper, proc.pid, "wall", 7.5)
+        assert abs(offset() - 7.5) < TOL
+        assert vdso_clock.moved_clocks(int(program)) == {"wall": 7.5}
+        helper.move(int(program), "wall", 0.0)  # the lock's clock left alone: no move seen
+        assert abs(offset()) < TOL and abs((probe_clock(proc.pid, answer) or (0,))[0] - 7.5) < TOL
+        os.kill(proc.pid, signal.SIGSTOP)
+        assert probe_clock(proc.pid, answer) is None
+        os.kill(proc.pid, signal.SIGCONT)
+        move_tree(helper, proc.pid, "wall", 0.0)
+        assert abs(offset()) < TOL
+        assert probe_clock(deaf.pid, answer) is None and deaf.poll() is None
+    finally:
+        helper.close()
+        os.kill(int(program), signal.SIGKILL)
+        for p in (proc, deaf):
+            p.kill()
+            p.wait()

@@ -13,9 +13,11 @@ import os
 import resource as resource_usage
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from harness.core.atomic import write_text
 from harness.core.client_config import ClientConfig
 from harness.core.journal import JournalWriter
 from harness.core.locks import LockConfig
@@ -26,6 +28,16 @@ from workloads.async_lock import AsyncLockRunner, is_async
 from workloads.lock_setup import set_up
 from workloads.mutex import MutexParams, Stop
 from workloads.sockbind import bind_source
+
+CLOCK_SIGNAL = signal.SIGUSR2  # asks the client to write its clocks (clock-client's read-back)
+
+
+def answer_clock_probes(path: str) -> None:
+    """On :data:`CLOCK_SIGNAL`, write ``WALL MONOTONIC`` as this process reads them to
+    ``path``: a clock moved for this process alone (its vDSO patched) is read back as it sees
+    it, against the controller's clocks."""
+    signal.signal(CLOCK_SIGNAL, lambda *_: write_text(
+        path, f"{time.time()!r} {time.monotonic()!r}\n"))
 
 
 def build_lock(cfg: ClientConfig, lock_cls: Any, *, needs_tokens: bool = False) -> Any:
@@ -75,6 +87,7 @@ def run_client(argv: list[str]) -> int:
     stop = Stop()  # set by SIGTERM; its flag is what the loop of empty sessions checks
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the controller's to handle
+    answer_clock_probes(cfg.clock_file)
     bind_source(cfg.source, cfg.networks, cfg.redirects)
     journal = JournalWriter(cfg.journal, cfg.process, cfg.t0_ns)
     workload_cls = load_object(cfg.workload_target)

@@ -395,6 +395,7 @@ class Run:
             seed=int(spec.seed or 0), source=backend.client_host(process),
             networks=backend.client_networks(), redirects=redirects,
             journal=str(self.run.journal(process)), crash_file=str(self.run.crash_file(process)),
+            clock_file=str(self.run.clock_file(process)),
             lock_target=test.lock.target, lock_name=lock_name(process, spec.keys),
             lock_options={**{k: o.default for k, o in declared.items()}, **spec.lock_options},
             harness_options=options,  # the lock's config.harness, beside seed and source

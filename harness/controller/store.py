@@ -129,6 +129,9 @@ class RunDir:
     def crash_file(self, process: int) -> Path:
         return self.path / "clients" / f"c{process}.crash"
 
+    def clock_file(self, process: int) -> Path:
+        return self.path / "clients" / f"c{process}.clock"
+
     def node_dir(self, name: str) -> Path:
         return self.path / "nodes" / name
 

@@ -24,6 +24,7 @@ class ClientConfig:
     redirects: dict[str, str]  # host:port -> host:port its library's own connections take
     journal: str  # the file it journals every op to
     crash_file: str  # where crash-client arms a crash at one of the lock's crash steps
+    clock_file: str  # where it writes its clocks when asked (clock-client's read-back)
     lock_target: str  # module:Class of the lock
     lock_name: str  # the key it works on (lock, or lock-k with --keys)
     lock_options: dict[str, Any]  # every option the lock declares: the run's or its default

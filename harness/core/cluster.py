@@ -175,9 +175,15 @@ class ClientOps(Protocol):
     def resume(self, process: int) -> bool: ...
 
     def move_clock(self, process: int, clock: str, offset: float) -> float | None:
-        """Set the client process's ``clock`` (wall, monotonic, both) ``offset`` seconds from
-        the true time (0: back to it); the offset read back from the process, None when the
-        process is gone."""
+        """Set the ``clock`` (wall, monotonic, both) of the client process and of the lock
+        program it started ``offset`` seconds from the true time (0: back to it); the offset
+        of the client's patch, None when the process is gone."""
+
+    def read_clock(self, process: int) -> tuple[float, float] | None:
+        """The client's wall clock less the true time, in seconds, as the client process
+        reads it itself (or its lock program, when that one's moved less far), and when it
+        was read (``time.monotonic()``: one clock on this host); None when it does not
+        answer."""
 
     def arm_crash(self, process: int, step: str) -> None:
         """Tell the client to SIGKILL itself when it next reaches ``step``."""
