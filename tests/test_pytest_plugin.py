@@ -56,6 +56,17 @@ def pytest_in(directory: Path, *args: str, env: dict[str, str] | None = None,
                           timeout=timeout, env=env)
 
 
+def replayed(out: str, cwd: Path, *drop: str) -> subprocess.CompletedProcess[str]:
+    """The replay line of a failure in pytest's ``out``, pasted into a shell in ``cwd`` whose
+    environment lacks ``PYTHONPATH`` and ``drop``: all it needs must be on the line."""
+    lines = re.findall(r"^E\s+replay: (.+)$", out, re.M)
+    assert lines, out
+    cwd.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", *drop}}
+    return subprocess.run(["bash", "-c", lines[-1]], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
 def no_servers_env(tmp_path: Path) -> dict[str, str]:
     """A PATH with python and nothing else: no redis-server, no zookeeper, no etcd."""
     bare = tmp_path / "bare-bin"
@@ -153,16 +164,21 @@ def test_not_a_lock(lock_harness):
 def test_unknown_option(lock_harness):
     lock_harness.run("redis-setnx", nemesiss="pause")
 
+def test_env_not_strings(lock_harness):
+    lock_harness.run("redis-setnx", env={"RETRIES": 3})
+
 @pytest.mark.lock_harness("mongo")
 def test_unknown_db(lock_harness):
     pass
 ''')
     proc = pytest_in(tmp_path, "-q")
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 1 and "3 failed" in out and "1 error" in out, out
+    assert proc.returncode == 1 and "4 failed" in out and "1 error" in out, out
     assert "Inner must be defined at the top level of an importable module" in out
     assert "test_bad has no 'NoRelease'" in out
     assert "unknown option 'nemesiss'" in out
+    assert "env must map variable names to strings (PYTHONPATH is the plugin's own), got " \
+        "'RETRIES'" in out
     assert "@pytest.mark.lock_harness: unknown db 'mongo'" in out
     assert "Traceback" not in out
 
@@ -173,7 +189,8 @@ def test_unknown_db(lock_harness):
                     reason="redis-server missing: run `bash setup.sh`")
 def test_a_lock_defined_in_a_test_file_fails_with_the_overlap_explained(tmp_path: Path) -> None:
     """Two real runs of 8 s: the naive lock passes without faults (the client processes did
-    import the class from the test file) and fails under holder pauses, in words."""
+    import the class from the test file) and fails under holder pauses, in words; its replay
+    line, run from a shell elsewhere, finds it invalid again (a third run)."""
     project = tmp_path / "mylib"
     project.mkdir()
     (project / "test_naive.py").write_text(NAIVE)
@@ -187,7 +204,11 @@ def test_a_lock_defined_in_a_test_file_fails_with_the_overlap_explained(tmp_path
     assert "lock test_naive:NaiveLock on redis (mutex workload) under pause" in out
     assert re.search(r"first of lock-overlaps: process \d+ acquired at [\d.]+ s while process "
                      r"\d+, which acquired at [\d.]+ s, had not released", out), out
-    assert f"replay: PYTHONPATH={project} harness run --lock test_naive:NaiveLock" in out
+    assert re.search(rf"replay: PYTHONPATH={project}\S* {re.escape(sys.executable)} -m "
+                     r"harness.cli run --lock test_naive:NaiveLock --nemesis pause", out), out
+    again = replayed(out, tmp_path / "elsewhere")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert re.search(r"^INVALID", again.stdout, re.M), again.stdout
     # the terminal summary names both runs; their reports are in the store asked for
     reports = re.findall(r"^(VALID|INVALID)\s+test_naive.py::\S+\s+(\S+report.html)$", out,
                          re.M)

@@ -12,7 +12,8 @@ same environment can write::
 
 ``lock_harness.run`` takes ``harness run``'s options as keywords (``db``, ``workload``,
 ``nemesis`` (a name, ``"pause,kill"`` or a list), ``clients``, ``time_limit``, ``ttl``,
-``nodes``, ``backend``, ``persistence``, ``nemesis_options``, ``seed``) and a lock: a class, a
+``nodes``, ``backend``, ``persistence``, ``nemesis_options``, ``seed``), ``env`` (variables
+for the harness and its clients, e.g. what chooses the lock) and a lock: a class, a
 registered name or ``"package.module:Class"``. The run is real (servers on loopback, client
 processes, the nemesis) and goes through the same child process a suite's runs take. A lock
 class from the test module is imported by the client processes by its module path, with the
@@ -157,9 +158,12 @@ class LockHarness:
     def __repr__(self) -> str:
         return f"LockHarness(store={str(self.store)!r})"
 
-    def run(self, lock: type | str, **options: Any) -> HarnessResult:
+    def run(self, lock: type | str, *, env: dict[str, str] | None = None,
+            **options: Any) -> HarnessResult:
         """Run ``lock`` under ``options`` (``harness run``'s, as keywords) and return what the
-        checkers said. Skips when the servers are missing; fails the test, in one line, when
+        checkers said. ``env``: variables set for the harness and its clients (what chooses
+        the lock or its settings, such as ``{"TINYLOCK": "UnsafeLock"}``), printed in the
+        replay line too. Skips when the servers are missing; fails the test, in one line, when
         the harness could not run it; raises KeyboardInterrupt after a Ctrl-C has healed."""
         __tracebackhide__ = True
         from harness.core.errors import UsageError
@@ -167,6 +171,12 @@ class LockHarness:
 
         target, roots = lock_target(lock)
         entry = entry_options(target, options, self.config.getoption("--harness-seed"))
+        env = dict(env or {})
+        bad = next((k for k, v in env.items() if not (isinstance(k, str) and k.isidentifier()
+                                                      and isinstance(v, str))), None)
+        if bad is not None or "PYTHONPATH" in env:
+            pytest.fail(f"lock_harness.run: env must map variable names to strings (PYTHONPATH "
+                        f"is the plugin's own), got {bad or 'PYTHONPATH'!r}", pytrace=False)
         try:
             spec = spec_of(entry, self.store)
         except UsageError as err:
@@ -174,17 +184,18 @@ class LockHarness:
         missing = servers_missing(spec)
         if missing is not None:
             skip_or_fail(self.config, missing)
-        path = python_path([*roots, *self.config.getini("pythonpath"), self.config.rootpath])
-        command = shlex.join(["harness", "run", *run_args(entry)])
-        if roots:
-            command = f"PYTHONPATH={shlex.quote(path)} {command}"
-        result = run_spec(spec, self.test, command, path)
+        env["PYTHONPATH"] = python_path([*roots, *self.config.getini("pythonpath"),
+                                         self.config.rootpath])
+        command = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(
+            [sys.executable, "-m", "harness.cli", "run", *run_args(entry)])])
+        result = run_spec(spec, self.test, command, env)
         self.config.stash[RUNS_KEY].append(result)
         return result
 
 
-def run_spec(spec: Any, test: str, command: str, path: str) -> HarnessResult:
-    """The run, in a child process with ``path`` on its PYTHONPATH (so are its clients)."""
+def run_spec(spec: Any, test: str, command: str, env: dict[str, str]) -> HarnessResult:
+    """The run, in a child process with ``env`` (its PYTHONPATH among them) set, as are its
+    clients."""
     __tracebackhide__ = True
     from harness.controller.store import Store
     from harness.presentation.runs import run_in_child
@@ -193,8 +204,7 @@ def run_spec(spec: Any, test: str, command: str, path: str) -> HarnessResult:
     run = Store(spec.store).create(spec.test_name)
     run.logs.mkdir(parents=True, exist_ok=True)
     log = run.log("harness")
-    env = {**os.environ, "PYTHONPATH": path}
-    child = run_in_child(spec, run, log, env=env)
+    child = run_in_child(spec, run, log, env={**os.environ, **env})
     if child.interrupted:
         raise KeyboardInterrupt
     verdict, why = judge(child.code, run if run.is_run() else None)
@@ -374,10 +384,11 @@ def harness_error(output: str) -> str:
 
 
 def python_path(dirs: list[Any]) -> str:
-    """``dirs`` first (without repeats), then the PYTHONPATH this process was given."""
+    """``dirs`` first (without repeats), then the PYTHONPATH this process was given, every
+    one absolute (the replay line runs from any directory)."""
     out: list[str] = []
-    for d in [*map(str, dirs), *filter(None, os.environ.get("PYTHONPATH", "").split(
-            os.pathsep))]:
+    for d in map(os.path.abspath, [*map(str, dirs), *filter(None, os.environ.get(
+            "PYTHONPATH", "").split(os.pathsep))]):
         if d not in out:
             out.append(d)
     return os.pathsep.join(out)
