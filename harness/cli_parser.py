@@ -166,6 +166,9 @@ def build_parser(only: str | None = None) -> Parser:
         c.add_argument("--max-memory", metavar="SIZE",
                        help="memory budget, e.g. 2G (default: a quarter of this machine's memory);"
                        " past it the verdict is unknown")
+        c.add_argument("--write", action="store_true",
+                       help="a run directory's results.json and report.html are written over "
+                       "its own (default: in a new RUN/rechecks/<time>/, the run left as it was)")
 
     if want("export"):
         ex = sub.add_parser("export", help="write a run's history as Jepsen EDN (history.edn)")
