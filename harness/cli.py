@@ -220,6 +220,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.presentation.runs import run_and_report
 
     spec = TestSpec.from_dict(spec_data(args)).validate()  # resolved once, for the run
+    if args.print_config:
+        print(spec.to_toml(), end="")
+        return 0
     if (missing := unmet(spec)) is not None:  # as `harness doctor` says it
         raise HarnessError(missing)
     return run_and_report(spec, Progress(quiet=args.quiet))
@@ -297,6 +300,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from harness.presentation.list_roles import list_roles
 
+    if args.spec:
+        from harness.presentation.spec_doc import markdown
+
+        print(markdown(), end="")
+        return 0
     return list_roles(args.lock, args.nemesis, args.db)
 
 
