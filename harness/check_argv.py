@@ -15,7 +15,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 OPTIONS = {"--model": "model", "--time-limit": "time_limit", "--max-memory": "max_memory"}
-DEFAULTS = {"model": None, "time_limit": 60.0, "max_memory": None}  # argparse's too
+DEFAULTS = {"model": None, "time_limit": 60.0, "max_memory": None,
+            "write": False}  # argparse's too
 
 
 def quick_check_args(words: list[str]) -> SimpleNamespace | None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from harness.controller.store import RunDir
     from harness.presentation.suite import Outcome, Suite
 
 
@@ -219,6 +220,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.presentation.runs import run_and_report
 
     spec = TestSpec.from_dict(spec_data(args)).validate()  # resolved once, for the run
+    if args.print_config:
+        print(spec.to_toml(), end="")
+        return 0
     if (missing := unmet(spec)) is not None:  # as `harness doctor` says it
         raise HarnessError(missing)
     return run_and_report(spec, Progress(quiet=args.quiet))
@@ -249,14 +253,28 @@ def cmd_explore(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from harness.presentation.check_file import check_limits, check_paths
 
-    return check_paths(args.run_dir, args.model, check_limits(args.time_limit, args.max_memory))
+    return check_paths(args.run_dir, args.model, check_limits(args.time_limit, args.max_memory),
+                       args.write)
+
+
+def verified_run(path: Path) -> tuple[RunDir, dict[str, Any]]:
+    """The run directory at ``path`` and its test.json, held to its manifest as `harness
+    check` holds it (a damaged directory: HarnessError naming the file, exit 3; no manifest:
+    said on stderr)."""
+    from harness.controller.store import open_run
+
+    run = open_run(path)
+    test = run.load_test()
+    note = run.verify(test)
+    if note:
+        print(f"harness: {path}: {note}", file=sys.stderr)
+    return run, test
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from harness.controller.store import open_run
     from harness.presentation.interop import write_edn_history
 
-    run = open_run(args.run_dir)
+    run, _ = verified_run(args.run_dir)
     out = run.path / "history.edn"
     write_edn_history(out, run.load_history())
     print(out)
@@ -264,11 +282,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.controller.store import open_run
     from harness.presentation.report import write_report
 
-    run = open_run(args.run_dir)
-    spec = run.load_test()["spec"]
+    run, test = verified_run(args.run_dir)
+    spec = test["spec"]
     history = run.load_history()
     try:
         results = run.load_results()
@@ -283,6 +300,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from harness.presentation.list_roles import list_roles
 
+    if args.spec:
+        from harness.presentation.spec_doc import markdown
+
+        print(markdown(), end="")
+        return 0
     return list_roles(args.lock, args.nemesis, args.db)
 
 

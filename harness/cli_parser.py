@@ -122,6 +122,9 @@ def build_parser(only: str | None = None) -> Parser:
                        "spec too, each step with the duration it ran with), or a TOML file's "
                        "[[step]] tables (and any spec keys in it); flags override")
         r.add_argument("--quiet", action="store_true", help="no progress output")
+        r.add_argument("--print-config", action="store_true",
+                       help="print the resolved spec as TOML (for --config; the keys: "
+                       "docs/spec.md) and exit, nothing started")
 
     if want("explore"):
         xp = sub.add_parser(
@@ -166,6 +169,9 @@ def build_parser(only: str | None = None) -> Parser:
         c.add_argument("--max-memory", metavar="SIZE",
                        help="memory budget, e.g. 2G (default: a quarter of this machine's memory);"
                        " past it the verdict is unknown")
+        c.add_argument("--write", action="store_true",
+                       help="a run directory's results.json and report.html are written over "
+                       "its own (default: in a new RUN/rechecks/<time>/, the run left as it was)")
 
     if want("export"):
         ex = sub.add_parser("export", help="write a run's history as Jepsen EDN (history.edn)")
@@ -183,6 +189,9 @@ def build_parser(only: str | None = None) -> Parser:
                         help="one lock in detail (a name or module:Class)")
         ls.add_argument("--nemesis", metavar="NAME", help="one nemesis in detail")
         ls.add_argument("--db", metavar="NAME", help="one db in detail (its persistence modes)")
+        ls.add_argument("--spec", action="store_true",
+                        help="every key of a test spec, suite and hosts file, in Markdown "
+                        "(docs/spec.md)")
 
     if want("doctor"):
         dr = sub.add_parser("doctor", help="what this machine has and lacks for each db, backend, "

@@ -168,10 +168,11 @@ def test_a_plugin_checker_speaks_its_own_words_in_summary_incidents_serve_and_re
     run.save_test({"spec": {"workload": "demo-slow", "db": "redis", "lock": "redis-setnx",
                             "nemesis": [], "clients": 2, "ttl": 2.0}, "status": "complete"})
     run.history.write_text("".join(json.dumps(o) + "\n" for o in history()))
-    proc = bounded([sys.executable, "-m", "harness.cli", "check", str(run.path)],
-                   timeout=120, env=env)
+    proc = bounded([sys.executable, "-m", "harness.cli", "check", "--write", str(run.path)],
+                   timeout=120, env=env)  # the run's own results.json, as serve reads them
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = proc.stdout.splitlines()
+    assert out[-1].endswith(f"over the run's own: {run.path}") and not run.rechecks()
     results = run.load_results()
     assert results["checks"]["demo-slow-grants"]["valid"] is False
     assert results["checks"]["mutex"]["valid"] is True
@@ -216,7 +217,9 @@ def test_a_plugin_nemesis_describes_its_own_faults_in_the_incidents_and_report(
     words_of_fault = "molasses poured on c1 (the waiter) at 0.1 s for 2.1 s"
     line = next(x for x in proc.stdout.splitlines() if x.startswith("  1. "))
     assert line.endswith(f"; opened by {words_of_fault} (step 1)"), line
-    report = run.report.read_text()
+    (recheck,) = run.rechecks()  # written beside the run, which has no results of its own
+    assert not run.results.exists() and proc.stdout.endswith(f": {recheck.path}\n")
+    report = recheck.report.read_text()
     assert words_of_fault in report
     assert '"colour": "#7a4f1d"' in report or '"colour":"#7a4f1d"' in report
     # here, where the package is not installed, the same fault is worded generically

@@ -40,7 +40,7 @@ def both(ops: list[dict[str, Any]]) -> tuple[Shared, ColumnHistory]:
 
 def page(history: Any, spec: dict[str, Any], results: dict[str, Any],
          test: dict[str, Any] | None = None) -> str:
-    return render(spec, history, results, ["n1.log"], test or {}, ["history.jsonl"])
+    return render(spec, history, results, ["logs/n1.log"], test or {}, ["history.jsonl"])
 
 
 def summary(history: Any, results: dict[str, Any], run: RunDir) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from checker import faults
+from harness.controller.store import RunDir
 from tests.harness_runs import bounded, harness, history, run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -683,7 +684,7 @@ def test_a_run_killed_with_sigkill_is_never_valid_on_recheck(store: Path) -> Non
     harness("clean", "--store", str(store))
     checked = harness("check", str(run_dir), timeout=120)
     assert checked.returncode == 2, checked.stdout + checked.stderr
-    results = json.loads((run_dir / "results.json").read_text())
+    results = RunDir(run_dir).rechecks()[-1].load_results()
     assert results["valid"] == "unknown" and results["unfinished"]
 
 

@@ -111,6 +111,65 @@ def test_without_a_manifest_a_run_says_why_it_is_not_verified(tmp_path: Path) ->
     assert killed.verify(old) == "no manifest: written before manifests, not verified"
 
 
+
+def files_of(run_dir: Path) -> dict[str, bytes]:
+    return {p.relative_to(run_dir).as_posix(): p.read_bytes() for p in sorted(run_dir.rglob("*"))
+            if p.is_file()}
+
+
+def test_a_recheck_leaves_the_run_as_it_was_and_says_where_it_wrote(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`harness check RUN` writes its results.json and report.html in a new
+    RUN/rechecks/<time>/ and names it; `--write` writes them over the run's own."""
+    from harness.cli import main
+
+    run_dir = RunDir(tmp_path / "run")  # as a killed run left it: its journals only
+    run_dir.journals.mkdir(parents=True)
+    for p in (1, 2):  # two grants of one lock at once
+        run_dir.journal(p).write_text("".join(json.dumps({**op, "process": p}) + "\n"
+                                              for op in OPS))
+    run_dir.begin({"spec": {}, "status": "starting"})
+    run_dir.save_results({"valid": True, "checks": {}})
+    before = files_of(run_dir.path)
+    written = []
+    for _ in range(2):  # two in the same second: two directories
+        assert main(["check", str(run_dir.path)]) == 1
+        last = capsys.readouterr().out.splitlines()[-1]
+        assert last.startswith("wrote results.json and report.html beside the run, which is "
+                               f"unchanged: {run_dir.path / 'rechecks'}/"), last
+        written.append(RunDir(Path(last.rsplit(": ", 1)[1])))
+    assert files_of(run_dir.path) == {**before, **{
+        f"rechecks/{w.name}/{f}": (w.path / f).read_bytes() for w in written
+        for f in ("results.json", "report.html")}}
+    assert written[0] != written[1]
+    results = written[0].load_results()
+    assert results["valid"] is False and results["unverified"].startswith("no manifest")
+    page = written[0].report.read_text()
+    assert '<a href="../../results.json">results.json</a>' in page and "INVALID" in page
+    assert main(["check", "--write", str(run_dir.path)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"wrote results.json and report.html over the run's own: {run_dir.path}")
+    assert run_dir.load_results() == results
+    assert '<a href="results.json">results.json</a>' in run_dir.report.read_text()
+    assert run_dir.history.is_file()  # --write: the journals merged, as before
+
+
+@pytest.mark.parametrize("command", ["report", "export", "check"])
+def test_report_and_export_refuse_a_damaged_directory_as_check_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    from harness.cli import main
+
+    run_dir = sealed(tmp_path)
+    run_dir.save_results({"valid": True, "checks": {}})
+    flip(run_dir.journal(1))
+    before = files_of(run_dir.path)
+    assert main([command, str(run_dir.path)]) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert f"{run_dir.journal(1)} does not match the run's manifest" in err and "refused" in err
+    assert files_of(run_dir.path) == before
+
+
 # a real run, its damaged copies checked by the CLI ------------------------------------------
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int, str]]:

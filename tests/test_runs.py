@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.controller.store import RunDir
 from tests.harness_runs import alive, harness, history, own_rules, run
 
 pytestmark = pytest.mark.servers
@@ -144,9 +145,10 @@ def test_kill_9_of_the_controller_keeps_the_history_and_clean_removes_everything
 
     checked = harness("check", str(run_dir))
     assert checked.returncode == 2, checked.stdout + checked.stderr  # never VALID: cut short
-    assert json.loads((run_dir / "results.json").read_text())["valid"] == "unknown"
-    assert (run_dir / "history.jsonl").exists() and (run_dir / "results.json").exists()
-    assert "acquire" in (run_dir / "history.jsonl").read_text()
+    (recheck,) = RunDir(run_dir).rechecks()  # beside the run, which is left as it was
+    assert recheck.load_results()["valid"] == "unknown"
+    assert not (run_dir / "history.jsonl").exists() and not (run_dir / "results.json").exists()
+    assert "acquire" in recheck.report.read_text()
 
     cleaned = harness("clean", "--store", str(store))
     assert cleaned.returncode == 0, cleaned.stderr

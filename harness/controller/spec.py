@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from harness.controller.backends import check_backend
 from harness.controller.backends.ssh.hosts import check_fits
 from harness.controller.backends.ssh.hosts import environment_unmet as hosts_environment
@@ -25,7 +27,7 @@ from harness.controller.checking import checks_of
 from harness.controller.registry import Registry, default_registry, is_session_lock, requires
 from harness.controller.resolved import ResolvedTest, Role
 from harness.controller.resolved import make_db as make_db  # where search.py finds it
-from harness.controller.spec_keys import check_types
+from harness.controller.spec_keys import RESOLVED_KEYS, check_types
 from harness.controller.store import safe_name
 from harness.core import defaults
 from harness.core.capabilities import ClockFaults, patches_vdso
@@ -381,6 +383,17 @@ class TestSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def to_toml(self, leave: Iterable[str] = ()) -> str:
+        """The spec as a TOML file for ``harness run --config`` (``harness run
+        --print-config``): each key given a value (the lock's resolved ones and ``leave``
+        left out), the schedule as ``[[step]]`` tables."""
+        left = {*RESOLVED_KEYS, *leave, "schedule"}
+        data = {k.replace("_", "-"): v for k, v in self.to_dict().items()
+                if v is not None and v != {} and k not in left}
+        schedule = "" if self.schedule is None or "schedule" in leave else (
+            "\n" + self.fault_schedule().to_toml())
+        return tomli_w.dumps(data) + schedule
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], registry: Registry | None = None) -> TestSpec:

@@ -14,6 +14,8 @@
         pids.json       the processes the run started, for teardown and ``harness clean``
         manifest.json   what the finished run wrote: bytes, SHA-256 and ops (lines) of
                         history.jsonl and of each journal (``harness check`` verifies it)
+        rechecks/<YYYYmmddTHHMMSS>/   one ``harness check`` of the run: its results.json and
+                        report.html, beside the run's own (``--write``: over them)
     <store>/latest -> the newest run that started
     <store>/_explore/<test-name>/<YYYYmmddTHHMMSS>/     one harness explore
         summary.json, summary.txt    what was searched, found, shrunk, and how often it fails
@@ -57,6 +59,7 @@ from harness.core.journal import merge_journals
 LATEST = "latest"
 SUITES = "_suites"
 EXPLORE = "_explore"
+RECHECKS = "rechecks"
 RUN_TAIL_BYTES = 3  # a run directory's random tail: 6 hex digits
 NAME = re.compile(r"[^A-Za-z0-9_.+-]")
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -115,6 +118,18 @@ class RunDir:
 
     def log(self, name: str) -> Path:
         return self.logs / f"{name}.log"
+
+    def recheck(self) -> RunDir:
+        """A new ``rechecks/<stamp>/`` beside the run: where a re-check writes its
+        results.json and report.html (:attr:`results`, :attr:`report` of the directory
+        returned), leaving the run's own as they were."""
+        return RunDir(_new_dir(self.path / RECHECKS, time.strftime("%Y%m%dT%H%M%S"),
+                               "re-checks"))
+
+    def rechecks(self) -> list[RunDir]:
+        """The run's re-checks (:meth:`recheck`), the oldest first."""
+        d = self.path / RECHECKS
+        return [RunDir(p) for p in sorted(d.iterdir())] if d.is_dir() else []
 
     def client_log(self, process: int) -> Path:
         return self.logs / f"client-{process}.log"
@@ -211,16 +226,18 @@ class RunDir:
     def save_history(self, history: Sequence[Op]) -> None:
         write_history(self.history, history)
 
-    def load_history(self) -> list[Op]:
-        """history.jsonl, or the journals merged now (a run that died before merging), as a
-        list (:class:`~harness.core.checks.Shared`) whichever it is: what a reader of a stored
-        run (a plugin's test) has always been given."""
+    def load_history(self, *, save: bool = True) -> list[Op]:
+        """history.jsonl, or the journals merged now (a run that died before merging; written
+        as its history.jsonl unless not ``save``), as a list
+        (:class:`~harness.core.checks.Shared`) whichever it is: what a reader of a stored run
+        (a plugin's test) has always been given."""
         if self.history.exists():  # read_history found it well-formed (a check need not again)
             return well_formed(read_history(self.history))
         if self.has_journals():
             merged = Shared(merge_journals(self.journals.glob("*.jsonl")))
             merged.derived[TIME_ORDERED] = True
-            self.save_history(merged)
+            if save:
+                self.save_history(merged)
             return merged
         raise HarnessError(f"{self.path} has no history.jsonl and no journals")
 
@@ -290,6 +307,20 @@ def _save(path: Path, data: Any) -> None:
         write_json(path, data)
     except OSError as e:
         raise HarnessError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _new_dir(base: Path, stamp: str, what: str) -> Path:
+    """A new directory ``base/<stamp>`` (``<stamp>-<n>`` when that one is taken), resolved."""
+    for n in range(100):
+        d = base / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            d.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        except OSError as err:
+            raise HarnessError(f"cannot create {d}: {err.strerror}") from None
+        return d.resolve()
+    raise HarnessError(f"too many {what} in {base} this second")
 
 
 def _sealed_name(name: str) -> bool:
@@ -372,34 +403,15 @@ class Store:
         """``<store>/_suites/<name>/<stamp>[-<label>]/``: beside the runs, so relative links to
         their reports hold when the store is copied or uploaded as one artifact. The label
         names a shard (``shard-2-of-4``) or a merge."""
-        base = self.root / SUITES / safe_name(suite_name)
         stamp = time.strftime("%Y%m%dT%H%M%S") + (f"-{safe_name(label)}" if label else "")
-        for n in range(100):
-            d = base / (stamp if n == 0 else f"{stamp}-{n}")
-            try:
-                d.mkdir(parents=True)
-            except FileExistsError:
-                continue
-            except OSError as err:
-                raise HarnessError(f"cannot create {d}: {err.strerror}") from None
-            return d.resolve()
-        raise HarnessError(f"too many suite runs in {base} this second")
+        return _new_dir(self.root / SUITES / safe_name(suite_name), stamp, "suite runs")
 
     def explore_dir(self, test_name: str) -> ExploreDir:
         """A new ``<store>/_explore/<test>/<stamp>/`` for one search."""
-        base = self.root / EXPLORE / safe_name(test_name)
-        stamp = time.strftime("%Y%m%dT%H%M%S")
-        for n in range(100):
-            d = base / (stamp if n == 0 else f"{stamp}-{n}")
-            try:
-                d.mkdir(parents=True)
-            except FileExistsError:
-                continue
-            except OSError as err:
-                raise HarnessError(f"cannot create {d}: {err.strerror}") from None
-            (d / "logs").mkdir()
-            return ExploreDir(d.resolve())
-        raise HarnessError(f"too many searches in {base} this second")
+        d = _new_dir(self.root / EXPLORE / safe_name(test_name),
+                     time.strftime("%Y%m%dT%H%M%S"), "searches")
+        (d / "logs").mkdir()
+        return ExploreDir(d)
 
     def suite_summaries(self) -> Iterator[Path]:
         yield from self.root.glob(f"{SUITES}/*/*/summary.json")

@@ -1,7 +1,8 @@
 """`harness check PATH...`: a history file (JSONL, EDN, a Jepsen log; checked for
-linearizability against a model, given or inferred from its ops) or a run directory (checked
-again with its workload's checkers, its report rewritten), each said in a line or a summary,
-and the exit code of the worst.
+linearizability against a model, given or inferred from its ops) or a run directory (verified
+against its manifest, checked again with its workload's checkers, and its results.json and
+report.html written beside it, in ``RUN/rechecks/<stamp>/``, the run left as it was; over the
+run's own with ``--write``), each said in a line or a summary, and the exit code of the worst.
 
 Its imports are few on purpose, as :mod:`harness.cli`'s: a check of a small file takes
 milliseconds, and scripts call it once per file."""
@@ -34,16 +35,16 @@ if TYPE_CHECKING:
 
 
 def check_paths(paths: Sequence[str | PathLike[str]], model: str | None,
-                limits: dict[str, Any]) -> int:
+                limits: dict[str, Any], write: bool = False) -> int:
     """``harness check PATH...``: each history file or run directory checked and said; the
     exit code of the worst. A path that cannot be checked is said in one line and the next one
     is checked (with one path, its error is the command's)."""
     if len(paths) == 1:
-        return check_one(paths[0], model, limits)
+        return check_one(paths[0], model, limits, write)
     worst = EXIT_VALID
     for path in paths:
         try:
-            code = check_one(path, model, limits)
+            code = check_one(path, model, limits, write)
         except (HarnessError, HistoryError) as e:  # said, and the next one is checked
             for line in str(e).splitlines() or [""]:
                 print(f"harness: {line}", file=sys.stderr)
@@ -55,14 +56,17 @@ def check_paths(paths: Sequence[str | PathLike[str]], model: str | None,
 SEVERITY = (EXIT_INVALID, EXIT_USAGE, EXIT_SETUP, EXIT_UNKNOWN, EXIT_VALID)  # worst first
 
 
-def check_one(path: str | PathLike[str], model: str | None, limits: dict[str, Any]) -> int:
-    """``path``: a str from :mod:`harness.check_argv`, a Path from argparse."""
+def check_one(path: str | PathLike[str], model: str | None, limits: dict[str, Any],
+              write: bool = False) -> int:
+    """``path``: a str from :mod:`harness.check_argv`, a Path from argparse. A run directory's
+    results and report go to a new re-check directory beside it (over its own: ``write``),
+    said in one line."""
     if os.path.isfile(path):  # a history file: only the checker and the reader are imported
         return check_file(path, model, limits)
 
     from pathlib import Path
 
-    from harness.controller.checking import check_run, exit_code
+    from harness.controller.checking import check_history, exit_code
     from harness.controller.store import open_run
     from harness.presentation.report import write_report
     from harness.presentation.runs import could_not, print_summary
@@ -77,15 +81,18 @@ def check_one(path: str | PathLike[str], model: str | None, limits: dict[str, An
     test = run.load_test()
     spec, status = test["spec"], str(test.get("status") or "starting")
     unverified = run.verify(test)  # a directory that does not match its manifest: exit 3
-    history = run.load_history()
+    history = run.load_history(save=write)
     error = test.get("error") if status != "complete" else None
-    results = check_run(run, spec, history, status=status, limits=limits,
-                        error=error if isinstance(error, str) else None)
+    results = check_history(history, spec, status=status, limits=limits,
+                            error=error if isinstance(error, str) else None)
     if unverified:  # no manifest to hold it to: said, the verdict as its status gives
         results["unverified"] = unverified
-        run.save_results(results)
-    write_report(run, spec, history, results)
-    print_summary(results, run, history=history)
+    to = run if write else run.recheck()
+    to.save_results(results)
+    write_report(run, spec, history, results, to)
+    print_summary(results, run, history=history, report=False)
+    where = "over the run's own" if write else "beside the run, which is unchanged"
+    print(f"wrote {to.results.name} and {to.report.name} {where}: {to.path}")
     code = exit_code(results)
     if code == EXIT_SETUP:
         print(f"harness: {could_not(results)}", file=sys.stderr)

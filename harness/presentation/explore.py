@@ -25,8 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-import tomli_w
-
 from harness.controller.progress import Progress
 from harness.controller.search import Outcome, Search, Space, Trial, check_limits, space_for
 from harness.controller.spec import TestSpec
@@ -397,12 +395,11 @@ def rerender(run: RunDir) -> None:
 
 def minimal_toml(spec: TestSpec, schedule: Schedule, where: Path) -> str:
     """The minimal schedule with the spec it fails under: ``harness run --config`` runs it."""
-    data = {k.replace("_", "-"): v for k, v in spec.to_dict().items()
-            if v is not None and v != {} and k not in ("store", "schedule", "name")}
     head = (f"# Found by harness explore ({where}).\n"
             f"# Run it again: harness run --config minimal.toml\n"
             f"# The menu's faults stay in `nemesis` so the servers are set up as in the "
             f"search\n# (e.g. under libfaketime for clock faults); the [[step]] tables are what "
             f"runs.\n")
-    return head + tomli_w.dumps(data) + "\n" + schedule.to_toml()
+    return (head + spec.to_toml(leave=("store", "schedule", "name")) + "\n"
+            + schedule.to_toml())
 

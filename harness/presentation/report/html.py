@@ -418,8 +418,12 @@ def spec_section(spec: dict[str, Any], test: dict[str, Any]) -> str:
 
 
 def files(logs: list[str], present: list[str]) -> str:
-    log_links = " ".join(f'<a href="logs/{e(n)}">{e(n)}</a>' for n in logs) or "none"
-    file_links = " ".join(f'<a href="{e(n)}">{e(n)}</a>' for n in present)
+    """Links to the run's logs and files, each by its path from the page, named by its name."""
+    def link(href: str) -> str:
+        return f'<a href="{e(href)}">{e(href.rsplit("/", 1)[-1])}</a>'
+
+    log_links = " ".join(map(link, logs)) or "none"
+    file_links = " ".join(map(link, present))
     return (f'<section id="files"><h2>Files</h2><p>Node and client logs: {log_links}</p>'
             f"<p>Run: {file_links}</p></section>")
 

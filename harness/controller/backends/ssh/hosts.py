@@ -50,6 +50,7 @@ HOST_KEYS = ("name", "address", "ssh", "port", "user", "key", "known-hosts", "ju
 DEFAULT_KEYS = tuple(k for k in HOST_KEYS if k not in ("name", "address", "ssh"))
 TOP_KEYS = ("defaults", "hosts", "resource", "clients", "made-by")
 JUMP_KEYS = ("address", "user", "port", "key")
+CLIENT_KEYS = ("addresses", "interface")
 DEFAULT_DIR = "/var/lib/lock-harness"
 MAX_CLIENT_ADDRESSES = 4096
 
@@ -294,8 +295,8 @@ def _unique(hosts: list[Host], resource: Host | None, problems: _Problems) -> No
 def _clients(value: Any, problems: _Problems) -> ClientAddresses | None:
     table = _table(value, "[clients]", problems)
     for key in table:
-        if key not in ("addresses", "interface"):
-            problems.add("[clients]", f"unknown key {key!r}: use addresses, interface")
+        if key not in CLIENT_KEYS:
+            problems.add("[clients]", f"unknown key {key!r}: use {', '.join(CLIENT_KEYS)}")
     interface = table.get("interface")
     if interface is not None and (not isinstance(interface, str) or not interface
                                   or "/" in interface or " " in interface):
