@@ -96,8 +96,10 @@ class Row:
     def line(self) -> str:
         """The row in one line, as JUnit's property and the console say it."""
         wrong = "; ".join(f"seed {s}: {w}" for s, w in self.wrong)
-        return (f"right in {self.rate()} (95% Wilson), first violation median "
-                f"{self.first_violation()}" + (f"; wrong: {wrong}" if wrong else ""))
+        first = self.first_violation()
+        found = "no violation" if first == "-" else f"first violation median {first}"
+        return f"right in {self.rate()} (95% Wilson), {found}" + (
+            f"; wrong: {wrong}" if wrong else "")
 
     def record(self) -> dict[str, Any]:
         lo, hi = self.interval
