@@ -413,7 +413,8 @@ def run_entry(entry: Entry, store: Path, log_dir: Path) -> Outcome:
         verdict = "interrupted"
     if verdict in ("error", "interrupted") and not first:
         first = last_line(child.output)
-    at = violation_at(run_dir.load_results()) if run_dir and verdict == "invalid" else None
+    at = (violation_at(run_dir.load_results()) if run_dir is not None and verdict == "invalid"
+          else None)
     return Outcome(entry, verdict, child.code, seconds, run_dir, child.output, first, log, at)
 
 
