@@ -46,6 +46,8 @@ def test_bad_seeds_exit_64_before_anything_runs(tmp_path: Path) -> None:
     proc = harness("suite", str(LITERATURE), "--seeds", "20-1", "--store", str(tmp_path / "s"))
     assert proc.returncode == 64, proc.stderr
     assert proc.stderr.strip() == "harness: --seeds '20-1': the range 20-1 runs backwards"
+    proc = harness("suite", "merge", str(tmp_path), "--seeds", "1-2")
+    assert proc.returncode == 64 and "not --shard, --seeds" in proc.stderr
     assert not (tmp_path / "s").exists()
 
 
