@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from harness.controller.store import RunDir
 from harness.core.errors import UsageError
 from harness.presentation import suite as suite_mod
-from harness.presentation.suite import Outcome, parse, parse_seeds, violation_at
+from harness.presentation.suite import Outcome, parse, parse_seeds, unshown, violation_at
 from harness.presentation.suite_detection import rows, table, wilson
 from harness.presentation.suite_output import write_outputs
 from tests.test_suite import harness
@@ -91,6 +91,30 @@ def test_wilson_holds_the_rate_inside_zero_one(kn: tuple[int, int]) -> None:
 def test_a_rate_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError):
         wilson(3, 2)
+
+
+def test_a_row_must_show_what_it_is_for() -> None:
+    """``shows``: a fencing row VALID without a stale write rejected proved nothing."""
+    s = parse({"run": [{"lock": "redis-fenced", "workload": "fenced", "nemesis": "pause",
+                        "shows": ["fencing.stale-rejected"], "expect": "valid"}]},
+              Path("f.toml")).reseeded([1, 2])
+    e = s.entries[0]
+    assert e.options["shows"] == ["fencing.stale-rejected"] and "shows" not in e.command()
+    assert e.spec(Path("/tmp/s")).lock == "redis-fenced"
+    assert e.row() == s.entries[1].row() and e.row() != parse({"run": [{
+        "lock": "redis-fenced", "workload": "fenced", "nemesis": "pause", "expect": "valid"}]},
+        Path("g.toml")).entries[0].row()
+    figures = ["fencing.stale-rejected", "mutex.lock-overlap-count"]
+    shown = {"checks": {"fencing": {"stale-rejected": 2}, "mutex": {"lock-overlap-count": 1}}}
+    assert unshown(figures, shown) == ""
+    shown["checks"]["fencing"]["stale-rejected"] = 0
+    assert unshown(figures, shown) == ("fencing.stale-rejected = 0: the run never showed what "
+                                       "the row is for")
+    assert unshown(["linearizable.ops"], shown).startswith("linearizable.ops = None")
+    for bad in ("fencing", ["fencing"], ["Fencing.x"], [3]):
+        with pytest.raises(UsageError, match="shows must be"):
+            parse({"run": [{"nemesis": "none", "shows": bad, "expect": "valid"}]},
+                  Path("b.toml"))
 
 
 def test_the_time_of_the_first_violation() -> None:
@@ -169,22 +193,33 @@ def test_the_literature_suite_gives_every_row_a_reason() -> None:
 @pytest.mark.servers
 @pytest.mark.skipif(shutil.which("redis-server") is None,
                     reason="redis-server missing: run `bash setup.sh`")
-def test_two_rows_over_two_seeds_on_redis(tmp_path: Path) -> None:
-    two = tmp_path / "two.toml"
-    two.write_text('name = "two"\n[defaults]\ntime-limit = 6\nseed = 9\n'
-                   '[[run]]\nnemesis = "none"\nexpect = "valid"\nreason = "no fault"\n'
-                   '[[run]]\nnemesis = "pause"\nexpect = "invalid"\nreason = "a lease"\n')
+def test_three_rows_over_two_seeds_on_redis(tmp_path: Path) -> None:
+    """The third row is a fencing row with no fault: VALID, but with no stale write to reject
+    it proved nothing, and ``shows`` counts it as unknown."""
+    rows_toml = tmp_path / "three.toml"
+    rows_toml.write_text(
+        'name = "three"\n[defaults]\ntime-limit = 6\nseed = 9\n'
+        '[[run]]\nnemesis = "none"\nexpect = "valid"\nreason = "no fault"\n'
+        '[[run]]\nnemesis = "pause"\nexpect = "invalid"\nreason = "a lease"\n'
+        '[[run]]\nlock = "redis-fenced"\nworkload = "fenced"\nnemesis = "none"\n'
+        'shows = ["fencing.stale-rejected"]\nexpect = "valid"\n')
     store = tmp_path / "results"
-    proc = harness("suite", str(two), "--seeds", "1-2", "--store", str(store), "--jobs", "2")
+    proc = harness("suite", str(rows_toml), "--seeds", "1-2", "--store", str(store),
+                   "--jobs", "2")
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
-    assert "4 local run(s), 2 at a time" in out
+    assert proc.returncode == 1, out
+    assert "6 local run(s), 2 at a time" in out
     assert "| 1 | redis redis-setnx mutex none | valid | 2/2 [0.34, 1.00] | - | no fault |" in out
-    [summary] = store.glob("_suites/two/*/summary.json")
+    [summary] = store.glob("_suites/three/*/summary.json")
     data = json.loads(summary.read_text())
-    assert sorted(r["options"]["seed"] for r in data["runs"]) == [1, 1, 2, 2]
+    assert sorted(r["options"]["seed"] for r in data["runs"]) == [1, 1, 1, 2, 2, 2]
     paused = data["detection"][1]
     assert (paused["right"], paused["runs"], paused["wrong"]) == (2, 2, [])
     assert paused["timed"] == 2 and 0 < paused["median-first-violation-s"] < 6
     assert f"| 2 | redis redis-setnx mutex pause | invalid | 2/2 [0.34, 1.00] | " \
            f"{paused['median-first-violation-s']:.1f} s (2 of 2) | a lease |" in out
+    fenced = data["detection"][2]
+    assert (fenced["right"], fenced["runs"]) == (0, 2)
+    assert [w["why"] for w in fenced["wrong"]] == [
+        "UNKNOWN: VALID, but fencing.stale-rejected = 0: the run never showed what the row is "
+        "for"] * 2

@@ -13,6 +13,10 @@ A suite file is ``[[run]]`` tables whose keys are ``harness run``'s long options
     seeds = [1, 2]                        # or seed = 1; neither: a random seed, recorded
     expect = "invalid"                    # valid | invalid
     reason = "a lease expires under its frozen holder"   # optional: why, in one line
+    shows = ["mutex.lock-overlap-count"]  # optional: figures of results.json that must be > 0
+
+A row with ``shows`` is right only when its run shows what it is for: a fencing row VALID with
+no stale write rejected proved nothing about fencing, and counts as unknown.
 
 ``harness suite FILE --seeds 1-20`` runs every row (an entry but its seed) under each of those
 seeds instead of the file's, and shows how often each row was right (:mod:`suite_detection`).
@@ -58,6 +62,8 @@ RUN_KEYS = ("db", "lock", "workload", "nemesis", "backend", "nodes", "clients", 
 NEMESIS_OPT = "nemesis-opt"  # a table {key = value} or a list of "key=value"; repeated flags
 LOCK_OPT = "lock-opt"  # the same, for the lock's declared options
 OPTION_TABLES = {NEMESIS_OPT: "nemesis_options", LOCK_OPT: "lock_options"}
+SHOWS = "shows"  # figures ("check.figure") a run must show > 0 for its verdict to count
+FIGURE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z][a-z0-9-]*$")
 AXES = ("db", "lock", "workload", "nemesis", "resource-mode", "backend")
 EXPECTS = ("valid", "invalid")
 EXIT_VERDICTS = {0: "valid", 1: "invalid", 2: "unknown"}
@@ -309,7 +315,7 @@ MAX_RUNS = 2_000  # runs in one suite: the nightly is about 60; 2,000 runs take 
 def expand(table: dict[str, Any], where: str) -> list[tuple[dict[str, Any], str]]:
     """One [[run]] table -> (options, expect) for each point of its matrix, validated."""
     norm = {k.replace("_", "-"): v for k, v in table.items() if k != "reason"}
-    allowed = {*RUN_KEYS, *OPTION_TABLES, "seeds", "expect", "reason"}
+    allowed = {*RUN_KEYS, *OPTION_TABLES, "seeds", "expect", "reason", SHOWS}
     unknown = sorted(set(norm) - allowed)
     if unknown:
         raise UsageError(f"{where}: unknown key {unknown[0]!r}: use "
@@ -319,6 +325,11 @@ def expand(table: dict[str, Any], where: str) -> list[tuple[dict[str, Any], str]
         raise UsageError(f"{where}: expect must be \"valid\" or \"invalid\", got {expect!r}")
     if "seed" in norm and "seeds" in norm:
         raise UsageError(f"{where}: give seed or seeds, not both")
+    shows = norm.get(SHOWS, [])
+    if not isinstance(shows, list) or not all(isinstance(f, str) and FIGURE.match(f)
+                                              for f in shows):
+        raise UsageError(f"{where}: shows must be a list of figures of results.json, "
+                         f"\"check.figure\" (e.g. \"fencing.stale-rejected\"), got {shows!r}")
     seeds = norm.pop("seeds", None)
     if seeds is not None and (not isinstance(seeds, list) or not seeds):
         raise UsageError(f"{where}: seeds must be a non-empty list of integers")
@@ -379,7 +390,7 @@ def option_table(options: dict[str, Any], key: str) -> dict[str, str]:
 
 def spec_of(options: dict[str, Any], store: Path | None = None) -> TestSpec:
     """The spec of one entry, validated as ``harness run`` validates its flags."""
-    spec = {k: v for k, v in options.items() if k not in OPTION_TABLES}
+    spec = {k: v for k, v in options.items() if k not in OPTION_TABLES and k != SHOWS}
     for table, key in OPTION_TABLES.items():
         if table in options:
             spec[key] = option_table(options, table)
@@ -413,9 +424,24 @@ def run_entry(entry: Entry, store: Path, log_dir: Path) -> Outcome:
         verdict = "interrupted"
     if verdict in ("error", "interrupted") and not first:
         first = last_line(child.output)
-    at = (violation_at(run_dir.load_results()) if run_dir is not None and verdict == "invalid"
-          else None)
+    results = run_dir.load_results() if run_dir is not None and verdict in (
+        "valid", "invalid") else {}
+    not_shown = unshown(entry.options.get(SHOWS) or [], results) if results else ""
+    if not_shown:
+        verdict, first = "unknown", f"{verdict.upper()}, but {not_shown}"
+    at = violation_at(results) if verdict == "invalid" else None
     return Outcome(entry, verdict, child.code, seconds, run_dir, child.output, first, log, at)
+
+
+def unshown(figures: list[str], results: dict[str, Any]) -> str:
+    """What a run was to show and did not: the first of ``figures`` ("check.figure") not
+    above 0 in its results, said in words ("" when every one is)."""
+    for figure in figures:
+        check, key = figure.split(".", 1)
+        value = ((results.get("checks") or {}).get(check) or {}).get(key)
+        if not isinstance(value, int | float) or value <= 0:
+            return f"{figure} = {value}: the run never showed what the row is for"
+    return ""
 
 
 def violation_at(results: dict[str, Any]) -> float | None:
