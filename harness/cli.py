@@ -383,12 +383,12 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from harness.presentation.parallel import check_jobs
-    from harness.presentation.suite import load, numbers, parse_shard
+    from harness.presentation.suite import load, numbers, parse_seeds, parse_shard
 
     if args.paths[0] == "merge":
-        if args.shard is not None or args.dry_run or args.jobs is not None:
+        if args.shard is not None or args.dry_run or args.jobs is not None or args.seeds:
             raise UsageError("suite merge takes DIR... [--store DIR] [--junit PATH], not "
-                             "--shard, --jobs or --dry-run")
+                             "--shard, --seeds, --jobs or --dry-run")
         if len(args.paths) < 2:
             raise UsageError("suite merge needs the directories the shards wrote")
         return suite_merge([Path(p) for p in args.paths[1:]], args.store, args.junit)
@@ -396,8 +396,11 @@ def cmd_suite(args: argparse.Namespace) -> int:
         raise UsageError(f"suite takes one file, got {len(args.paths)} (to merge shards: "
                          "harness suite merge DIR...)")
     path = Path(args.paths[0])
+    seeds = parse_seeds(args.seeds) if args.seeds is not None else None
     jobs = check_jobs(args.jobs)
     suite = load(path)
+    if seeds is not None:
+        suite = suite.reseeded(seeds)
     if args.shard is not None:
         suite = suite.sharded(parse_shard(args.shard))
         print(f"suite {suite.title}: {len(suite.entries)} of {suite.total} run(s) from {path}, "
@@ -446,7 +449,7 @@ def suite_merge(dirs: list[Path], store: Path, junit: Path | None) -> int:
 def suite_finish(suite: Suite, outcomes: list[Outcome], started: float, out_dir: Path,
                  junit: Path | None) -> int:
     """Write the suite's JUnit XML, index page and summary; print the tally; the exit code."""
-    from harness.presentation import suite_output
+    from harness.presentation import suite_detection, suite_output
     from harness.presentation.suite import exit_code
 
     junit_path = junit if junit is not None else out_dir / "junit.xml"
@@ -454,6 +457,9 @@ def suite_finish(suite: Suite, outcomes: list[Outcome], started: float, out_dir:
         suite_output.write_outputs(out_dir, junit_path, suite, outcomes, started)
     except OSError as err:
         raise HarnessError(f"cannot write the suite's results: {err}") from None
+    found = suite_detection.rows(outcomes)
+    if any(len(r.runs) > 1 for r in found):
+        print("\n".join(suite_detection.table(found)))
     total = len(outcomes)
     differ = sum(1 for o in outcomes if not o.as_expected)
     print(f"suite {suite.title}: {total - differ} of {total} as expected"

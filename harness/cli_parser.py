@@ -252,6 +252,9 @@ def build_parser(only: str | None = None) -> Parser:
                         "shards wrote (or directories holding them, e.g. downloaded artifacts)")
         su.add_argument("--shard", metavar="I/N", help="run only the I-th of N parts of the suite "
                         "(deterministic, balanced by estimated time; for CI machines in parallel)")
+        su.add_argument("--seeds", metavar="LIST", help="run every row (an entry but its "
+                        "seed) under each of these seeds instead of the file's: 1-20, 3, "
+                        "1,4,7-9; the summary says how often each row was right")
         su.add_argument("--junit", type=Path, help="JUnit XML path (default: in the suite's "
                         "directory under the store)")
         su.add_argument("--store", type=Path, default=Path("results"),

@@ -11,7 +11,10 @@ whose shape is data (option ``partition-shape``, Jepsen's grudge), each shape a 
   the run would pass having tested nothing;
 - ``leader``: cut the current leader (the DB's own probe, ``HasLeader``, right before each
   fault) off from the other nodes; it keeps its clients: a minority leader steps down, the
-  majority elects a new one;
+  majority elects a new one, and its clients move there with their sessions. Target
+  ``holder`` (``partition-leader:holder``) puts the lock's holder on the leader's side: its
+  session lives on a leader about to step down, expires on the majority mid-hold, and a lock
+  that works on makes late writes (what a fencing row must show rejected);
 - ``minority``: cut a minority of the DB nodes off from every client and node. The partitions
   among nodes do not touch a lock whose nodes never talk to each other (Redlock's masters): for
   those what matters is which nodes the *clients* reach. Every client still reaches a majority,
@@ -71,10 +74,16 @@ def among_nodes(kind: str) -> Callable[[NemesisContext, str | None], Picked]:
 
 
 def leader(ctx: NemesisContext, target: str | None) -> Picked:
+    """The leader cut off from the other nodes; with target ``holder`` the lock's holder on
+    its side too (cut from the others, its link to the leader kept): the holder's session
+    lives only on a leader about to step down, so it expires on the majority mid-hold."""
+    holder = client_target(ctx, "holder") if target == "holder" else []
     found = node_target(ctx, "leader")
-    if found is None or len(ctx.nodes) < 2:
-        return None  # an election under way: try again at the next turn
-    return found, topology.cuts(topology.isolate([n.name for n in ctx.nodes], found[0]))
+    if found is None or holder is None or len(ctx.nodes) < 2:
+        return None  # an election under way (or nobody holds): try again at the next turn
+    names = [n.name for n in ctx.nodes]
+    cuts = topology.cuts(topology.isolate(names, found[0]))
+    return [*holder, *found], cuts + [(c, n) for c in holder for n in names if n != found[0]]
 
 
 def minority(ctx: NemesisContext, target: str | None) -> Picked:
@@ -143,8 +152,9 @@ SHAPES: dict[str, Shape] = {
                     targets=CLIENT_TARGETS, cuts_clients=True),
     **{kind: Shape(f"partition the DB nodes: {kind}", among_nodes(kind), NODES, sides,
                    min_nodes=2) for kind in topology.KINDS},
-    "leader": Shape("cut the current leader off from the other DB nodes, past the TTL", leader,
-                    (HasLeader, Iptables), cutting_off, min_nodes=2),
+    "leader": Shape("cut the current leader off from the other DB nodes, past the TTL "
+                    "(target holder: the lock's holder with it)", leader,
+                    (HasLeader, Iptables), cutting_off, targets=("holder",), min_nodes=2),
     "minority": Shape("cut a minority of DB nodes off from every client and node, past the TTL",
                       minority, (Iptables, ClientLinks), cutting_off, record="cut-off",
                       cuts_clients=True, min_nodes=3),
@@ -220,7 +230,7 @@ class Partition(BaseNemesis):
         self._cuts = [] if picked is None else picked[1]
         self._aim = None
         if picked is not None and (target or "holder") == "holder" and \
-                SHAPES[self._shape].targets and len(picked[0]) == 1:
+                SHAPES[self._shape].targets:
             p = client_of(picked[0][0])  # a shape aimed at the holder: the hold it meant
             self._aim = None if p is None else (p, ctx.live.held_since(p))
         return None if picked is None else picked[0]

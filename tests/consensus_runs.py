@@ -37,7 +37,8 @@ class RunResult:
     def story(self) -> str:
         """The output, then what a failed assertion needs once the CI machine (and the run's
         directory) is gone: every grant with its token, every release's end and the faults,
-        in order, and each node's role changes from its log."""
+        in order, and each node's role changes from its log, with the truncations of its
+        log (ZooKeeper 3.8.0 can truncate committed transactions: docs/detection.md)."""
         lines = [self.output, "grants (process:token), releases and faults, in order:"]
         for op in self.history:
             t = f"{op['time'] / 1e9:7.3f} s"
@@ -50,7 +51,8 @@ class RunResult:
                              f"{op.get('error') or ''}".rstrip())
         for log in sorted((self.run_dir / "logs").glob("n*")):
             roles = [x for x in log.read_text(errors="replace").splitlines()
-                     if any(w in x for w in ("- LEADING", "- FOLLOWING", "- LOOKING"))]
+                     if any(w in x for w in ("- LEADING", "- FOLLOWING", "- LOOKING",
+                                             "Truncating log", "different epoch"))]
             lines += [f"{log.name}:", *(f"  {x[:160]}" for x in roles[-12:])]
         return "\n".join(lines)
 

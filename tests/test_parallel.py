@@ -190,5 +190,5 @@ def test_bad_jobs_is_one_line_before_anything_runs(tmp_path: Path) -> None:
     assert proc.returncode == 64
     assert proc.stderr.strip() == "harness: --jobs must be 1 to 64 runs at once, got -2"
     proc = harness("suite", "merge", str(tmp_path), "--jobs", "2")
-    assert proc.returncode == 64 and "not --shard, --jobs or --dry-run" in proc.stderr
+    assert proc.returncode == 64 and "not --shard, --seeds, --jobs or --dry-run" in proc.stderr
     assert not store.exists()

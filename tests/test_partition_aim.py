@@ -126,3 +126,34 @@ def test_a_cut_aimed_at_a_waiter_is_not_checked_against_a_hold() -> None:
     assert targets == ["c2"]
     nem.start(ctx, targets)
     assert [k for k, _ in ctx.cluster.log] == ["cut"] and nem.detail() is None
+
+
+class Leader:
+    """The DB's leader probe (``HasLeader``): n2 leads."""
+
+    def leader(self, nodes: Any) -> str | None:
+        return "n2"
+
+
+def test_the_leader_cut_off_with_the_holder_on_its_side() -> None:
+    """``partition-leader:holder``: the leader cut from the other nodes, and the holder from
+    them too, its link to the leader kept: its session lives only on a leader about to step
+    down. A holder that let go before the cut landed is replaced by the holder then."""
+    ctx = context(Live({1: 0.5}, [{3: 0.9}, {3: 0.9}]))
+    ctx.nodes = [SimpleNamespace(name=n) for n in ("n1", "n2", "n3")]
+    ctx.db = Leader()
+    nem = nemesis("partition-leader")
+    nem.check_target("holder")
+    targets = nem.select(ctx, "holder")
+    assert targets == ["c1", "n2"]
+    nem.start(ctx, targets)
+    assert targets == ["c3", "n2"]
+    assert [k for k, _ in ctx.cluster.log] == ["cut", "heal", "cut"]
+    assert sorted(ctx.cluster.log[-1][1]) == [("c3", "n1"), ("c3", "n3"), ("n1", "n2"),
+                                              ("n2", "n3")]
+    assert nem.expect(ctx, targets) == {"cut-off": [3]}
+    assert nem.detail() == {"cut": [list(c) for c in ctx.cluster.log[-1][1]], "missed": [1]}
+    plain = nemesis("partition-leader")
+    assert plain.select(ctx, None) == ["n2"]  # no target: the leader alone, as before
+    with pytest.raises(ValueError, match="waiter"):
+        nem.check_target("waiter")

@@ -45,18 +45,30 @@ def test_the_znode_sequence_number_fences_off_the_paused_holder(store: Path) -> 
 
 
 @needs_root
-def test_cutting_the_leader_off_elects_another_and_fencing_keeps_data_safe(
+def test_cutting_the_leader_off_with_the_holder_elects_another_and_fencing_keeps_data_safe(
         store: Path) -> None:
     """Servers dial each other from 127.0.0.1; the local backend rewrites their source address
-    (netfilter.source_nat), so a cut between two servers really cuts them."""
-    r = run(store, "--db", "zookeeper", "--lock", "zookeeper-listener", "--workload", "fenced",
-            "--nemesis", "partition-leader", "--time-limit", "12", "--seed", "3")
-    assert r.code == 0, r.story()  # CI of 5b4f7f1: tokens 1 and 3 granted again at 12.9 s
+    (netfilter.source_nat), so a cut between two servers really cuts them. The holder is cut
+    off with the leader (``partition-leader:holder``): the leader steps down (syncLimit, 1 s),
+    the majority elects another and expires the holder's session (ttl 1 s) while it works on
+    (holds of 4-5 s), and its late write must be rejected (seeds 1-20: 1-3 in each). A leader
+    cut alone made none but the writes of tokens ZooKeeper resurrected (zookeeper-listener,
+    70 runs): its holder moves to a follower with its session, and the listener stops it at
+    SUSPENDED anyway. Tokens that go back here are
+    ZooKeeper 3.8.0 losing committed transactions (seed 18 of 50, docs/detection.md): the
+    story shows a node "Truncating log" behind a leader of a newer epoch but older data."""
+    r = run(store, "--db", "zookeeper", "--lock", "zookeeper", "--workload", "fenced",
+            "--nemesis", "partition-leader:holder", "--ttl", "1", "--hold", "4-5",
+            "--time-limit", "15", "--seed", "3")
+    assert r.code == 0, r.story()
     faults = r.test["faults"]
-    assert faults and all(f["targets"][0] in ("n1", "n2", "n3") for f in faults)
+    assert faults and all(f["targets"][0].startswith("c") and f["targets"][1] in
+                          ("n1", "n2", "n3") for f in faults)
     leading = sum(log.read_text().count("- LEADING\n") for log in (r.run_dir / "logs").glob("n*"))
     assert leading >= 2, "cutting the leader off should have made another node lead"
-    assert r.check("fencing")["writes-accepted"] > 0
+    fencing = r.check("fencing")
+    assert fencing["writes-accepted"] > 0 and fencing["stale-accepted-count"] == 0
+    assert fencing["stale-rejected"] >= 1, r.story()
     run_id = r.test["run_id"].replace("/", ":")
     assert not [x for t in ("filter", "nat") for x in netfilter.rules(t) if run_id in x]
 

@@ -12,6 +12,14 @@ A suite file is ``[[run]]`` tables whose keys are ``harness run``'s long options
     nemesis = "pause"                     # "pause,kill" is one combined nemesis, not two runs
     seeds = [1, 2]                        # or seed = 1; neither: a random seed, recorded
     expect = "invalid"                    # valid | invalid
+    reason = "a lease expires under its frozen holder"   # optional: why, in one line
+    shows = ["mutex.lock-overlap-count"]  # optional: figures of results.json that must be > 0
+
+A row with ``shows`` is right only when its run shows what it is for: a fencing row VALID with
+no stale write rejected proved nothing about fencing, and counts as unknown.
+
+``harness suite FILE --seeds 1-20`` runs every row (an entry but its seed) under each of those
+seeds instead of the file's, and shows how often each row was right (:mod:`suite_detection`).
 
 ``expect = "invalid"`` is a real test: a lock known to be unsafe under a fault must still be
 caught, or the harness has stopped finding bugs. Each run is a child process of its own (the
@@ -54,11 +62,14 @@ RUN_KEYS = ("db", "lock", "workload", "nemesis", "backend", "nodes", "clients", 
 NEMESIS_OPT = "nemesis-opt"  # a table {key = value} or a list of "key=value"; repeated flags
 LOCK_OPT = "lock-opt"  # the same, for the lock's declared options
 OPTION_TABLES = {NEMESIS_OPT: "nemesis_options", LOCK_OPT: "lock_options"}
+SHOWS = "shows"  # figures ("check.figure") a run must show > 0 for its verdict to count
+FIGURE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z][a-z0-9-]*$")
 AXES = ("db", "lock", "workload", "nemesis", "resource-mode", "backend")
 EXPECTS = ("valid", "invalid")
 EXIT_VERDICTS = {0: "valid", 1: "invalid", 2: "unknown"}
 OVERHEAD_S = 5.0  # start-up, quiesce, teardown, checking: measured 2 s (redis) to 5 s (zookeeper)
 SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+SEED_PART = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 
 @dataclass
@@ -69,6 +80,7 @@ class Entry:
     options: dict[str, Any]
     expect: str
     source: int  # which [[run]] table (1-based) it came from
+    reason: str = ""  # why the literature predicts the verdict (the table's ``reason``)
 
     @property
     def time_limit(self) -> float:
@@ -85,13 +97,18 @@ class Entry:
                                sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
-    def label(self) -> str:
+    def row(self) -> str:
+        """Which row it is a seed of: the digest of its options but the seed, and its
+        expectation (the entries ``--seeds`` makes of one row share it)."""
+        return Entry(0, unseeded(self.options), self.expect, 0).digest()
+
+    def label(self, seed: bool = True) -> str:
         o = self.options
-        seed = f" seed {o['seed']}" if "seed" in o else ""
+        seed_text = f" seed {o['seed']}" if seed and "seed" in o else ""
         resource = "".join(f" {o[k]}" for k in ("resource", "resource-mode", "backend")
                            if k in o)
         return (f"{o.get('db', 'redis')} {lock_of(o)} "
-                f"{o.get('workload', 'mutex')} {o.get('nemesis', 'pause')}{resource}{seed}")
+                f"{o.get('workload', 'mutex')} {o.get('nemesis', 'pause')}{resource}{seed_text}")
 
     def command(self) -> str:
         """The ``harness run`` line a person types to repeat this entry."""
@@ -114,6 +131,7 @@ class Outcome:
     output: str
     first_violation: str = ""
     log: Path | None = None
+    violation_at: float | None = None  # seconds into the run of its first violation, if timed
 
     @property
     def as_expected(self) -> bool:
@@ -182,6 +200,21 @@ class Suite:
         shared = sum(e.estimate() for e in self.entries if local(e))
         return shared / max(1, jobs) + self.estimate() - shared
 
+    def reseeded(self, seeds: list[int]) -> Suite:
+        """Every row (the entries that differ only in their seed are one) under each of
+        ``seeds``, in the file's order: ``--seeds``."""
+        rows: dict[str, Entry] = {}
+        for e in self.entries:
+            rows.setdefault(e.row(), e)
+        if len(rows) * len(seeds) > MAX_RUNS:
+            raise UsageError(f"--seeds: {len(rows)} row(s) x {len(seeds)} seed(s) is more than "
+                             f"{MAX_RUNS:,} runs (split the suite, or shard it with --shard)")
+        entries = [Entry(0, {**unseeded(e.options), "seed": s}, e.expect, e.source, e.reason)
+                   for e in rows.values() for s in seeds]
+        for number, e in enumerate(entries, 1):
+            e.number = number
+        return Suite(self.name, self.path, entries)
+
     def sharded(self, shard: Shard) -> Suite:
         """The part ``shard`` runs: the same on every machine that reads the same file."""
         if self.shard is not None:
@@ -207,6 +240,29 @@ def assign(entries: list[Entry], count: int) -> list[list[Entry]]:
         parts[i].append(e)
         loads[i] += e.estimate()
     return [sorted(p, key=lambda e: e.number) for p in parts]
+
+
+def unseeded(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if k != "seed"}
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``--seeds``: ``1-20``, ``3``, ``1,4,7-9``: the seeds in the order given, each once."""
+    seeds: dict[int, None] = {}
+    for part in text.split(","):
+        m = SEED_PART.match(part)
+        if not m:
+            raise UsageError(f"--seeds {text!r}: expected seeds and ranges of seeds, e.g. 1-20, "
+                             "3 or 1,4,7-9")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise UsageError(f"--seeds {text!r}: the range {part.strip()} runs backwards")
+        if hi - lo >= MAX_RUNS:
+            raise UsageError(f"--seeds {text!r}: more than {MAX_RUNS:,} seeds")
+        seeds.update(dict.fromkeys(range(lo, hi + 1)))
+    if len(seeds) > MAX_RUNS:
+        raise UsageError(f"--seeds {text!r}: more than {MAX_RUNS:,} seeds")
+    return list(seeds)
 
 
 def numbers(entries: list[Entry]) -> str:
@@ -241,8 +297,12 @@ def parse(data: dict[str, Any], path: Path) -> Suite:
         raise UsageError(f"suite {path}: [defaults] must be a table")
     suite = Suite(str(data.get("name") or path.stem), path)
     for i, table in enumerate(runs, 1):
-        for options, expect in expand({**defaults, **table}, f"{path} [[run]] #{i}"):
-            suite.entries.append(Entry(len(suite.entries) + 1, options, expect, i))
+        where = f"{path} [[run]] #{i}"
+        reason = table.get("reason", "") if isinstance(table, dict) else ""
+        if not isinstance(reason, str):
+            raise UsageError(f"{where}: reason must be a line of text, got {reason!r}")
+        for options, expect in expand({**defaults, **table}, where):
+            suite.entries.append(Entry(len(suite.entries) + 1, options, expect, i, reason))
         if len(suite.entries) > MAX_RUNS:
             raise UsageError(f"suite {path}: more than {MAX_RUNS:,} runs; a suite holds at "
                              f"most {MAX_RUNS:,} (split it, or shard it with --shard)")
@@ -254,8 +314,8 @@ MAX_RUNS = 2_000  # runs in one suite: the nightly is about 60; 2,000 runs take 
 
 def expand(table: dict[str, Any], where: str) -> list[tuple[dict[str, Any], str]]:
     """One [[run]] table -> (options, expect) for each point of its matrix, validated."""
-    norm = {k.replace("_", "-"): v for k, v in table.items()}
-    allowed = {*RUN_KEYS, *OPTION_TABLES, "seeds", "expect"}
+    norm = {k.replace("_", "-"): v for k, v in table.items() if k != "reason"}
+    allowed = {*RUN_KEYS, *OPTION_TABLES, "seeds", "expect", "reason", SHOWS}
     unknown = sorted(set(norm) - allowed)
     if unknown:
         raise UsageError(f"{where}: unknown key {unknown[0]!r}: use "
@@ -265,6 +325,11 @@ def expand(table: dict[str, Any], where: str) -> list[tuple[dict[str, Any], str]
         raise UsageError(f"{where}: expect must be \"valid\" or \"invalid\", got {expect!r}")
     if "seed" in norm and "seeds" in norm:
         raise UsageError(f"{where}: give seed or seeds, not both")
+    shows = norm.get(SHOWS, [])
+    if not isinstance(shows, list) or not all(isinstance(f, str) and FIGURE.match(f)
+                                              for f in shows):
+        raise UsageError(f"{where}: shows must be a list of figures of results.json, "
+                         f"\"check.figure\" (e.g. \"fencing.stale-rejected\"), got {shows!r}")
     seeds = norm.pop("seeds", None)
     if seeds is not None and (not isinstance(seeds, list) or not seeds):
         raise UsageError(f"{where}: seeds must be a non-empty list of integers")
@@ -325,7 +390,7 @@ def option_table(options: dict[str, Any], key: str) -> dict[str, str]:
 
 def spec_of(options: dict[str, Any], store: Path | None = None) -> TestSpec:
     """The spec of one entry, validated as ``harness run`` validates its flags."""
-    spec = {k: v for k, v in options.items() if k not in OPTION_TABLES}
+    spec = {k: v for k, v in options.items() if k not in OPTION_TABLES and k != SHOWS}
     for table, key in OPTION_TABLES.items():
         if table in options:
             spec[key] = option_table(options, table)
@@ -359,7 +424,34 @@ def run_entry(entry: Entry, store: Path, log_dir: Path) -> Outcome:
         verdict = "interrupted"
     if verdict in ("error", "interrupted") and not first:
         first = last_line(child.output)
-    return Outcome(entry, verdict, child.code, seconds, run_dir, child.output, first, log)
+    results = run_dir.load_results() if run_dir is not None and verdict in (
+        "valid", "invalid") else {}
+    not_shown = unshown(entry.options.get(SHOWS) or [], results) if results else ""
+    if not_shown:
+        verdict, first = "unknown", f"{verdict.upper()}, but {not_shown}"
+    at = violation_at(results) if verdict == "invalid" else None
+    return Outcome(entry, verdict, child.code, seconds, run_dir, child.output, first, log, at)
+
+
+def unshown(figures: list[str], results: dict[str, Any]) -> str:
+    """What a run was to show and did not: the first of ``figures`` ("check.figure") not
+    above 0 in its results, said in words ("" when every one is)."""
+    for figure in figures:
+        check, key = figure.split(".", 1)
+        value = ((results.get("checks") or {}).get(check) or {}).get(key)
+        if not isinstance(value, int | float) or value <= 0:
+            return f"{figure} = {value}: the run never showed what the row is for"
+    return ""
+
+
+def violation_at(results: dict[str, Any]) -> float | None:
+    """Seconds into the run of its first violation: the earliest ``first-violation-at`` of
+    the checks that failed (the mutex checker's first overlap); None when none of them
+    times what it found (fencing and linearizability name ops, not times)."""
+    times = [c["first-violation-at"] for c in (results.get("checks") or {}).values()
+             if isinstance(c, dict) and c.get("valid") is False
+             and isinstance(c.get("first-violation-at"), int | float)]
+    return min(times) if times else None
 
 
 def judge(code: int | None, run_dir: RunDir | None) -> tuple[str, str]:
@@ -388,7 +480,9 @@ def first_explanation(results: dict[str, Any]) -> str:
             if isinstance(value, list) and value and isinstance(value[0], dict) and (
                     "explanation" in value[0]):
                 return str(value[0]["explanation"])
-    return ""
+    undecided = [name for name, check in (results.get("checks") or {}).items()
+                 if isinstance(check, dict) and check.get("valid") == "unknown"]
+    return f"undecided: {', '.join(undecided)}" if undecided else ""
 
 
 def last_line(text: str) -> str:

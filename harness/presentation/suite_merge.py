@@ -50,7 +50,7 @@ class ShardResult:
         """A run of this shard as the suite recorded it, its paths taken from where the shard
         is now."""
         entry = Entry(int(run["number"]), dict(run["options"]), str(run["expect"]),
-                      int(run.get("source") or 0))
+                      int(run.get("source") or 0), str(run.get("reason") or ""))
         if run.get("digest") != entry.digest():
             raise UsageError(f"{self.path / SUMMARY}: entry #{entry.number} does not match its "
                              "digest: the file was edited; rerun the shard")
@@ -63,7 +63,8 @@ class ShardResult:
         return Outcome(entry, str(run["verdict"]), run.get("exit_code"),
                        float(run.get("seconds") or 0.0), run_dir, output,
                        str(run.get("first_violation") or ""),
-                       log if log is not None and log.is_file() else None)
+                       log if log is not None and log.is_file() else None,
+                       run.get("violation_at"))
 
 
 def find(dirs: list[Path]) -> list[ShardResult]:

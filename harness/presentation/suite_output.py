@@ -23,6 +23,8 @@ from typing import Any
 from harness.core.atomic import replacing, write_json, write_text
 from harness.presentation.report.html import verdict_class
 from harness.presentation.suite import Outcome, Suite, lock_of, numbers
+from harness.presentation.suite_detection import Row
+from harness.presentation.suite_detection import rows as detection_rows
 
 e = html.escape
 VALID_OF = {"valid": True, "invalid": False}
@@ -49,6 +51,13 @@ def junit(suite: Suite, outcomes: list[Outcome], started: float) -> ET.ElementTr
     ts = ET.SubElement(root, "testsuite", {
         **attrs, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
         "file": str(suite.path)})
+    found = detection_rows(outcomes)
+    detection = ET.SubElement(ts, "properties")
+    row_of: dict[int, Row] = {}
+    for r in found:
+        ET.SubElement(detection, "property", {"name": f"detection #{r.number} {r.label} "
+                                              f"expect {r.expect}", "value": r.line()})
+        row_of.update((o.entry.number, r) for o in r.runs)
     for o in outcomes:
         classname, name = testcase_name(o)
         tc = ET.SubElement(ts, "testcase", {"classname": classname, "name": name,
@@ -74,6 +83,8 @@ def junit(suite: Suite, outcomes: list[Outcome], started: float) -> ET.ElementTr
         props = ET.SubElement(tc, "properties")
         ET.SubElement(props, "property", {"name": "report", "value": report})
         ET.SubElement(props, "property", {"name": "verdict", "value": o.verdict})
+        ET.SubElement(props, "property", {"name": "detection",
+                                          "value": row_of[o.entry.number].line()})
     ET.indent(root)
     return ET.ElementTree(root)
 
@@ -110,7 +121,9 @@ def summary(suite: Suite, outcomes: list[Outcome], started: float,
                   "report": str(o.report) if o.report else None,
                   "run_dir_relative": rel(o.run_dir.path if o.run_dir else None),
                   "log_relative": rel(o.log),
-                  "first_violation": o.first_violation} for o in outcomes],
+                  "first_violation": o.first_violation, "violation_at": o.violation_at,
+                  "reason": o.entry.reason} for o in outcomes],
+        "detection": [r.record() for r in detection_rows(outcomes)],
     }
 
 
@@ -146,6 +159,12 @@ def index_html(out_dir: Path, suite: Suite, outcomes: list[Outcome], started: fl
             f"</td><td>{'as expected' if o.as_expected else '<b>DIFFERS</b>'}</td>"
             f"<td>{o.seconds:.1f} s</td><td>{link}</td>"
             f'<td class="muted">{e(o.first_violation[:240])}</td></tr>')
+    detection = "".join(
+        f'<tr class="{"ok" if r.k == r.n else "bad"}"><td>{r.number}</td><td>{e(r.label)}</td>'
+        f"<td>{e(r.expect)}</td><td>{e(r.rate())}</td><td>{e(r.first_violation())}</td>"
+        f'<td class="muted">{e(r.reason)}</td><td class="muted">'
+        f'{"<br>".join(e(f"seed {seed}: {why}") for seed, why in r.wrong)}</td></tr>'
+        for r in detection_rows(outcomes))
     ok = s["differ"] == 0
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>suite {e(suite.title)}: {s['as_expected']} of {s['total']} as expected</title>
@@ -165,6 +184,12 @@ th{{border-bottom:1px solid #d0d7de}} tr.bad{{background:#ffebe9}}
 {f'<p class="muted">{note}</p>' if note else ""}
 <p>An entry expected <b>invalid</b> is a lock known to be unsafe under that fault: it passes
 when the harness catches it.</p>
+<h2>Detection</h2><p class="muted">Per row (an entry but its seed): right in k of n seeds
+[95% Wilson score interval], the median time to the first violation (of the invalid runs whose
+checkers time it), the seeds that were wrong.</p>
+<table><thead><tr><th>#</th><th>row</th><th>expect</th><th>right</th><th>first violation</th>
+<th>reason</th><th>wrong seeds</th></tr></thead><tbody>{detection}</tbody></table>
+<h2>Runs</h2>
 <table><thead><tr><th>#</th><th>db</th><th>lock</th><th>workload</th><th>nemesis</th>
 <th>seed</th><th>expect</th><th>verdict</th><th></th><th>time</th><th></th><th>first violation
 </th></tr></thead><tbody>{''.join(rows)}</tbody></table></main></body></html>
