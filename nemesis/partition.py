@@ -2,9 +2,10 @@
 whose shape is data (option ``partition-shape``, Jepsen's grudge), each shape a row of
 :data:`SHAPES`: which links it cuts, what it requires, how the report words it.
 
-- ``holder`` (the default: ``--nemesis partition``): cut a client (the one that holds the lock
-  right now, by default) off from every DB node: its session or lease expires while it runs
-  on; the protected resource stays reachable, as a separate service would;
+- ``holder`` (the default: ``--nemesis partition``): cut a client (by default the holder of a
+  fresh grant, one that begins once the cut is due) off from every DB node: its session or
+  lease expires while it runs on; the protected resource stays reachable, as a separate
+  service would;
 - ``halves``, ``one``, ``ring``, ``bridge``: partitions among the DB nodes, built as graphs in
   :mod:`nemesis.topology`. They need a DB whose nodes talk to each other (``Replication``):
   among independent Redis masters or PostgreSQL clusters they would cut links nothing uses, and
@@ -46,11 +47,13 @@ from harness.core.options import Option
 from nemesis import topology
 from nemesis.base import (
     CLIENT_TARGETS,
+    HOLDER_WAIT,
     Aim,
     BaseNemesis,
     client_target,
     hit,
     node_target,
+    wait_for_fresh_grant,
 )
 
 Cuts = list[tuple[str, str]]
@@ -167,6 +170,7 @@ SHAPES: dict[str, Shape] = {
 }
 DEFAULT = "holder"
 RETARGETS = 5  # further cuts when the holder a cut was aimed at had let go before it landed
+FRESH_WAIT = 2 * HOLDER_WAIT  # seconds a cut of the holder waits for a fresh grant (a hold)
 
 
 class Partition(BaseNemesis):
@@ -225,7 +229,14 @@ class Partition(BaseNemesis):
         return SHAPES.get(shape, SHAPES[DEFAULT]).words(run)
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
+        """The cut's targets and links. A client cut off aimed at the holder strikes at a
+        fresh grant, as ``power-loss`` does (the newest hold is the one picked; none within
+        :data:`FRESH_WAIT`: the hold in progress): the holder is cut off for its whole hold,
+        past its session, not near a hold's end (the fencing row under ``partition``, seed
+        10: both holders cut let go before their sessions expired, no stale write made)."""
         self._shape = self.shape_of(ctx.options)
+        if self._shape in ("holder", "oneway") and (target or "holder") == "holder":
+            wait_for_fresh_grant(ctx, FRESH_WAIT)  # see :meth:`select`'s docstring
         picked = SHAPES[self._shape].pick(ctx, target)
         self._cuts = [] if picked is None else picked[1]
         self._aim = None

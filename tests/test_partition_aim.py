@@ -17,20 +17,28 @@ from nemesis.partition import Partition
 
 
 class Live:
-    """Holds as the journals show them: ``after_cuts`` replaces them, one entry a cut, as if
-    holds ended while the cut was being installed."""
+    """Holds as the journals show them: ``held`` once the first read has seen ``before``
+    (a grant right after the fault is due, by default: ``before=None`` holds ``held`` all
+    along), then ``after_cuts``, one entry a cut, as if holds ended while it was installed."""
 
-    def __init__(self, held: dict[int, float], after_cuts: list[dict[int, float]]) -> None:
-        self.held = held
+    def __init__(self, held: dict[int, float], after_cuts: list[dict[int, float]],
+                 before: dict[int, float] | None = {}) -> None:  # noqa: B006 (never changed)
+        self.held = held if before is None else dict(before)
+        self.granted = held
         self.after_cuts = after_cuts
         self.waiting = [2]
+        self.reads = 0
 
     def cut(self) -> None:
         if self.after_cuts:
             self.held = self.after_cuts.pop(0)
 
     def holds(self) -> dict[int, float]:
-        return dict(self.held)
+        out = dict(self.held)
+        self.reads += 1
+        if self.reads == 1:
+            self.held = dict(self.granted)
+        return out
 
     def holders(self) -> list[int]:
         return sorted(self.held, key=self.held.__getitem__)
@@ -119,6 +127,22 @@ def test_cutting_again_is_bounded() -> None:
     assert len(nem.detail()["missed"]) == partition.RETARGETS  # type: ignore[index]
 
 
+@pytest.mark.parametrize("alias", ["partition", "partition-oneway"])
+def test_a_cut_of_the_holder_strikes_at_a_fresh_grant(alias: str) -> None:
+    """1 has held since 0.5 s when the cut is due; 3 is granted at 0.9 s: the cut meets 3's
+    whole hold, not the rest of 1's."""
+    live = Live({1: 0.5, 3: 0.9}, [], before={1: 0.5})
+    assert nemesis(alias).select(context(live), None) == ["c3"]
+
+
+def test_no_fresh_grant_in_the_wait_cuts_the_holder_in_progress(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(partition, "FRESH_WAIT", 0.05)
+    live = Live({1: 0.5}, [], before=None)
+    assert Partition().select(context(live), None) == ["c1"]
+    assert live.reads > 2  # it looked for a fresh grant before it fell back
+
+
 def test_a_cut_aimed_at_a_waiter_is_not_checked_against_a_hold() -> None:
     ctx = context(Live({1: 0.5}, [{}]))
     nem = Partition()
@@ -139,7 +163,7 @@ def test_the_leader_cut_off_with_the_holder_on_its_side() -> None:
     """``partition-leader:holder``: the leader cut from the other nodes, and the holder from
     them too, its link to the leader kept: its session lives only on a leader about to step
     down. A holder that let go before the cut landed is replaced by the holder then."""
-    ctx = context(Live({1: 0.5}, [{3: 0.9}, {3: 0.9}]))
+    ctx = context(Live({1: 0.5}, [{3: 0.9}, {3: 0.9}], before=None))
     ctx.nodes = [SimpleNamespace(name=n) for n in ("n1", "n2", "n3")]
     ctx.db = Leader()
     nem = nemesis("partition-leader")
