@@ -1,5 +1,13 @@
 """Faults on processes: pause a client (the holder by default), pause a server, kill and restart
-a server."""
+a server.
+
+A pause of the holder strikes at a moment of its critical section (option ``pause-at``, read
+from the journals, where every write is invoked before it is sent): ``between-writes`` (the
+default) once a write of its hold has completed and before the next begins, so that the next
+holder's writes land between the two (Kleppmann's pause: CI froze a ``pg-advisory`` holder
+inside a write twice, and nothing interleaved); ``in-write`` while a write is in flight; ``hold``
+anywhere in a hold. A holder that has written nothing :data:`GRACE` seconds into its hold
+(a workload that holds without writing) is paused between writes as it is."""
 
 from __future__ import annotations
 
@@ -7,15 +15,25 @@ import time
 from typing import Any
 
 from harness.core.capabilities import HasLeader
-from harness.core.cluster import NemesisContext, process_of
+from harness.core.cluster import NemesisContext, client_name, process_of
 from harness.core.fault_run import FaultRun
 from harness.core.options import Option
-from nemesis.base import CLIENT_TARGETS, NODE_TARGETS, BaseNemesis, client_target, node_target
+from nemesis.base import (
+    CLIENT_TARGETS,
+    HOLDER_WAIT,
+    NODE_TARGETS,
+    BaseNemesis,
+    client_target,
+    node_target,
+    wait_for,
+)
 
 READY_TIMEOUT = 20.0
 RETARGETS = 5  # a pause of the holder that froze a client which had just let go: tries again
 SETTLE = 0.02  # seconds for a stopped client's last journal line to be readable
 PAUSED, KILLED = "#9a6700", "#a40e26"  # the colours of their bars on the report's timeline
+MOMENTS = ("between-writes", "in-write", "hold")  # where in its hold a holder is paused
+GRACE = 0.25  # seconds of a hold without a write begun: its workload writes nothing first
 
 
 REPAIR = Option(bool, True, "before a restart, repair what the DB's fixed release repairs at its "
@@ -42,11 +60,31 @@ def killed(run: FaultRun) -> str:
     return f"a kill (SIGKILL) of {run.who()} at {run.start:.1f} s{back}{repaired_words(run.detail)}"
 
 
-def still_holding(ctx: NemesisContext, targets: list[str]) -> bool:
-    """Do the (just frozen) ``targets`` still believe they hold the lock?"""
+def at_moment(ctx: NemesisContext, moment: str, seen: dict[tuple[int, float], float]
+              ) -> list[int]:
+    """The holders at ``moment`` of their hold now, newest hold first. ``seen``: when each hold
+    was first seen (a hold with no write begun :data:`GRACE` seconds after counts as between
+    writes)."""
+    holds = ctx.live.holds()
+    if moment == "hold":
+        return sorted(holds, key=holds.__getitem__, reverse=True)
+    writes, now = ctx.live.writes(), time.monotonic()
+    picked = [p for p, w in writes.items() if p in holds and w == (moment == "in-write")]
+    if not picked and moment == "between-writes":
+        picked = [p for p, since in holds.items() if p not in writes
+                  and now - seen.setdefault((p, since), now) > GRACE]
+    return sorted(picked, key=holds.__getitem__, reverse=True)
+
+
+def landed(ctx: NemesisContext, targets: list[str], moment: str) -> bool:
+    """Are the (just frozen) ``targets`` still at ``moment`` of a hold: holding, and (but for
+    ``hold``) inside a write or not, as asked?"""
     time.sleep(SETTLE)
-    holders = set(ctx.live.holders())
-    return all(process_of(t) in holders for t in targets)
+    holders, writes = set(ctx.live.holders()), ctx.live.writes()
+    ps = [process_of(t) for t in targets]
+    if moment == "in-write":
+        return all(writes.get(p) is True for p in ps)
+    return all(p in holders and (moment == "hold" or writes.get(p) is not True) for p in ps)
 
 
 class PauseHolder(BaseNemesis):
@@ -57,11 +95,16 @@ class PauseHolder(BaseNemesis):
     """
 
     name = "pause"
-    summary = "SIGSTOP the client holding the lock for longer than the TTL, then SIGCONT"
+    summary = ("SIGSTOP the client holding the lock (between two of its writes) for longer than "
+               "the TTL, then SIGCONT")
     targets = CLIENT_TARGETS
     role = "holder"
+    moment = MOMENTS[0]
     missed: list[str] = []
     colour = PAUSED
+    options = {"pause-at": Option(str, MOMENTS[0], "the holder's moment: between-writes "
+                                  "(default), in-write (a write in flight), hold (anywhere)",
+                                  choices=MOMENTS)}
 
     @classmethod
     def describe(cls, run: FaultRun) -> str:
@@ -69,23 +112,32 @@ class PauseHolder(BaseNemesis):
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         self.role = target or "holder"
-        return client_target(ctx, target)
+        self.moment = str(ctx.options.get("pause-at") or MOMENTS[0])
+        return self.holder(ctx) if self.role == "holder" else client_target(ctx, target)
+
+    def holder(self, ctx: NemesisContext) -> list[str] | None:
+        """The holder at the moment asked for (none within :data:`HOLDER_WAIT`: None)."""
+        seen: dict[tuple[int, float], float] = {}
+        p = wait_for(ctx, lambda: at_moment(ctx, self.moment, seen), HOLDER_WAIT)
+        return None if p is None else [client_name(p)]
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        """Freeze ``targets``. Aimed at the holder, it makes sure it froze one: a holder picked
-        from the journals can let go in the few milliseconds before the signal lands (seen: a
-        pause meant to outlive the lease froze a client that had just released). Such a miss
-        is woken again and the holder picked anew, up to :data:`RETARGETS` times; ``targets``
-        is updated in place, and the misses are the fault's detail."""
+        """Freeze ``targets``. Aimed at the holder, it makes sure it froze one at its moment: a
+        holder picked from the journals can let go, or begin or end a write, in the few
+        milliseconds before the signal lands (seen: a pause meant to outlive the lease froze a
+        client that had just released). Such a miss is woken again and the holder picked
+        anew, up to :data:`RETARGETS` times; ``targets`` is updated in place, and the misses
+        are the fault's detail."""
         self.missed = []
         for attempt in range(RETARGETS + 1):
             for t in targets:
                 ctx.clients.pause(process_of(t))
-            if self.role != "holder" or attempt == RETARGETS or still_holding(ctx, targets):
+            if self.role != "holder" or attempt == RETARGETS or \
+                    landed(ctx, targets, self.moment):
                 return
             for t in targets:
                 ctx.clients.resume(process_of(t))
-            again = client_target(ctx, "holder")
+            again = self.holder(ctx)
             if again is None:  # nobody holds it any more: freeze the first pick after all
                 for t in targets:
                     ctx.clients.pause(process_of(t))

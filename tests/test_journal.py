@@ -364,3 +364,32 @@ def test_the_live_overlap_count_is_the_checkers_even_when_a_journal_is_read_late
     live.holders()
     history = [{"index": i, **op} for i, op in enumerate(sorted(ops, key=lambda o: o["time"]))]
     assert live.overlaps == MutexChecker.check(history)["lock-overlap-count"] == 2
+
+
+def test_live_writes_tell_a_holder_in_a_write_from_one_between_two(tmp_path: Path) -> None:
+    """What a pause of the holder aims at: a write of the hold in flight, or done and the next
+    not begun; a write outside a hold, or of a hold that ended, is nobody's."""
+    w = JournalWriter(tmp_path / "c0.jsonl", 0, 0)
+    live = LiveState({0: w.path}, follow=True)
+    w.record("invoke", "write", {"kind": "stray"})
+    w.record("ok", "write", {"kind": "stray"})
+    w.record("invoke", "acquire")
+    w.record("ok", "acquire")
+    assert live.writes() == {}  # holds, has written nothing yet
+    w.record("invoke", "write", {"kind": "enter"})
+    assert live.writes() == {0: True}
+    w.record("ok", "write", {"kind": "enter"})
+    assert live.writes() == {0: False}
+    w.record("invoke", "write", {"kind": "exit"})
+    w.record("info", "write", {"kind": "exit"})  # timed out: it is no longer in it
+    assert live.writes() == {0: False}
+    w.record("invoke", "release")
+    assert live.writes() == {}
+    w.record("ok", "release")
+    w.record("invoke", "acquire")
+    w.record("ok", "acquire")
+    assert live.writes() == {}  # a new hold: its writes are still to come
+    w.record("invoke", "write", {"kind": "enter"})
+    live.forget(0)
+    assert live.writes() == {}
+    w.close()

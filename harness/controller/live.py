@@ -75,6 +75,7 @@ class LiveState:
         self.pending: set[int] = set()  # processes with an op in flight
         self.forgotten: set[int] = set()  # processes that are gone
         self.lock_of: dict[int, Any] = {}  # process -> the lock it last acquired
+        self.wrote: dict[int, bool] = {}  # holder -> a write of its hold in flight now
         self.ops = 0
         self.acquired = 0
         self._grants: dict[Any, list[list[float]]] = {}  # lock -> [start, end] (s)
@@ -107,11 +108,17 @@ class LiveState:
                 self._changes += 1
             if f == "acquire":
                 self.waiting[p] = op["time"] / 1e9
+                self.wrote.pop(p, None)
             elif f == "release":
                 self.holding.pop(p, None)
+                self.wrote.pop(p, None)
+            elif f == "write" and p in self.holding:
+                self.wrote[p] = True
             return
         self.completed.add(p)
         self.pending.discard(p)
+        if f == "write" and p in self.wrote:
+            self.wrote[p] = False
         if f != "acquire":
             return
         self.waiting.pop(p, None)
@@ -153,6 +160,13 @@ class LiveState:
         self.refresh()
         with self._mu:
             return dict(self.holding)
+
+    def writes(self) -> dict[int, bool]:
+        """Each holder that has begun a write in its current hold: True while a write is in
+        flight, False once its last write has completed (between two writes)."""
+        self.refresh()
+        with self._mu:
+            return {p: w for p, w in self.wrote.items() if p in self.holding}
 
     def in_flight(self) -> list[int]:
         """Clients with an op invoked and not yet completed (whatever it is)."""
@@ -215,4 +229,5 @@ class LiveState:
                 self._changes += 1
             self.holding.pop(process, None)
             self.waiting.pop(process, None)
+            self.wrote.pop(process, None)
             self.pending.discard(process)

@@ -211,6 +211,10 @@ class LiveView(Protocol):
     def waiters(self) -> list[int]:
         """Clients blocked in an acquire now, longest-waiting first."""
 
+    def writes(self) -> dict[int, bool]:
+        """Each holder that has begun a write in its current hold: True while a write is in
+        flight, False between two writes."""
+
     def running(self, processes: list[int]) -> bool:
         """Has every one of ``processes`` invoked an op (or gone)?"""
 
