@@ -192,6 +192,26 @@ def aim_at(ctx: NemesisContext, fresh: bool = False, at_end: bool = False) -> Ai
     return None if wait_for_holder(ctx) is None else current_hold(ctx)
 
 
+def aim_at_awaited(ctx: NemesisContext, timeout: float | None = None) -> Aim | None:
+    """The newest hold in progress while another client is blocked in an acquire (a waiter
+    asking for the lock): a fault that ends a lease early (a clock jump) then meets a client
+    ready to take it, not a hold its holder lets go before anybody asks (``clock@redis``: a
+    waiter had to ask inside what was left of the hold). None within ``timeout`` (default
+    :data:`HOLDER_WAIT`): the hold :func:`aim_at` finds."""
+    found: list[Aim] = []
+
+    def pick() -> list[int]:
+        holds, waiting = ctx.live.holds(), ctx.live.waiters()
+        if not holds or all(w in holds for w in waiting):
+            return []
+        p = max(holds, key=holds.__getitem__)
+        found.append((p, holds[p]))
+        return [p]
+
+    waited = wait_for(ctx, pick, HOLDER_WAIT if timeout is None else timeout)
+    return found[-1] if waited is not None else aim_at(ctx)
+
+
 def hit(ctx: NemesisContext, aimed: Aim) -> bool:
     """Is the hold a fault was aimed at still on, so that the fault landed inside it?"""
     p, since = aimed

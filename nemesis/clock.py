@@ -59,7 +59,15 @@ from harness.core.capabilities import CLOCK_IDS, ClockFaults, clock_mechanism, c
 from harness.core.cluster import NemesisContext
 from harness.core.fault_run import FaultRun
 from harness.core.options import Option
-from nemesis.base import NODE_TARGETS, Aim, BaseNemesis, aim_at, hit, node_target
+from nemesis.base import (
+    NODE_TARGETS,
+    Aim,
+    BaseNemesis,
+    aim_at,
+    aim_at_awaited,
+    hit,
+    node_target,
+)
 
 TOLERANCE = 1.0  # seconds between the offset asked for and the one observed
 RETARGETS = 5  # further moves when the hold a move was aimed at had ended before it landed
@@ -204,7 +212,7 @@ class Clock(BaseNemesis):
         self._mono_base = monotonic_offsets(ctx, [n.name for n in ctx.nodes])  # offsets 0
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
-        self._aim = aim_at(ctx)  # move clocks while a lease is held: it hurts then
+        self._aim = aim_at_awaited(ctx)  # while a lease is held and a waiter asks: it hurts
         if target is not None:
             return node_target(ctx, target)
         return choose_nodes(ctx, ctx.options.get("clock-nodes", "majority"))

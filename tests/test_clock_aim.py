@@ -23,9 +23,16 @@ class Live:
     ``after_moves`` each time the clocks are moved, as if holds ended while a move was on its
     way."""
 
-    def __init__(self, holds: dict[int, float], after_moves: list[dict[int, float]]) -> None:
+    def __init__(self, holds: dict[int, float], after_moves: list[dict[int, float]],
+                 waiting: tuple[list[int], ...] = ([9],)) -> None:
         self.held = holds
         self.after_moves = after_moves
+        self.waiting = list(waiting)  # who waits, one answer a look (the last one repeats)
+        self.looks = 0
+
+    def waiters(self) -> list[int]:
+        self.looks += 1
+        return self.waiting.pop(0) if len(self.waiting) > 1 else self.waiting[0]
 
     def moved(self) -> None:
         if self.after_moves:
@@ -112,6 +119,24 @@ def test_a_hold_still_on_is_moved_once() -> None:
     jump(nem, ctx)
     assert ctx.cluster.moves == [60.0]
     assert nem.detail() is not None and "missed" not in nem.detail()  # type: ignore[operator]
+
+
+def test_a_jump_waits_for_a_waiter_asking_for_the_held_lock() -> None:
+    """A lease expired with nobody asking is let go by its holder unharmed (clock@redis, a
+    race before): the jump waits until another client is blocked in an acquire."""
+    live = Live({1: 0.50}, [], waiting=([], [1], [1, 3]))  # none; the holder itself; then 3
+    nem = ClockJump()
+    nem.select(context(live))
+    assert nem._aim == (1, 0.50) and live.looks == 3
+
+
+def test_no_waiter_in_the_wait_aims_at_the_hold_as_it_is(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    monkeypatch.setattr(base, "HOLDER_WAIT", 0.05)
+    live = Live({1: 0.50, 2: 0.70}, [], waiting=([],))
+    nem = ClockJump()
+    nem.select(context(live))
+    assert nem._aim == (2, 0.70) and live.looks > 2
 
 
 def test_nobody_holding_after_a_miss_keeps_the_one_move() -> None:

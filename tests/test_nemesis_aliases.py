@@ -17,7 +17,7 @@ from harness.controller.spec import TestSpec
 from harness.core.cluster import NemesisContext, Node
 from harness.core.errors import UsageError
 from harness.core.roles import load_object
-from nemesis import base
+from nemesis import base, partition
 from nemesis.clock import Clock
 from nemesis.kill_majority import KillMajority
 from nemesis.partition import Partition
@@ -127,6 +127,7 @@ def no_hold_begins_for_long(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fake's one hold never ends: a fault aimed at a hold that begins takes it after a
     short wait, not after :data:`nemesis.base.HOLDER_WAIT`."""
     monkeypatch.setattr(base, "HOLDER_WAIT", 0.05)
+    monkeypatch.setattr(partition, "FRESH_WAIT", 0.05)
 
 
 class Cluster:
