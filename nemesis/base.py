@@ -193,19 +193,22 @@ def aim_at(ctx: NemesisContext, fresh: bool = False, at_end: bool = False) -> Ai
 
 
 def aim_at_awaited(ctx: NemesisContext, timeout: float | None = None) -> Aim | None:
-    """The newest hold in progress while another client is blocked in an acquire (a waiter
-    asking for the lock): a fault that ends a lease early (a clock jump) then meets a client
-    ready to take it, not a hold its holder lets go before anybody asks (``clock@redis``: a
-    waiter had to ask inside what was left of the hold). None within ``timeout`` (default
+    """A fresh hold (one that begins after this call) while another client is blocked in an
+    acquire (a waiter asking for the lock): a fault that ends a lease early (a clock jump)
+    then meets a client ready to take it and the whole hold for it to ask in, not a hold its
+    holder lets go before anybody asks again (``clock@redis`` in CI: the holder's release
+    refused, its lease gone, no acquire in between). None within ``timeout`` (default
     :data:`HOLDER_WAIT`): the hold :func:`aim_at` finds."""
+    before = ctx.live.holds()
     found: list[Aim] = []
 
     def pick() -> list[int]:
         holds, waiting = ctx.live.holds(), ctx.live.waiters()
-        if not holds or all(w in holds for w in waiting):
+        fresh = [(since, p) for p, since in holds.items() if before.get(p) != since]
+        if not fresh or all(w in holds for w in waiting):
             return []
-        p = max(holds, key=holds.__getitem__)
-        found.append((p, holds[p]))
+        since, p = max(fresh)
+        found.append((p, since))
         return [p]
 
     waited = wait_for(ctx, pick, HOLDER_WAIT if timeout is None else timeout)

@@ -24,8 +24,10 @@ class Live:
     way."""
 
     def __init__(self, holds: dict[int, float], after_moves: list[dict[int, float]],
-                 waiting: tuple[list[int], ...] = ([9],)) -> None:
+                 waiting: tuple[list[int], ...] = ([9],),
+                 granted: dict[int, float] | None = None) -> None:
         self.held = holds
+        self.granted = granted  # the holds once the first look has seen ``holds``
         self.after_moves = after_moves
         self.waiting = list(waiting)  # who waits, one answer a look (the last one repeats)
         self.looks = 0
@@ -45,7 +47,10 @@ class Live:
         return self.held.get(process)
 
     def holds(self) -> dict[int, float]:
-        return dict(self.held)
+        out = dict(self.held)
+        if self.granted is not None:
+            self.held, self.granted = self.granted, None
+        return out
 
 
 class Nodes:
@@ -80,6 +85,7 @@ def no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(base, "wait_for_holder",
                         lambda ctx, timeout=0.0: (ctx.live.holders() or [None])[0])
     monkeypatch.setattr(base, "wait_for_fresh_hold", newest)
+    monkeypatch.setattr(base, "HOLDER_WAIT", 0.1)  # for a fresh hold with a waiter: 10 looks
 
 
 def newest(ctx: Any, timeout: float = 0.0, at_end: bool = False) -> tuple[int, float] | None:
@@ -121,18 +127,20 @@ def test_a_hold_still_on_is_moved_once() -> None:
     assert nem.detail() is not None and "missed" not in nem.detail()  # type: ignore[operator]
 
 
-def test_a_jump_waits_for_a_waiter_asking_for_the_held_lock() -> None:
+def test_a_jump_waits_for_a_fresh_hold_and_a_waiter_asking_for_it() -> None:
     """A lease expired with nobody asking is let go by its holder unharmed (clock@redis, a
-    race before): the jump waits until another client is blocked in an acquire."""
-    live = Live({1: 0.50}, [], waiting=([], [1], [1, 3]))  # none; the holder itself; then 3
+    race before): the jump waits for a hold that begins once it is due (its whole hold left
+    for a waiter to ask in) while another client is blocked in an acquire."""
+    live = Live({}, [], waiting=([], [1], [1, 3]), granted={1: 0.50})  # none; the holder; 3
     nem = ClockJump()
     nem.select(context(live))
     assert nem._aim == (1, 0.50) and live.looks == 3
+    live = Live({1: 0.50}, [], waiting=([4],), granted={1: 0.50, 3: 0.90})
+    nem.select(context(live))
+    assert nem._aim == (3, 0.90)  # not 1's hold, half done when the jump was due
 
 
-def test_no_waiter_in_the_wait_aims_at_the_hold_as_it_is(monkeypatch: pytest.MonkeyPatch
-                                                         ) -> None:
-    monkeypatch.setattr(base, "HOLDER_WAIT", 0.05)
+def test_no_waiter_in_the_wait_aims_at_the_hold_as_it_is() -> None:
     live = Live({1: 0.50, 2: 0.70}, [], waiting=([],))
     nem = ClockJump()
     nem.select(context(live))
@@ -208,6 +216,7 @@ def test_the_heal_of_a_jump_back_is_aimed_at_a_hold_and_notes_a_miss(
     nem.stop(ctx, targets)
     assert asked == [True], "the heal at the run's end did not wait for a hold to begin"
     monkeypatch.setattr(base, "wait_for_fresh_hold", newest)
+    monkeypatch.setattr(base, "HOLDER_WAIT", 0.1)  # for a fresh hold with a waiter: 10 looks
     assert ctx.cluster.moves[-1] == 0.0 and "missed" not in nem.detail()  # type: ignore[operator]
     # a hold that ended while the heal was on its way is noted, and the clock still healed
     ctx = context(Live({3: 2.0}, [{3: 2.0}, {}]))
