@@ -154,13 +154,17 @@ def current_hold(ctx: NemesisContext) -> Aim | None:
 
 
 def wait_for_fresh_hold(ctx: NemesisContext, timeout: float = 2 * HOLDER_WAIT,
-                        at_end: bool = False) -> Aim | None:
+                        at_end: bool = False, young: float = 0.0) -> Aim | None:
     """A hold that began after this call, as soon as there is one: a fault struck then meets
     the whole of that hold, not whatever was left of one half done. Each look is one read of
     who holds since when: asking who holds, then since when, could see a hold end in between
     and take the holder that just let go for a new one (seen: a heal aimed so landed 4 ms after
-    the hold it was aimed at ended)."""
+    the hold it was aimed at ended). ``young``: a hold that began at most that many seconds
+    before this call counts as fresh too (it has all but that of its hold ahead)."""
     before = ctx.live.holds()
+    now = ctx.live.now() if young > 0 else None
+    if now is not None:
+        before = {p: since for p, since in before.items() if now - since > young}
     deadline = time.monotonic() + timeout
     while True:
         fresh = [(since, p) for p, since in ctx.live.holds().items() if before.get(p) != since]
@@ -173,9 +177,9 @@ def wait_for_fresh_hold(ctx: NemesisContext, timeout: float = 2 * HOLDER_WAIT,
 
 
 def wait_for_fresh_grant(ctx: NemesisContext, timeout: float = 2 * HOLDER_WAIT,
-                         at_end: bool = False) -> int | None:
+                         at_end: bool = False, young: float = 0.0) -> int | None:
     """The client of :func:`wait_for_fresh_hold`."""
-    hold = wait_for_fresh_hold(ctx, timeout, at_end)
+    hold = wait_for_fresh_hold(ctx, timeout, at_end, young)
     return None if hold is None else hold[0]
 
 

@@ -230,13 +230,14 @@ class Partition(BaseNemesis):
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         """The cut's targets and links. A client cut off aimed at the holder strikes at a
-        fresh grant, as ``power-loss`` does (the newest hold is the one picked; none within
-        :data:`FRESH_WAIT`: the hold in progress): the holder is cut off for its whole hold,
-        past its session, not near a hold's end (the fencing row under ``partition``, seed
-        10: both holders cut let go before their sessions expired, no stale write made)."""
+        fresh grant, as ``power-loss`` does: a hold begun at most a quarter of the TTL before
+        the cut was due, else the next (none within :data:`FRESH_WAIT`: the hold in progress):
+        the holder is cut off for (nearly) its whole hold, past its session, not near a hold's
+        end (the fencing row under ``partition``, seed 10: both holders cut let go before their
+        sessions expired), and a hold just begun is not passed over for the next."""
         self._shape = self.shape_of(ctx.options)
         if self._shape in ("holder", "oneway") and (target or "holder") == "holder":
-            wait_for_fresh_grant(ctx, FRESH_WAIT)  # see :meth:`select`'s docstring
+            wait_for_fresh_grant(ctx, FRESH_WAIT, young=ctx.ttl / 4)  # see the docstring
         picked = SHAPES[self._shape].pick(ctx, target)
         self._cuts = [] if picked is None else picked[1]
         self._aim = None

@@ -393,3 +393,16 @@ def test_live_writes_tell_a_holder_in_a_write_from_one_between_two(tmp_path: Pat
     live.forget(0)
     assert live.writes() == {}
     w.close()
+
+
+def test_live_now_counts_as_the_journals_do(tmp_path: Path) -> None:
+    t0 = time.monotonic_ns() - 2_000_000_000  # the run began 2 s ago
+    w = JournalWriter(tmp_path / "c0.jsonl", 0, t0)
+    live = LiveState({0: w.path}, t0_ns=t0)
+    w.record("invoke", "acquire")
+    w.record("ok", "acquire")
+    since = live.holds()[0]
+    now = live.now()
+    assert now is not None and 2.0 <= since <= now < 3.0
+    assert LiveState({0: w.path}).now() is None
+    w.close()

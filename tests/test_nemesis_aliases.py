@@ -121,6 +121,9 @@ class Live:
     def holds(self) -> dict[int, float]:
         return {1: 1.0}
 
+    def now(self) -> float | None:
+        return None
+
 
 @pytest.fixture(autouse=True)
 def no_hold_begins_for_long(monkeypatch: pytest.MonkeyPatch) -> None:

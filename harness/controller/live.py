@@ -66,8 +66,10 @@ class LiveState:
     Without it nothing reads them while the load runs but the progress line, when it prints,
     and :meth:`in_flight` only looks at each journal's last line."""
 
-    def __init__(self, journals: dict[int, Path], *, follow: bool = True) -> None:
+    def __init__(self, journals: dict[int, Path], *, follow: bool = True,
+                 t0_ns: int | None = None) -> None:
         self.follow = follow
+        self.t0_ns = t0_ns  # the run's start (time.monotonic_ns()), as the journals count
         self.tails = {p: JournalTail(path) for p, path in journals.items()}
         self.holding: dict[int, float] = {}  # process -> time (s) it acquired
         self.waiting: dict[int, float] = {}  # process -> time (s) it began an acquire
@@ -160,6 +162,11 @@ class LiveState:
         self.refresh()
         with self._mu:
             return dict(self.holding)
+
+    def now(self) -> float | None:
+        """Seconds into the run now, as the journals' times count them (None: the start is
+        not known)."""
+        return None if self.t0_ns is None else (time.monotonic_ns() - self.t0_ns) / 1e9
 
     def writes(self) -> dict[int, bool]:
         """Each holder that has begun a write in its current hold: True while a write is in

@@ -299,7 +299,7 @@ class Run:
             # Read as they grow only when a fault may ask who holds the lock now: the
             # journals of a run without faults are left to their clients until the end.
             live = LiveState({p: self.run.journal(p) for p in clients.processes},
-                             follow=bool(self.test.nemeses))
+                             follow=bool(self.test.nemeses), t0_ns=t0)
             yield clients, live
         finally:
             killed = clients.stop_all()

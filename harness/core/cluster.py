@@ -211,6 +211,9 @@ class LiveView(Protocol):
     def waiters(self) -> list[int]:
         """Clients blocked in an acquire now, longest-waiting first."""
 
+    def now(self) -> float | None:
+        """Seconds into the run now, on the clock of the holds' times (None: not known)."""
+
     def writes(self) -> dict[int, bool]:
         """Each holder that has begun a write in its current hold: True while a write is in
         flight, False between two writes."""
