@@ -62,41 +62,50 @@ def test_pg_row_a_paused_holders_transaction_is_ended_and_its_commit_fails(store
     assert any(op["f"] == "release" and op["type"] == "fail" for op in history(run_dir))
 
 
+def pauses_of(ops: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
+    """Each pause of the run: (start, stop, the process it froze)."""
+    return [(op["time"], next(op2["time"] for op2 in ops if op2["process"] == "nemesis"
+                              and op2["f"] == "pause" and op2["value"] == "stop"
+                              and op2["type"] == "info" and op2["time"] > op["time"]),
+             int(op["targets"][0][1:]))
+            for op in ops if op["process"] == "nemesis" and op["f"] == "pause"
+            and op["value"] == "start" and op["type"] == "info"]
+
+
+def writing(ops: list[dict[str, Any]], process: int, at: int) -> bool:
+    """Was a write of ``process`` in flight at ``at`` (its last write op an invoke)?"""
+    last = [op for op in ops if op["process"] == process and op["f"] == "write"
+            and op["time"] <= at]
+    return bool(last) and last[-1]["type"] == "invoke"
+
+
 def test_pg_advisory_the_lock_goes_with_the_session_the_writes_stay(store: Path) -> None:
     """The paused holder's session ends and its advisory lock with it: another client gets
-    the lock (INVALID). What the paused holder's writes then do depends on where the pause
-    caught it, and the history says where:
-
-    - between two of its writes (no write in flight): it resumes believing it holds the lock
-      and writes again, among the new holder's writes (resource interleaving);
-    - inside a write (a transaction holding the resource row ``FOR UPDATE``, its connection
-      alive): the row lock stays with the frozen transaction, so the new holder's write waits
-      on it and times out, and so does the frozen one once it resumes (seen in CI under load:
-      both pauses of a run struck 35-47 ms into a write)."""
+    the lock (INVALID). The pause strikes between two of the holder's writes (``pause-at``'s
+    default): it resumes believing it holds the lock and writes again, among the new
+    holder's writes (resource interleaving). (Before the pause was aimed, CI under load saw
+    both pauses of a run strike 35-47 ms into a write, and no write interleave.)"""
     code, results, run_dir, out = run(store, "--db", "postgres", "--lock", "pg-advisory",
                                       "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
     assert code == 1, out
     ops = history(run_dir)
-    pauses = [(op["time"], next(op2["time"] for op2 in ops if op2["process"] == "nemesis"
-                                and op2["f"] == "pause" and op2["value"] == "stop"
-                                and op2["type"] == "info" and op2["time"] > op["time"]),
-               int(op["targets"][0][1:]))
-              for op in ops if op["process"] == "nemesis" and op["f"] == "pause"
-              and op["value"] == "start" and op["type"] == "info"]
-    assert pauses, out
+    pauses = pauses_of(ops)
+    assert pauses and not [p for p in pauses if writing(ops, p[2], p[0])], out
+    assert check(results, "mutex")["resource-interleaving-count"] > 0
 
-    def writing(process: int, at: int) -> bool:
-        last = [op for op in ops if op["process"] == process and op["f"] == "write"
-                and op["time"] <= at]
-        return bool(last) and last[-1]["type"] == "invoke"
 
-    between = [p for p in pauses if not writing(p[2], p[0])]
-    if between:
-        assert check(results, "mutex")["resource-interleaving-count"] > 0
-    else:  # every pause froze a write transaction: another client's write waited on its row
-        assert any(op["f"] == "write" and op["type"] == "info" and op["process"] != frozen
-                   and start < op["time"] < stop
-                   for start, stop, frozen in pauses for op in ops), out
+def test_pg_advisory_a_pause_inside_a_write(store: Path) -> None:
+    """``pause-at=in-write``: the holder frozen with a write in flight (a transaction holding
+    the resource row ``FOR UPDATE``, its connection alive). Its session ends and a second
+    client is granted the lock (INVALID: the grants overlap), whether or not the writes
+    interleave (the new holder's write may wait on the frozen row lock)."""
+    code, results, run_dir, out = run(store, "--db", "postgres", "--lock", "pg-advisory",
+                                      "--nemesis", "pause", "--nemesis-opt", "pause-at=in-write",
+                                      "--time-limit", "12", "--seed", "1")
+    assert code == 1, out
+    ops = history(run_dir)
+    assert any(writing(ops, frozen, start) for start, _, frozen in pauses_of(ops)), out
+    assert check(results, "mutex")["lock-overlap-count"] > 0
 
 
 @pytest.mark.slow
