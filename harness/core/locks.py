@@ -174,6 +174,12 @@ class Indeterminate(Exception):
     """The operation may or may not have taken effect (timeout, connection lost mid-request)."""
 
 
+class Refused(Exception):
+    """The lock certainly did not do it, and says why: raised by ``acquire`` it is a None
+    (``fail``, certainly not acquired), by ``release`` a False (``fail``, ``not-held``: the
+    lock was no longer ours). Its message is kept in the history's ``error``."""
+
+
 class LockContractError(Exception):
     """A lock broke the Lock protocol (``acquire`` returned neither a Grant nor None, say):
     the harness cannot test it, so the client stops and the run says why (exit 3)."""
