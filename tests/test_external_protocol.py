@@ -445,3 +445,11 @@ def test_a_named_client_that_is_not_built_is_refused_before_servers_start(
     assert proc.returncode == 3
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "lock 'go-etcd-mutex': not built" in lines[0], proc.stderr
+
+
+def test_a_fail_error_that_says_its_kind_already_is_not_said_twice() -> None:
+    from workloads.mutex import prefixed
+
+    assert prefixed("timeout: ", "timeout: lock busy") == "timeout: lock busy"  # Curator's
+    assert prefixed("not-held: ", "lost: a refresh found the key gone") == (
+        "not-held: lost: a refresh found the key gone")

@@ -367,7 +367,7 @@ class MutexWorkload:
         if isinstance(e, Indeterminate):
             j.record(INFO, "acquire", None, lock=name, error=str(e)[:200])
         elif isinstance(e, Refused):  # a None that says why
-            j.record(FAIL, "acquire", None, lock=name, error=f"timeout: {e}"[:200])
+            j.record(FAIL, "acquire", None, lock=name, error=prefixed("timeout: ", str(e)))
         elif isinstance(e, self.timeout_errors):  # the lock says: not acquired, certainly
             j.record(FAIL, "acquire", None, lock=name,
                      error=f"timeout: {type(e).__name__}: {e}"[:200])
@@ -579,7 +579,7 @@ class MutexWorkload:
         no longer this client's."""
         why = why or "the lock had expired or was taken"
         self.journal.record(FAIL, "release", {"session": session}, lock=self.p.lock_name,
-                            token=token, error=f"not-held: {why}"[:200])
+                            token=token, error=prefixed("not-held: ", why))
 
     def release_failed(self, error: Exception, session: int, token: Any) -> None:
         """A release raised ``error``: a fail when the lock says it certainly did not release
@@ -592,3 +592,9 @@ class MutexWorkload:
                             lock=self.p.lock_name, token=token,
                             error=f"{'timeout: ' if timeout else ''}{type(error).__name__}: "
                                   f"{error}"[:200])
+
+
+def prefixed(prefix: str, why: str) -> str:
+    """``why`` as a history's error, after ``prefix`` unless it begins with it already (a
+    program that answers "timeout: lock busy"); 200 characters at most."""
+    return (why if why.startswith(prefix) else prefix + why)[:200]

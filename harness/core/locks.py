@@ -8,6 +8,7 @@ A lock is built once per client process with ``Lock(config)``, where ``config`` 
 
 Either may raise :class:`Indeterminate` when it cannot know what happened (a timeout, a
 connection cut mid-request): the workload records that op as ``info``, never ``fail``.
+Either may raise :class:`Refused` for a None or a False that says why (kept in the history).
 
 A lock class declares itself with class attributes (all optional but ``name`` for a registered
 lock): ``name``, ``summary``, ``dbs`` (the ``--db`` names it runs on; empty: any), ``tokens``
