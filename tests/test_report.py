@@ -517,3 +517,25 @@ def test_100k_op_report_is_small_and_opens(tmp_path: Path) -> None:
                     "--dump-dom")
     attrs = body_attrs(dom)
     assert attrs.get("data-ready") == "1" and "data-error" not in attrs, attrs
+
+
+def test_a_clock_fault_is_labelled_by_what_it_did_in_its_own_classs_words() -> None:
+    """The label comes from the nemesis class (Clock.label, ClientClock.label): the offset or
+    rate the fault's detail says it moved the clock by, never the options it did not use."""
+    params = {"clock-nodes": "majority", "clock-id": "wall", "clock-rate": 2.0,
+              "clock-period": 0.2}
+    label = report_model.fault_label
+    assert label("clock", ["n1"], params, {"pattern": "jump", "clock": "wall", "offset": 60.0}
+                 ) == "+60 s wall jump · n1"
+    assert label("clock-back", ["n1", "n2"], params, {"offset": -60.0}) == \
+        "-60 s wall jump · n1,n2"
+    assert label("clock", ["n1"], {**params, "clock-pattern": "rate"},
+                 {"pattern": "rate", "rate": 2.0, "clock": "wall"}) == "wall x2 · n1"
+    assert label("clock-strobe", ["n1"], params, {"offset": 60.0, "period": 0.2}) == \
+        "wall strobe +60 s / 0.2 s · n1"
+    assert label("clock", ["n1"], {"clock-id": "both"}, None) == "both jump · n1"
+    assert label("clock-client", ["c2"], {}, {"pattern": "jump", "offset": 4.0}) == \
+        "+4 s client wall jump · c2"
+    assert label("clock-client", ["c2"], {}, {"pattern": "rate", "rate": 5.0}) == \
+        "client wall x5 · c2"
+    assert label("pause", ["c3"], {"signal": "STOP"}, None) == "pause c3 (signal=STOP)"

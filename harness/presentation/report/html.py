@@ -323,10 +323,11 @@ def checks(results: dict[str, Any]) -> str:
         rows = "".join(f"<tr><th>{e(k)}</th><td>{e(inline(v))}</td></tr>"
                        for k, v in check.items() if not isinstance(v, list | dict))
         parts = [(k, part(k, v)) for k, v in check.items() if isinstance(v, list | dict)]
-        cards.append(f'<div><h3 id="check-{e(name)}">{e(name)} <span class="chip '
+        inner = "".join(p for _, p in parts if not p.startswith("<details>"))
+        wide = ' class="wide"' if "<h4>" in inner else ""  # a grid: the width of the page
+        cards.append(f'<div{wide}><h3 id="check-{e(name)}">{e(name)} <span class="chip '
                      f'{verdict_class(check.get("valid"))}">{verdict_word(check.get("valid"))}'
-                     f"</span></h3><table>{rows}</table>"
-                     + "".join(p for _, p in parts if not p.startswith("<details>")) + "</div>")
+                     f"</span></h3><table>{rows}</table>{inner}</div>")
         lists.extend(p.replace("<summary>", f"<summary>{e(name)}: ", 1) for _, p in parts
                      if p.startswith("<details>"))
     return (f'<section id="checks"><h2>Checkers</h2><div class="checks">{"".join(cards)}</div>'

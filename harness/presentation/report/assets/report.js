@@ -331,20 +331,20 @@ function placeMarkers() {  // HTML flags over the timeline: two rows, the select
     m.dataset.visible = "1"; m.classList.toggle("flip", flip);
     m.style.left = left + "px"; m.style.top = (2 + row * 18) + "px";
   });
-  if (sel) hideUnder(document.getElementById("vm-" + sel));
-  return unflagged;
+  return unflagged + (sel ? hideUnder(document.getElementById("vm-" + sel)) : 0);
 }
 function hideUnder(top) {  // the selected flag was put on row 0 without room: the flags it
-  if (!top || top.dataset.visible !== "1") return;  // would cover give way
-  var a = top.getBoundingClientRect();
+  if (!top || top.dataset.visible !== "1") return 0;  // would cover give way (how many)
+  var a = top.getBoundingClientRect(), hid = 0;
   byTime.forEach(function (v) {
     var m = v.mark;
     if (!m || m === top || m.dataset.visible !== "1") return;
     var b = m.getBoundingClientRect();
     if (b.left < a.right && a.left < b.right && b.top < a.bottom && a.top < b.bottom) {
-      m.style.display = "none"; m.dataset.visible = "0";
+      m.style.display = "none"; m.dataset.visible = "0"; hid++;
     }
   });
+  return hid;
 }
 
 // the charts (charts.js) share the view, the axis and the zoom ------------------------------
