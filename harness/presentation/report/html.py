@@ -324,7 +324,7 @@ def checks(results: dict[str, Any]) -> str:
                        for k, v in check.items() if not isinstance(v, list | dict))
         parts = [(k, part(k, v)) for k, v in check.items() if isinstance(v, list | dict)]
         inner = "".join(p for _, p in parts if not p.startswith("<details>"))
-        wide = ' class="wide"' if "<h4>" in inner else ""  # a grid: the width of the page
+        wide = ' class="wide"' if "<td><table>" in inner else ""  # tables in a grid: wide
         cards.append(f'<div{wide}><h3 id="check-{e(name)}">{e(name)} <span class="chip '
                      f'{verdict_class(check.get("valid"))}">{verdict_word(check.get("valid"))}'
                      f"</span></h3><table>{rows}</table>{inner}</div>")
