@@ -2,13 +2,17 @@
 
 What is on it, top to bottom: a verdict banner with one chip per checker; a timeline (one lane
 per client process, each op a bar from invoke to completion coloured ok / fail / info, info
-running on to the end; lock-held spans; fault windows shaded across every lane and labelled;
-every violation outlined, flagged and linked to its explanation; waiting acquires hollow;
-writes the resource rejected crossed), with zoom, pan and hover; under it, on its time axis,
+running on to the end; lock-held spans; fault windows shaded across every lane and labelled
+in their nemesis's words, shortened to fit; every violation outlined, flagged (no flag covers
+another) and linked to its explanation; waiting acquires hollow; writes the resource rejected
+crossed), with zoom, pan, hover, a clicked op's details kept in a panel that prints, and "save
+as PNG" (``harness report RUN --png FILE``: :mod:`.png`); under it, on its time axis,
 throughput and latency charts (:mod:`.charts`, drawn by ``assets/charts.js``); every violation
 in words; the linearization of each witness (:mod:`.linearization`); the resource's order
 beside the clients' (:mod:`.resource_order`); each checker's facts; the fault schedule; the
-spec, seed and the command that replays it; links to the node logs and the raw files.
+spec, seed and the command that replays it; links to the node logs and the raw files. Every
+value is in words (:func:`.words.inline`), never JSON or a repr; a list or table longer than
+10 rows shows 6 and a button that says how many there are.
 
 The static parts are plain HTML, readable without JavaScript; the timeline and charts are drawn
 on canvas from the JSON model of :mod:`harness.presentation.report.model`, which is where the
