@@ -197,6 +197,9 @@ def build_parser(only: str | None = None) -> Parser:
     if want("report"):
         rep = sub.add_parser("report", help="rebuild report.html of a stored run")
         rep.add_argument("run_dir", type=Path)
+        rep.add_argument("--png", type=Path, metavar="FILE",
+                         help="also write its timeline and charts as a PNG (about 1200 px "
+                         "wide, to paste into an issue; needs chromium)")
 
     if want("list"):
         ls = sub.add_parser("list", help="dbs, locks, workloads, nemeses and checkers, with "
