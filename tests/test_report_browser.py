@@ -340,7 +340,11 @@ def test_no_flag_or_label_covers_another_on_real_runs(nemesis: str, store: Path,
     them: no flag or fault label covers another or is cut off, a clock fault says what it did,
     and `harness report RUN --png FILE` writes its timeline and charts, about 1200 px wide."""
     code, _, run_dir, out = run(store, "--time-limit", "10", "--nemesis", nemesis)
-    assert code in (0, 1), out[-2000:]
+    verdict = json.loads((run_dir / "results.json").read_text())["valid"]
+    # pause: INVALID in 20 of 20 seeds (docs/detection.md); a clock jump's overlap is a race
+    # (tests/test_fault_matrix.py): there the page, not the verdict, is this test's subject
+    assert code == {True: 0, False: 1}[verdict] and (nemesis != "pause" or code == 1), \
+        out[-2000:]
     got = drawn_boxes(run_dir / "report.html", tmp_path)
     labels = [b for b in got["dom"] if b["kind"] == "flabel"]
     assert labels, got["dom"]
