@@ -292,7 +292,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     except HarnessError:
         raise HarnessError(f"{run.results} is missing: run `harness check "
                            f"{args.run_dir}` first") from None
-    print(write_report(run, spec, history, results))
+    page = write_report(run, spec, history, results)
+    print(page)
+    if args.png:
+        from harness.presentation.report.png import write_png
+
+        width, height = write_png(page, args.png)
+        print(f"{args.png} ({width}x{height} px: the timeline and its charts)")
     return 0
 
 

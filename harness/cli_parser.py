@@ -19,6 +19,9 @@ DESCRIPTION = ("Run, explore and check distributed-lock tests on real servers. E
                "64 bad usage. Errors are one line.")
 
 
+ROLE_KINDS = ("dbs", "locks", "workloads", "nemeses", "resources")
+
+
 class Formatter(argparse.HelpFormatter):
     """argparse's help formatter, told the terminal's width up front: argparse makes one for
     every argument it adds, and finding the width itself imports shutil (and its compression
@@ -29,6 +32,18 @@ class Formatter(argparse.HelpFormatter):
         if width is None:
             width = terminal_columns() - 2
         super().__init__(prog, indent_increment, max_help_position, width)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        """The help, its ``{dbs}``, ``{locks}``, ... the registry's names of that kind (its
+        builtins and every installed plugin's): read when the help is shown, never typed."""
+        text = action.help or ""
+        if "{" in text:
+            from harness.controller.registry import default_registry
+
+            reg = default_registry()
+            for kind in ROLE_KINDS:
+                text = text.replace(f"{{{kind}}}", ", ".join(reg.names(kind)))
+        return text
 
 
 def terminal_columns() -> int:
@@ -60,11 +75,12 @@ class Parser(argparse.ArgumentParser):
 def add_run_options(r: argparse.ArgumentParser, time_limit_default: str = "20") -> None:
     """The options of a test spec (harness run and harness explore share them)."""
     r.add_argument("--config", type=Path, help="a TOML test spec; flags override its keys")
-    r.add_argument("--db", help="redis (default)")
-    r.add_argument("--lock", help="a lock name (harness list) or package.module:Class")
-    r.add_argument("--workload", help="mutex (default), fenced, counter or idempotent")
-    r.add_argument("--resource", help="the protected resource: redis (default) or postgres "
-                   "(default for pg-row / pg-advisory-xact, in their own database, and for "
+    r.add_argument("--db", help="{dbs} (default redis)")
+    r.add_argument("--lock", help="{locks} (default: the db's own); or package.module:Class, "
+                   "or exec:PATH (a program speaking docs/clients.md's protocol)")
+    r.add_argument("--workload", help="{workloads} (default mutex)")
+    r.add_argument("--resource", help="the protected resource: {resources} (default redis; "
+                   "postgres for pg-row / pg-advisory-xact, in their own database, and for "
                    "--workload idempotent)")
     r.add_argument("--resource-mode", help="how the resource guards itself: plain, fenced "
                    "(token), version (WHERE version = read), cas (antirez's check-and-set); "
@@ -114,7 +130,8 @@ def build_parser(only: str | None = None) -> Parser:
     if want("run"):
         r = sub.add_parser("run", help="run a test against real servers")
         add_run_options(r)
-        r.add_argument("--nemesis", help="comma-separated faults, or none (default: pause); "
+        r.add_argument("--nemesis", help="comma-separated faults of {nemeses}, or none "
+                       "(default: pause); "
                        "FAULT:ROLE aims a fault at a role, e.g. partition:waiter, pause:any, "
                        "pause-node:leader, kill:node=n2")
         r.add_argument("--replay", type=Path, metavar="RUN_DIR|SCHEDULE.toml",
@@ -180,6 +197,9 @@ def build_parser(only: str | None = None) -> Parser:
     if want("report"):
         rep = sub.add_parser("report", help="rebuild report.html of a stored run")
         rep.add_argument("run_dir", type=Path)
+        rep.add_argument("--png", type=Path, metavar="FILE",
+                         help="also write its timeline and charts as a PNG (about 1200 px "
+                         "wide, to paste into an issue; needs chromium)")
 
     if want("list"):
         ls = sub.add_parser("list", help="dbs, locks, workloads, nemeses and checkers, with "

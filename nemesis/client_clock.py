@@ -90,6 +90,17 @@ class ClientClock(BaseNemesis):
                else f"jumping {detail.get('offset', 0):+g} s")
         return f"the wall clock of {run.who()} {how} {run.when()}"
 
+    @classmethod
+    def label(cls, params: dict[str, Any], detail: Any) -> str:
+        """``client wall x5`` or ``+4 s client wall jump``: a report's fault lane."""
+        d = detail if isinstance(detail, dict) else {}
+        if (d.get("pattern") or params.get("client-clock-pattern") or "rate") == "rate":
+            rate = d.get("rate", params.get("client-clock-rate"))
+            return f"client wall x{rate:g}" if isinstance(rate, int | float) else "client rate"
+        offset = d.get("offset", params.get("client-clock-offset"))
+        return f"{offset:+g} s client wall jump" if isinstance(offset, int | float) else \
+            "client wall jump"
+
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         if (target or self.default_target) == "waiter" and wait_for_holder(ctx) is None:
             return None  # a waiter's clock matters while somebody holds the lock

@@ -192,6 +192,24 @@ class Clock(BaseNemesis):
         return f"a {size}clock jump on {run.who()} {run.when()}{go_stall(detail)}"
 
     @classmethod
+    def label(cls, params: dict[str, Any], detail: Any) -> str:
+        """What one window did, in a few words for a report's fault lane: ``+60 s wall jump``,
+        ``wall x2``, ``wall strobe +60 s / 0.2 s`` (from its detail, else what it was asked)."""
+        d = detail if isinstance(detail, dict) else {}
+        pattern = cls.preset or d.get("pattern") or params.get("clock-pattern") or "jump"
+        clock = d.get("clock") or params.get("clock-id") or "wall"
+        if pattern == "rate":
+            rate = d.get("rate", params.get("clock-rate"))
+            return f"{clock} x{rate:g}" if isinstance(rate, int | float) else f"{clock} rate"
+        offset = d.get("offset", params.get("clock-offset"))
+        size = f"{offset:+g} s " if isinstance(offset, int | float) else ""
+        if pattern == "strobe":
+            period = d.get("period", params.get("clock-period"))
+            every = f" / {period:g} s" if isinstance(period, int | float) else ""
+            return f"{clock} strobe {size.strip()}{every}".strip()
+        return f"{size}{clock} jump"
+
+    @classmethod
     def check_step(cls, options: dict[str, Any], params: dict[str, Any]) -> str | None:
         """A schedule step's params cannot change the clock id: the servers were started
         faking the run's (``--nemesis-opt clock-id``)."""

@@ -36,6 +36,7 @@ history to it); healing removes every cut.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -171,6 +172,7 @@ SHAPES: dict[str, Shape] = {
 DEFAULT = "holder"
 RETARGETS = 5  # further cuts when the holder a cut was aimed at had let go before it landed
 FRESH_WAIT = 2 * HOLDER_WAIT  # seconds a cut of the holder waits for a fresh grant (a hold)
+SETTLE_S = 0.05  # how long a grant's journal line may trail its reply (a waiter's miss)
 
 
 class Partition(BaseNemesis):
@@ -240,12 +242,24 @@ class Partition(BaseNemesis):
             wait_for_fresh_grant(ctx, FRESH_WAIT, young=ctx.ttl / 4)  # see the docstring
         picked = SHAPES[self._shape].pick(ctx, target)
         self._cuts = [] if picked is None else picked[1]
-        self._aim = None
-        if picked is not None and (target or "holder") == "holder" and \
-                SHAPES[self._shape].targets:
-            p = client_of(picked[0][0])  # a shape aimed at the holder: the hold it meant
-            self._aim = None if p is None else (p, ctx.live.held_since(p))
+        self._aim, self._waiter = None, None
+        if picked is not None and SHAPES[self._shape].targets:
+            p = client_of(picked[0][0])
+            if (target or "holder") == "holder":  # a shape aimed at the holder: the hold it meant
+                self._aim = None if p is None else (p, ctx.live.held_since(p))
+            elif target == "waiter":  # one blocked in an acquire: it must not hold when cut
+                self._waiter = p
         return None if picked is None else picked[0]
+
+    def _missed_waiter(self, ctx: NemesisContext) -> bool:
+        """Was the waiter the cut was aimed at granted before the cut landed (the longest
+        waiter is next in a queue lock's line; CI: a cut aimed at ZooKeeper's waiter met its
+        fresh grant, cut off a holder, and its session expired under it)? The grant's journal
+        line may trail the reply by a few ms: looked for after :data:`SETTLE_S`."""
+        if self._waiter is None:
+            return False
+        time.sleep(SETTLE_S)
+        return ctx.live.held_since(self._waiter) is not None
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
         """Cut. A cut aimed at the holder makes sure it cut one off: a holder picked from the
@@ -256,6 +270,16 @@ class Partition(BaseNemesis):
         self._missed = []
         for attempt in range(RETARGETS + 1):
             self._cut(ctx)
+            if self._waiter is not None and self._missed_waiter(ctx) and attempt < RETARGETS:
+                again = SHAPES[self._shape].pick(ctx, "waiter")
+                self._missed.append(self._waiter)
+                ctx.cluster.heal()
+                if again is None:  # no waiter left: the cut stays where it was, its miss said
+                    self._cut(ctx)
+                    return
+                targets[:], self._cuts, self._waiter = again[0], again[1], client_of(
+                    again[0][0])
+                continue
             if self._aim is None or hit(ctx, self._aim) or attempt == RETARGETS:
                 return
             again = SHAPES[self._shape].pick(ctx, "holder")

@@ -55,8 +55,9 @@ for line in sys.stdin:
         if MODE == "wrong-id" and first:
             send({{"id": rid + 7, "type": "ok", "token": 1}})
             continue
-        if MODE == "busy":
-            send({{"id": rid, "type": "fail", "error": "lock busy"}})
+        if MODE == "busy" or (MODE == "say-why" and rid % 2):
+            send({{"id": rid, "type": "fail", "error": "lock busy" if MODE == "busy"
+                   else "toy: held by another owner"}})
             continue
         if MODE == "info":
             send({{"id": rid, "type": "info", "error": "connection lost"}})
@@ -68,6 +69,8 @@ for line in sys.stdin:
                "validity": hello["ttl"], "handle": {{"n": token}}}})
         if MODE == "die-after-acquire" and first:
             sys.exit(9)
+    elif op == "release" and MODE == "say-why":
+        send({{"id": rid, "type": "fail", "error": "toy: the lease lapsed before release"}})
     elif op == "release":
         send({{"id": rid, "type": "ok" if req.get("handle") == {{"n": req.get("token")}}
                else "fail"}})

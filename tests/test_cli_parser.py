@@ -3,6 +3,8 @@ the same answers as the whole parser, every command still listed, bad usage stil
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 
@@ -53,3 +55,22 @@ def test_an_option_of_another_command_is_bad_usage_in_one_line() -> None:
     proc = harness("check", "a.jsonl", "--nemesis", "pause")
     assert proc.returncode == 64
     assert proc.stderr.count("\n") == 1 and "--nemesis" in proc.stderr
+
+
+def test_run_help_lists_what_the_registry_has() -> None:
+    """`run --help` names every db, lock, workload, nemesis and resource the registry knows
+    (builtins and installed plugins alike), read from it, and the exec:PATH lock."""
+    from harness.controller.registry import default_registry
+
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--help"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "10000"})
+    assert proc.returncode == 0, proc.stderr
+    helps = {line.split()[0]: line for line in proc.stdout.splitlines()
+             if line.startswith("  --")}
+    reg = default_registry()
+    for flag, kind in (("--db", "dbs"), ("--lock", "locks"), ("--workload", "workloads"),
+                       ("--nemesis", "nemeses"), ("--resource", "resources")):
+        listed = re.escape(", ".join(reg.names(kind)))
+        assert re.search(rf" {listed}(?![\w-])", helps[flag]), (flag, helps[flag])
+    assert "lock" in reg.names("workloads") and "exec:PATH" in helps["--lock"]

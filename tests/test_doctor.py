@@ -50,8 +50,24 @@ def test_doctor_names_a_hidden_server_and_the_command_that_installs_it(
     assert proc.returncode == 1, proc.stderr
     rows = {tuple(line.split()[:2]): line for line in proc.stdout.splitlines()}
     assert rows[("db", "redis")].split()[2:] == ["MISSING", "harness", "setup", "--db", "redis"]
-    assert rows[("db", "zookeeper")].split()[2:] == ["available"]
     assert f"doctor: {LINE}" in proc.stdout.splitlines()
+    # only what a run on that DB needs: no other DB's row, no client's
+    assert {k for k in rows if k[0] != "doctor:"} == {("backend", "local"), ("db", "redis"),
+                                                      ("fault", "pause")}
+    full = harness("doctor", env=without_redis)  # alone: every row
+    assert full.returncode == 1 and "db       zookeeper" in full.stdout
+
+
+def test_doctor_alone_names_every_lock_a_client_serves() -> None:
+    proc = harness("doctor")
+    rows = [line.split(None, 2) for line in proc.stdout.splitlines()
+            if line.startswith("client ")]
+    reg = default_registry()
+    served = {name for _, _, rest in rows for name in rest.partition("(locks ")[2]
+              .rstrip(")").split(", ")}
+    built_by_clients = {n for n in reg.names("locks")
+                        if isinstance(getattr(reg.load("locks", n), "build", None), str)}
+    assert "redis-semaphore" in built_by_clients and served == built_by_clients, rows
 
 
 def test_run_refuses_a_missing_server_with_doctors_line_before_anything_starts(
@@ -106,8 +122,8 @@ def test_setup_installs_only_the_declared_packages_that_lack(
     c = setup_cmd.choice(["redis"], [], [], [], False, reg)
     steps = setup_cmd.commands(c, reg)
     assert len(steps) == 1
-    what, argv = steps[0]
-    assert what == "installing Debian packages: redis-server"
+    what, argv, done = steps[0]
+    assert what == "installing Debian packages: redis-server" and not done
     assert argv[-1].endswith("--no-install-recommends redis-server >/dev/null")
 
 
@@ -126,10 +142,25 @@ def test_setup_dry_run_prints_the_commands_of_the_chosen_steps() -> None:
     proc = harness("setup", "--backend", "docker", "--clients", "curator", "--dry-run")
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stdout.splitlines()
-             if not line.startswith(("setup: ", "sh -c apt-get"))]
+             if not line.startswith(("setup: ", "sh -c 'apt-get"))]
     assert lines[0].endswith("docker/engine.sh") and lines[1].endswith("docker/build_image.py")
     assert lines[2].endswith("docker/build_redis_libc.sh")
     assert lines[3].endswith("-m workloads.external.builds curator") and len(lines) == 4
+
+
+def test_setup_dry_run_alone_prints_the_command_of_each_step_done_or_not() -> None:
+    """`harness setup --dry-run` with nothing chosen: the apt command of the harness's own
+    packages (marked when they are all there), and a line saying how to choose more."""
+    proc = harness("setup", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("setup: nothing chosen but the harness's own packages")
+    apt = [line for line in lines if line.startswith("sh -c 'apt-get update")]
+    assert len(apt) == 1 and "--no-install-recommends iptables iproute2" in apt[0], lines
+    everything = setup_cmd.declared(setup_cmd.Choice(), default_registry())
+    done = all(setup_cmd.installed(p, w) for p, w in everything.items())
+    assert apt[0].endswith(f"  # already done: Debian packages: all {len(everything)} "
+                           "installed") == done
 
 
 def test_a_command_several_roles_declare_is_installed_only_when_it_is_there(

@@ -76,6 +76,17 @@ def test_a_program_that_breaks_mid_run_gives_info_ops_and_the_run_completes(
     assert len(grants) > 5 * 3  # more than each program's first life served
 
 
+def test_a_programs_fail_keeps_its_error_text_in_the_history(
+        store: Path, tmp_path: Path) -> None:
+    """A `fail` answer's error is what the history says: an acquire's after "timeout: ", a
+    release's after "not-held: " (which the checkers read as the lock lost)."""
+    r = run(store, "--lock", f"exec:{toy(tmp_path, 'say-why')}", "--nemesis", "none",
+            "--time-limit", "3", "--seed", "1")
+    fails = {(op["f"], op["error"]) for op in r.history if op["type"] == "fail"}
+    assert fails == {("acquire", "timeout: toy: held by another owner"),
+                     ("release", "not-held: toy: the lease lapsed before release")}, r.output
+
+
 @pytest.mark.slow
 def test_a_program_that_hangs_on_acquire_is_given_up_on(store: Path, tmp_path: Path) -> None:
     """Acquire timeout 5 s + 10 s to answer: then info, killed, started again."""

@@ -19,7 +19,7 @@ from harness.controller.registry import Registry
 from harness.controller.store import RunDir
 from harness.core.cluster import Node, client_name
 from harness.core.errors import UsageError
-from harness.core.locks import Grant, Indeterminate, LockConfig
+from harness.core.locks import Grant, Indeterminate, LockConfig, Refused
 from tests.external_programs import starts, toy
 from tests.harness_runs import bounded
 from workloads.external import builds, protocol
@@ -126,7 +126,8 @@ def test_the_hello_tells_the_program_its_nodes_through_relays(tmp_path: Path) ->
 def test_a_busy_lock_is_a_fail_and_an_unknown_outcome_is_indeterminate(tmp_path: Path) -> None:
     busy, unsure = lock_for(toy(tmp_path, "busy")), lock_for(toy(tmp_path, "info"))
     try:
-        assert busy.acquire(0.5) is None
+        with pytest.raises(Refused, match=r"^lock busy$"):  # a None that says why
+            busy.acquire(0.5)
         with pytest.raises(Indeterminate, match="connection lost"):
             unsure.acquire(0.5)
         assert unsure.program is not None and unsure.program.alive()  # info is an answer
@@ -444,3 +445,11 @@ def test_a_named_client_that_is_not_built_is_refused_before_servers_start(
     assert proc.returncode == 3
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "lock 'go-etcd-mutex': not built" in lines[0], proc.stderr
+
+
+def test_a_fail_error_that_says_its_kind_already_is_not_said_twice() -> None:
+    from workloads.mutex import prefixed
+
+    assert prefixed("timeout: ", "timeout: lock busy") == "timeout: lock busy"  # Curator's
+    assert prefixed("not-held: ", "lost: a refresh found the key gone") == (
+        "not-held: lost: a refresh found the key gone")

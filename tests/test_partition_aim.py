@@ -170,6 +170,33 @@ def test_a_cut_aimed_at_a_waiter_is_not_checked_against_a_hold() -> None:
     assert [k for k, _ in ctx.cluster.log] == ["cut"] and nem.detail() is None
 
 
+def test_a_waiter_granted_before_its_cut_landed_is_a_miss_and_another_waiter_is_cut(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The longest waiter is next in a queue lock's line: c2 is granted as the cut goes in
+    (CI: ZooKeeper's session of that fresh holder expired under the cut, and a lock test of
+    waiters saw an overlap); the cut is healed and made again for a waiter still waiting."""
+    monkeypatch.setattr(partition, "SETTLE_S", 0.0)
+    live = Live({1: 0.5}, [{1: 0.5, 2: 0.9}])
+    ctx = context(live)
+    nem = Partition()
+    targets = nem.select(ctx, "waiter")
+    assert targets == ["c2"]
+    live.waiting = [3]  # c2 holds once the cut is in; c3 waits
+    nem.start(ctx, targets)
+    assert targets == ["c3"] and [k for k, _ in ctx.cluster.log] == ["cut", "heal", "cut"]
+    assert all("c2" not in link for link in ctx.cluster.log[-1][1])
+    assert nem.detail() == {"missed": [2]}
+    live.waiting = []  # a miss with no waiter left: the cut stays, the miss is said
+    ctx = context(Live({1: 0.5}, [{1: 0.5, 2: 0.9}]))
+    ctx.live.waiting = [2]
+    nem = Partition()
+    targets = nem.select(ctx, "waiter")
+    ctx.live.waiting = []
+    monkeypatch.setattr(partition, "HOLDER_WAIT", 0.0, raising=False)
+    nem.start(ctx, targets)
+    assert [k for k, _ in ctx.cluster.log][-1] == "cut" and nem.detail()["missed"] == [2]
+
+
 class Leader:
     """The DB's leader probe (``HasLeader``): n2 leads."""
 

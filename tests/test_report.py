@@ -29,6 +29,7 @@ from harness.presentation.report import html as html_report
 from harness.presentation.report import model as report_model
 from harness.presentation.report import sampling, write_report
 from harness.presentation.report.html import render, replay_command
+from harness.presentation.report.words import inline
 from tests import synth_history
 from tests.harness_runs import bounded
 
@@ -222,7 +223,7 @@ def test_hover_details_past_their_budget_keep_those_nearest_the_focus(
     assert sum(len(t) + 3 for t in texts) <= 2_000 and cut == sum(1 for k in x if k < 0) > 800
     kept = [k for k, i in enumerate(x) if i >= 0]
     assert kept == list(range(kept[0], kept[-1] + 1)) and kept[0] <= 500 <= kept[-1]
-    assert all(texts[x[k]] == f'{{"session":{k}}}' for k in kept)
+    assert all(texts[x[k]] == f"session {k}" for k in kept)  # in words, not JSON
     assert report_model.detail_texts(pairs[:10], focus, 1_000_000)[2] == 0
 
 
@@ -495,7 +496,7 @@ def test_hover_and_zoom_in_headless_chromium(tmp_path: Path) -> None:
     done = next(op for op in history if op["process"] == 1 and op["f"] == "write"
                 and op["type"] != "invoke" and op["time"] >= write["time"])
     assert tip.startswith(f"p1 · write · {done['type']}\ninvoked {write['time'] / 1e9:.3f}"), tip
-    assert json.dumps(done["value"], separators=(",", ":")) in tip
+    assert inline(done["value"]) in tip  # in words: "kind enter, session 1, seq 6"
     assert "holds the lock" in tip and "violation 1: process 1 acquired at 3.17 s" in tip
     assert "during pause on c2" in tip
     before, after = attrs["data-zoom"].split(" => ")
@@ -516,3 +517,25 @@ def test_100k_op_report_is_small_and_opens(tmp_path: Path) -> None:
                     "--dump-dom")
     attrs = body_attrs(dom)
     assert attrs.get("data-ready") == "1" and "data-error" not in attrs, attrs
+
+
+def test_a_clock_fault_is_labelled_by_what_it_did_in_its_own_classs_words() -> None:
+    """The label comes from the nemesis class (Clock.label, ClientClock.label): the offset or
+    rate the fault's detail says it moved the clock by, never the options it did not use."""
+    params = {"clock-nodes": "majority", "clock-id": "wall", "clock-rate": 2.0,
+              "clock-period": 0.2}
+    label = report_model.fault_label
+    assert label("clock", ["n1"], params, {"pattern": "jump", "clock": "wall", "offset": 60.0}
+                 ) == "+60 s wall jump · n1"
+    assert label("clock-back", ["n1", "n2"], params, {"offset": -60.0}) == \
+        "-60 s wall jump · n1,n2"
+    assert label("clock", ["n1"], {**params, "clock-pattern": "rate"},
+                 {"pattern": "rate", "rate": 2.0, "clock": "wall"}) == "wall x2 · n1"
+    assert label("clock-strobe", ["n1"], params, {"offset": 60.0, "period": 0.2}) == \
+        "wall strobe +60 s / 0.2 s · n1"
+    assert label("clock", ["n1"], {"clock-id": "both"}, None) == "both jump · n1"
+    assert label("clock-client", ["c2"], {}, {"pattern": "jump", "offset": 4.0}) == \
+        "+4 s client wall jump · c2"
+    assert label("clock-client", ["c2"], {}, {"pattern": "rate", "rate": 5.0}) == \
+        "client wall x5 · c2"
+    assert label("pause", ["c3"], {"signal": "STOP"}, None) == "pause c3 (signal=STOP)"

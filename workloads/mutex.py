@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from harness.core import defaults
 from harness.core.history import FAIL, INFO, INVOKE, OK
 from harness.core.journal import JournalWriter, encode, literal, token_json
-from harness.core.locks import Grant, Indeterminate, Lock, LockContractError
+from harness.core.locks import Grant, Indeterminate, Lock, LockContractError, Refused
 from harness.core.resource import READ_MODES, Observed, Resource, Write, Written
 from harness.core.text import show
 from workloads import crash
@@ -366,6 +366,8 @@ class MutexWorkload:
         j, name = self.journal, self.p.lock_name
         if isinstance(e, Indeterminate):
             j.record(INFO, "acquire", None, lock=name, error=str(e)[:200])
+        elif isinstance(e, Refused):  # a None that says why
+            j.record(FAIL, "acquire", None, lock=name, error=prefixed("timeout: ", str(e)))
         elif isinstance(e, self.timeout_errors):  # the lock says: not acquired, certainly
             j.record(FAIL, "acquire", None, lock=name,
                      error=f"timeout: {type(e).__name__}: {e}"[:200])
@@ -572,16 +574,27 @@ class MutexWorkload:
         else:
             self.not_released(session, token)
 
-    def not_released(self, session: int, token: Any) -> None:
-        """A release returned False: the lock was no longer this client's."""
+    def not_released(self, session: int, token: Any, why: str = "") -> None:
+        """A release returned False (or raised :class:`Refused`, saying ``why``): the lock was
+        no longer this client's."""
+        why = why or "the lock had expired or was taken"
         self.journal.record(FAIL, "release", {"session": session}, lock=self.p.lock_name,
-                            token=token, error="not-held: the lock had expired or was taken")
+                            token=token, error=prefixed("not-held: ", why))
 
     def release_failed(self, error: Exception, session: int, token: Any) -> None:
         """A release raised ``error``: a fail when the lock says it certainly did not release
-        (its ``timeout_errors``), else info."""
+        (its ``timeout_errors``), else info; :class:`Refused` is a False that says why."""
+        if isinstance(error, Refused):
+            self.not_released(session, token, str(error))
+            return
         timeout = isinstance(error, self.timeout_errors)
         self.journal.record(FAIL if timeout else INFO, "release", {"session": session},
                             lock=self.p.lock_name, token=token,
                             error=f"{'timeout: ' if timeout else ''}{type(error).__name__}: "
                                   f"{error}"[:200])
+
+
+def prefixed(prefix: str, why: str) -> str:
+    """``why`` as a history's error, after ``prefix`` unless it begins with it already (a
+    program that answers "timeout: lock busy"); 200 characters at most."""
+    return (why if why.startswith(prefix) else prefix + why)[:200]

@@ -132,6 +132,9 @@ def clean(force: bool = False, say: Callable[[str], None] = print, store: Path |
         gone.add(run_id)
         out.runs += 1
     remove_stale_sockets(active_dir() / "ssh")
+    if store is not None:  # a store's runs that unmarked themselves may still leave labelled
+        gone |= {f"{d.parent.name}/{d.name}" for d in store.glob("*/*") if d.is_dir()
+                 and f"{d.parent.name}:{d.name}" not in live_runs}  # things (a SIGINT's race)
     # A sweep keeps the runs marked when it looks (after it listed what it may remove: a run
     # marks itself before it makes anything), not only those found live above: a run that
     # started meanwhile is no leftover.

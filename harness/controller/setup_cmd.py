@@ -9,6 +9,7 @@ Idempotent: what is there is said in a line and left alone. ``dry_run``: the com
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -89,43 +90,57 @@ def installed(package: str, whats: Sequence[str] = ()) -> bool:
     return "install ok installed" in proc.stdout
 
 
-def commands(c: Choice, reg: Registry) -> list[tuple[str, list[str]]]:
-    """(what, argv) of each step still to do, in order; the apt step only for what lacks."""
-    steps: list[tuple[str, list[str]]] = []
+Step = tuple[str, list[str], bool]  # what, its argv, and whether it is already done here
+
+
+def commands(c: Choice, reg: Registry) -> list[Step]:
+    """(what, argv, done) of each step of the choice, in order: the apt step (for what lacks,
+    or done: every declared package), a DB's own server install, docker's, the clients'
+    builds (cached: a build that is there says so and does nothing)."""
     wanted = declared(c, reg)
     missing = [p for p, whats in wanted.items() if not installed(p, whats)]
-    if missing:
-        steps.append((f"installing Debian packages: {' '.join(missing)}",
-                      ["sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
-                       f"install -y -qq --no-install-recommends {' '.join(missing)} >/dev/null"]))
-    else:
-        print(f"setup: Debian packages: all {len(wanted)} installed")
+    packages = " ".join(missing or wanted)
+    steps: list[Step] = [(
+        f"installing Debian packages: {packages}" if missing
+        else f"Debian packages: all {len(wanted)} installed",
+        ["sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
+         f"install -y -qq --no-install-recommends {packages} >/dev/null"], not missing)]
     for name in c.dbs:  # a server from another registry than Debian's (dynalite from npm)
         db = reg.load("dbs", name)
         install = getattr(db, "install_argv", None)
-        if install is not None and db.unavailable() is not None:
-            steps.append((f"db {name}'s server ({' '.join(install())})", install()))
+        if install is not None:
+            steps.append((f"db {name}'s server ({' '.join(install())})", install(),
+                          db.unavailable() is None))
     if "docker" in c.backends:
         docker = shipped("docker")
-        steps += [("the docker engine (docker/engine.sh)", ["bash", str(docker / "engine.sh")]),
+        steps += [("the docker engine (docker/engine.sh)", ["bash", str(docker / "engine.sh")],
+                   False),
                   ("the node image (docker/build_image.py)",
-                   [sys.executable, str(docker / "build_image.py")]),
+                   [sys.executable, str(docker / "build_image.py")], False),
                   ("the libc Redis (docker/build_redis_libc.sh)",
-                   ["bash", str(docker / "build_redis_libc.sh")])]
-    steps += [(f"lock client {name}", [sys.executable, "-m", "workloads.external.builds", name])
-              for name in c.clients]
+                   ["bash", str(docker / "build_redis_libc.sh")], False)]
+    steps += [(f"lock client {name}", [sys.executable, "-m", "workloads.external.builds", name],
+               False) for name in c.clients]
     return steps
 
 
 def setup(c: Choice, dry_run: bool = False, reg: Registry | None = None) -> int:
-    """Run (or, ``dry_run``, print) the steps; HarnessError (exit 3) naming a failed one."""
+    """Run (or, ``dry_run``, print: every step's command, one already done marked so) the
+    steps; HarnessError (exit 3) naming a failed one."""
     reg = reg or default_registry()
     steps = commands(c, reg)
+    if not (c.dbs or c.backends or c.faults or c.clients):
+        print("setup: nothing chosen but the harness's own packages (--db, --backend, "
+              "--nemesis, --clients NAME,... or --all choose more; `harness doctor` shows "
+              "what lacks)")
     env = {**os.environ, "LOCK_HARNESS_PYTHON": sys.executable}
     failed: list[str] = []
-    for what, argv in steps:
+    for what, argv, done in steps:
         if dry_run:
-            print(" ".join(argv))
+            print(shlex.join(argv) + (f"  # already done: {what}" if done else ""))
+            continue
+        if done:
+            print(f"setup: {what}")
             continue
         if argv[0] == "sh" and os.geteuid() != 0:
             raise HarnessError(f"{what}: needs root (apt-get): run as root")
@@ -138,6 +153,7 @@ def setup(c: Choice, dry_run: bool = False, reg: Registry | None = None) -> int:
     if failed:
         raise HarnessError(f"lock client build failed: {' '.join(failed)} (see above; retry "
                            f"with `harness setup --clients {','.join(failed)}`)")
-    if not steps or not dry_run:
-        print("setup: done" if steps else "setup: nothing to do")
+    if not dry_run:
+        todo = any(not done for _, _, done in steps)
+        print("setup: done" if todo else "setup: nothing to do")
     return 0

@@ -8,6 +8,7 @@ A lock is built once per client process with ``Lock(config)``, where ``config`` 
 
 Either may raise :class:`Indeterminate` when it cannot know what happened (a timeout, a
 connection cut mid-request): the workload records that op as ``info``, never ``fail``.
+Either may raise :class:`Refused` for a None or a False that says why (kept in the history).
 
 A lock class declares itself with class attributes (all optional but ``name`` for a registered
 lock): ``name``, ``summary``, ``dbs`` (the ``--db`` names it runs on; empty: any), ``tokens``
@@ -172,6 +173,12 @@ LONG_CRITICAL_SECTIONS: dict[str, float] = {"hold_min": 1.0, "hold_max": 6.0,
 
 class Indeterminate(Exception):
     """The operation may or may not have taken effect (timeout, connection lost mid-request)."""
+
+
+class Refused(Exception):
+    """The lock certainly did not do it, and says why: raised by ``acquire`` it is a None
+    (``fail``, certainly not acquired), by ``release`` a False (``fail``, ``not-held``: the
+    lock was no longer ours). Its message is kept in the history's ``error``."""
 
 
 class LockContractError(Exception):

@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.core.errors import HarnessError
-from harness.core.locks import LONG_CRITICAL_SECTIONS, Grant, Indeterminate, LockConfig, LockRole
+from harness.core.locks import (
+    LONG_CRITICAL_SECTIONS,
+    Grant,
+    Indeterminate,
+    LockConfig,
+    LockRole,
+    Refused,
+)
 from workloads.external import builds, protocol
 from workloads.external.program import Program, ProgramError
 from workloads.relay import Relay
@@ -182,7 +189,7 @@ class ExternalLock(LockRole):
         program = self._running(timeout)
         reply = self._call(program, "acquire", timeout + self.reply_budget(), timeout=timeout)
         if reply.type == protocol.FAIL:
-            return None
+            return refused(reply, None)
         if reply.type == protocol.INFO:
             raise Indeterminate(f"{self.label}: {reply.error or 'it cannot tell'}")
         if self.hello.tokens and reply.token is None:
@@ -198,7 +205,7 @@ class ExternalLock(LockRole):
                            handle=handle)
         if reply.type == protocol.INFO:
             raise Indeterminate(f"{self.label}: {reply.error or 'it cannot tell'}")
-        return reply.type == protocol.OK
+        return reply.type == protocol.OK or refused(reply, False)
 
     def _held(self, grant: Grant) -> bool:
         """Does the program still hold ``grant``? Anything but a clear yes is no: the careful
@@ -230,6 +237,14 @@ class ExternalLock(LockRole):
             self.program = None
         for relay in self.relays:
             relay.close()
+
+
+def refused(reply: protocol.Reply, plain: Any) -> Any:
+    """A ``fail`` answer: :class:`Refused` with the program's error text, so that the history
+    keeps it; ``plain`` (None, False) when it gave none."""
+    if reply.error:
+        raise Refused(reply.error)
+    return plain
 
 
 def log(line: str) -> None:

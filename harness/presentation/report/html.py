@@ -2,13 +2,17 @@
 
 What is on it, top to bottom: a verdict banner with one chip per checker; a timeline (one lane
 per client process, each op a bar from invoke to completion coloured ok / fail / info, info
-running on to the end; lock-held spans; fault windows shaded across every lane and labelled;
-every violation outlined, flagged and linked to its explanation; waiting acquires hollow;
-writes the resource rejected crossed), with zoom, pan and hover; under it, on its time axis,
+running on to the end; lock-held spans; fault windows shaded across every lane and labelled
+in their nemesis's words, shortened to fit; every violation outlined, flagged (no flag covers
+another) and linked to its explanation; waiting acquires hollow; writes the resource rejected
+crossed), with zoom, pan, hover, a clicked op's details kept in a panel that prints, and "save
+as PNG" (``harness report RUN --png FILE``: :mod:`.png`); under it, on its time axis,
 throughput and latency charts (:mod:`.charts`, drawn by ``assets/charts.js``); every violation
 in words; the linearization of each witness (:mod:`.linearization`); the resource's order
 beside the clients' (:mod:`.resource_order`); each checker's facts; the fault schedule; the
-spec, seed and the command that replays it; links to the node logs and the raw files.
+spec, seed and the command that replays it; links to the node logs and the raw files. Every
+value is in words (:func:`.words.inline`), never JSON or a repr; a list or table longer than
+10 rows shows 6 and a button that says how many there are.
 
 The static parts are plain HTML, readable without JavaScript; the timeline and charts are drawn
 on canvas from the JSON model of :mod:`harness.presentation.report.model`, which is where the
@@ -34,12 +38,12 @@ from harness.presentation.report import narrative
 from harness.presentation.report.incidents import Incident, incidents
 from harness.presentation.report.linearization import section as linearization_section
 from harness.presentation.report.resource_order import section as resource_order_section
-from harness.presentation.report.words import figure_words
+from harness.presentation.report.words import figure_words, inline
 
 VERDICT_CLASS = {True: "v-true", False: "v-false"}
 PAGE_BYTES = 1_950_000  # the page's ceiling: past it, fewer op pairs are embedded one by one
-JSON_ITEMS = 20  # items of a list a check's JSON on the page shows (results.json has all)
-JSON_CHARS = 40_000  # characters of one check's JSON on the page
+JSON_ITEMS = 20  # items of a list of a check's result the page shows (results.json has all)
+JSON_CHARS = 40_000  # characters of one list of a check's result on the page
 LINKS = 20  # an incident's links to its violations shown before "and N more" (opens the rest)
 
 e = html.escape
@@ -127,10 +131,10 @@ def meta(spec: dict[str, Any], history: list[dict[str, Any]], test: dict[str, An
         out += f'<p class="note">The run ended with an error: {e(str(test["error"]))}</p>'
     for key, what in (("unfinished", "Did not finish"), ("could-not-test", "Could not test")):
         if (results or {}).get(key):
-            out += f'<p class="note">{what}: {e(str(results[key]))}</p>'  # type: ignore[index]
+            out += f'<p class="note">{what}: {e(inline(results[key], 2000))}</p>'  # type: ignore[index]
     for name in (results or {}).get("crashed-checkers") or []:
         err = ((results or {}).get("checks") or {}).get(name, {}).get("error", "")
-        out += f'<p class="note">Checker {e(name)} could not check: {e(str(err))}</p>'
+        out += f'<p class="note">Checker {e(name)} could not check: {e(inline(err, 2000))}</p>'
     return out
 
 
@@ -159,13 +163,17 @@ def timeline(model: dict[str, Any]) -> str:
 <div class="controls"><button id="zoom-in" title="zoom in">+</button>
 <button id="zoom-out" title="zoom out">−</button><button id="zoom-fit">fit</button>
 <button id="pan-left" title="pan left">◀</button><button id="pan-right" title="pan right">▶</button>
-<span class="win" id="window"></span></div>
-<div class="tl-wrap"><div id="markers">{marks}</div><canvas id="timeline-canvas"></canvas></div>
+<button id="save-png" title="the timeline and its charts as one image, to paste into an issue"
+>save as PNG</button><span class="win" id="window"></span></div>
+<div class="tl-wrap"><div id="markers">{marks}</div><div class="plot">
+<canvas id="timeline-canvas"></canvas><div id="fault-labels"></div></div></div>
 <noscript><p class="note">The timeline and the charts are drawn by the page's script; everything
 else on the page reads without it.</p></noscript>
 <div id="callout" hidden><div class="head"></div><div class="expl"></div>
 <button class="prev">‹ previous</button> <button class="next">next ›</button>
 <a class="list" href="#violations">in the list ↓</a></div>
+<div id="op-panel" hidden><div class="head">Selected (click an op or a fault to show its
+details here)</div><div class="lines"></div></div>
 <div class="legend"><span><i style="background:var(--ok)"></i>ok</span>
 <span><i style="background:var(--fail)"></i>fail</span>
 <span><i style="background:var(--info)"></i>info: unknown outcome (dashed on to the end)</span>
@@ -174,8 +182,9 @@ else on the page reads without it.</p></noscript>
 <span><i style="background:var(--fault)"></i>fault window</span>
 <span><b style="color:#82071e">✕</b> write the resource rejected (stale token)</span>
 <span><i style="border:2px solid var(--bad);background:#cf222e22"></i>violation</span></div>
-<p class="mode">Drag to pan, wheel to zoom, double-click to fit; hover for op details; click a red
-flag for its explanation. {embedded} <span id="mode"></span></p></section>"""
+<p class="mode">Drag to pan, wheel to zoom, double-click to fit; hover for op details, click an
+op to keep them under the timeline; click a red flag for its explanation. {embedded}
+<span id="mode"></span></p></section>"""
 
 
 def charts(model: dict[str, Any]) -> str:
@@ -298,9 +307,9 @@ def schedule_section(test: dict[str, Any]) -> str:
         duration = step.get("duration")
         rows.append(f"<tr><td>{i + 1}</td><td>{e(str(step.get('at')))} s</td><td>"
                     f"{e(str(step.get('fault')))}</td><td>"
-                    f"{e(str(step.get('target') or 'its own choice'))}</td><td>"
+                    f"{e(inline(step.get('target') or 'its own choice'))}</td><td>"
                     f"{'default' if duration is None else e(f'{duration} s')}</td>"
-                    f"<td>{e(json.dumps(step.get('params'))) if step.get('params') else ''}</td>"
+                    f"<td>{e(inline(step.get('params'))) if step.get('params') else ''}</td>"
                     f"<td>{e(outcome)}</td></tr>")
     return ('<section id="schedule"><h2>Schedule</h2><p>Each step as planned (its target is a '
             "role, resolved when the step runs) and what it became.</p><table><thead><tr><th>"
@@ -309,58 +318,68 @@ def schedule_section(test: dict[str, Any]) -> str:
 
 
 def checks(results: dict[str, Any]) -> str:
-    out = ['<section id="checks"><h2>Checkers</h2>']
+    """Each check's facts in words, side by side: figures in a table, counts by kind as a grid;
+    under them its lists (its violations, a witness's ops), folded under their count."""
+    cards, lists = [], []
     for name, check in (results.get("checks") or {}).items():
         if not isinstance(check, dict):
             continue
-        rows = "".join(f"<tr><th>{e(k)}</th><td>{e(json.dumps(v))}</td></tr>"
+        rows = "".join(f"<tr><th>{e(k)}</th><td>{e(inline(v))}</td></tr>"
                        for k, v in check.items() if not isinstance(v, list | dict))
-        nested = {k: v for k, v in check.items() if isinstance(v, dict)}
-        extra = "".join(f"<h4>{e(k)}</h4>{table_of(v)}" for k, v in nested.items())
-        out.append(f'<h3 id="check-{e(name)}">{e(name)} <span class="chip '
-                   f'{verdict_class(check.get("valid"))}">{verdict_word(check.get("valid"))}'
-                   f"</span></h3><table>{rows}</table>{extra}"
-                   f"<details><summary>{e(name)} as JSON</summary><pre>"
-                   f"{e(check_json(check))}</pre></details>")
-    out.append("</section>")
-    return "".join(out)
+        parts = [(k, part(k, v)) for k, v in check.items() if isinstance(v, list | dict)]
+        inner = "".join(p for _, p in parts if not p.startswith("<details>"))
+        wide = ' class="wide"' if "<td><table>" in inner else ""  # tables in a grid: wide
+        cards.append(f'<div{wide}><h3 id="check-{e(name)}">{e(name)} <span class="chip '
+                     f'{verdict_class(check.get("valid"))}">{verdict_word(check.get("valid"))}'
+                     f"</span></h3><table>{rows}</table>{inner}</div>")
+        lists.extend(p.replace("<summary>", f"<summary>{e(name)}: ", 1) for _, p in parts
+                     if p.startswith("<details>"))
+    return (f'<section id="checks"><h2>Checkers</h2><div class="checks">{"".join(cards)}</div>'
+            f'{"".join(lists)}</section>')
 
 
-def shortened(value: Any, depth: int = 0) -> Any:
-    """``value`` with each list cut to its first :data:`JSON_ITEMS` items and a line saying how
-    many more results.json has (a witness's prefix holds every op the search placed)."""
-    if depth > 20:
-        return value
-    if isinstance(value, dict):
-        return {k: shortened(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        out = [shortened(v, depth + 1) for v in value[:JSON_ITEMS]]
-        if len(value) > JSON_ITEMS:
-            out.append(f"… {len(value) - JSON_ITEMS:,} more in results.json")
-        return out
-    return value
+def part(key: str, value: list[Any] | dict[str, Any]) -> str:
+    """A list or mapping of a check's result: short ones inline, the others folded under
+    their key and count."""
+    count = f"{len(value):,} {'items' if isinstance(value, list) else 'keys'}"
+    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+        return f"<h4>{e(key)}</h4>{formatted(value)}"  # counts by f and type: a grid
+    text = inline(value, JSON_CHARS)
+    if len(value) <= 3 and len(text) <= 160:
+        return f"<p><b>{e(key)}</b>: {e(text)}</p>"
+    return (f"<details><summary><b>{e(key)}</b> ({count})</summary>{formatted(value)}"
+            "</details>")
 
 
-def check_json(check: dict[str, Any]) -> str:
-    """A check's result (or a part of it) as JSON for the page: lists shortened, at most
-    :data:`JSON_CHARS`."""
-    text = json.dumps(shortened(check), indent=1, default=str, ensure_ascii=False)
-    if len(text) > JSON_CHARS:
-        text = text[:JSON_CHARS] + "\n… cut here: results.json has the whole result"
-    return text
+def formatted(value: Any, depth: int = 0) -> str:
+    """A value of a result as HTML: a mapping of mappings a grid, a list of mappings a table,
+    a mapping a two-column table, anything else in words (:func:`.words.inline`); lists cut
+    to their first :data:`JSON_ITEMS` with how many more results.json has."""
+    if isinstance(value, list | tuple) and value and depth < 2:
+        items = list(value[:JSON_ITEMS])
+        more = (f'<p class="more">… {len(value) - JSON_ITEMS:,} more in results.json</p>'
+                if len(value) > JSON_ITEMS else "")
+        if all(isinstance(v, dict) for v in items):
+            return grid(dict(enumerate(items, 1)), depth) + more
+        return e(inline(items, JSON_CHARS // 4)) + more
+    if isinstance(value, dict) and value and depth < 2:
+        if all(isinstance(v, dict) for v in value.values()):
+            return grid(value, depth)
+        return "<table>" + "".join(f"<tr><th>{e(str(k))}</th><td>{formatted(v, depth + 1)}"
+                                   "</td></tr>" for k, v in value.items()) + "</table>"
+    return e(inline(value, JSON_CHARS // 4))
 
 
-def table_of(value: dict[str, Any]) -> str:
-    """A dict of dicts (counts by f and type, latency quantiles) as one table; else JSON."""
-    if value and all(isinstance(v, dict) for v in value.values()):
-        cols: list[str] = []
-        for v in value.values():
-            cols.extend(c for c in v if c not in cols)
-        head = "".join(f"<th>{e(str(c))}</th>" for c in cols)
-        body = "".join(f"<tr><th>{e(str(k))}</th>" + "".join(
-            f"<td>{e(str(v.get(c, '')))}</td>" for c in cols) + "</tr>" for k, v in value.items())
-        return f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
-    return f"<pre>{e(check_json(value))}</pre>"
+def grid(rows: dict[Any, dict[str, Any]], depth: int) -> str:
+    """Mappings as one table: a row each, a column per key any of them has."""
+    cols: list[str] = []
+    for v in rows.values():
+        cols.extend(c for c in v if c not in cols)
+    head = "".join(f"<th>{e(str(c))}</th>" for c in cols)
+    body = "".join(f"<tr><th>{e(str(k))}</th>" + "".join(
+        f"<td>{formatted(v[c], depth + 1) if c in v else ''}</td>" for c in cols) + "</tr>"
+        for k, v in rows.items())
+    return f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def faults(model: dict[str, Any], test: dict[str, Any]) -> str:
@@ -379,17 +398,18 @@ def faults(model: dict[str, Any], test: dict[str, Any]) -> str:
                   if f.get("missed") else "")
         state = ", ".join(x for x in ("in the background" if f.get("background") else "",
                                       missed, state) if x)
-        detail = json.dumps(f["detail"]) if f.get("detail") else ""
-        params = ", ".join(f"{k}={v}" for k, v in (f.get("params") or {}).items())
+        detail = inline(f["detail"], 400) if f.get("detail") else ""
+        params = inline(f.get("params") or {}, 400) if f.get("params") else ""
         planned_at = f"{planned} s (step {step + 1})" if planned is not None else ""
         rows.append(f"<tr><td>{e(planned_at)}</td><td>{f['start'] / 1e6:.3f} s</td>"
                     f"<td>{f['stop'] / 1e6:.3f} s</td>"
                     f"<td>{(f['stop'] - f['start']) / 1e6:.3f} s</td><td>{e(f['f'])}</td>"
-                    f"<td>{e(', '.join(f['targets']))}</td><td>{e(params)}</td>"
-                    f"<td>{e(state)}</td><td>{e(detail)}</td></tr>")
+                    f"<td>{e(', '.join(f['targets']))}</td><td>{e(f['label'])}</td>"
+                    f"<td>{e(params)}</td><td>{e(state)}</td><td>{e(detail)}</td></tr>")
     errors = "".join(f"<li>{e(str(x))}</li>" for x in test.get("nemesis-errors") or [])
     body = ("<table><thead><tr><th>planned at</th><th>took effect</th><th>stop</th><th>for"
-            "</th><th>fault</th><th>targets</th><th>parameters</th><th></th><th>detail</th></tr></thead><tbody>"
+            "</th><th>fault</th><th>targets</th><th>what it did</th><th>parameters</th><th></th>"
+            "<th>detail</th></tr></thead><tbody>"
             f"{''.join(rows)}</tbody></table>") if rows else "<p>No faults were injected.</p>"
     if errors:
         body += f"<p>Nemesis errors:</p><ul>{errors}</ul>"
@@ -397,7 +417,7 @@ def faults(model: dict[str, Any], test: dict[str, Any]) -> str:
 
 
 def spec_section(spec: dict[str, Any], test: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(json.dumps(v))}</td></tr>"
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(inline(v, 2000))}</td></tr>"
                    for k, v in sorted(spec.items()))
     nodes = test.get("nodes") or []
     node_text = ", ".join(f"{n.get('name')} {n.get('host')}:{n.get('port')}" for n in nodes

@@ -8,10 +8,10 @@ Static HTML from the checker's witness (:mod:`checker.witness`): readable withou
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
 
 from harness.presentation.report.model import explained_items
+from harness.presentation.report.words import inline
 
 e = html.escape
 VALUE_CHARS = 80
@@ -24,10 +24,7 @@ def witnesses(results: dict[str, Any]) -> list[tuple[int, str, dict[str, Any]]]:
 
 
 def short(value: Any) -> str:
-    if value is None:
-        return ""
-    text = json.dumps(value, separators=(",", ":"), default=str)
-    return text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "…"
+    return "" if value is None else inline(value, VALUE_CHARS)
 
 
 def when(op: dict[str, Any]) -> str:

@@ -26,7 +26,6 @@ Their place on the timeline comes from the keys they carry (``from``/``until``, 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +38,7 @@ from harness.core.history import FAIL, INFO, OK, Op
 from harness.core.history_parts import column_history, last_time, nemesis_ops
 from harness.presentation.report import charts, pair_arrays, sampling
 from harness.presentation.report.narrative import nemesis_of
+from harness.presentation.report.words import inline
 
 DETAIL_CHARS = 160
 LISTED_PER_KIND = MAX_LISTED  # violations of one kind listed (of a plugin's too)
@@ -142,9 +142,7 @@ def detail(inv: Op, done: Op | None) -> str:
     value = src.get("value")
     if value is None:
         value = inv.get("value")
-    text = "" if value is None else json.dumps(value, separators=(",", ":"), default=str)
-    if len(text) > DETAIL_CHARS:
-        text = text[:DETAIL_CHARS] + "…"
+    text = "" if value is None else inline(value, DETAIL_CHARS)
     parts = [text] if text else []
     token = src.get("token", inv.get("token"))
     if token is not None:
@@ -266,12 +264,17 @@ def rejected_writes(history: Sequence[Op], writes: dict[int, tuple[int, int, int
     return out
 
 
-def fault_label(f: str, targets: list[str], params: Any) -> str:
-    """What a fault lane says of a window: the fault, whom it hit, what it was asked to do."""
+def fault_label(f: str, targets: list[str], params: Any, detail: Any = None) -> str:
+    """What a fault lane says of a window: what the fault did, in its own class's words when it
+    has them (a clock's ``+60 s wall jump``), else what it was asked to do; and whom it hit."""
     who = ",".join(targets) if len(targets) <= 4 else f"{targets[0]}…{targets[-1]} ({len(targets)})"
+    words = getattr(nemesis_of(f), "label", None)
+    asked = params if isinstance(params, dict) else {}
+    if callable(words):
+        return f"{words(asked, detail)} · {who}".strip(" ·")
     text = f"{f} {who}".strip()
-    if isinstance(params, dict) and params:
-        text += " (" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+    if asked:
+        text += " (" + ", ".join(f"{k}={v}" for k, v in asked.items()) + ")"
     return text
 
 
@@ -314,7 +317,7 @@ def fault_windows(history: Sequence[Op], end_ns: int) -> list[dict[str, Any]]:
             w = {"f": f, "targets": targets, "start": us(t), "stop": None,
                  "error": op.get("error"), "detail": detail, "step": op.get("step"),
                  "params": op.get("params"), "background": bool(op.get("background")),
-                 "label": fault_label(f, targets, op.get("params"))
+                 "label": fault_label(f, targets, op.get("params"), detail)
                  + (f" (missed {','.join(missed)})" if missed else ""),
                  "colour": getattr(nemesis_of(f), "colour", None)}
             aimed = begun.pop(f, t)

@@ -58,3 +58,28 @@ def violation_words(check: str, kind: str, n: int = 1) -> str:
     if words is not None:
         return words[0] if n == 1 else words[1]
     return kind if n == 1 or kind.endswith("s") else f"{kind}s"
+
+
+def inline(value: Any, limit: int = 200) -> str:
+    """Any value of a result, a spec or an op in words on one line, never JSON or a repr: None
+    ``—``, a bool ``yes``/``no``, a float as ``%g``, a list ``a, b``, a mapping
+    ``key value, ...`` (nested ones in brackets); cut at ``limit`` characters."""
+    text = _inline(value, 0)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _inline(value: Any, depth: int) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if depth > 4 or not isinstance(value, Mapping | list | tuple | set | frozenset):
+        return str(value)
+    if isinstance(value, Mapping):
+        items = [f"{k} {_inline(v, depth + 1)}" for k, v in list(value.items())[:41]]
+    else:
+        items = [_inline(v, depth + 1) for v in list(value)[:41]]
+    text = ", ".join(items[:40]) + (", …" if len(items) > 40 else "")
+    return f"({text})" if depth else text or "none"

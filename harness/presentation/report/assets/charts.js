@@ -31,16 +31,18 @@ window.ReportCharts = function (S) {
     g.clearRect(0, 0, geo.W, c.h); g.fillStyle = "#fff"; g.fillRect(0, 0, geo.W, c.h);
     g.save(); g.beginPath(); g.rect(geo.LABEL, 0, geo.PW, c.h); g.clip();
     g.font = FONT;
-    var free = -1e9;  // where the last fault's name ends: names never overlap
-    M.faults.forEach(function (f) {
+    var boxes = [];  // each name drawn, inside its window (shortened to fit: the whole in
+    M.faults.forEach(function (f) {  // the timeline's tooltip and the fault table)
       if (f.stop < S.view.a || f.start > S.view.b) return;
       var x0 = S.clipX(f.start), x1 = Math.max(S.clipX(f.stop), x0 + 2);
       var col = f.error ? "#bc4c00" : f.colour || "#57606a";
       g.globalAlpha = f.background ? 0.08 : 0.14; g.fillStyle = col;
       g.fillRect(x0, TOP, x1 - x0, bot - TOP);
       g.globalAlpha = 1; g.fillRect(x0, TOP - 4, x1 - x0, 3);
-      var name = (f.label || f.f) + (f.error ? " (failed)" : "");
-      if (x0 >= free) { g.fillText(name, x0 + 2, TOP - 7); free = x0 + g.measureText(name).width + 8; }
+      var name = S.fitText(g, (f.label || f.f) + (f.error ? " (failed)" : ""), x1 - x0 - 4);
+      if (!name) return;
+      g.fillText(name, x0 + 2, TOP - 7);
+      boxes.push([x0 + 2, g.measureText(name).width, x1, name].join(","));
     });
     g.restore();
     var ticks = S.ticks(), labels = [];
@@ -55,24 +57,37 @@ window.ReportCharts = function (S) {
     g.beginPath(); g.moveTo(geo.LABEL, bot + 0.5); g.lineTo(geo.LABEL + geo.PW, bot + 0.5);
     g.stroke();
     c.el.dataset.axis = labels.join(" | ");
+    c.el.dataset.labels = boxes.join("|");  // x, width, the window's end, text: for a test
     c.el.dataset.plot = geo.LABEL + "," + geo.PW;
   }
   function marks(g, c) {  // violations: a red span and line, numbered where there is room
-    var geo = S.geo(), bot = c.h - AXIS, last = -1e9;
+    var geo = S.geo(), bot = c.h - AXIS, flags = [];
     g.save(); g.beginPath(); g.rect(geo.LABEL, 0, geo.PW, c.h); g.clip();
-    S.violations.forEach(function (v) {
+    g.font = "bold 10px system-ui,sans-serif";
+    var shown = S.violations.filter(function (v) { return v.t1 >= S.view.a && v.t0 <= S.view.b; });
+    shown.sort(function (a, b) {  // the selected one first, then left to right
+      return (b.n === S.selected()) - (a.n === S.selected()) || a.t0 - b.t0;
+    });
+    shown.forEach(function (v) {  // a flag where it covers none placed, else none
+      var x = Math.max(geo.LABEL, Math.min(S.X(v.t0), geo.LABEL + geo.PW - 1));
+      var w = g.measureText(String(v.n)).width + 5;
+      var l = x + w > geo.LABEL + geo.PW ? x - w : x;
+      if (flags.every(function (f) { return l >= f[0] + f[1] + 1 || l + w + 1 <= f[0]; })) {
+        flags.push([l, w, v.n]);
+      }
+    });
+    c.el.dataset.flags = flags.map(function (f) { return f.join(","); }).join("|");
+    shown.forEach(function (v) {
       if (v.t1 < S.view.a || v.t0 > S.view.b) return;
       var x0 = S.X(v.t0), x1 = Math.max(S.X(v.t1), x0 + 1), on = v.n === S.selected();
       g.fillStyle = on ? "rgba(207,34,46,.20)" : "rgba(207,34,46,.08)";
       g.fillRect(x0, TOP, x1 - x0, bot - TOP);
       g.strokeStyle = RED; g.lineWidth = on ? 2 : 1; g.setLineDash([3, 3]);
       g.beginPath(); g.moveTo(x0, TOP); g.lineTo(x0, bot); g.stroke(); g.setLineDash([]);
-      if (x0 - last >= 22 || on) {
-        g.fillStyle = RED; g.fillRect(x0, bot - 14, 20, 14);
-        g.fillStyle = "#fff"; g.font = "bold 10px system-ui,sans-serif";
-        g.fillText(String(v.n), x0 + 2, bot - 3);
-        last = x0;
-      }
+    });
+    flags.forEach(function (f) {
+      g.fillStyle = f[2] === S.selected() ? "#82071e" : RED; g.fillRect(f[0], bot - 14, f[1], 14);
+      g.fillStyle = "#fff"; g.fillText(String(f[2]), f[0] + 2.5, bot - 3);
     });
     g.restore();
   }

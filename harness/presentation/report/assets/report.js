@@ -9,7 +9,7 @@ var O = M.ops, N = O.t.length, END = Math.max(M.end, 1), NL = M.lanes.length;
 var COL = ["#2f81f7", "#e85aad", "#f0a020", "#f0a020"];
 var TYPE = ["ok", "fail", "info (unknown outcome)", "never completed"];
 var FCOL = ["#0969da", "#8250df", "#1a7f37", "#bf3989", "#953800", "#57606a"];
-var LABEL = 104, AXIS_H = 22, NEM_ROW = 22, DENSE = 4;
+var LABEL = 104, AXIS_H = 22, NEM_ROW = 22, DENSE = 4, LABEL_FONT = "11px system-ui,sans-serif";
 var NEM_H = NEM_ROW * Math.max(1, M.faultRows || 1);  // one row per fault on at once
 var RED = "#cf222e";
 var ACQ = O.fs.indexOf("acquire");  // waiting to acquire is drawn hollow: not a held lock
@@ -43,7 +43,8 @@ var byTime = V.slice().sort(function (a, b) { return a.t0 - b.t0 || a.n - b.n; }
 
 var view = {a: 0, b: END}, sel = 0;  // sel: the number shown (1, 2, ...), 0: none
 var cv = document.getElementById("timeline-canvas"), ctx = cv.getContext("2d");
-var tip = document.getElementById("tip");
+var tip = document.getElementById("tip"), markers = document.getElementById("markers");
+var selOp = null, panel = document.getElementById("op-panel");
 var laneH = Math.max(8, Math.min(30, Math.floor(440 / Math.max(NL, 1))));
 var H = AXIS_H + NEM_H + NL * laneH + 6, W = 800, PW = 600;
 var DPR = window.devicePixelRatio || 1;
@@ -97,12 +98,35 @@ function shadeFaults(g, y0, y1, labels) {
     var top = AXIS_H + NEM_ROW * (f.row || 0);
     g.fillStyle = f.error ? "#bc4c00" : f.background ? "#8c959f" : f.colour || "#57606a";
     g.fillRect(x0, top + 3, x1 - x0, NEM_ROW - 6);
-    var text = (f.label || f.f + " " + f.targets.join(",")) + (f.error ? " (failed)" : "");
-    g.save(); g.beginPath(); g.rect(x0, top, x1 - x0, NEM_ROW); g.clip();
-    g.fillStyle = "#fff"; g.font = "11px system-ui,sans-serif";
-    g.fillText(text, x0 + 3, top + 15);
-    g.restore();
   });
+}
+function faultText(f) {
+  return (f.label || f.f + " " + f.targets.join(",")) + (f.error ? " (failed)" : "");
+}
+var flabels = document.getElementById("fault-labels");
+function placeFaultLabels() {  // each window's words inside its bar: shortened to fit (the
+  ctx.font = LABEL_FONT;  // whole in its tooltip and the fault table), none when no room
+  M.faults.forEach(function (f) {
+    var el = f.el;
+    if (!el) {
+      el = f.el = document.createElement("span"); el.className = "flabel";
+      el.title = faultText(f); flabels.appendChild(el);
+    }
+    var x0 = clipX(f.start), x1 = Math.max(clipX(f.stop), x0 + 2), room = x1 - x0 - 8;
+    var text = fitText(ctx, faultText(f), room);
+    el.hidden = f.stop < view.a || f.start > view.b || !text;
+    if (el.hidden) return;
+    el.textContent = text; el.dataset.bar = x0 + " " + x1;
+    el.style.left = (x0 + 3) + "px"; el.style.top = (AXIS_H + NEM_ROW * (f.row || 0) + 3) + "px";
+  });
+}
+function fitText(g, text, room) {  // text, or its start and "…", in room px ("" if none fits)
+  if (g.measureText(text).width <= room) return text;
+  for (var n = text.length - 1; n > 0; n--) {
+    var cut = text.slice(0, n).replace(/[\s·,(]+$/, "") + "…";
+    if (g.measureText(cut).width <= room) return n > 2 ? cut : "";
+  }
+  return "";
 }
 function ticks() {  // the time axis's ticks in view: {t (us), label}, the charts' too
   var step = niceStep(view.b - view.a, PW), t = Math.ceil(view.a / step) * step, out = [];
@@ -263,12 +287,17 @@ function draw() {
   });
   var selected = M.violations[sel - 1];
   if (selected && selected.t0 !== null) drawViolation(g, selected);
+  if (selOp) {  // the op whose details are in the panel
+    g.strokeStyle = "#1f2328"; g.lineWidth = 2;
+    var sx0 = clipX(start[selOp.o]), sx1 = Math.max(clipX(end[selOp.o]), sx0 + 2);
+    g.strokeRect(sx0 - 1, laneY(selOp.k) + 1, sx1 - sx0 + 2, laneH - 2);
+  }
   axis(g, 0, 0, true);  // the time labels again, over the flags' lines
   g.fillStyle = "#fff"; g.fillRect(0, AXIS_H, LABEL - 4, H);
   g.fillStyle = "#1f2328"; g.font = "12px system-ui,sans-serif";
   g.fillText("faults", 8, AXIS_H + 15);
   for (k = 0; k < NL; k++) g.fillText(M.lanes[k], 8, laneY(k) + laneH / 2 + 4);
-  var unflagged = placeMarkers(); CH.draw();
+  var unflagged = placeMarkers(); placeFaultLabels(); CH.draw();
   document.getElementById("window").textContent =
     s3(view.a) + " – " + s3(view.b) + " s  (" + fmtDur(view.b - view.a) + " in view)";
   document.getElementById("mode").textContent = (dense
@@ -283,24 +312,39 @@ function draw() {
   document.body.dataset.unflagged = String(unflagged);
 }
 function placeMarkers() {  // HTML flags over the timeline: two rows, the selected one on top;
-  var rows = [-1e9, -1e9], unflagged = 0;  // returns how many in view got no flag
-  byTime.forEach(function (v) {  // left to right, so a row is free once a flag's width is past
+  var rows = [-1e9, -1e9], unflagged = 0, edge = markers.clientWidth;  // returns how many in
+  byTime.forEach(function (v) {  // view got no flag; left to right, each row's right edge kept
     var m = v.mark || (v.mark = document.getElementById("vm-" + v.n));
     if (!m) return;
     var x = X(v.t0), inView = v.t0 >= view.a && v.t0 <= view.b, row = -1;
+    m.style.display = "block";
+    var w = m.offsetWidth, flip = x - 1 + w > edge, left = flip ? x + 1 - w : x - 1;
     if (inView) {
-      for (var r = 0; r < rows.length && row < 0; r++) if (x >= rows[r] + 24) row = r;
+      for (var r = 0; r < rows.length && row < 0; r++) if (left >= rows[r] + 3) row = r;
     }
     if (v.n === sel && inView && row < 0) row = 0;
     if (row < 0) {
       m.style.display = "none"; m.dataset.visible = "0"; if (inView) unflagged++;
       return;
     }
-    rows[row] = x;
-    m.style.display = "block"; m.dataset.visible = "1";
-    m.style.left = (x - 1) + "px"; m.style.top = (2 + row * 18) + "px";
+    rows[row] = left + w;
+    m.dataset.visible = "1"; m.classList.toggle("flip", flip);
+    m.style.left = left + "px"; m.style.top = (2 + row * 18) + "px";
   });
-  return unflagged;
+  return unflagged + (sel ? hideUnder(document.getElementById("vm-" + sel)) : 0);
+}
+function hideUnder(top) {  // the selected flag was put on row 0 without room: the flags it
+  if (!top || top.dataset.visible !== "1") return 0;  // would cover give way (how many)
+  var a = top.getBoundingClientRect(), hid = 0;
+  byTime.forEach(function (v) {
+    var m = v.mark;
+    if (!m || m === top || m.dataset.visible !== "1") return;
+    var b = m.getBoundingClientRect();
+    if (b.left < a.right && a.left < b.right && b.top < a.bottom && a.top < b.bottom) {
+      m.style.display = "none"; m.dataset.visible = "0"; hid++;
+    }
+  });
+  return hid;
 }
 
 // the charts (charts.js) share the view, the axis and the zoom ------------------------------
@@ -313,7 +357,7 @@ function firstAt(t) {  // the first embedded op (in invoke order) that starts at
 }
 var CH = window.ReportCharts({
   M: M, view: view, X: X, T: T, clipX: clipX, ticks: ticks, fmtMs: fmtMs, s3: s3,
-  violations: V,
+  violations: V, fitText: fitText,
   selected: function () { return sel; },
   geo: function () { return {W: W, LABEL: LABEL, PW: PW}; },
   ops: {n: N, start: start, d: O.d, ty: O.ty, f: O.f, fs: O.fs, maxDur: maxDurAll},
@@ -329,6 +373,8 @@ function select(n, zoom) {  // n: the number the page shows (#v-1: the first)
   var v = M.violations[n - 1];
   if (!v) return;
   sel = n;
+  var li = document.getElementById("violation-" + n);
+  if (li) unfold(li.parentNode);
   document.querySelectorAll(".sel").forEach(function (e) { e.classList.remove("sel"); });
   ["violation-", "vm-"].forEach(function (p) {
     var e = document.getElementById(p + n);
@@ -407,7 +453,19 @@ var drag = null;
 cv.addEventListener("mousedown", function (e) {
   drag = {x: e.clientX, a: view.a, b: view.b}; cv.classList.add("drag");
 });
-window.addEventListener("mouseup", function () { drag = null; cv.classList.remove("drag"); });
+cv.addEventListener("click", function (e) {  // not a drag: what is under it, in the panel
+  if (dragged) return;
+  var text = hover(e.offsetX, e.offsetY);
+  selOp = picked;
+  panel.hidden = !text;
+  panel.querySelector(".lines").textContent = text;
+  draw();
+});
+var dragged = false;  // the click that ends a drag selects nothing
+window.addEventListener("mouseup", function (e) {
+  dragged = !!drag && Math.abs(e.clientX - drag.x) > 3;
+  drag = null; cv.classList.remove("drag");
+});
 window.addEventListener("mousemove", function (e) {
   if (!drag) return;
   var dt = (e.clientX - drag.x) / PW * (drag.b - drag.a);
@@ -424,7 +482,7 @@ cv.addEventListener("mousemove", function (e) {
   tip.style.top = (e.clientY + 14) + "px";
 });
 function describeFault(f) {
-  var s = f.f + " on " + (f.targets.join(", ") || "-") + ": " + s3(f.start) + " – " +
+  var s = faultText(f) + "\n" + f.f + " on " + (f.targets.join(", ") || "-") + ": " + s3(f.start) + " – " +
     s3(f.stop) + " s (" + fmtDur(f.stop - f.start) + ")" +
     (f.background ? ", in the background" : "");
   if (f.params) {
@@ -446,7 +504,9 @@ function describeOp(k, o) {
   out.push("history index " + index[o]);
   return out;
 }
+var picked = null;  // the op hover last described: {k: lane, o: op}
 function hover(x, y) {
+  picked = null;
   if (x < LABEL) return "";
   var t = T(x), slack = (view.b - view.a) / PW * 3, out = [], j, s;
   if (y >= AXIS_H && y < AXIS_H + NEM_H) {
@@ -474,7 +534,7 @@ function hover(x, y) {
     out.push(M.lanes[k] + " around " + s3(t) + " s: " + count[0] + " ok, " + count[1] +
       " fail, " + (count[2] + count[3]) + " info (zoom in for single ops)");
   } else if (best >= 0) {
-    out = out.concat(describeOp(k, best));
+    out = out.concat(describeOp(k, best)); picked = {k: k, o: best};
   }
   var S = M.spans;
   for (s = 0; s < S.s.length; s++) {
@@ -502,6 +562,94 @@ function hover(x, y) {
   return out.join("\n");
 }
 
+// long lists and tables: their first rows (the CSS hides the others while the list is
+// data-folded), and a button that says how many there are --------------------------------
+var KEEP = 6, FOLD = 10;
+function unfold(el) {
+  if (!el || el.dataset.folded !== "1") return;
+  el.dataset.folded = "0";
+  if (el.nextElementSibling && el.nextElementSibling.className === "show-all") {
+    el.nextElementSibling.remove();
+  }
+}
+document.querySelectorAll("main ol.violations, main table:not(.linearization)").forEach(function (el) {
+  var n = el.tagName === "OL" ? el.children.length : (el.tBodies[0] || el).rows.length;
+  if (n <= FOLD) return;
+  el.dataset.folded = "1";
+  var b = document.createElement("button");
+  b.className = "show-all"; b.type = "button"; b.onclick = function () { unfold(el); };
+  b.textContent = "show all " + n.toLocaleString() + " (" + KEEP + " shown)";
+  el.parentNode.insertBefore(b, el.nextSibling);
+});
+function reveal() {  // a link to a folded row opens its list
+  var id = decodeURIComponent(location.hash.slice(1)), t = id && document.getElementById(id);
+  var host = t && t.closest("[data-folded='1']");
+  if (host) { unfold(host); t.scrollIntoView(); }
+}
+window.addEventListener("hashchange", reveal);
+
+// the timeline, its flags and labels, and the charts as one PNG: what pastes into an issue --
+function paint(g, el, ox, oy) {  // an element's background and its own words, where they are
+  var r = el.getBoundingClientRect(), cs = getComputedStyle(el), x = r.left - ox, y = r.top - oy;
+  if (!r.width || !r.height) return;
+  if (el.tagName === "CANVAS") { g.drawImage(el, x, y, r.width, r.height); return; }
+  if (!/^(rgba\(0, 0, 0, 0\)|transparent)$/.test(cs.backgroundColor)) {
+    g.fillStyle = cs.backgroundColor; g.fillRect(x, y, r.width, r.height);
+  }
+  g.fillStyle = cs.color; g.textBaseline = "middle";
+  g.font = cs.fontStyle + " " + cs.fontWeight + " " + cs.fontSize + " " + cs.fontFamily;
+  var range = document.createRange();
+  el.childNodes.forEach(function (c) {
+    if (c.nodeType !== 3) return;
+    var re = /\S+/g, m;
+    while ((m = re.exec(c.textContent))) {  // word by word, where the layout put each
+      range.setStart(c, m.index); range.setEnd(c, m.index + m[0].length);
+      var b = range.getBoundingClientRect();
+      if (b.width) g.fillText(m[0], b.left - ox, b.top + b.height / 2 - oy);
+    }
+  });
+}
+var PAINTED = [".tl-wrap", "#markers", ".vmark", "#timeline-canvas", ".flabel", "#callout",
+  "#charts h2",
+  "#callout .head", "#callout .expl", "#op-panel", "#op-panel .lines", "#timeline .legend span",
+  "#timeline .legend i", "#timeline .legend b", "#charts .chart .label", "#charts canvas",
+  "#chart-legend span", "#chart-legend i"];
+function timelinePng() {  // laid out as `harness report --png` shows it (body.png), meanwhile
+  var was = document.body.classList.contains("png");
+  document.body.classList.add("png");
+  try { return composed(); } finally { if (!was) document.body.classList.remove("png"); }
+}
+function composed() {
+  var els = [], box = {l: 1e9, t: 1e9, r: -1e9, b: -1e9};
+  PAINTED.forEach(function (q) {
+    document.querySelectorAll(q).forEach(function (el) {
+      if (el.hidden || el.closest("[hidden]") || getComputedStyle(el).display === "none") return;
+      var r = el.getBoundingClientRect();
+      if (!r.width) return;
+      els.push(el);
+      box.l = Math.min(box.l, r.left); box.t = Math.min(box.t, r.top);
+      box.r = Math.max(box.r, r.right); box.b = Math.max(box.b, r.bottom);
+    });
+  });
+  var HEAD = 28, w = Math.ceil(box.r - box.l) + 16, h = Math.ceil(box.b - box.t) + HEAD + 8;
+  var c = document.createElement("canvas");
+  c.width = Math.round(w * DPR); c.height = Math.round(h * DPR);
+  var g = c.getContext("2d"); g.scale(DPR, DPR);
+  g.fillStyle = "#fff"; g.fillRect(0, 0, w, h);
+  g.fillStyle = "#1f2328"; g.font = "bold 14px system-ui,sans-serif"; g.textBaseline = "middle";
+  g.fillText(document.title + "   " + document.getElementById("window").textContent, 8, 15);
+  els.forEach(function (el) { paint(g, el, box.l - 8, box.t - HEAD); });
+  return c;
+}
+document.getElementById("save-png").onclick = function () {
+  var a = document.createElement("a");
+  a.href = timelinePng().toDataURL("image/png");
+  a.download = (document.title.replace(/[^\w.-]+/g, "-").slice(0, 80) || "timeline") + ".png";
+  document.body.appendChild(a); a.click(); a.remove();
+};
+window.ReportPng = timelinePng;
+if (location.hash === "#png") document.body.classList.add("png");  // harness report --png
+
 window.addEventListener("resize", function () { resize(); redraw(); });
 window.onerror = function (msg) { document.body.dataset.error = String(msg); };
 resize(); CH.legend();
@@ -511,6 +659,7 @@ if (!fromHash()) {
 }
 var ms = Math.round(performance.now());
 document.body.dataset.ready = "1";
+document.body.dataset.height = String(document.documentElement.scrollHeight);
 document.body.dataset.renderMs = String(ms);
 document.getElementById("drawn").textContent = "page opened and drawn in " + ms + " ms";
 })();
