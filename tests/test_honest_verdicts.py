@@ -135,8 +135,6 @@ def last_read(ops: list[dict[str, object]]) -> dict[str, object]:
     (lambda d: edit_json(d / "test.json", lambda t: t.update(spec=[])), 3, "no spec"),
     (lambda d: edit_json(d / "test.json", lambda t: t["spec"].update(ttl="abc")), 3,
      "'ttl' must be a finite number"),
-    (lambda d: (d / "results.json").unlink() or (d / "results.json").mkdir(), 3,
-     "results.json"),
     (lambda d: edit_history(d, lambda h: last_read(h)["value"][0].update(seq="a")), 3,
      "field 'seq'"),
     (lambda d: edit_history(d, lambda h: next(o for o in h if o.get("token") is None
@@ -159,13 +157,26 @@ def test_a_damaged_run_directory_is_one_line_never_a_verdict(tmp_path: Path, dam
     assert "\x1b" not in proc.stdout + proc.stderr  # a strange process name is shown escaped
 
 
+def test_a_results_file_that_cannot_be_written_is_one_line_never_a_verdict(
+        tmp_path: Path) -> None:
+    """A re-check leaves the run as it was (its results.json is not read, nor written); asked
+    to write over it (--write) where it cannot, it says so in one line, exit 3."""
+    run_dir = copy_run(tmp_path)
+    (run_dir / "results.json").unlink()
+    (run_dir / "results.json").mkdir()
+    assert check(str(run_dir)).returncode == 1  # its overlaps, judged beside it
+    proc = check("--write", str(run_dir))
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert proc.returncode == 3 and "results.json" in one_line(proc), proc.stdout + proc.stderr
+
+
 def test_a_run_that_did_not_finish_is_never_valid(tmp_path: Path) -> None:
     run_dir = copy_run(tmp_path)
     edit_json(run_dir / "test.json", lambda t: t.update(status="starting"))
     edit_history(run_dir, lambda h: h.__delitem__(slice(20, None)))  # killed early on
     proc = check(str(run_dir))
     assert proc.returncode == 2, proc.stdout  # its first 20 ops hold no overlap: unknown
-    results = json.loads((run_dir / "results.json").read_text())
+    results = RunDir(run_dir).rechecks()[-1].load_results()  # beside the run, as it was
     assert results["valid"] == "unknown" and "did not finish (status starting)" in \
         results["unfinished"]
 
@@ -181,7 +192,7 @@ def test_a_killed_run_says_so_whatever_the_verdict(tmp_path: Path) -> None:
     assert lines[0] == "INVALID", proc.stdout
     assert lines[1].startswith("  unfinished: the run did not finish (status starting): the "
                                "violations it recorded stand"), proc.stdout
-    page = (run_dir / "report.html").read_text()
+    page = RunDir(run_dir).rechecks()[-1].report.read_text()
     assert ('<span class="status" data-status="starting">KILLED: the run did not finish '
             "(killed, or its machine stopped)</span>") in page
 
