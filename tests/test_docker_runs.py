@@ -77,9 +77,16 @@ def test_interrupted_runs_leave_nothing_after_clean(docker_client: Any, tmp_path
         argv = [sys.executable, "-m", "harness.cli", "run", "--backend", "docker", "--store",
                 str(store), "--quiet", "--nemesis", rng.choice(["none", "pause"]),
                 "--time-limit", "2", "--clients", "2", "--seed", str(i)]
+        before = set(store.glob("*/*"))
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if i in interrupted:
-            time.sleep(rng.uniform(0.3, 4.0))
+        if i in interrupted:  # at a random point of the run, once it has begun: a SIGINT
+            # while Python is still importing (under load, CI) kills it before it has made
+            # anything, and tells nothing of clean-up
+            deadline = time.monotonic() + 60
+            while (set(store.glob("*/*")) == before and proc.poll() is None
+                   and time.monotonic() < deadline):
+                time.sleep(0.02)
+            time.sleep(rng.uniform(0.0, 3.5))
             proc.send_signal(signal.SIGINT)
         code = proc.wait(120)
         assert code in (0, 1, 3), f"run {i} exited {code}"
