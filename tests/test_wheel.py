@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 from tests.harness_runs import bounded
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("harness", "workloads", "nemesis", "checker", "dbs")
+ROLES = ("workloads", "nemesis", "checker", "dbs")  # harness.<role> once installed
 GENERATED = {"docker/packages.txt"}  # written by build_image.py, not in git
 
 
@@ -40,7 +41,7 @@ def tracked(*paths: str) -> list[str]:
 
 def test_the_wheel_holds_every_file_the_harness_runs(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    modules = tracked(*PACKAGES)
+    modules = tracked("harness") + [f"harness/{p}" for p in tracked(*ROLES)]
     shipped = [f"harness/shipped/{p}" for p in tracked("clients", "docker")]
     missing = [p for p in (*modules, *shipped) if p not in names]
     assert missing == []
@@ -48,6 +49,21 @@ def test_the_wheel_holds_every_file_the_harness_runs(wheel: Path) -> None:
     assert "harness/shipped/docker/build_image.py" in names
     assert "harness/controller/backends/ssh/ssh_host.sh" in names
     assert not [n for n in names if "__pycache__" in n or n.startswith(("tests/", "clients/"))]
+
+
+def test_the_wheel_claims_no_generic_top_level_name(wheel: Path) -> None:
+    """Issue 43: site-packages gets ``harness`` (and its metadata), never a ``checker``,
+    ``dbs``, ``nemesis`` or ``workloads`` of its own; no module of the wheel imports or names
+    one of those top-level packages."""
+    archive = zipfile.ZipFile(wheel)
+    tops = {n.split("/")[0] for n in archive.namelist()}
+    assert tops == {"harness", *(t for t in tops if t.endswith(".dist-info"))}
+    stray = re.compile(rf"""(?m)(^\s*from\s+|^\s*import\s+|["'])({"|".join(ROLES)})"""
+                       r"(\.|\s+import\b)")
+    left = [(n, m[0]) for n in archive.namelist() if n.endswith(".py")
+            for m in stray.finditer(archive.read(n).decode())]
+    assert left == []
+    assert "harness.workloads.client" in archive.read("harness/controller/clients.py").decode()
 
 
 # the acceptance test: the wheel installed outside the checkout ------------------------------
@@ -79,8 +95,9 @@ def from_venv(bin_dir: Path, *argv: str, cwd: Path) -> subprocess.CompletedProce
 @pytest.mark.skipif(shutil.which("redis-server") is None,
                     reason="redis-server missing: run `bash setup.sh`")
 def test_the_installed_wheel_runs_as_the_checkout_does(installed: Path, tmp_path: Path) -> None:
-    where = from_venv(installed, "python", "-c", "import harness, workloads.external.builds as b"
-                      "; from harness.core.shipped import shipped; print(harness.__file__); "
+    where = from_venv(installed, "python", "-c", "import harness, "
+                      "harness.workloads.external.builds as b; from harness.core.shipped "
+                      "import shipped; print(harness.__file__); "
                       "print(shipped('docker')); print(b.CLIENTS)", cwd=tmp_path)
     assert where.returncode == 0, where.stderr
     site = Path(where.stdout.split()[0]).parents[1]
