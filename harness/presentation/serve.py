@@ -37,7 +37,7 @@ from harness.controller.store import RunDir, Store
 from harness.core.errors import HarnessError
 from harness.presentation.report.html import verdict_class, verdict_word
 from harness.presentation.report.words import figure_words
-from harness.presentation.serve_compare import compare_body, side_of
+from harness.presentation.serve_compare import compare_body, report_page, side_of
 
 DEFAULT_PORT = 8765
 FILTERS = ("db", "lock", "workload", "nemesis", "backend", "verdict")
@@ -364,6 +364,10 @@ class Handler(BaseHTTPRequestHandler):
                           compare_page(self.store, runs))
             elif path == "/api/runs.json":
                 self.send(HTTPStatus.OK, "application/json", runs_json(self.store))
+            elif path.startswith("/render/"):
+                run = self.run_dir(path.removeprefix("/render/"))
+                if run is not None:
+                    self.send(HTTPStatus.OK, "text/html; charset=utf-8", report_page(run))
             elif path.startswith("/zip/") and path.endswith(".zip"):
                 self.zip(path.removeprefix("/zip/").removesuffix(".zip"))
             elif path.startswith("/runs/"):
@@ -395,13 +399,20 @@ class Handler(BaseHTTPRequestHandler):
                 ctype += "; charset=utf-8"
             self.send(HTTPStatus.OK, ctype, p.read_bytes())
 
-    def zip(self, rel: str) -> None:
+    def run_dir(self, rel: str) -> RunDir | None:
+        """The run ``rel`` names in the store, else None (and a 404 sent)."""
         p = self.store.resolve(rel)
         if p is None or not p.is_dir() or not RunDir(p).is_run():
             self.fail(HTTPStatus.NOT_FOUND, f"{rel}: not a run in the store")
+            return None
+        return RunDir(p)
+
+    def zip(self, rel: str) -> None:
+        run = self.run_dir(rel)
+        if run is None:
             return
-        name = f"{p.parent.name}_{p.name}.zip"
-        self.send(HTTPStatus.OK, "application/zip", zip_run(p),
+        name = f"{run.path.parent.name}_{run.path.name}.zip"
+        self.send(HTTPStatus.OK, "application/zip", zip_run(run.path),
                   {"Content-Disposition": f'attachment; filename="{name}"'})
 
     def send(self, status: HTTPStatus, ctype: str, body: bytes,
