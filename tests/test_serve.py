@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.controller.store import RunDir
+from harness.controller.store import RunDir, Store
 from harness.core.history_file import read_history
 from harness.presentation.report import write_report
 from harness.presentation.serve import make_server
@@ -172,6 +172,55 @@ def test_compare_draws_both_timelines_on_one_time_scale_in_chromium(server: str,
     last = json.loads(history[-1])["time"] / 1e9  # A's end: the scale of both
     assert found["before"][1]["window"].startswith(f"0.000 – {last:.3f} s"), found["before"][1]
     assert found["after"][0]["window"] != found["before"][0]["window"]  # A followed B's zoom
+
+
+INDEX_PROBE = """<!doctype html><body><iframe id="ix" src="/" style="width:1400px;height:2000px">
+</iframe><script>
+var f = document.getElementById("ix");
+f.onload = function () {  // each row of the list: its class, its run, its height (0: folded)
+  var d = f.contentDocument;
+  function rows() {
+    return Array.from(d.querySelectorAll("#runs tbody tr")).map(function (r) {
+      return [r.className, r.dataset.run || "", r.getBoundingClientRect().height];
+    });
+  }
+  var before = rows();
+  d.querySelector("button.unfold").click();
+  document.body.dataset.out = JSON.stringify({before: before, after: rows()});
+};
+</script></body>"""
+
+
+def test_an_explores_runs_fold_under_its_search_in_the_list(server: str,
+                                                            tmp_path: Path) -> None:
+    """The runs a `harness explore` made (its runs.jsonl, as the search writes it) are one row
+    of their search, counted by verdict, folded until it is unfolded; the other runs are rows
+    of their own as before."""
+    from tests.test_report import body_attrs, browse
+
+    store = tmp_path / "results"
+    search = Store(store).explore_dir("redis_redis-setnx_mutex_pause")
+    made = []
+    for n in range(3):
+        made.append(f"redis_redis-setnx_mutex_pause/20261123T00000{n}")
+        shutil.copytree(store / INVALID, store / made[-1])
+        search.add_run({"n": n + 1, "phase": "search", "run": str(store / made[-1]),
+                        "verdict": "INVALID"})
+    page = get(server + "/")[2].decode()
+    assert "5 of 5 runs" in page and page.count('class="search-row"') == 1
+    assert "harness explore: 3 runs" in page and "(no summary yet)" in page
+    assert '3× <span class="chip v-false">INVALID</span>' in page
+    (store / "probe.html").write_text(INDEX_PROBE)
+    dom, _ = browse(f"{server}/runs/probe.html", tmp_path / "profile", "--window-size=1500,1000",
+                    "--virtual-time-budget=5000", "--dump-dom")
+    found = json.loads(body_attrs(dom)["data-out"])
+    for when, rows in found.items():
+        assert [(c, run) for c, run, _ in rows] == [
+            ("search-row", ""), *(("in-search", r) for r in reversed(made)), ("", VALID),
+            ("", INVALID)], rows
+        heights = [h for c, _, h in rows if c == "in-search"]
+        assert all(h > 0 for c, _, h in rows if c != "in-search")
+        assert all(h == 0 for h in heights) if when == "before" else all(h > 0 for h in heights)
 
 
 def test_serves_a_report_its_logs_and_a_zip(server: str) -> None:
