@@ -244,7 +244,7 @@ def test_serves_a_report_its_logs_and_a_zip(server: str) -> None:
 def test_nothing_outside_the_store(server: str) -> None:
     for path in ("/runs/../secret.txt", "/runs/%2e%2e/secret.txt", "/runs/..%2fsecret.txt",
                  "/zip/../results.zip", "/runs/" + INVALID + "/../../../secret.txt",
-                 "/nothing-here"):
+                 "/render/../secret.txt", "/render/_suites", "/nothing-here"):
         status, _, body = get(server + path)
         assert status == 404, (path, body)
         assert b"outside the store" not in body
