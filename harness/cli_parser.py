@@ -19,7 +19,7 @@ DESCRIPTION = ("Run, explore and check distributed-lock tests on real servers. E
                "64 bad usage. Errors are one line.")
 
 
-ROLE_KINDS = ("dbs", "locks", "workloads", "nemeses", "resources")
+ROLE_KINDS = ("dbs", "locks", "workloads", "nemeses", "resources", "checkers")
 
 
 class Formatter(argparse.HelpFormatter):
@@ -78,7 +78,8 @@ def add_run_options(r: argparse.ArgumentParser, time_limit_default: str = "20") 
     r.add_argument("--db", help="{dbs} (default redis)")
     r.add_argument("--lock", help="{locks} (default: the db's own); or package.module:Class, "
                    "or exec:PATH (a program speaking docs/clients.md's protocol)")
-    r.add_argument("--workload", help="{workloads} (default mutex)")
+    r.add_argument("--workload", help="{workloads} (default mutex); each checks its history "
+                   "with its own of the checkers {checkers} (harness list)")
     r.add_argument("--resource", help="the protected resource: {resources} (default redis; "
                    "postgres for pg-row / pg-advisory-xact, in their own database, and for "
                    "--workload idempotent)")

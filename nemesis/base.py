@@ -65,6 +65,19 @@ class BaseNemesis:
         return type(cls.__name__, (cls,), attrs)
 
     @classmethod
+    def pattern(cls, params: dict[str, Any]) -> str | None:
+        """Which of its patterns a fault with these parameters is (None: it has none)."""
+        return None
+
+    @classmethod
+    def used(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Of a fault's parameters, those it used: an option declared for other patterns than
+        its own (a jump's clock-rate) left out."""
+        pattern = cls.pattern(params)
+        return {k: v for k, v in params.items()
+                if pattern in (getattr(cls.options.get(k), "patterns", ()) or (pattern,))}
+
+    @classmethod
     def describe(cls, run: FaultRun) -> str:
         """The fault that ran, in the report's words (``a pause (SIGSTOP) of c0 (the holder)
         at 1.2 s for 4.2 s``); by default ``NAME on TARGETS at ...``."""

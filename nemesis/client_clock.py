@@ -60,9 +60,11 @@ class ClientClock(BaseNemesis):
     options: ClassVar[dict[str, Option]] = {
         "client-clock-pattern": Option(str, "rate", "rate or jump", choices=PATTERNS),
         "client-clock-rate": Option(float, 5.0, "pattern rate: seconds of the client's clock "
-                                    "per real second", minimum=1.0, maximum=100.0),
+                                    "per real second", minimum=1.0, maximum=100.0,
+                                    patterns=("rate",)),
         "client-clock-offset": Option(float, None, "pattern jump: seconds ahead (default two "
-                                      "leases)", minimum=0.001, maximum=3600.0),
+                                      "leases)", minimum=0.001, maximum=3600.0,
+                                      patterns=("jump",)),
     }
 
     def __init__(self) -> None:
@@ -84,6 +86,10 @@ class ClientClock(BaseNemesis):
         return None
 
     @classmethod
+    def pattern(cls, params: dict[str, Any]) -> str:
+        return str(params.get("client-clock-pattern") or "rate")
+
+    @classmethod
     def describe(cls, run: FaultRun) -> str:
         detail = run.detail or {}
         how = (f"running at {detail.get('rate', '?')}x" if detail.get("pattern") == "rate"
@@ -94,7 +100,7 @@ class ClientClock(BaseNemesis):
     def label(cls, params: dict[str, Any], detail: Any) -> str:
         """``client wall x5`` or ``+4 s client wall jump``: a report's fault lane."""
         d = detail if isinstance(detail, dict) else {}
-        if (d.get("pattern") or params.get("client-clock-pattern") or "rate") == "rate":
+        if (d.get("pattern") or cls.pattern(params)) == "rate":
             rate = d.get("rate", params.get("client-clock-rate"))
             return f"client wall x{rate:g}" if isinstance(rate, int | float) else "client rate"
         offset = d.get("offset", params.get("client-clock-offset"))

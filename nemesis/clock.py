@@ -115,7 +115,8 @@ class Clock(BaseNemesis):
     }
     options = {
         "clock-offset": Option(float, None, "seconds to move the clocks (default +60, "
-                               "clock-back -60)", minimum=-86400 * 365, maximum=86400 * 365),
+                               "clock-back -60)", minimum=-86400 * 365, maximum=86400 * 365,
+                               patterns=("jump", "back", "strobe")),
         "clock-nodes": Option(str, "majority", "majority, minority, one, all, or node names "
                               "(n1,n3)"),
         "clock-id": Option(str, "wall", "the clock moved: wall, monotonic or both (wall and "
@@ -123,9 +124,10 @@ class Clock(BaseNemesis):
         "clock-pattern": Option(str, None, "jump (default), back, strobe, or rate",
                                 choices=PATTERNS),
         "clock-rate": Option(float, 2.0, "clock-pattern rate: how many seconds the clocks "
-                             "count per real second", minimum=0.01, maximum=100),
+                             "count per real second", minimum=0.01, maximum=100,
+                             patterns=("rate",)),
         "clock-period": Option(float, 0.2, "clock-pattern strobe: seconds between two flips",
-                               minimum=0.01, maximum=60),
+                               minimum=0.01, maximum=60, patterns=("strobe",)),
     }
 
     def __init__(self, offset: float | None = None) -> None:

@@ -58,8 +58,8 @@ def test_an_option_of_another_command_is_bad_usage_in_one_line() -> None:
 
 
 def test_run_help_lists_what_the_registry_has() -> None:
-    """`run --help` names every db, lock, workload, nemesis and resource the registry knows
-    (builtins and installed plugins alike), read from it, and the exec:PATH lock."""
+    """`run --help` names every db, lock, workload, nemesis, resource and checker the registry
+    knows (builtins and installed plugins alike), read from it, and the exec:PATH lock."""
     from harness.controller.registry import default_registry
 
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--help"],
@@ -70,7 +70,8 @@ def test_run_help_lists_what_the_registry_has() -> None:
              if line.startswith("  --")}
     reg = default_registry()
     for flag, kind in (("--db", "dbs"), ("--lock", "locks"), ("--workload", "workloads"),
-                       ("--nemesis", "nemeses"), ("--resource", "resources")):
+                       ("--nemesis", "nemeses"), ("--resource", "resources"),
+                       ("--workload", "checkers")):
         listed = re.escape(", ".join(reg.names(kind)))
         assert re.search(rf" {listed}(?![\w-])", helps[flag]), (flag, helps[flag])
     assert "lock" in reg.names("workloads") and "exec:PATH" in helps["--lock"]

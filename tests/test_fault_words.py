@@ -113,6 +113,34 @@ def test_a_fault_s_bars_on_the_timeline_take_its_nemesis_s_colour() -> None:
         ("kill-majority-delayed", "#a40e26"), ("delay", None), ("someone-elses", None)]
 
 
+def test_a_fault_s_parameters_are_those_its_pattern_uses_as_its_nemesis_declares() -> None:
+    """The fault table shows what a window used: a clock jump not the clock-rate and
+    clock-period its options default to, a strobe its period, a rate its rate (the options
+    declare their patterns); a nemesis with no patterns, or not installed here, all of them."""
+    from harness.presentation.report.model import fault_windows
+
+    every = {"clock-nodes": "majority", "clock-id": "wall", "clock-rate": 2.0,
+             "clock-period": 0.2, "clock-offset": 60.0}
+    client = {"client-clock-pattern": "jump", "client-clock-rate": 5.0,
+              "client-clock-offset": 4.0}
+    faults = [("clock", every), ("clock", {**every, "clock-pattern": "rate"}),
+              ("clock-strobe", every), ("clock-back", every), ("clock-client", client),
+              ("clock-client", {**client, "client-clock-pattern": "rate"}),
+              ("pause", {"signal": "STOP"}), ("someone-elses", {"clock-rate": 2.0})]
+    history = [{"index": 2 * i + k, "process": "nemesis", "type": "info", "f": f,
+                "value": value, "time": 1000 * (2 * i + k), "targets": ["n1"], "params": params}
+               for i, (f, params) in enumerate(faults)
+               for k, value in enumerate(("start", "stop"))]
+    shown = [sorted(w["params"]) for w in fault_windows(history, 10**6)]
+    assert shown == [["clock-id", "clock-nodes", "clock-offset"],
+                     ["clock-id", "clock-nodes", "clock-pattern", "clock-rate"],
+                     ["clock-id", "clock-nodes", "clock-offset", "clock-period"],
+                     ["clock-id", "clock-nodes", "clock-offset"],
+                     ["client-clock-offset", "client-clock-pattern"],
+                     ["client-clock-pattern", "client-clock-rate"],
+                     ["signal"], ["clock-rate"]]
+
+
 def test_what_a_kill_repaired_at_its_restart_joins_its_words_and_nothing_else_of_the_stop() -> None:
     from harness.presentation.report.narrative import fault_runs
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.controller.store import RunDir
+from harness.controller.store import RunDir, Store
 from harness.core.history_file import read_history
 from harness.presentation.report import write_report
 from harness.presentation.serve import make_server
@@ -108,6 +108,121 @@ def test_compare_refuses_anything_but_two_runs_of_the_store(server: str) -> None
     assert '<tr class="same" data-field="seed">' in page
 
 
+COMPARE_PROBE = """<!doctype html><body><iframe id="cmp" style="width:1200px;height:4000px;border:0"
+ src="/compare?run=%s&run=%s"></iframe><script>
+(function () {  // each run's timeline in the compare page: where it is, its time labels' x
+  var tries = 0;
+  function frames() {
+    var d = document.getElementById("cmp").contentDocument;
+    return d ? [d.getElementById("timeline-A"), d.getElementById("timeline-B")] : [];
+  }
+  function ready(f) {
+    var b = f && f.contentDocument && f.contentDocument.body;
+    return b && b.dataset.ready === "1" && f.style.height;  // drawn, and sized to it
+  }
+  function geometry(f) {
+    var d = f.contentDocument, cv = d.getElementById("timeline-canvas");
+    var fr = f.getBoundingClientRect(), r = cv.getBoundingClientRect();
+    return {top: fr.top, height: fr.height, canvas: r.height,
+            window: d.getElementById("window").textContent,
+            chart: d.getElementById("throughput-canvas").dataset.axis,
+            ticks: cv.dataset.ticks.split("|").map(function (t) {
+              var p = t.split("@");
+              return [p[0], fr.left + r.left + Number(p[1])];
+            })};
+  }
+  function wait() {
+    var fs = frames();
+    if (fs.length === 2 && fs.every(ready)) {
+      var before = fs.map(geometry);
+      fs[1].contentDocument.getElementById("zoom-in").click();  // B's: A follows
+      setTimeout(function () {
+        document.body.dataset.out = JSON.stringify({before: before, after: fs.map(geometry)});
+      }, 1500);
+    } else if (tries++ < 300) setTimeout(wait, 100);
+    else document.body.dataset.out = "the timelines did not draw";
+  }
+  wait();
+})();
+</script></body>"""
+
+
+def test_compare_draws_both_timelines_on_one_time_scale_in_chromium(server: str,
+                                                                    tmp_path: Path) -> None:
+    """The compare page shows each run's timeline and charts (the report's own), A above B,
+    a second at the same x in both though B's history is half as long as A's; zooming B
+    zooms A."""
+    from tests.test_report import body_attrs, browse
+
+    store = tmp_path / "results"
+    history = (store / VALID / "history.jsonl").read_text().splitlines(keepends=True)
+    (store / VALID / "history.jsonl").write_text("".join(history[:len(history) // 2]))
+    (store / "probe.html").write_text(COMPARE_PROBE % (INVALID, VALID))
+    dom, _ = browse(f"{server}/runs/probe.html", tmp_path / "profile", "--window-size=1300,1000",
+                    "--virtual-time-budget=20000", "--dump-dom", timeout=120)
+    out = body_attrs(dom).get("data-out", "")
+    assert out.startswith("{"), out or dom[-2000:]
+    found = json.loads(out)
+    for a, b in (found["before"], found["after"]):
+        assert a["top"] + a["height"] <= b["top"]  # A above B, each its full height
+        assert a["height"] > a["canvas"] > 100 and b["height"] > b["canvas"] > 100
+        assert a["window"] == b["window"] and a["chart"] == b["chart"]
+        assert len(a["ticks"]) >= 4 and [t[0] for t in a["ticks"]] == [t[0] for t in b["ticks"]]
+        assert all(abs(x - y) <= 1 for (_, x), (_, y) in zip(a["ticks"], b["ticks"], strict=True))
+    last = json.loads(history[-1])["time"] / 1e9  # A's end: the scale of both
+    assert found["before"][1]["window"].startswith(f"0.000 – {last:.3f} s"), found["before"][1]
+    assert found["after"][0]["window"] != found["before"][0]["window"]  # A followed B's zoom
+
+
+INDEX_PROBE = """<!doctype html><body><iframe id="ix" src="/" style="width:1400px;height:2000px">
+</iframe><script>
+var f = document.getElementById("ix");
+f.onload = function () {  // each row of the list: its class, its run, its height (0: folded)
+  var d = f.contentDocument;
+  function rows() {
+    return Array.from(d.querySelectorAll("#runs tbody tr")).map(function (r) {
+      return [r.className, r.dataset.run || "", r.getBoundingClientRect().height];
+    });
+  }
+  var before = rows();
+  d.querySelector("button.unfold").click();
+  document.body.dataset.out = JSON.stringify({before: before, after: rows()});
+};
+</script></body>"""
+
+
+def test_an_explores_runs_fold_under_its_search_in_the_list(server: str,
+                                                            tmp_path: Path) -> None:
+    """The runs a `harness explore` made (its runs.jsonl, as the search writes it) are one row
+    of their search, counted by verdict, folded until it is unfolded; the other runs are rows
+    of their own as before."""
+    from tests.test_report import body_attrs, browse
+
+    store = tmp_path / "results"
+    search = Store(store).explore_dir("redis_redis-setnx_mutex_pause")
+    made = []
+    for n in range(3):
+        made.append(f"redis_redis-setnx_mutex_pause/20261123T00000{n}")
+        shutil.copytree(store / INVALID, store / made[-1])
+        search.add_run({"n": n + 1, "phase": "search", "run": str(store / made[-1]),
+                        "verdict": "INVALID"})
+    page = get(server + "/")[2].decode()
+    assert "5 of 5 runs" in page and page.count('class="search-row"') == 1
+    assert "harness explore: 3 runs" in page and "(no summary yet)" in page
+    assert '3× <span class="chip v-false">INVALID</span>' in page
+    (store / "probe.html").write_text(INDEX_PROBE)
+    dom, _ = browse(f"{server}/runs/probe.html", tmp_path / "profile", "--window-size=1500,1000",
+                    "--virtual-time-budget=5000", "--dump-dom")
+    found = json.loads(body_attrs(dom)["data-out"])
+    for when, rows in found.items():
+        assert [(c, run) for c, run, _ in rows] == [
+            ("search-row", ""), *(("in-search", r) for r in reversed(made)), ("", VALID),
+            ("", INVALID)], rows
+        heights = [h for c, _, h in rows if c == "in-search"]
+        assert all(h > 0 for c, _, h in rows if c != "in-search")
+        assert all(h == 0 for h in heights) if when == "before" else all(h > 0 for h in heights)
+
+
 def test_serves_a_report_its_logs_and_a_zip(server: str) -> None:
     status, ctype, body = get(f"{server}/runs/{INVALID}/report.html")
     assert status == 200 and ctype.startswith("text/html")
@@ -129,7 +244,7 @@ def test_serves_a_report_its_logs_and_a_zip(server: str) -> None:
 def test_nothing_outside_the_store(server: str) -> None:
     for path in ("/runs/../secret.txt", "/runs/%2e%2e/secret.txt", "/runs/..%2fsecret.txt",
                  "/zip/../results.zip", "/runs/" + INVALID + "/../../../secret.txt",
-                 "/nothing-here"):
+                 "/render/../secret.txt", "/render/_suites", "/nothing-here"):
         status, _, body = get(server + path)
         assert status == 404, (path, body)
         assert b"outside the store" not in body

@@ -36,6 +36,7 @@ started in the same second apart, in two stores as in one (two pytest-xdist work
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -416,6 +417,11 @@ class Store:
     def suite_summaries(self) -> Iterator[Path]:
         yield from self.root.glob(f"{SUITES}/*/*/summary.json")
 
+    def explores(self) -> Iterator[ExploreDir]:
+        """Every ``harness explore`` under the store (one that ran no run yet too)."""
+        for d in self.root.glob(f"{EXPLORE}/*/*/logs"):
+            yield ExploreDir(d.parent)
+
 
 @dataclass(frozen=True)
 class ExploreDir:
@@ -441,6 +447,19 @@ class ExploreDir:
 
     def log(self, n: int) -> Path:
         return self.path / "logs" / f"run-{n:03d}.log"
+
+    def run_ids(self) -> list[str]:
+        """The runs of the search so far, as ``<test>/<stamp>`` in its store (runs.jsonl
+        names them by their directory, from wherever the search ran)."""
+        try:
+            lines = self.runs.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return []
+        out = []
+        for line in lines:
+            with contextlib.suppress(ValueError, LookupError, AttributeError, TypeError):
+                out.append("/".join(Path(json.loads(line)["run"]).parts[-2:]))
+        return list(dict.fromkeys(out))
 
     def add_run(self, record: dict[str, Any]) -> None:
         """One line of runs.jsonl, appended (a search cut short keeps what it ran)."""

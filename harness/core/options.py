@@ -31,6 +31,7 @@ class Option:
     choices: tuple[Any, ...] = ()
     minimum: float | None = None  # inclusive
     maximum: float | None = None
+    patterns: tuple[str, ...] = ()  # only these patterns of its role use it (role.pattern())
 
     def parse(self, value: Any) -> Any:
         """``value`` (a string from the command line, or already typed) as this option's

@@ -2,8 +2,10 @@
 
 A page listing every run (newest first) with its duration, backend, verdict and exit code,
 sortable by any column, filters by db, lock, workload, nemesis, backend and verdict, a link to
-each report and a download of each run as a zip; two runs ticked are compared side by side
-(:mod:`harness.presentation.serve_compare`); the suites ``harness suite`` ran are listed too.
+each report and a download of each run as a zip; the runs one ``harness explore`` made folded
+under one row of their search; two runs ticked are compared, their timelines one above the
+other (:mod:`harness.presentation.serve_compare`); the suites ``harness suite`` ran are listed
+too.
 Standard library only (``http.server``): nothing to install on a CI box or a laptop.
 
 It binds 127.0.0.1 by default: the store holds logs and histories of the machine it runs on,
@@ -37,7 +39,7 @@ from harness.controller.store import RunDir, Store
 from harness.core.errors import HarnessError
 from harness.presentation.report.html import verdict_class, verdict_word
 from harness.presentation.report.words import figure_words
-from harness.presentation.serve_compare import compare_body, side_of
+from harness.presentation.serve_compare import compare_body, report_page, side_of
 
 DEFAULT_PORT = 8765
 FILTERS = ("db", "lock", "workload", "nemesis", "backend", "verdict")
@@ -86,6 +88,14 @@ class RunInfo:
         return (value is None, value if value is not None else 0, self.stamp)
 
 
+@dataclass(frozen=True)
+class Search:
+    """One ``harness explore``, as the list groups its runs under it."""
+
+    path: str  # relative to the store: _explore/<test>/<stamp>
+    done: bool  # its summary written
+
+
 @dataclass
 class Browser:
     """The store as the pages show it."""
@@ -122,6 +132,14 @@ class Browser:
         with self._lock:
             self._cache[run.path] = (mtime, info)
         return info
+
+    def searches(self) -> dict[str, Search]:
+        """Each run a ``harness explore`` made -> that search."""
+        out: dict[str, Search] = {}
+        for d in self.store.explores():
+            search = Search(d.path.relative_to(self.root).as_posix(), d.summary_json.exists())
+            out.update(dict.fromkeys(d.run_ids(), search))
+        return out
 
     def suites(self) -> list[dict[str, Any]]:
         out = []
@@ -215,7 +233,10 @@ th{border-bottom:1px solid #d0d7de} tbody tr:nth-child(even){background:#f6f8fa}
 .chip{border-radius:2em;padding:.05em .7em;color:#fff;font-weight:600;font-size:.9em;
  white-space:nowrap}
 .v-true{background:#1a7f37} .v-false{background:#cf222e} .v-unknown{background:#9a6700}
-.v-running{background:#0969da} .muted{color:#656d76} h2{font-size:1.1em;margin-top:1.6em}"""
+.v-running{background:#0969da} .muted{color:#656d76} h2{font-size:1.1em;margin-top:1.6em}
+tbody.folded tr.in-search{display:none} tr.search-row{background:#ddf4ff!important}
+tbody.folded .unfold{transform:rotate(0)} .unfold{transform:rotate(90deg);border:0;background:none}
+tr.in-search td:nth-child(2){padding-left:1.2em}"""
 
 
 def page(title: str, body: str) -> bytes:
@@ -272,26 +293,7 @@ def index_page(store: Browser, query: dict[str, str]) -> bytes:
                        for v in choices[f])
         selects.append(f'<label>{f}<select name="{f}"><option value="">any</option>{opts}'
                        "</select></label>")
-    rows = []
-    for r in shown:
-        verdict = ('<span class="chip v-running">RUNNING</span>' if r.status == "running" else
-                   f'<span class="chip {verdict_class(r.valid)}">{verdict_word(r.valid)}</span>')
-        if r.status not in ("running", "complete", ""):
-            verdict += f' <span class="muted">{e(r.status)}</span>'
-        q = urllib.parse.quote
-        report = (f'<a href="/runs/{q(r.path)}/report.html">report</a>' if r.has_report
-                  else '<span class="muted">no report</span>')
-        rows.append(
-            f'<tr data-run="{e(r.path)}"><td><input type="checkbox" name="run" '
-            f'value="{e(r.path)}" form="compare"></td><td>{e(when(r.stamp))}</td>'
-            f'<td class="duration">{e(fmt_duration(r.duration))}</td><td>{e(r.field("db"))}</td>'
-            f"<td>{e(r.field('lock'))}</td><td>{e(r.field('workload'))}</td>"
-            f"<td>{e(r.field('nemesis'))}</td><td>{e(r.field('backend'))}</td>"
-            f"<td>{e(r.field('seed'))}</td><td>{verdict}</td>"
-            f'<td class="exit">{"" if r.exit is None else r.exit}</td>'
-            f'<td class="muted">{e(r.facts)}</td><td>{report} · '
-            f'<a href="/runs/{q(r.path)}/">files</a> · '
-            f'<a href="/zip/{q(r.path)}.zip">zip</a></td></tr>')
+    rows = grouped(shown, store.searches())
     suites = store.suites()
     suite_rows = "".join(
         f'<tr><td>{e(when(s["path"].rsplit("/", 1)[-1]))}</td><td>{e(suite_title(s))}</td>'
@@ -315,6 +317,67 @@ def index_page(store: Browser, query: dict[str, str]) -> bytes:
             f"<th>found</th><th></th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
             f"{suite_html}")
     return page("lock-harness results", body)
+
+
+def verdict_chip(r: RunInfo) -> str:
+    verdict = ('<span class="chip v-running">RUNNING</span>' if r.status == "running" else
+               f'<span class="chip {verdict_class(r.valid)}">{verdict_word(r.valid)}</span>')
+    if r.status not in ("running", "complete", ""):
+        verdict += f' <span class="muted">{e(r.status)}</span>'
+    return verdict
+
+
+def run_row(r: RunInfo) -> str:
+    q = urllib.parse.quote
+    report = (f'<a href="/runs/{q(r.path)}/report.html">report</a>' if r.has_report
+              else '<span class="muted">no report</span>')
+    return (f'<tr data-run="{e(r.path)}"><td><input type="checkbox" name="run" '
+            f'value="{e(r.path)}" form="compare"></td><td>{e(when(r.stamp))}</td>'
+            f'<td class="duration">{e(fmt_duration(r.duration))}</td><td>{e(r.field("db"))}</td>'
+            f"<td>{e(r.field('lock'))}</td><td>{e(r.field('workload'))}</td>"
+            f"<td>{e(r.field('nemesis'))}</td><td>{e(r.field('backend'))}</td>"
+            f"<td>{e(r.field('seed'))}</td><td>{verdict_chip(r)}</td>"
+            f'<td class="exit">{"" if r.exit is None else r.exit}</td>'
+            f'<td class="muted">{e(r.facts)}</td><td>{report} · '
+            f'<a href="/runs/{q(r.path)}/">files</a> · '
+            f'<a href="/zip/{q(r.path)}.zip">zip</a></td></tr>')
+
+
+def grouped(shown: list[RunInfo], searches: dict[str, Search]) -> list[str]:
+    """The list's rows: a run of its own as it is; the runs of one ``harness explore`` folded
+    under one row of their search (where its first run shown would be), which unfolds them."""
+    rows: list[str] = []
+    done: set[Search] = set()
+    for r in shown:
+        search = searches.get(r.path)
+        if search is None:
+            rows.append(run_row(r))
+        elif search not in done:
+            done.add(search)
+            rows.append(search_rows([x for x in shown if searches.get(x.path) == search], search))
+    return rows
+
+
+def search_rows(runs: list[RunInfo], search: Search) -> str:
+    """A search's row (its runs counted by verdict) over its runs, folded."""
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[verdict_chip(r)] = counts.get(verdict_chip(r), 0) + 1
+    verdicts = " ".join(f"{n}× {chip}" for chip, n in counts.items())
+    q = urllib.parse.quote(search.path)
+    links = (f'<a href="/runs/{q}/summary.txt">summary</a> · ' if search.done else "")
+    state = "" if search.done else ' <span class="muted">(no summary yet)</span>'
+    children = "".join(run_row(r).replace("<tr ", '<tr class="in-search" ', 1) for r in runs)
+    unfold = "this.closest('tbody').classList.toggle('folded')"
+    first = runs[0]
+    return (f'</tbody><tbody class="search folded" data-search="{e(search.path)}">'
+            f'<tr class="search-row"><td><button type="button" class="unfold" title="its runs" '
+            f'onclick="{unfold}">▸</button></td>'
+            f"<td>{e(when(search.path.rsplit('/', 1)[-1]))}</td><td></td>"
+            f"<td>{e(first.field('db'))}</td><td>{e(first.field('lock'))}</td>"
+            f"<td>{e(first.field('workload'))}</td><td colspan='3'>harness explore: {len(runs)} "
+            f"run{'s' if len(runs) != 1 else ''}{state}</td><td colspan='3'>{verdicts}</td>"
+            f'<td>{links}<a href="/runs/{q}/">files</a></td></tr>{children}</tbody><tbody>')
 
 
 def compare_page(store: Browser, rels: list[str]) -> bytes:
@@ -364,6 +427,10 @@ class Handler(BaseHTTPRequestHandler):
                           compare_page(self.store, runs))
             elif path == "/api/runs.json":
                 self.send(HTTPStatus.OK, "application/json", runs_json(self.store))
+            elif path.startswith("/render/"):
+                run = self.run_dir(path.removeprefix("/render/"))
+                if run is not None:
+                    self.send(HTTPStatus.OK, "text/html; charset=utf-8", report_page(run))
             elif path.startswith("/zip/") and path.endswith(".zip"):
                 self.zip(path.removeprefix("/zip/").removesuffix(".zip"))
             elif path.startswith("/runs/"):
@@ -395,13 +462,20 @@ class Handler(BaseHTTPRequestHandler):
                 ctype += "; charset=utf-8"
             self.send(HTTPStatus.OK, ctype, p.read_bytes())
 
-    def zip(self, rel: str) -> None:
+    def run_dir(self, rel: str) -> RunDir | None:
+        """The run ``rel`` names in the store, else None (and a 404 sent)."""
         p = self.store.resolve(rel)
         if p is None or not p.is_dir() or not RunDir(p).is_run():
             self.fail(HTTPStatus.NOT_FOUND, f"{rel}: not a run in the store")
+            return None
+        return RunDir(p)
+
+    def zip(self, rel: str) -> None:
+        run = self.run_dir(rel)
+        if run is None:
             return
-        name = f"{p.parent.name}_{p.name}.zip"
-        self.send(HTTPStatus.OK, "application/zip", zip_run(p),
+        name = f"{run.path.parent.name}_{run.path.name}.zip"
+        self.send(HTTPStatus.OK, "application/zip", zip_run(run.path),
                   {"Content-Disposition": f'attachment; filename="{name}"'})
 
     def send(self, status: HTTPStatus, ctype: str, body: bytes,

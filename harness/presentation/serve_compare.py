@@ -1,6 +1,8 @@
 """``harness serve``'s compare view: two runs side by side (the same test under two seeds, or
-at two commits), field by field, with their verdicts, exit codes and incident counts; the rows
-where they differ are marked.
+at two commits), field by field, with their verdicts, exit codes and incident counts, the rows
+where they differ marked; under them each run's timeline and charts, one above the other on
+one time scale, drawn by the report's own page (:func:`report_page`, opened at ``#compare``)
+and zoomed and panned together.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from typing import Any
 from harness.controller.checking import exit_code
 from harness.controller.store import RunDir, Store
 from harness.core.errors import HarnessError, UsageError
+from harness.core.heap import collector_paused
 from harness.core.history_file import read_history
 from harness.core.schedule import from_dict
 from harness.core.text import verdict_word
-from harness.presentation.report.html import verdict_class
+from harness.presentation.report.html import render, verdict_class
 from harness.presentation.report.incidents import incidents
 from harness.presentation.report.words import figure_words
 
@@ -25,16 +28,30 @@ SPEC_FIELDS = ("db", "lock", "workload", "nemesis", "backend", "nodes", "clients
                "ttl", "seed", "commit")
 
 
-def side_of(store: Store, run: RunDir) -> dict[str, Any]:
-    """What the compare view shows of one run (read from its directory)."""
+def read_run(run: RunDir) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+    """A run's test.json, its results (empty: not checked) and history (empty: unreadable)."""
     test = run.load_test()
     results: dict[str, Any] = {}
     with contextlib.suppress(HarnessError):
         results = run.load_results()
-    spec = test.get("spec") or {}
     history: list[Any] = []
     with contextlib.suppress(HarnessError, OSError, ValueError):
         history = read_history(run.path / "history.jsonl")
+    return test, results, history
+
+
+def report_page(run: RunDir) -> bytes:
+    """The run's report as the report's renderer draws it today (whatever report.html the run
+    kept, if any): the compare view's timeline and charts of it."""
+    test, results, history = read_run(run)
+    with collector_paused():
+        return render(test.get("spec") or {}, history, results, [], test).encode()
+
+
+def side_of(store: Store, run: RunDir) -> dict[str, Any]:
+    """What the compare view shows of one run (read from its directory)."""
+    test, results, history = read_run(run)
+    spec = test.get("spec") or {}
     try:
         schedule = from_dict(test["schedule"]) if isinstance(test.get("schedule"), dict) else None
     except UsageError:
@@ -50,6 +67,7 @@ def side_of(store: Store, run: RunDir) -> dict[str, Any]:
         "valid": results.get("valid", "unknown") if results else None,
         "exit": exit_code(results) if results else None,
         "duration": None if span is None else f"{span:.1f} s",
+        "end": history[-1]["time"] // 1000 if history else 0,  # us
         "ops": len(history),
         "incidents": [inc.title() for inc in found],
         "checks": {name: (c.get("valid"), figure_words(name, c)) for name, c in checks.items()},
@@ -100,7 +118,30 @@ def compare_body(sides: list[dict[str, Any]]) -> str:
             f'<table id="compare-table"><thead><tr><th></th><th>A</th><th>B</th></tr></thead>'
             f"<tbody>{body}</tbody></table><h2>Incidents</h2><table id=\"compare-incidents\">"
             f"<thead><tr><th>A</th><th>B</th></tr></thead><tbody><tr>{lists}</tr></tbody>"
-            "</table>")
+            f"</table>{timelines(sides)}")
+
+
+RELAY = """addEventListener("message", function (ev) {  // a frame's height; its view to the other
+  document.querySelectorAll("iframe.timeline").forEach(function (f) {
+    if (f.contentWindow === ev.source) {
+      if (ev.data.compareHeight) f.style.height = ev.data.compareHeight + "px";
+    } else if (ev.data.compareView) f.contentWindow.postMessage(ev.data, "*");
+  });
+});"""
+
+
+def timelines(sides: list[dict[str, Any]]) -> str:
+    """Each run's timeline and charts (:func:`report_page`), A above B, on the time scale of
+    the longer run: a second is at the same x in both."""
+    end = max(int(s["end"]) for s in sides)
+    frames = "".join(
+        f'<h3>{k}: {e(s["path"])}</h3><iframe class="timeline" id="timeline-{k}" '
+        f'title="{k}: {e(s["path"])}" src="/render/{urllib.parse.quote(s["path"])}'
+        f'#compare={end}"></iframe>' for k, s in zip("AB", sides, strict=True))
+    return (f'<h2 id="timelines">Timelines</h2><p>Both on one time scale, 0 to {end / 1e6:.1f} s '
+            "(the longer run's end): zooming or panning either moves the other.</p>"
+            '<style>iframe.timeline{display:block;width:100%;height:30em;border:0}</style>'
+            f"{frames}<script>{RELAY}</script>")
 
 
 def check_cell(value: tuple[Any, str] | None) -> str:

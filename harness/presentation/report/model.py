@@ -278,6 +278,13 @@ def fault_label(f: str, targets: list[str], params: Any, detail: Any = None) -> 
     return text
 
 
+def used_params(f: str, params: Any) -> Any:
+    """The parameters a fault used, as its nemesis declares them (a clock jump's, not the
+    clock-rate its options default to); all of them when it is not installed here."""
+    used = getattr(nemesis_of(f), "used", None)
+    return used(params) if callable(used) and isinstance(params, dict) else params
+
+
 def fault_rows(windows: list[dict[str, Any]]) -> int:
     """Give each window a row of the fault lanes so that windows on at once (a background
     condition under other faults) never share one; the number of rows."""
@@ -316,7 +323,8 @@ def fault_windows(history: Sequence[Op], end_ns: int) -> list[dict[str, Any]]:
                       ] if isinstance(detail, dict) else []
             w = {"f": f, "targets": targets, "start": us(t), "stop": None,
                  "error": op.get("error"), "detail": detail, "step": op.get("step"),
-                 "params": op.get("params"), "background": bool(op.get("background")),
+                 "params": used_params(f, op.get("params")),
+                 "background": bool(op.get("background")),
                  "label": fault_label(f, targets, op.get("params"), detail)
                  + (f" (missed {','.join(missed)})" if missed else ""),
                  "colour": getattr(nemesis_of(f), "colour", None)}

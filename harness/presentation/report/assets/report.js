@@ -41,7 +41,10 @@ M.laneProcs.forEach(function (p, k) { laneOf[p] = k; });
 var V = M.violations.filter(function (v) { return v.t0 !== null && !v.info; });
 var byTime = V.slice().sort(function (a, b) { return a.t0 - b.t0 || a.n - b.n; });
 
-var view = {a: 0, b: END}, sel = 0;  // sel: the number shown (1, 2, ...), 0: none
+// harness serve's compare view opens the page at #compare=US: what #png shows, on a time scale
+// to US (the longer run's end), in step with the other run's page (see inStep)
+var CMP = /^#compare=(\d+)$/.exec(location.hash), SCALE = CMP ? Math.max(END, +CMP[1]) : END;
+var view = {a: 0, b: SCALE}, sel = 0;  // sel: the number shown (1, 2, ...), 0: none
 var cv = document.getElementById("timeline-canvas"), ctx = cv.getContext("2d");
 var tip = document.getElementById("tip"), markers = document.getElementById("markers");
 var selOp = null, panel = document.getElementById("op-panel");
@@ -297,7 +300,10 @@ function draw() {
   g.fillStyle = "#1f2328"; g.font = "12px system-ui,sans-serif";
   g.fillText("faults", 8, AXIS_H + 15);
   for (k = 0; k < NL; k++) g.fillText(M.lanes[k], 8, laneY(k) + laneH / 2 + 4);
-  var unflagged = placeMarkers(); placeFaultLabels(); CH.draw();
+  var unflagged = placeMarkers(); placeFaultLabels(); CH.draw(); inStep();
+  cv.dataset.ticks = ticks().map(function (tk) {  // each time label and its x: for a test
+    return tk.label + "@" + Math.round(X(tk.t));
+  }).join("|");
   document.getElementById("window").textContent =
     s3(view.a) + " – " + s3(view.b) + " s  (" + fmtDur(view.b - view.a) + " in view)";
   document.getElementById("mode").textContent = (dense
@@ -392,7 +398,7 @@ function select(n, zoom) {  // n: the number the page shows (#v-1: the first)
   callout.querySelector("a.list").href = "#violation-" + n;
   if (zoom && v.t0 !== null) {
     var pad = Math.max(2e5, (v.c1 - v.c0) * 0.25);
-    view.a = Math.max(0, v.c0 - pad); view.b = Math.min(END, v.c1 + pad);
+    view.a = Math.max(0, v.c0 - pad); view.b = Math.min(SCALE, v.c1 + pad);
     if (view.b - view.a < 1000) view.b = view.a + 1000;
   }
   draw();
@@ -419,7 +425,7 @@ document.querySelectorAll("a.show").forEach(function (a) {
 function clampView() {
   var span = view.b - view.a;
   if (view.a < 0) { view.a = 0; view.b = span; }
-  if (view.b > END * 1.01) { view.b = END * 1.01; view.a = Math.max(0, view.b - span); }
+  if (view.b > SCALE * 1.01) { view.b = SCALE * 1.01; view.a = Math.max(0, view.b - span); }
 }
 var pending = false;
 function flush() { if (pending) { pending = false; draw(); } }
@@ -430,7 +436,7 @@ function redraw() {  // at most one draw a frame, however many events asked for 
   setTimeout(flush, 100);  // frames do not come in background tabs and some headless modes
 }
 function zoomAt(t, factor) {
-  var span = Math.min(END * 1.01, Math.max(1000, (view.b - view.a) * factor));
+  var span = Math.min(SCALE * 1.01, Math.max(1000, (view.b - view.a) * factor));
   var f = (t - view.a) / (view.b - view.a);
   view.a = t - f * span; view.b = view.a + span; clampView(); redraw();
 }
@@ -438,7 +444,20 @@ function pan(frac) {
   var s = (view.b - view.a) * frac;
   view.a += s; view.b += s; clampView(); redraw();
 }
-function fit() { view.a = 0; view.b = END; redraw(); }
+function fit() { view.a = 0; view.b = SCALE; redraw(); }
+var told = view.a + " " + view.b;  // the view last told to (or by) the compare page: both
+// pages begin with the whole scale, so only a zoom or a pan is news
+function inStep() {  // a zoom or pan here: the compare page passes it on to the other run's
+  var v = view.a + " " + view.b;
+  if (!CMP || v === told) return;
+  told = v;
+  parent.postMessage({compareView: [view.a, view.b]}, "*");
+}
+window.addEventListener("message", function (ev) {
+  var v = ev.data && ev.data.compareView;
+  if (!CMP || !v || ev.source !== parent) return;
+  told = v.join(" "); view.a = v[0]; view.b = v[1]; redraw();
+});
 function mid() { return (view.a + view.b) / 2; }
 document.getElementById("zoom-in").onclick = function () { zoomAt(mid(), 0.5); };
 document.getElementById("zoom-out").onclick = function () { zoomAt(mid(), 2); };
@@ -648,7 +667,7 @@ document.getElementById("save-png").onclick = function () {
   document.body.appendChild(a); a.click(); a.remove();
 };
 window.ReportPng = timelinePng;
-if (location.hash === "#png") document.body.classList.add("png");  // harness report --png
+if (location.hash === "#png" || CMP) document.body.classList.add("png");  // report --png
 
 window.addEventListener("resize", function () { resize(); redraw(); });
 window.onerror = function (msg) { document.body.dataset.error = String(msg); };
@@ -660,6 +679,7 @@ if (!fromHash()) {
 var ms = Math.round(performance.now());
 document.body.dataset.ready = "1";
 document.body.dataset.height = String(document.documentElement.scrollHeight);
+if (CMP) parent.postMessage({compareHeight: document.body.dataset.height}, "*");
 document.body.dataset.renderMs = String(ms);
 document.getElementById("drawn").textContent = "page opened and drawn in " + ms + " ms";
 })();
