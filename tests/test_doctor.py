@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,67 @@ def test_a_command_several_roles_declare_is_installed_only_when_it_is_there(
     (tmp_path / "redis-server").write_text("#!/bin/sh\n")
     (tmp_path / "redis-server").chmod(0o755)
     assert setup_cmd.installed("redis-server", whats["redis-server"])
+
+
+def test_setup_builds_the_docker_steps_as_one_job_and_each_client_as_its_own() -> None:
+    reg = default_registry()
+    steps = setup_cmd.commands(setup_cmd.choice([], ["docker"], [], ["all"], False, reg), reg)
+    builds = setup_cmd.jobs(steps)
+    assert list(builds) == ["docker backend", "lock client curator", "lock client go-etcd-mutex",
+                            "lock client node-redlock"]
+    assert [argv[-1].rsplit("/", 1)[-1] for _, argv, _ in builds["docker backend"]] == [
+        "engine.sh", "build_image.py", "build_redis_libc.sh"]
+    assert not any(what.startswith("installing Debian") for job in builds.values()
+                   for what, _, _ in job)
+
+
+def test_setup_runs_its_builds_at_once_and_names_the_one_that_failed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each job waits (at most 60 s) for a file the other writes once it is running: they pass
+    only when both run at the same time. A third fails: its name, exit code, log and the log's
+    tail are said, and the other jobs still finish."""
+    def waits_for(mine: str, theirs: str) -> list[str]:
+        return ["sh", "-c", f"touch {tmp_path / mine}; i=0; while [ ! -e {tmp_path / theirs} ]"
+                f" && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; [ -e {tmp_path / theirs} ]"]
+
+    builds = {"lock client a": [("lock client a", waits_for("a", "b"), False)],
+              "lock client b": [("lock client b", waits_for("b", "a"), False)],
+              "docker backend": [("the engine (docker/x)", ["sh", "-c", "echo up"], False),
+                                 ("the image (docker/y)", ["sh", "-c", "echo boom; exit 7"], False),
+                                 ("never (docker/z)", ["sh", "-c", "touch never"], False)]}
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the logs' directory
+    failed = setup_cmd.run_jobs(builds, dict(os.environ))
+    assert failed["docker backend"].parent.parent == tmp_path
+    out, err = capsys.readouterr()
+    assert list(failed) == ["docker backend"]
+    assert "setup: lock client a: done in" in out and "setup: lock client b: done in" in out
+    assert "setup: docker backend: the image (docker/y) failed (exit 7)" in out
+    log = failed["docker backend"].read_text()
+    assert "echo up" in log and "up\n" in log and "boom\n" in log and "never" not in log
+    assert "docker backend| boom" in err
+    assert setup_cmd.run_jobs({"lock client a": [("lock client a", ["true"], False)]},
+                              dict(os.environ)) == {}
+    kept = [p for p in tmp_path.iterdir() if p.is_dir()]  # the failed one's logs only
+    assert kept == [failed["docker backend"].parent]
+
+
+def test_setup_sh_sets_up_the_main_job_first_and_the_rest_unless_asked_not_to() -> None:
+    """`bash setup.sh --dry-run` (no root, nothing run): the main job's needs (redis) come
+    first; the docker image and the clients only after, and not at all with SETUP_EXTRAS=0."""
+    def dry(**env: str) -> list[str]:
+        proc = bounded(["bash", "setup.sh", "--dry-run"], cwd=REPO, timeout=120,
+                       env={**os.environ, **env})
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.splitlines()
+
+    def first(lines: list[str], word: str) -> int:
+        return next(i for i, line in enumerate(lines) if word in line)
+
+    full, main_only = dry(), dry(SETUP_EXTRAS="0")
+    assert first(full, "redis") < first(full, "docker")
+    assert any("--clients" in line or "builds node-redlock" in line for line in full), full
+    assert any("redis" in line for line in main_only)
+    assert not any("docker" in line or "--clients" in line or "builds node-redlock" in line
+                   for line in main_only), main_only
+    assert bounded(["bash", "setup.sh", "--nope"], cwd=REPO, timeout=30).returncode == 64

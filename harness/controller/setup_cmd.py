@@ -2,7 +2,10 @@
 clients need, from their own declarations (:mod:`harness.controller.needs`): their Debian
 packages (each only if it is not installed), then for the docker backend the engine, the node
 image and the libc Redis build (``docker/``), then the clients' builds (cached by source).
-Idempotent: what is there is said in a line and left alone. ``dry_run``: the commands only.
+The packages go first, one step after another (apt holds one lock); the builds then run at
+once, the docker backend's steps as one job, each client as another, each job's output in a
+log of its own, with a line as each ends and every 30 s while any runs. Idempotent: what is
+there is said in a line and left alone. ``dry_run``: the commands only.
 
 ``setup.sh`` of a checkout is a venv plus ``harness setup --all``."""
 
@@ -10,10 +13,15 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.controller import needs
 from harness.controller.backends import BACKENDS, backend_class
@@ -124,9 +132,65 @@ def commands(c: Choice, reg: Registry) -> list[Step]:
     return steps
 
 
+def jobs(steps: Sequence[Step]) -> dict[str, list[Step]]:
+    """The builds of ``steps`` that may run at once, by name: the docker backend's steps in
+    their order (the image needs the engine) as one, each lock client as one of its own."""
+    out: dict[str, list[Step]] = {}
+    for step in steps:
+        if "(docker/" in step[0]:
+            out.setdefault("docker backend", []).append(step)
+        elif step[0].startswith("lock client"):
+            out[step[0]] = [step]
+    return out
+
+
+def run_jobs(builds: dict[str, list[Step]], env: dict[str, str]) -> dict[str, Path]:
+    """Run each job's steps in order, the jobs at once, each one's output into its own log;
+    a line as each ends and every 30 s while any runs. The log of each job that failed (the
+    logs are removed when none did)."""
+    logs = Path(tempfile.mkdtemp(prefix="lock-harness-setup-"))
+    print(f"setup: building {', '.join(builds)}{' at once' if len(builds) > 1 else ''} (logs: "
+          f"{logs}/, kept if one fails)", flush=True)
+    start = time.monotonic()
+    failed: dict[str, Path] = {}
+
+    def work(name: str, job: list[Step]) -> None:
+        log = logs / (name.split()[-1] + ".log")
+        with log.open("w") as out:
+            for what, argv, _ in job:
+                print(f"setup: {what}: {shlex.join(argv)}", file=out, flush=True)
+                code = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                      stderr=subprocess.STDOUT, check=False).returncode
+                if code != 0:
+                    failed[name] = log
+                    print(f"setup: {name}: {what} failed (exit {code}) after "
+                          f"{time.monotonic() - start:.0f} s; its log: {log}", flush=True)
+                    return
+        print(f"setup: {name}: done in {time.monotonic() - start:.0f} s", flush=True)
+
+    threads = {n: threading.Thread(target=work, args=(n, j), daemon=True)
+               for n, j in builds.items()}
+    for t in threads.values():
+        t.start()
+    while any(t.is_alive() for t in threads.values()):
+        tick = time.monotonic() + 30
+        for t in threads.values():
+            t.join(max(0.0, tick - time.monotonic()))
+        running = [n for n, t in threads.items() if t.is_alive()]
+        if running:
+            print(f"setup: still building after {time.monotonic() - start:.0f} s: "
+                  f"{', '.join(running)}", flush=True)
+    for name, log in failed.items():
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        print("\n".join(f"  {name}| {line}" for line in tail), file=sys.stderr)
+    if not failed:
+        shutil.rmtree(logs)
+    return failed
+
+
 def setup(c: Choice, dry_run: bool = False, reg: Registry | None = None) -> int:
     """Run (or, ``dry_run``, print: every step's command, one already done marked so) the
-    steps; HarnessError (exit 3) naming a failed one."""
+    steps, the builds at once (:func:`jobs`); HarnessError (exit 3) naming a failed one."""
     reg = reg or default_registry()
     steps = commands(c, reg)
     if not (c.dbs or c.backends or c.faults or c.clients):
@@ -134,26 +198,29 @@ def setup(c: Choice, dry_run: bool = False, reg: Registry | None = None) -> int:
               "--nemesis, --clients NAME,... or --all choose more; `harness doctor` shows "
               "what lacks)")
     env = {**os.environ, "LOCK_HARNESS_PYTHON": sys.executable}
-    failed: list[str] = []
+    builds = jobs(steps)
     for what, argv, done in steps:
         if dry_run:
             print(shlex.join(argv) + (f"  # already done: {what}" if done else ""))
-            continue
-        if done:
+        elif done:
             print(f"setup: {what}")
-            continue
-        if argv[0] == "sh" and os.geteuid() != 0:
-            raise HarnessError(f"{what}: needs root (apt-get): run as root")
-        print(f"setup: {what}", flush=True)
-        code = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, check=False).returncode
-        if code != 0 and what.startswith("lock client"):
-            failed.append(what.split()[-1])
-        elif code != 0:
-            raise HarnessError(f"{what} failed (exit {code})")
+        elif not any(s[0] == what for job in builds.values() for s in job):
+            if argv[0] == "sh" and os.geteuid() != 0:
+                raise HarnessError(f"{what}: needs root (apt-get): run as root")
+            print(f"setup: {what}", flush=True)
+            code = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL,
+                                  check=False).returncode
+            if code != 0:
+                raise HarnessError(f"{what} failed (exit {code})")
+    if dry_run:
+        return 0
+    failed = run_jobs(builds, env) if builds else {}
     if failed:
-        raise HarnessError(f"lock client build failed: {' '.join(failed)} (see above; retry "
-                           f"with `harness setup --clients {','.join(failed)}`)")
-    if not dry_run:
-        todo = any(not done for _, _, done in steps)
-        print("setup: done" if todo else "setup: nothing to do")
+        clients = [n.split()[-1] for n in failed if n.startswith("lock client")]
+        retry = (["--backend docker"] if "docker backend" in failed else []) + (
+            [f"--clients {','.join(clients)}"] if clients else [])
+        raise HarnessError(f"build failed: {', '.join(failed)} (see above; retry with "
+                           f"`harness setup {' '.join(retry)}`)")
+    todo = any(not done for _, _, done in steps)
+    print("setup: done" if todo else "setup: nothing to do")
     return 0
