@@ -18,6 +18,7 @@ its aliases (``aliases``: an old name and the class attributes it presets; the r
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from harness.core.capabilities import HasLeader
@@ -26,6 +27,7 @@ from harness.core.fault_run import FaultRun, generic_words
 from harness.core.options import Option
 
 HOLDER_WAIT = 3.0  # seconds to wait for somebody to hold (or wait for) the lock
+RETARGETS = 5  # strikes made anew when the target had left the state the fault was aimed at
 CLIENT_TARGETS = ("holder", "waiter", "any", "client:N")
 NODE_TARGETS = ("any", "leader", "minority", "majority", "all", "node:NAME")
 
@@ -236,6 +238,18 @@ def hit(ctx: NemesisContext, aimed: Aim) -> bool:
     """Is the hold a fault was aimed at still on, so that the fault landed inside it?"""
     p, since = aimed
     return since is not None and ctx.live.held_since(p) == since
+
+
+def strike(fault: Callable[[], None], landed: Callable[[], bool],
+           again: Callable[[], bool]) -> None:
+    """The aim of a fault at a target in a state (the hold it was aimed at, between writes,
+    waiting), which it can leave in the ms the fault takes to land (CI: a pause meant for the
+    holder froze a client that had just released): if not ``landed``, ``again`` says the miss
+    and re-picks (True: strike anew; False: what was struck stays), :data:`RETARGETS` times."""
+    for attempt in range(RETARGETS + 1):
+        fault()
+        if attempt == RETARGETS or landed() or not again():
+            return
 
 
 def client_target(ctx: NemesisContext, target: str | None, default: str = "holder"

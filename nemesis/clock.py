@@ -61,16 +61,17 @@ from harness.core.fault_run import FaultRun
 from harness.core.options import Option
 from nemesis.base import (
     NODE_TARGETS,
+    RETARGETS,  # noqa: F401 (the bound of its aim, nemesis.base.strike: read here)
     Aim,
     BaseNemesis,
     aim_at,
     aim_at_awaited,
     hit,
     node_target,
+    strike,
 )
 
 TOLERANCE = 1.0  # seconds between the offset asked for and the one observed
-RETARGETS = 5  # further moves when the hold a move was aimed at had ended before it landed
 PATTERNS = ("jump", "back", "strobe", "rate")
 DEFAULT_OFFSET = {"jump": 60.0, "back": -60.0, "strobe": 60.0}
 RATE_STEP = 0.05  # seconds between two steps of a rate's offset
@@ -252,21 +253,19 @@ class Clock(BaseNemesis):
                         **monotonic_read_back(ctx, list(self._asked), self._mono_base)}
 
     def _jump(self, ctx: NemesisContext, targets: list[str]) -> None:
-        step = self.offset(ctx)
-        offset, missed = step, []
-        observed = self._move(ctx, targets, offset)
-        for _ in range(RETARGETS):
-            if self._aim is None or hit(ctx, self._aim):
-                break
-            missed.append(self._aim[0])
+        step, missed, moved = self.offset(ctx), [], {"offset": 0.0}
+
+        def move() -> None:  # by one more step each time (see the module's docstring)
+            moved["offset"] += step
+            moved["observed"] = self._move(ctx, targets, moved["offset"])
+
+        def again() -> bool:
+            missed.append(self._aim[0])  # type: ignore[index]  (it missed: there was one)
             self._aim = aim_at(ctx)
-            if self._aim is None:  # nobody holds now: the next grant is already on the new clock
-                break
-            offset += step
-            observed = self._move(ctx, targets, offset)
-        self._detail = {"offset": offset, "observed": observed}
-        if missed:
-            self._detail["missed"] = missed
+            return self._aim is not None  # none: the next grant is already on the new clock
+
+        strike(move, lambda: self._aim is None or hit(ctx, self._aim), again)
+        self._detail = {**moved, **({"missed": missed} if missed else {})}
 
     def _move(self, ctx: NemesisContext, targets: list[str], offset: float
               ) -> dict[str, float]:

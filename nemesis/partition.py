@@ -49,11 +49,13 @@ from nemesis import topology
 from nemesis.base import (
     CLIENT_TARGETS,
     HOLDER_WAIT,
+    RETARGETS,  # noqa: F401 (the bound of its aim, nemesis.base.strike: read here)
     Aim,
     BaseNemesis,
     client_target,
     hit,
     node_target,
+    strike,
     wait_for_fresh_grant,
 )
 
@@ -170,7 +172,6 @@ SHAPES: dict[str, Shape] = {
                     options={"oneway": Option(str, "in", ONEWAY, choices=("in", "out"))}),
 }
 DEFAULT = "holder"
-RETARGETS = 5  # further cuts when the holder a cut was aimed at had let go before it landed
 FRESH_WAIT = 2 * HOLDER_WAIT  # seconds a cut of the holder waits for a fresh grant (a hold)
 SETTLE_S = 0.05  # how long a grant's journal line may trail its reply (a waiter's miss)
 
@@ -251,51 +252,37 @@ class Partition(BaseNemesis):
                 self._waiter = p
         return None if picked is None else picked[0]
 
-    def _missed_waiter(self, ctx: NemesisContext) -> bool:
-        """Was the waiter the cut was aimed at granted before the cut landed (the longest
-        waiter is next in a queue lock's line; CI: a cut aimed at ZooKeeper's waiter met its
-        fresh grant, cut off a holder, and its session expired under it)? The grant's journal
-        line may trail the reply by a few ms: looked for after :data:`SETTLE_S`."""
-        if self._waiter is None:
-            return False
-        time.sleep(SETTLE_S)
-        return ctx.live.held_since(self._waiter) is not None
-
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        """Cut. A cut aimed at the holder makes sure it cut one off: a holder picked from the
-        journals can let go in the ~20 ms the cut takes to install (CI: a one-way cut landed
-        twice on a client that had just released, and met none of its hold). Such a miss is
-        healed and the cut made anew for the holder then, up to :data:`RETARGETS` times;
-        ``targets`` is updated in place, and the misses are the fault's detail."""
+        """Cut, aimed (:func:`nemesis.base.strike`): a miss is healed and the cut made anew for
+        the holder (a waiter) then, ``targets`` updated in place; the misses are its detail."""
         self._missed = []
-        for attempt in range(RETARGETS + 1):
-            self._cut(ctx)
-            if self._waiter is not None and self._missed_waiter(ctx) and attempt < RETARGETS:
-                again = SHAPES[self._shape].pick(ctx, "waiter")
-                self._missed.append(self._waiter)
-                ctx.cluster.heal()
-                if again is None:  # no waiter left: the cut stays where it was, its miss said
-                    self._cut(ctx)
-                    return
-                targets[:], self._cuts, self._waiter = again[0], again[1], client_of(
-                    again[0][0])
-                continue
-            if self._aim is None or hit(ctx, self._aim) or attempt == RETARGETS:
-                return
-            again = SHAPES[self._shape].pick(ctx, "holder")
-            p = None if again is None else client_of(again[0][0])
-            since = None if p is None else ctx.live.held_since(p)
-            self._missed.append(self._aim[0])
-            if again is None or since is None:  # nobody holds now: the cut stays as it is
-                return
-            ctx.cluster.heal()
-            targets[:], self._cuts, self._aim = again[0], again[1], (p, since)
+        strike(lambda: self._cut(ctx), lambda: self._landed(ctx),
+               lambda: self._again(ctx, targets))
+
+    def _landed(self, ctx: NemesisContext) -> bool:
+        """The holder still in the hold it was aimed at; the waiter not yet granted (next in a
+        queue lock's line: CI cut ZooKeeper's waiter at its fresh grant, and its session
+        expired under it), looked for after :data:`SETTLE_S` (a grant's line may trail)."""
+        if self._waiter is None:
+            return self._aim is None or hit(ctx, self._aim)
+        time.sleep(SETTLE_S)
+        return ctx.live.held_since(self._waiter) is None
+
+    def _again(self, ctx: NemesisContext, targets: list[str]) -> bool:
+        role, aimed = ("holder", self._aim) if self._waiter is None else ("waiter", None)
+        self._missed.append(self._waiter if aimed is None else aimed[0])
+        again = SHAPES[self._shape].pick(ctx, role)
+        p = None if again is None else client_of(again[0][0])
+        since = None if p is None else ctx.live.held_since(p)
+        if again is None or (role == "holder" and since is None):
+            return False  # nobody there now: the cut stays where it was, its miss said
+        ctx.cluster.heal()
+        targets[:], self._cuts = again
+        self._aim, self._waiter = ((p, since), None) if role == "holder" else (None, p)
+        return True
 
     def _cut(self, ctx: NemesisContext) -> None:
-        if SHAPES[self._shape].oneway:
-            ctx.cluster.cut_oneway(self._cuts)
-        else:
-            ctx.cluster.cut(self._cuts)
+        (ctx.cluster.cut_oneway if SHAPES[self._shape].oneway else ctx.cluster.cut)(self._cuts)
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         ctx.cluster.heal()

@@ -22,14 +22,15 @@ from nemesis.base import (
     CLIENT_TARGETS,
     HOLDER_WAIT,
     NODE_TARGETS,
+    RETARGETS,  # noqa: F401 (the bound of its aim, nemesis.base.strike: read here)
     BaseNemesis,
     client_target,
     node_target,
+    strike,
     wait_for,
 )
 
 READY_TIMEOUT = 20.0
-RETARGETS = 5  # a pause of the holder that froze a client which had just let go: tries again
 SETTLE = 0.02  # seconds for a stopped client's last journal line to be readable
 PAUSED, KILLED = "#9a6700", "#a40e26"  # the colours of their bars on the report's timeline
 MOMENTS = ("between-writes", "in-write", "hold")  # where in its hold a holder is paused
@@ -87,6 +88,12 @@ def landed(ctx: NemesisContext, targets: list[str], moment: str) -> bool:
     return all(p in holders and (moment == "hold" or writes.get(p) is not True) for p in ps)
 
 
+def freeze(ctx: NemesisContext, targets: list[str], on: bool = True) -> None:
+    """SIGSTOP (``on``) or SIGCONT each client of ``targets``."""
+    for t in targets:
+        (ctx.clients.pause if on else ctx.clients.resume)(process_of(t))
+
+
 class PauseHolder(BaseNemesis):
     """SIGSTOP the client that holds the lock right now, for longer than the TTL, then SIGCONT.
 
@@ -122,28 +129,21 @@ class PauseHolder(BaseNemesis):
         return None if p is None else [client_name(p)]
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
-        """Freeze ``targets``. Aimed at the holder, it makes sure it froze one at its moment: a
-        holder picked from the journals can let go, or begin or end a write, in the few
-        milliseconds before the signal lands (seen: a pause meant to outlive the lease froze a
-        client that had just released). Such a miss is woken again and the holder picked
-        anew, up to :data:`RETARGETS` times; ``targets`` is updated in place, and the misses
-        are the fault's detail."""
+        """Freeze ``targets``, aimed at the holder's moment (:func:`nemesis.base.strike`): a miss
+        is woken, ``targets`` updated in place to the holder then; the misses are its detail."""
         self.missed = []
-        for attempt in range(RETARGETS + 1):
-            for t in targets:
-                ctx.clients.pause(process_of(t))
-            if self.role != "holder" or attempt == RETARGETS or \
-                    landed(ctx, targets, self.moment):
-                return
-            for t in targets:
-                ctx.clients.resume(process_of(t))
-            again = self.holder(ctx)
-            if again is None:  # nobody holds it any more: freeze the first pick after all
-                for t in targets:
-                    ctx.clients.pause(process_of(t))
-                return
-            self.missed += targets
-            targets[:] = again
+        strike(lambda: freeze(ctx, targets), lambda: self.role != "holder" or landed(
+            ctx, targets, self.moment), lambda: self.again(ctx, targets))
+
+    def again(self, ctx: NemesisContext, targets: list[str]) -> bool:
+        freeze(ctx, targets, on=False)
+        again = self.holder(ctx)
+        if again is None:  # nobody holds it any more: freeze the first pick after all
+            freeze(ctx, targets)
+            return False
+        self.missed += targets
+        targets[:] = again
+        return True
 
     def detail(self) -> dict[str, Any] | None:
         return {"missed": list(self.missed)} if self.missed else None
@@ -152,12 +152,10 @@ class PauseHolder(BaseNemesis):
         return {"frozen": [process_of(t) for t in targets]}
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
-        for t in targets:
-            ctx.clients.resume(process_of(t))
+        freeze(ctx, targets, on=False)
 
     def teardown(self, ctx: NemesisContext) -> None:
-        for p in ctx.clients.processes:
-            ctx.clients.resume(p)
+        freeze(ctx, [client_name(p) for p in ctx.clients.processes], on=False)
 
 
 class PauseNode(BaseNemesis):

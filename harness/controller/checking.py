@@ -99,22 +99,21 @@ def check_history(history: Sequence[Op], spec: Mapping[str, Any],
                                  "it recorded stand, and what it did not record is unchecked")
     if status != "complete":
         results["status"] = status
-    reason, nothing = untested(history)
-    hung = nothing and reason is not None and reason.endswith(NO_ERROR)  # no failed request
-    if reason is not None and error:
-        reason += f"; the run stopped: {line(error, 300)}"
-    if reason is not None and hung and results["valid"] is False:
+    reason, nothing, errored = untested(history)
+    stopped = f"; the run stopped: {line(error, 300)}" if error else ""
+    if reason is not None and nothing and not errored and results["valid"] is False:
         reason = ("no acquire succeeded and none came back, none ended in an error: the lock "
                   "never granted it, and what the checkers found of that (a stuck lock) stands"
-                  + reason.partition(NO_ERROR)[2])  # the run's own error, if any
+                  + stopped)
     elif reason is not None and (nothing or results["valid"] is not False):
+        reason += stopped
         if results["valid"] is False:
             reason += ("; the checkers' verdict (invalid) rests on those failed requests and "
                        "is no finding about the lock")
             withdraw(results)
         results["valid"] = "unknown"
     elif reason is not None:  # clients that worked showed a violation: it stands
-        reason += "; the violation the other clients' ops show stands"
+        reason += stopped + "; the violation the other clients' ops show stands"
     if reason is not None:
         results["could-not-test"] = reason
     return results
@@ -149,12 +148,12 @@ def failed(op: Op) -> bool:
     return op["type"] == INFO and bool(error) and not TIMED_OUT.search(str(error))
 
 
-def untested(history: Sequence[Op]) -> tuple[str | None, bool]:
-    """Why the history tested nothing, or not through some client, with the most frequent
-    error and its count; and whether it tested nothing at all (no acquire succeeded). A client
-    "could not test" when it made ``MIN_FAILED`` requests or more and every one failed."""
+def untested(history: Sequence[Op]) -> tuple[str | None, bool, bool]:
+    """Why the history tested nothing, or not through some client (the most frequent error and
+    its count); whether it tested nothing at all (no acquire succeeded); whether a request it
+    counts ended in an error. A client "could not test": its ``MIN_FAILED`` or more all failed."""
     if _tested(history):
-        return None, False
+        return None, False, False
     return _untested(history)
 
 
@@ -208,7 +207,7 @@ def failed_words(error: Any) -> bool:
     return bool(error) and not TIMED_OUT.search(str(error))
 
 
-def _untested(history: Sequence[Op]) -> tuple[str | None, bool]:
+def _untested(history: Sequence[Op]) -> tuple[str | None, bool, bool]:
     if is_columns(history):
         from harness.controller.checking_rows import ended
 
@@ -225,30 +224,28 @@ def _untested(history: Sequence[Op]) -> tuple[str | None, bool]:
 
 
 def _untested_of(acquired: bool, ended: Mapping[int, Sequence[Any]], failed: Callable[..., bool]
-                 ) -> tuple[str | None, bool]:
+                 ) -> tuple[str | None, bool, bool]:
     """:func:`_untested` of each client's completions (ops, or what stands for them: each
     with its ``error``, ``process`` and ``f``, and ``failed`` to tell a failed one)."""
     if not acquired:
         errors = [op for ops in ended.values() for op in ops if op.get("error")]
-        return "no acquire succeeded: the run tested nothing" + most_frequent(errors), True
+        return ("no acquire succeeded: the run tested nothing" + most_frequent(errors), True,
+                bool(errors))
     broken = sorted(p for p, ops in ended.items()
                     if len(ops) >= MIN_FAILED and all(map(failed, ops)))
     if not broken:
-        return None, False
+        return None, False, False
     ops = [op for p in broken for op in ended[p]]
-    who = ", ".join(map(str, broken))
-    return (f"client(s) {who} never had an answer: all {len(ops)} of their requests failed "
-            "(none ok), so the run did not test the lock through them"
-            + most_frequent([op for op in ops if op.get("error")])), False
-
-
-NO_ERROR = "; no request ended in an error"
+    errors = [op for op in ops if op.get("error")]
+    return (f"client(s) {', '.join(map(str, broken))} never had an answer: all {len(ops)} of "
+            "their requests failed (none ok), so the run did not test the lock through them"
+            + most_frequent(errors)), False, bool(errors)
 
 
 def most_frequent(errors: Sequence[Op]) -> str:
     """``; the most frequent client error, N of M: ...`` (with where it was first seen)."""
     if not errors:
-        return NO_ERROR
+        return "; no request ended in an error"
     counts = Counter(line(str(op["error"]), 300) for op in errors)
     text, n = counts.most_common(1)[0]
     first = next(op for op in errors if line(str(op["error"]), 300) == text)
