@@ -120,11 +120,15 @@ class EtcdDB(DB):
             raise HarnessError(f"{name} is not a member of the etcd cluster")
         self._ask([n for n in nodes if n.name != name], "remove", {"ID": listed[name]["ID"]})
 
-    def add_member(self, nodes: Sequence[Node], name: str, member: str) -> dict[str, str]:
+    def add_member(self, nodes: Sequence[Node], name: str, member: str) -> None:
         node = next(n for n in nodes if n.name == name)
-        answer = self._ask([n for n in nodes if n.name != name], "add",
-                           {"peerURLs": [peer_url(node, self.doors)]})
-        return {m.get("name") or member: m["peerURLs"][0] for m in answer["members"]}
+        self._ask([n for n in nodes if n.name != name], "add",
+                  {"peerURLs": [peer_url(node, self.doors)]})
+
+    def joining(self, nodes: Sequence[Node], name: str, member: str) -> dict[str, str]:
+        """The members (name: peer URL) ``member`` joins, itself the one not started yet."""
+        return {m.get("name") or member: m["peerURLs"][0]
+                for m in self._ask(nodes, "list", {})["members"]}
 
     def join_empty(self, node: Node, node_dir: Path, member: str,
                    cluster: Mapping[str, str]) -> list[str]:

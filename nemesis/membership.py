@@ -1,23 +1,27 @@
 """``membership``: a member removed from the cluster while a client holds the lock, and a member
-added back on an empty data directory when the fault heals (Jepsen's membership nemesis). One
-family; what comes back is data (option ``member-change``, a row of :data:`CHANGES`):
+added back on an empty data directory when the fault heals (Jepsen's membership nemesis), on
+etcd (``member remove`` / ``add``) and ZooKeeper (``reconfig -remove`` / ``-add``). One family;
+what comes back is data (option ``member-change``, a row of :data:`CHANGES`):
 
 - ``re-add-empty`` (the default): the same member name, its data directory emptied (a node
   that lost its disk and rejoins);
-- ``replace`` (alias ``membership-replace``): a new member, a name and a data directory of its
-  own, in the removed one's place (a dead host replaced; it keeps the node's address).
+- ``replace`` (alias ``membership-replace``): a new member, a name (ZooKeeper: a server id)
+  and a data directory of its own, in the removed one's place (a dead host replaced; it keeps
+  the node's address).
 
-Target ``leader`` (the default), ``follower``, ``any`` or ``node:n2``; the fault strikes as a
-fresh hold begins. Each change is read back from the cluster's member list
-(``capabilities.Membership``) before it counts: a removal the cluster refused, or one its list
-does not show, raises, so the fault was not injected (the ``faults`` check: unknown, never a
-pass). The heal adds the member, reads it back as added, starts the node on its empty data
-and reads it back as started; one that fails leaves the cluster other than the schedule says,
-and the run stops (exit 3).
+Target ``leader`` (the default), ``follower``, ``any`` or ``node:n2``; the fault strikes at a
+fresh grant, and a refused removal is tried again while somebody holds. Each change is read
+back from the cluster (``capabilities.Membership``) before it counts: a removal the cluster
+refused, or one its member list does not show, raises, so the fault was not injected (the
+``faults`` check: unknown, never a pass); a try whose answer was lost and that the list shows
+did happen counts, and says so. The heal adds the member, reads it back, starts the node on
+its empty data and reads it back as started; one that fails leaves the cluster other than the
+schedule says, and the run stops (exit 3).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +31,7 @@ from harness.core.cluster import NemesisContext, Node
 from harness.core.errors import HarnessError
 from harness.core.fault_run import FaultRun
 from harness.core.options import Option
-from nemesis.base import BaseNemesis, node_target, wait_for_fresh_grant
+from nemesis.base import BaseNemesis, node_target, wait_for_fresh_grant, wait_for_holder
 from nemesis.process_faults import READY_TIMEOUT
 
 READ_BACK = 10.0  # seconds a change may take to show in the member list
@@ -86,11 +90,14 @@ class MembershipChange(BaseNemesis):
         name = targets[0]
         ask = self._asking(ctx, name)
         self._detail = {"change": self.change or ctx.options.get("member-change") or DEFAULT}
+        if name not in db.members(ask):  # (a removal that seems to happen must be this one's)
+            raise HarnessError(f"{name} is not a member of the cluster now")
 
         def remove() -> None:
             self._detail["leader"] = ctx.db.leader(ctx.nodes)  # as the removal is asked for
             db.remove_member(ask, name)
-        self._detail.update(retried(ctx, remove, "refused", wait_for_fresh_grant))
+        self._detail.update(retried(ctx, remove, lambda: name not in db.members(ask),
+                                    "refused", wait_for_holder))
         self._removed = name
         self._detail["holders"] = ctx.live.holders()  # as the removal took effect
         self._detail["members"] = dict(read_back(
@@ -109,11 +116,10 @@ class MembershipChange(BaseNemesis):
             self._replaced += 1
         member = f"{name}-r{self._replaced}" if self._detail.get("change") == "replace" else name
         if self._joining is None:  # added already by a heal that failed after it: not again
-            added: list[dict[str, str]] = []
-            self._detail.update(retried(
-                ctx, lambda: added.append(db.add_member(ask, name, member)), "add-refused"))
+            self._detail.update(retried(ctx, lambda: db.add_member(ask, name, member),
+                                        lambda: name in db.members(ask), "add-refused"))
             read_back(lambda: db.members(ask), lambda m: name in m, f"{name} added")
-            self._joining = added[0]
+            self._joining = db.joining(ask, name, member)
         if ctx.cluster.is_running(node):
             ctx.cluster.kill(node)
         self._detail["joined"] = ctx.cluster.join_empty(node, member, self._joining)
@@ -135,23 +141,32 @@ class MembershipChange(BaseNemesis):
         self.stop(ctx, [])
 
 
-def retried(ctx: NemesisContext, change: Callable[[], Any], key: str,
-            between: Callable[[NemesisContext, float], Any] | None = None) -> dict[str, Any]:
-    """Make ``change``; a refusal is tried again (``between`` each try: the wait for a fresh
-    hold) for :data:`REFUSED_WAIT` s, then raises. etcd refuses a change until its members
+def retried(ctx: NemesisContext, change: Callable[[], Any], done: Callable[[], bool],
+            key: str, aim: Callable[[NemesisContext], Any] | None = None) -> dict[str, Any]:
+    """Make ``change``. A try that raised may still have happened (ZooKeeper restarts its
+    quorum connections at a reconfiguration, and the answer can be lost with the client's):
+    ``done`` (the member list) says. A refusal is tried again (after ``aim``: the wait for a
+    holder) for :data:`REFUSED_WAIT` s, then raises: etcd refuses a change until its members
     have been connected for 5 s ("unhealthy cluster": its strict reconfiguration check), as
-    just after a start or a member's return. ``{key: refusals, key-why: the first}``."""
-    deadline, refusals = time.monotonic() + REFUSED_WAIT, []
+    just after a start or a member's return. ``{key: refusals, key-why: the first,
+    key-answer-lost: the error of a try that happened}`` (those there are)."""
+    deadline, refusals, out = time.monotonic() + REFUSED_WAIT, [], {}
     while True:
         try:
             change()
-            return {key: len(refusals), f"{key}-why": refusals[0]} if refusals else {}
+            break
         except HarnessError as e:
-            if time.monotonic() >= deadline or (between and ctx.finishing.is_set()):
+            with contextlib.suppress(HarnessError):
+                if done():
+                    out[f"{key}-answer-lost"] = str(e)[:200]
+                    break
+            if time.monotonic() >= deadline or (aim and ctx.finishing.is_set()):
                 raise
             refusals.append(str(e)[:200])
-        if between is None or between(ctx, 1.0) is None:
-            time.sleep(0.5)
+        time.sleep(0.3)
+        if aim is not None:
+            aim(ctx)
+    return {**out, key: len(refusals), f"{key}-why": refusals[0]} if refusals else out
 
 
 def read_back(read: Callable[[], dict[str, str | None]],

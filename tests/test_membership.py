@@ -1,7 +1,7 @@
 """The ``membership`` nemesis (issue 45): a member removed while the lock is held, added back on
 an empty data directory (or replaced by a new member), each change read back from the cluster's
-member list. Real etcd 3.4 clusters for the runs; the config rewrite and the retry of a refused
-change without servers."""
+member list. Real etcd 3.4 clusters and a ZooKeeper 3.8 ensemble for the runs; the config
+rewrite and the retry of a refused change without servers."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_a_member_joins_on_an_empty_data_directory(tmp_path: Path) -> None:
 
 def test_a_refused_change_is_tried_again_then_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = SimpleNamespace(finishing=threading.Event())
-    monkeypatch.setattr(membership, "REFUSED_WAIT", 0.6)
+    monkeypatch.setattr(membership, "REFUSED_WAIT", 0.8)
     tries: list[int] = []
 
     def refused_twice() -> None:
@@ -69,20 +69,26 @@ def test_a_refused_change_is_tried_again_then_raises(monkeypatch: pytest.MonkeyP
         if len(tries) < 3:
             raise HarnessError("etcd refused member remove: unhealthy cluster")
 
-    got = retried(ctx, refused_twice, "refused")  # type: ignore[arg-type]
+    got = retried(ctx, refused_twice, lambda: False, "refused")  # type: ignore[arg-type]
     assert got == {"refused": 2, "refused-why": "etcd refused member remove: unhealthy cluster"}
-    assert retried(ctx, lambda: None, "refused") == {}  # type: ignore[arg-type]
+    assert retried(ctx, lambda: None, lambda: False, "refused") == {}  # type: ignore[arg-type]
 
     def never() -> None:
         raise HarnessError("etcd refused member remove: unhealthy cluster")
     with pytest.raises(HarnessError, match="unhealthy cluster"):
-        retried(ctx, never, "refused")  # type: ignore[arg-type]
+        retried(ctx, never, lambda: False, "refused")  # type: ignore[arg-type]
+    lost = retried(ctx, never, lambda: True, "refused")  # type: ignore[arg-type]
+    assert lost == {"refused-answer-lost": "etcd refused member remove: unhealthy cluster"}
+
+
+def schedule(tmp_path: Path, *steps: Step) -> Path:
+    path = tmp_path / "schedule.toml"
+    path.write_text(Schedule(steps).to_toml())
+    return path
 
 
 def replay(store: Path, tmp_path: Path, steps: tuple[Step, ...], *args: str) -> RunResult:
-    path = tmp_path / "schedule.toml"
-    path.write_text(Schedule(steps).to_toml())
-    return run(store, "--db", "etcd", "--replay", str(path), *args)
+    return run(store, "--db", "etcd", "--replay", str(schedule(tmp_path, *steps)), *args)
 
 
 def starts(r: RunResult) -> list[dict]:
@@ -146,3 +152,19 @@ def test_a_removal_the_cluster_refuses_is_not_injected(store: Path, tmp_path: Pa
     faults = r.check("faults")
     assert faults["not-injected-count"] == 1, faults
     assert "unhealthy cluster" in faults["not-injected"][0]["error"]
+
+
+@pytest.mark.servers
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("java") is None, reason="java missing: run `bash setup.sh`")
+def test_zookeeper_reconfig_removes_the_leader_under_a_hold_and_re_adds_it_empty(
+        store: Path, tmp_path: Path) -> None:
+    """``reconfig -remove`` of the leader while the lock is held, ``-add`` on an empty
+    ``version-2``: each change in ``/zookeeper/config`` before it counts; the lock holds."""
+    r = run(store, "--db", "zookeeper", "--replay", str(schedule(
+        tmp_path, Step(6.0, "membership", "leader", 4.0))), "--time-limit", "14", "--seed", "1")
+    assert r.code == 0, r.story()
+    [start], [stop] = starts(r), stops(r)
+    removed = start["targets"][0]
+    assert start["detail"]["leader"] == removed and removed not in start["detail"]["members"]
+    assert stop["detail"]["members-after"][removed] == removed

@@ -1,8 +1,8 @@
 """Every old nemesis name still works: each alias of a family (``partition-halves`` is the
 ``partition`` family with the shape ``halves``; ``clock-back`` the ``clock`` family with the
 pattern ``back``; ``pause-leader``, ``kill-majority-delayed``; and the new
-``membership-replace``) loads by its name, keeps its name in the history, is refused where it was refused (the same one line), and picks its
-targets and cuts as it did."""
+``membership-replace``) loads by its name, keeps its name in the history, is refused where
+it was refused (the same one line), and picks its targets and cuts as it did."""
 
 from __future__ import annotations
 

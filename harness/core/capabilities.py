@@ -128,18 +128,20 @@ class RoutedPeers(Protocol):
 @runtime_checkable
 class Membership(Protocol):
     """Members can be removed from the running cluster and added to it (etcd's ``member
-    remove`` / ``member add``), each change read back from the cluster's own member list:
-    ``members`` maps each node that is a member now to the name it is one under (None: added,
-    not started yet); ``add_member`` returns the members a new one is to join ({name: peer
-    address}), which ``join_empty`` writes into the node's config over an empty data
-    directory (through :meth:`harness.core.cluster.NodeOps.join_empty`). A refused change
-    raises."""
+    remove`` / ``member add``, ZooKeeper's ``reconfig``), each change read back from the
+    cluster: ``members`` maps each node that is a member now to the name it is one under (None:
+    added, not started yet); ``joining`` reads back the configuration an added member joins
+    ({name: peer address}), which ``join_empty`` writes into the node's config over an empty
+    data directory (through :meth:`harness.core.cluster.NodeOps.join_empty`). A refused
+    change raises (so does one whose answer was lost: the member list tells)."""
 
     def members(self, nodes: Sequence[Node]) -> dict[str, str | None]: ...
 
     def remove_member(self, nodes: Sequence[Node], name: str) -> None: ...
 
-    def add_member(self, nodes: Sequence[Node], name: str, member: str) -> dict[str, str]: ...
+    def add_member(self, nodes: Sequence[Node], name: str, member: str) -> None: ...
+
+    def joining(self, nodes: Sequence[Node], name: str, member: str) -> dict[str, str]: ...
 
     def join_empty(self, node: Node, node_dir: Path, member: str,
                    cluster: Mapping[str, str]) -> list[str]: ...
