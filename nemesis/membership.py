@@ -95,11 +95,11 @@ class MembershipChange(BaseNemesis):
 
         def remove() -> None:
             self._detail["leader"] = ctx.db.leader(ctx.nodes)  # as the removal is asked for
+            self._detail["holders"] = ctx.live.holders()
             db.remove_member(ask, name)
         self._detail.update(retried(ctx, remove, lambda: name not in db.members(ask),
                                     "refused", wait_for_holder))
         self._removed = name
-        self._detail["holders"] = ctx.live.holders()  # as the removal took effect
         self._detail["members"] = dict(read_back(
             lambda: db.members(ask), lambda m: name not in m, f"{name} removed"))
         node = ctx.node(name)

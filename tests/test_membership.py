@@ -114,6 +114,7 @@ def test_the_leader_removed_under_a_hold_and_re_added_empty_keeps_the_lock(
     [start], [stop] = starts(r), stops(r)
     removed = start["targets"][0]
     assert start["detail"]["leader"] == removed  # the leader as the removal was asked for
+    assert start["detail"]["holders"], "asked for while a client held the lock"
     assert removed not in start["detail"]["members"], "read back: no longer a member"
     assert stop["detail"]["members-after"][removed] == removed, "read back: a member again"
     assert stop["detail"]["joined"] == [f"{removed} joins n1, n2, n3 on an empty data"]
