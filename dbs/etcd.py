@@ -34,6 +34,12 @@ a lease run out (its TTL reads negative, and a keepalive of it waits for the rev
 is revoked at its wall-clock end, which makes a lease kept alive past its TTL end early; both
 clocks moved together revoke at once.
 
+Membership (``capabilities.Membership``, the ``membership`` nemesis): the member list, ``member
+remove`` and ``member add`` through the JSON gateway (``/v3/cluster/member/...``), each member
+matched to its node by its peer URL (a replacement member has a name of its own). A member
+joins on an empty data directory with ``initial-cluster-state: existing`` and the member list
+``member add`` answered, written into its config file (:meth:`EtcdDB.join_empty`).
+
 With the link layer's doors (``route_peers``) every member advertises its door as its peer URL
 (and ``initial-cluster`` names every member by its door, so all members agree on the member
 IDs, which etcd derives from those URLs); each still listens on its own address. Raft's
@@ -102,6 +108,63 @@ class EtcdDB(DB):
         """Raft members stream to each other both ways: every pair, each way."""
         return [(a.name, b.name) for a in nodes for b in nodes if a.name != b.name]
 
+    # capability: Membership ------------------------------------------------------------------
+    def members(self, nodes: Sequence[Node]) -> dict[str, str | None]:
+        """Node -> its member's name (None: added, not started), from the first node that
+        answers ``member list``."""
+        return {n: m.get("name") or None for n, m in self._listed(nodes).items()}
+
+    def remove_member(self, nodes: Sequence[Node], name: str) -> None:
+        listed = self._listed(nodes)
+        if name not in listed:
+            raise HarnessError(f"{name} is not a member of the etcd cluster")
+        self._ask([n for n in nodes if n.name != name], "remove", {"ID": listed[name]["ID"]})
+
+    def add_member(self, nodes: Sequence[Node], name: str, member: str) -> None:
+        node = next(n for n in nodes if n.name == name)
+        self._ask([n for n in nodes if n.name != name], "add",
+                  {"peerURLs": [peer_url(node, self.doors)]})
+
+    def joining(self, nodes: Sequence[Node], name: str, member: str) -> dict[str, str]:
+        """The members (name: peer URL) ``member`` joins, itself the one not started yet."""
+        return {m.get("name") or member: m["peerURLs"][0]
+                for m in self._ask(nodes, "list", {})["members"]}
+
+    def join_empty(self, node: Node, node_dir: Path, member: str,
+                   cluster: Mapping[str, str]) -> list[str]:
+        """The config rewritten for ``member`` joining ``cluster`` on an empty data directory:
+        ``data`` for the node's own name (what it held is removed), ``data-MEMBER`` for a
+        replacement (the old one left as it was)."""
+        path = node_dir / "etcd.conf.yml"
+        config = json.loads(path.read_text())
+        data = f"data-{member}" if member != node.name else "data"
+        shutil.rmtree(node_dir / data, ignore_errors=True)
+        config.update({"name": member, "initial-cluster-state": "existing",
+                       "data-dir": str(Path(config["data-dir"]).parent / data),
+                       "initial-cluster": ",".join(f"{k}={v}" for k, v in cluster.items())})
+        path.write_text(json.dumps(config, indent=1) + "\n")
+        return [f"{member} joins {', '.join(sorted(cluster))} on an empty {data}"]
+
+    def _listed(self, nodes: Sequence[Node]) -> dict[str, dict]:
+        """Node -> its entry in the member list (matched by peer URL)."""
+        names = {peer_url(n, self.doors): n.name for n in nodes}
+        return {names[u]: m for m in self._ask(nodes, "list", {})["members"]
+                if (u := (m.get("peerURLs") or [""])[0]) in names}
+
+    @staticmethod
+    def _ask(nodes: Sequence[Node], verb: str, body: dict) -> dict:
+        """``/v3/cluster/member/VERB`` of the first node that answers; a refusal raises."""
+        why = "no node answered"
+        for node in nodes:
+            try:
+                return post(node, f"/v3/cluster/member/{verb}", body)
+            except urllib.error.HTTPError as e:
+                raise HarnessError(f"etcd refused member {verb} {body or ''}: "
+                                   f"{e.read().decode(errors='replace')[:200]}") from None
+            except (OSError, ValueError) as e:
+                why = f"{node.name}: {e}"
+        raise HarnessError(f"etcd member {verb}: {why}")
+
     def argv(self, node: Node, node_dir: Path) -> list[str]:
         return [self.binary, "--config-file", str(node_dir / "etcd.conf.yml")]
 
@@ -154,20 +217,22 @@ def url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
+def peer_url(node: Node, doors: Mapping[tuple[str, int], tuple[str, int]]) -> str:
+    """Where the other members reach ``node`` (its door, with the link layer's)."""
+    return url(*doors.get((node.name, PEER_PORT), (node.host, PEER_PORT)))
+
+
 def etcd_config(node: Node, cluster: list[Node], node_dir: Path,
                 doors: Mapping[tuple[str, int], tuple[str, int]] | None = None) -> str:
     """The member's YAML config (etcd --config-file). JSON is YAML, and needs no yaml library."""
-    def peer(n: Node) -> str:
-        return url(*(doors or {}).get((n.name, PEER_PORT), (n.host, PEER_PORT)))
-
     config = {
         "name": node.name,
         "data-dir": str(node_dir / "data"),
         "listen-client-urls": url(node.host, node.port),
         "advertise-client-urls": url(node.host, node.port),
         "listen-peer-urls": url(node.host, PEER_PORT),
-        "initial-advertise-peer-urls": peer(node),
-        "initial-cluster": ",".join(f"{n.name}={peer(n)}" for n in cluster),
+        "initial-advertise-peer-urls": peer_url(node, doors or {}),
+        "initial-cluster": ",".join(f"{n.name}={peer_url(n, doors or {})}" for n in cluster),
         "initial-cluster-state": "new",  # ignored on a restart: the data dir exists then
         "initial-cluster-token": f"lock-harness-{cluster[0].host}",
         "heartbeat-interval": HEARTBEAT_MS,
@@ -234,18 +299,19 @@ def date_edge(node: Node, timeout: float = 5.0, window: float = 0.1
                        f"in {timeout} s")
 
 
+def post(node: Node, path: str, body: dict) -> dict:
+    """The JSON gateway's answer to ``body`` at ``path``."""
+    req = urllib.request.Request(url(node.host, node.port) + path, data=json.dumps(body).encode())
+    with _OPENER.open(req, timeout=PROBE_TIMEOUT * 4) as resp:
+        return dict(json.loads(resp.read()))
+
+
 def ttl_left(node: Node, lease: int) -> int:
     """The remaining TTL (whole seconds) etcd's leader reports for ``lease``: the leader's
     lessor counts it down on its monotonic clock."""
-    body = json.dumps({"ID": lease}).encode()
-    req = urllib.request.Request(url(node.host, node.port) + "/v3/lease/timetolive", data=body)
-    with _OPENER.open(req, timeout=PROBE_TIMEOUT * 4) as resp:
-        return int(json.loads(resp.read())["TTL"])
+    return int(post(node, "/v3/lease/timetolive", {"ID": lease})["TTL"])
 
 
 def grant(node: Node, ttl: int) -> int:
     """A new lease of ``ttl`` seconds (through the JSON gateway); its id."""
-    body = json.dumps({"TTL": ttl}).encode()
-    req = urllib.request.Request(url(node.host, node.port) + "/v3/lease/grant", data=body)
-    with _OPENER.open(req, timeout=PROBE_TIMEOUT * 4) as resp:
-        return int(json.loads(resp.read())["ID"])
+    return int(post(node, "/v3/lease/grant", {"TTL": ttl})["ID"])

@@ -15,6 +15,13 @@ nodes, or ``--links proxy`` on the local backend) each server's ``zoo.cfg`` name
 servers by their doors (its own line keeps its own address, which it binds): followers reach
 the leader's quorum port and each other's election ports through the proxy, which names them by
 their source address, so the links between the servers can be delayed and stalled.
+
+Membership (``capabilities.Membership``, the ``membership`` nemesis): dynamic reconfiguration
+(``reconfigEnabled``, off with doors: each server would name the others differently), the
+ensemble's configuration read back from ``/zookeeper/config`` and changed with ``reconfig``
+(kazoo) on another server; a member is its server id (``n2`` the node's own, ``n2-r1`` a new
+one that replaces it). A server joins with the configuration ``reconfig`` answered in its
+``zoo.cfg``, its ``myid`` and an empty ``version-2`` (:meth:`ZooKeeperDB.join_empty`).
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ JVM_FLAGS = (
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
     "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
     "-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.server.NIOServerCnxn=warn",
+    "-Dzookeeper.skipACL=yes",  # reconfig asks for the super user otherwise (the locks: none)
 )
 
 
@@ -86,6 +94,7 @@ class ZooKeeperDB(DB):
         self.java = java or shutil.which("java") or "java"
         self.persistence = persistence
         self.doors: dict[tuple[str, int], tuple[str, int]] = {}
+        self.ids: dict[int, tuple[str, str]] = {}  # server id -> (node, member)
 
     def check_environment(self) -> None:
         if shutil.which(self.java) is None:
@@ -96,6 +105,7 @@ class ZooKeeperDB(DB):
                                "set-up command `bash setup.sh`")
 
     def files(self, node: Node, cluster: list[Node], node_dir: Path) -> dict[str, str]:
+        self.ids = {myid(n, cluster): (n.name, n.name) for n in cluster}
         return {"zoo.cfg": zoo_cfg(node, cluster, node_dir, self.doors,
                                    force_sync=self.persistence == "forcesync"),
                 "myid": f"{myid(node, cluster)}\n"}
@@ -111,6 +121,80 @@ class ZooKeeperDB(DB):
         """Followers replicate from the leader over the connection they make to it: any node
         may lead (after an election), so every (follower, leader) pair."""
         return [(a.name, b.name) for a in nodes for b in nodes if a.name != b.name]
+
+    # capability: Membership ------------------------------------------------------------------
+    def members(self, nodes: Sequence[Node]) -> dict[str, str | None]:
+        """Node -> its member, from the ensemble's configuration (``/zookeeper/config``)."""
+        return {self.ids[i][0]: self.ids[i][1] for i in server_lines(self._ask(nodes, None))
+                if i in self.ids}
+
+    def remove_member(self, nodes: Sequence[Node], name: str) -> None:
+        found = [i for i in server_lines(self._ask(nodes, None))
+                 if self.ids.get(i, ("",))[0] == name]
+        if not found:
+            raise HarnessError(f"{name} is not a member of the ZooKeeper ensemble")
+        self._ask([n for n in nodes if n.name != name], ("", str(found[0])))
+
+    def add_member(self, nodes: Sequence[Node], name: str, member: str) -> None:
+        """``reconfig -add``: the node's own server id for its own member, a new one for a
+        replacement (kept across tries, so a try again asks for the same server)."""
+        node = next(n for n in nodes if n.name == name)
+        sid = next((i for i, v in self.ids.items() if v == (name, member)), max(self.ids) + 1)
+        self.ids[sid] = (name, member)
+        self._ask([n for n in nodes if n.name != name],
+                  (f"server.{sid}={node.host}:{PEER_PORT}:{ELECTION_PORT}:participant;"
+                   f"{node.host}:{node.port}", ""))
+
+    def joining(self, nodes: Sequence[Node], name: str, member: str) -> dict[str, str]:
+        """The ensemble's configuration (``server.N``: its line) an added server joins."""
+        return {f"server.{i}": v for i, v in server_lines(self._ask(nodes, None)).items()}
+
+    def join_empty(self, node: Node, node_dir: Path, member: str,
+                   cluster: Mapping[str, str]) -> list[str]:
+        """``zoo.cfg`` with ``cluster``'s server lines (the dynamic file ZooKeeper split them
+        into is no longer named), ``myid`` the member's server id, ``version-2`` empty: in the
+        node's directory for its own member (what it held removed), in ``data-MEMBER`` for a
+        replacement (the old one left as it was)."""
+        sid = next(k.removeprefix("server.") for k, v in cluster.items()
+                   if v.startswith(f"{node.host}:"))
+        data = node_dir / f"data-{member}" if member != node.name else node_dir
+        shutil.rmtree(data / "version-2", ignore_errors=True)
+        data.mkdir(exist_ok=True)
+        (data / "myid").write_text(f"{sid}\n")
+        path = node_dir / "zoo.cfg"
+        kept = [x for x in path.read_text().splitlines()
+                if not x.startswith(("server.", "dynamicConfigFile=", "dataDir="))]
+        inner = Path(next(x for x in path.read_text().splitlines()
+                          if x.startswith("dataDir=")).split("=", 1)[1])
+        inner = inner / data.name if data != node_dir else inner
+        path.write_text("\n".join([*kept, f"dataDir={inner}",
+                                   *(f"{k}={v}" for k, v in cluster.items())]) + "\n")
+        return [f"{member} (server.{sid}) joins {', '.join(sorted(cluster))} on an empty "
+                f"{'data' if data == node_dir else data.name}"]
+
+    @staticmethod
+    def _ask(nodes: Sequence[Node], change: tuple[str, str] | None) -> str:
+        """The ensemble's configuration, after ``change`` (joining, leaving) if any, from the
+        first of ``nodes`` that answers; a refusal raises. (kazoo: see :meth:`read_clocks`.)"""
+        from kazoo.client import KazooClient
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        client = KazooClient(hosts=",".join(f"{n.host}:{n.port}" for n in nodes), timeout=4.0)
+        try:
+            client.start(timeout=5.0)
+            if change is None:
+                client.sync("/zookeeper/config")
+                data = client.get("/zookeeper/config")[0]
+            else:
+                data = client.reconfig(change[0] or None, change[1] or None, None)[0]
+        except (KazooException, KazooTimeoutError) as e:
+            verb = "reconfig" if change else "the configuration read"
+            raise HarnessError(f"ZooKeeper refused {verb} {change or ''}: {e!r}") from None
+        finally:
+            client.stop()
+            client.close()
+        return data.decode(errors="replace")
 
     def argv(self, node: Node, node_dir: Path) -> list[str]:
         classpath = f"{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}"
@@ -188,6 +272,16 @@ def myid(node: Node, cluster: list[Node]) -> int:
     return [n.name for n in cluster].index(node.name) + 1
 
 
+def server_lines(config: str) -> dict[int, str]:
+    """Server id -> its address line, from a configuration (``server.2=...``)."""
+    out = {}
+    for line in config.splitlines():
+        key, _, value = line.partition("=")
+        if key.startswith("server.") and key[7:].isdigit():
+            out[int(key[7:])] = value
+    return out
+
+
 def zoo_cfg(node: Node, cluster: list[Node], node_dir: Path,
             doors: Mapping[tuple[str, int], tuple[str, int]] | None = None,
             force_sync: bool = False) -> str:
@@ -210,6 +304,8 @@ def zoo_cfg(node: Node, cluster: list[Node], node_dir: Path,
     ]
     if len(cluster) > 1:
         lines.append("quorumListenOnAllIPs=false")
+        if not doors:  # dynamic reconfiguration (the membership nemesis); see the module
+            lines += ["reconfigEnabled=true", "standaloneEnabled=false"]
         for i, n in enumerate(cluster):
             host, quorum, election = n.host, PEER_PORT, ELECTION_PORT
             if doors and n.name != node.name:  # the others by their doors; itself as it binds

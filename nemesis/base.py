@@ -8,7 +8,8 @@ through ``ctx.clients``, so it never knows which backend it runs on.
 Targets are roles, resolved when the fault starts (so a replayed schedule hits "the holder",
 whoever that is then): for client faults ``holder`` (the client holding the lock now),
 ``waiter`` (one blocked in an acquire), ``any`` or ``client:3``; for node faults ``any``,
-``leader``, ``minority``, ``majority``, ``all`` or ``node:n2``.
+``leader``, ``follower`` (a node that does not lead now), ``minority``, ``majority``, ``all``
+or ``node:n2``.
 
 A nemesis also words its own faults for the report (``describe``), and a family of faults names
 its aliases (``aliases``: an old name and the class attributes it presets; the registry loads
@@ -286,11 +287,14 @@ def node_target(ctx: NemesisContext, target: str | None, default: str = "any"
         return sorted(ctx.rng.sample(names, n // 2 + 1))
     if role == "minority":
         return sorted(ctx.rng.sample(names, max(1, (n - 1) // 2))) if n > 1 else None
-    if role == "leader":
+    if role in ("leader", "follower"):
         if not isinstance(ctx.db, HasLeader):
             raise TargetError(f"{getattr(ctx.db, 'name', 'this db')} has no leader to target")
         leader = ctx.db.leader(ctx.nodes)
-        return None if leader is None else [leader]
+        followers = [x for x in names if x != leader]
+        if leader is None or role == "leader":
+            return None if leader is None else [leader]
+        return [ctx.rng.choice(followers)] if followers else None
     if role.startswith("node:"):
         wanted = [x for x in role.split(":", 1)[1].split(",") if x]
         unknown = [w for w in wanted if w not in names]

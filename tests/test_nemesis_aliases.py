@@ -1,8 +1,8 @@
 """Every old nemesis name still works: each alias of a family (``partition-halves`` is the
 ``partition`` family with the shape ``halves``; ``clock-back`` the ``clock`` family with the
-pattern ``back``; ``pause-leader``, ``kill-majority-delayed``) loads by its old name, keeps its
-name in the history, is refused where it was refused (the same one line), and picks its
-targets and cuts as it did."""
+pattern ``back``; ``pause-leader``, ``kill-majority-delayed``; and the new
+``membership-replace``) loads by its name, keeps its name in the history, is refused where
+it was refused (the same one line), and picks its targets and cuts as it did."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from harness.core.roles import load_object
 from nemesis import base, partition
 from nemesis.clock import Clock
 from nemesis.kill_majority import KillMajority
+from nemesis.membership import MembershipChange
 from nemesis.partition import Partition
 from nemesis.process_faults import PauseNode
 
@@ -56,6 +57,10 @@ REFUSED = {
                      "--nemesis pause-leader needs a db with a leader (redis-sentinel, "
                      "zookeeper, etcd), not 'postgres'"),
     "kill-majority-delayed": (KillMajority, "redis", None, {}, None),
+    "membership-replace": (MembershipChange, "etcd", None, {"member-change": "re-add-empty"},
+                           "--nemesis membership-replace: membership-replace is member-change "
+                           "replace, not re-add-empty (use --nemesis membership --nemesis-opt "
+                           "member-change=re-add-empty)"),
 }
 
 

@@ -121,6 +121,8 @@ BUILTINS: dict[str, dict[str, str]] = {
         "partition-oneway": "nemesis.partition:Partition",
         "lag-replication": "nemesis.lag_replication:LagReplication",
         "power-loss": "nemesis.power_loss:PowerLoss",
+        "membership": "nemesis.membership:MembershipChange",
+        "membership-replace": "nemesis.membership:MembershipChange",
     },
     "checkers": {
         "mutex": "checker.mutex:MutexChecker",

@@ -104,7 +104,7 @@ def roles_for(cls: type, nodes: Sequence[str], clients: int, db: Any) -> tuple[s
         elif role == "node:NAME":
             if len(nodes) > 1:
                 out.extend(f"node:{n}" for n in nodes)
-        elif role == "leader":
+        elif role in ("leader", "follower"):
             if isinstance(db, HasLeader):
                 out.append(role)
         elif role == "minority":

@@ -12,6 +12,7 @@ Environment capabilities (:class:`Iptables`) are asked of the backend.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from harness.core.cluster import Node
@@ -124,6 +125,28 @@ class RoutedPeers(Protocol):
     def route_peers(self, doors: Mapping[tuple[str, int], tuple[str, int]]) -> None: ...
 
 
+@runtime_checkable
+class Membership(Protocol):
+    """Members can be removed from the running cluster and added to it (etcd's ``member
+    remove`` / ``member add``, ZooKeeper's ``reconfig``), each change read back from the
+    cluster: ``members`` maps each node that is a member now to the name it is one under (None:
+    added, not started yet); ``joining`` reads back the configuration an added member joins
+    ({name: peer address}), which ``join_empty`` writes into the node's config over an empty
+    data directory (through :meth:`harness.core.cluster.NodeOps.join_empty`). A refused
+    change raises (so does one whose answer was lost: the member list tells)."""
+
+    def members(self, nodes: Sequence[Node]) -> dict[str, str | None]: ...
+
+    def remove_member(self, nodes: Sequence[Node], name: str) -> None: ...
+
+    def add_member(self, nodes: Sequence[Node], name: str, member: str) -> None: ...
+
+    def joining(self, nodes: Sequence[Node], name: str, member: str) -> dict[str, str]: ...
+
+    def join_empty(self, node: Node, node_dir: Path, member: str,
+                   cluster: Mapping[str, str]) -> list[str]: ...
+
+
 class Iptables:
     """Environment: the backend can cut links with iptables (root, the project's chain)."""
 
@@ -173,6 +196,7 @@ NEEDS: dict[type, str] = {
     ClockFaults: "a db whose clock libfaketime moves and that reports its clock",
     Replication: "a db that replicates between its nodes",
     Connections: "a db that lists its client connections",
+    Membership: "a db whose members can be removed and added while it runs",
     RoutedPeers: "a db whose nodes dial each other at addresses the harness gives",
     Iptables: "iptables (root)",
     ClientLinks: "clients with addresses of their own",

@@ -76,6 +76,11 @@ class NodeOps(Protocol):
         start (the node is down: killed, or its unsynced data dropped by a power loss); what
         was done, in words. A backend that cannot reach a node's directory (ssh) has none."""
 
+    def join_empty(self, node: Node, member: str, cluster: dict[str, str]) -> list[str]:
+        """Have the node's DB (capabilities.Membership) make the stopped node a new member
+        ``member`` joining ``cluster`` ({name: peer address}) on an empty data directory;
+        what was done, in words. A backend that cannot reach a node's directory has none."""
+
     def write_back(self, node: Node) -> dict[str, Any]:
         """Make durable what the node's server wrote so far (the kernel's writeback, which a
         server that has run a while has had): the same shape as :meth:`drop_unsynced`."""

@@ -63,6 +63,11 @@ class ProcessNodes:
         return list(self.dbs[node.name].repair_before_restart(node, self.reachable_dir(node),
                                                                 aside))
 
+    def join_empty(self, node: Node, member: str, cluster: dict[str, str]) -> list[str]:
+        """The DB's rewrite of the node's directory for a new member on empty data."""
+        return list(self.dbs[node.name].join_empty(node, self.reachable_dir(node), member,
+                                                   cluster))
+
     def stop(self, node: Node) -> None:
         self.procs.stop(node.name, timeout=5, sig=stop_signal(self.dbs.get(node.name)))
 
