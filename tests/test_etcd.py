@@ -54,7 +54,12 @@ def test_the_relay_lets_partition_cut_one_etcd_client_off(store: Path) -> None:
     start, stop = fault["start"] * 1e9, fault["stop"] * 1e9
     lock_ops = [op for op in r.history if op.get("f") in ("acquire", "release")]
     timeouts = [op for op in lock_ops if start < op["time"] < stop + 2e9 and op["type"] == "info"]
-    assert {op["process"] for op in timeouts} == {victim}, timeouts  # it, and nobody else
+    assert victim in {op["process"] for op in timeouts}, timeouts
+    # another client may time out too (waiting on the lock the victim holds, or on a cluster
+    # slowed by load: a CI run saw two), but none was cut off: each was answered in the window
+    answered = {op["process"] for op in lock_ops
+                if start < op["time"] < stop + 2e9 and op["type"] == "ok"}
+    assert {op["process"] for op in timeouts} - {victim} <= answered, timeouts
     # The victim heard nothing while cut off: no lock request of its was answered during the
     # cut, and the first it made after the cut began timed out (an info: its channel was dead,
     # even when the request was made just after the heal).
