@@ -60,7 +60,7 @@ say "installing the harness and its dependencies into .venv"
 # Editable in compat mode: the checkout itself on sys.path (one line in a .pth file), rather
 # than setuptools' import finder, which every Python process in the venv would import at start
 # (it brings pathlib and re: measured, 7 ms of each `harness check FILE`, 15 ms of `python -c pass`)
-if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' \
+if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,zoo]' \
     --config-settings editable_mode=compat >.venv/pip.log 2>&1; then
   tail -n 20 .venv/pip.log >&2
   echo "setup: pip install failed (full log: .venv/pip.log)" >&2
