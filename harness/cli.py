@@ -493,10 +493,10 @@ def cmd_zoo(args: argparse.Namespace) -> int:
     jobs = check_jobs(args.jobs)
     for cell in cells:
         if cell.note:
-            print(f"  {cell.library.name} x {cell.fault}: not run: {cell.note}")
+            print(f"  {cell.library.row} x {cell.fault}: not run: {cell.note}")
         elif args.dry_run:
             for entry in cell.entries:
-                print(f"  {cell.library.name} x {cell.fault}: {entry.command()}")
+                print(f"  {cell.library.row} x {cell.fault}: {entry.command()}")
     if args.dry_run:
         return EXIT_VALID
     made, reused = zoo.run_zoo(found, cells, args.store, jobs=jobs)

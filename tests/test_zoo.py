@@ -39,7 +39,11 @@ def test_the_shipped_matrix_is_every_library_under_its_stores_menu() -> None:
     assert list(found.faults) == ["none", "pause", "partition", "clock-client", "delay",
                                   "store-failure"]
     cells = zoo.plan(found, registry, [1, 2, 3])
-    assert len(cells) == len(found.libraries) * len(found.faults)
+    tokens = [n for n in found.libraries if registry.lock_tokens(n)]
+    assert found.fenced and "portalocker-redis-fenced" in tokens and "curator" in tokens
+    assert len(cells) == (len(found.libraries) + len(tokens)) * len(found.faults)
+    fenced = {c.library.name for c in cells if c.library.row.endswith(" (fenced)")}
+    assert fenced == set(tokens)
     for cell in cells:
         assert cell.library.promise, f"{cell.library.name} declares no promise"
         if cell.library.unavailable:  # a library not installed here: said, never run
@@ -48,6 +52,7 @@ def test_the_shipped_matrix_is_every_library_under_its_stores_menu() -> None:
         assert not cell.note, f"{cell.library.name} x {cell.fault}: {cell.note}"
         assert [e.options["seed"] for e in cell.entries] == [1, 2, 3]
         assert all(e.options["lock"] == cell.library.name for e in cell.entries)
+        assert all(e.options["workload"] == cell.library.workload for e in cell.entries)
     failure = {c.library.store: c.entries[0].options["nemesis"] for c in cells
                if c.fault == "store-failure" and c.entries}
     assert failure.get("redis") == "kill" and failure.get("zookeeper") == "kill-majority"
@@ -116,7 +121,7 @@ def cells_of(store: Path) -> dict[str, dict[str, str]]:
     for line in lines[1:]:
         name, *cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) == len(faults):
-            out[name.split(" ")[0]] = dict(zip(faults, cells, strict=True))
+            out[name.rsplit(" (", 1)[0]] = dict(zip(faults, cells, strict=True))
     return out
 
 
@@ -174,9 +179,12 @@ def test_each_library_of_the_zoo_extra_on_redis(tmp_path: Path, name: str) -> No
         pytest.skip(f"{cls.library} is not installed: pip install 'lock-harness[zoo]'")
     store = tmp_path / "results"
     zoo_call(store, "--libraries", name, "--faults", "none,pause", "--time-limit", "10")
-    row = cells_of(store)[name]
+    rows = cells_of(store)
     # expire=None, documented as "will not expire", sends EXPIRE key -1: the key is deleted
     # at once, and every client holds the lock
-    assert verdicts_match_results(store, row["none"]) == (
+    assert verdicts_match_results(store, rows[name]["none"]) == (
         ["INVALID"] if name == "sherlock-no-expire" else ["VALID"])
-    assert len(verdicts_match_results(store, row["pause"])) == 1
+    assert len(verdicts_match_results(store, rows[name]["pause"])) == 1
+    if cls.tokens:  # its row under --workload fenced: the tokens it gives keep the resource
+        assert verdicts_match_results(store, rows[f"{name} (fenced)"]["none"]) == ["VALID"]
+        assert len(verdicts_match_results(store, rows[f"{name} (fenced)"]["pause"])) == 1

@@ -13,9 +13,10 @@ results.json instead of running it. Only runs that reached a verdict are kept: a
 harness could not run is run again next time.
 
 The page, ``<store>/zoo/index.html``, and its Markdown twin ``README.md``: a row per library
-(its version and store), a column per fault, each cell its verdicts over the seeds (each
-linking to its run's report), coloured by outcome, and the first incident's sentence (the
-report's own, :func:`harness.presentation.report.incidents.incidents`); then what each
+(its version and store; a lock that gives tokens once more under ``--workload fenced``, where
+the file says ``fenced = true``), a column per fault, each cell its verdicts over the seeds
+(each linking to its run's report), coloured by outcome, and the first incident's sentence
+(the report's own, :func:`harness.presentation.report.incidents.incidents`); then what each
 library's README promises (its lock class's ``promise``) against what the runs showed. Every
 verdict is read from its run's results.json.
 """
@@ -27,7 +28,7 @@ import html
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ class Zoo:
     libraries: list[str]
     faults: dict[str, dict[str, Any]]  # fault -> options, or {per-store: {store: options}}
     defaults: dict[str, Any]
+    fenced: bool = False  # a second row with --workload fenced for a lock that gives tokens
 
     def options(self, fault: str, store: str) -> dict[str, Any] | None:
         """``harness run``'s options of ``fault`` on ``store`` (None: not on its menu)."""
@@ -78,6 +80,12 @@ class Library:
     version: str  # "pottery 3.0.1", or the harness's for a lock of its own
     promise: str
     unavailable: str | None
+    tokens: bool = False
+    workload: str = "mutex"
+
+    @property
+    def row(self) -> str:
+        return self.name if self.workload == "mutex" else f"{self.name} ({self.workload})"
 
 
 @dataclass
@@ -110,10 +118,10 @@ class Cell:
 
 def load(path: Path, registry: Registry) -> Zoo:
     data = read_toml(path, "zoo")
-    unknown = sorted(set(data) - {"name", "libraries", "defaults", "faults"})
+    unknown = sorted(set(data) - {"name", "libraries", "fenced", "defaults", "faults"})
     if unknown:
         raise UsageError(f"zoo {path}: unknown key {unknown[0]!r} (use name, libraries, "
-                         "[defaults], [faults.NAME])")
+                         "fenced, [defaults], [faults.NAME])")
     libraries, faults = data.get("libraries"), data.get("faults")
     if not isinstance(libraries, list) or not libraries or not all(
             isinstance(x, str) for x in libraries):
@@ -132,7 +140,7 @@ def load(path: Path, registry: Registry) -> Zoo:
                 if n != "none":  # no fault: harness run's own word, not a nemesis
                     registry.entry("nemeses", n)
     return Zoo(str(data.get("name") or path.stem), path, libraries, faults,
-               dict(data.get("defaults") or {}))
+               dict(data.get("defaults") or {}), data.get("fenced") is True)
 
 
 def library(registry: Registry, name: str) -> Library:
@@ -142,14 +150,15 @@ def library(registry: Registry, name: str) -> Library:
                else f"lock-harness {own_version()}")
     dbs = tuple(getattr(cls, "dbs", ()) or ("redis",))
     return Library(name, dbs[0], version, str(getattr(cls, "promise", "") or ""),
-                   registry.lock_unavailable(name))
+                   registry.lock_unavailable(name), bool(getattr(cls, "tokens", False)))
 
 
 def plan(zoo: Zoo, registry: Registry, seeds: list[int], *, libraries: list[str] | None = None,
          faults: list[str] | None = None, overrides: dict[str, Any] | None = None
          ) -> list[Cell]:
     """The cells of the matrix (``libraries`` and ``faults``: a part of it), each with an entry
-    a seed, or a note saying why it cannot run here."""
+    a seed, or a note saying why it cannot run here. A lock that gives tokens has a second row
+    with ``--workload fenced`` when the zoo file says ``fenced = true``."""
     for name, known, what in ((libraries, zoo.libraries, "libraries"),
                               (faults, list(zoo.faults), "faults")):
         for x in name or []:
@@ -157,8 +166,9 @@ def plan(zoo: Zoo, registry: Registry, seeds: list[int], *, libraries: list[str]
                 raise UsageError(f"--{what} {x!r} is not in {zoo.path}: use "
                                  + ", ".join(known))
     cells = []
-    for lib_name in libraries or zoo.libraries:
-        lib = library(registry, lib_name)
+    found = [library(registry, name) for name in libraries or zoo.libraries]
+    for lib in [r for x in found for r in [x] + ([replace(x, workload="fenced")]
+                                                 if x.tokens and zoo.fenced else [])]:
         for fault in faults or list(zoo.faults):
             cell = Cell(lib, fault)
             cells.append(cell)
@@ -170,10 +180,10 @@ def plan(zoo: Zoo, registry: Registry, seeds: list[int], *, libraries: list[str]
                 cell.note = lib.unavailable
                 continue
             base = {**zoo.defaults, **options, **(overrides or {}), "db": lib.store,
-                    "lock": lib.name}
+                    "lock": lib.name, "workload": lib.workload}
             try:
                 for seed in seeds:
-                    validate({**base, "seed": seed}, f"{lib.name} x {fault}")
+                    validate({**base, "seed": seed}, f"{lib.row} x {fault}")
                     cell.entries.append(Entry(0, {**base, "seed": seed}, "valid", 0))
             except UsageError as err:
                 cell.entries, cell.note = [], str(err)
@@ -296,9 +306,9 @@ def page_html(zoo: Zoo, cells: list[Cell], out: Path, command: str) -> str:
                      f"{e(o.verdict.upper())}</span>" for o in c.outcomes) or "not run"
             tds.append(f'<td style="border-left:6px solid {COLOURS[c.outcome]}">{chips}'
                        f'<div class="muted">{e(c.sentence())}</div></td>')
-        rows.append(f"<tr><th>{e(lib.name)}<div class=\"muted\">{e(lib.version)} · "
+        rows.append(f"<tr><th>{e(lib.row)}<div class=\"muted\">{e(lib.version)} · "
                     f"{e(lib.store)}</div></th>{''.join(tds)}</tr>")
-        promises.append(f"<tr><th>{e(lib.name)}</th><td>{e(lib.promise or '-')}</td>"
+        promises.append(f"<tr><th>{e(lib.row)}</th><td>{e(lib.promise or '-')}</td>"
                         f"<td>{e(showed(lib_cells))}</td></tr>")
     head = "".join(f"<th>{e(f)}</th>" for f in faults)
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
@@ -333,9 +343,9 @@ def page_md(zoo: Zoo, cells: list[Cell], out: Path, command: str) -> str:
                              else o.verdict.upper() for o in c.outcomes)
             tds.append(links or "not run")
             if c.sentence():
-                notes.append(f"- **{lib.name} × {c.fault}**: {c.sentence()}")
-        lines.append(f"| {lib.name} ({lib.version}, {lib.store}) | " + " | ".join(tds) + " |")
-        promises.append(f"| {lib.name} | {lib.promise or '-'} | {showed(lib_cells)} |")
+                notes.append(f"- **{lib.row} × {c.fault}**: {c.sentence()}")
+        lines.append(f"| {lib.row} ({lib.version}, {lib.store}) | " + " | ".join(tds) + " |")
+        promises.append(f"| {lib.row} | {lib.promise or '-'} | {showed(lib_cells)} |")
     return "\n".join([*lines, "", *notes, "", "## Promised and shown", "",
                       "| library | its README promises | the runs showed |", "|---|---|---|",
                       *promises, ""])
@@ -344,7 +354,7 @@ def page_md(zoo: Zoo, cells: list[Cell], out: Path, command: str) -> str:
 def by_library(cells: list[Cell]) -> list[list[Cell]]:
     rows: dict[str, list[Cell]] = {}
     for c in cells:
-        rows.setdefault(c.library.name, []).append(c)
+        rows.setdefault(c.library.row, []).append(c)
     return list(rows.values())
 
 
