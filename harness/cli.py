@@ -491,7 +491,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
                      faults=args.faults.split(",") if args.faults else None,
                      overrides=zoo.overrides_of(args))
     jobs = check_jobs(args.jobs)
-    for cell in cells:
+    for cell in (c for c in cells if c.chosen):
         if cell.note:
             print(f"  {cell.library.row} x {cell.fault}: not run: {cell.note}")
         elif args.dry_run:

@@ -94,13 +94,16 @@ nemesis = "partition-leader"
 def test_the_key_is_the_spec_and_the_versions() -> None:
     registry = Registry()
     found = zoo.load(zoo.ZOO_FILE, registry)
-    [a, b] = zoo.plan(found, registry, [1, 2], libraries=["redis-py"], faults=["pause"])[0].entries
+    [cell] = [c for c in zoo.plan(found, registry, [1, 2], libraries=["redis-py"],
+                                  faults=["pause"]) if c.chosen]
+    assert (cell.library.name, cell.fault) == ("redis-py", "pause")
+    a, b = cell.entries
     lib = zoo.library(registry, "redis-py")
     assert zoo.key(a, lib) == zoo.key(a, lib) != zoo.key(b, lib)
     newer = zoo.Library(lib.name, lib.store, lib.version + ".1", lib.promise, None)
     assert zoo.key(a, newer) != zoo.key(a, lib)
-    [c] = zoo.plan(found, registry, [1], libraries=["redis-py"], faults=["pause"],
-                   overrides={"time-limit": 7.0})[0].entries
+    [c] = next(x for x in zoo.plan(found, registry, [1], overrides={"time-limit": 7.0})
+               if (x.library.row, x.fault) == ("redis-py", "pause")).entries
     assert zoo.key(c, lib) != zoo.key(a, lib)
 
 

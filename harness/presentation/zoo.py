@@ -95,6 +95,7 @@ class Cell:
     entries: list[Entry] = field(default_factory=list)
     note: str = ""  # why it does not run, in one line
     outcomes: list[Outcome] = field(default_factory=list)
+    chosen: bool = True  # run by this call (else only its runs already made are shown)
 
     @property
     def outcome(self) -> str:
@@ -156,9 +157,10 @@ def library(registry: Registry, name: str) -> Library:
 def plan(zoo: Zoo, registry: Registry, seeds: list[int], *, libraries: list[str] | None = None,
          faults: list[str] | None = None, overrides: dict[str, Any] | None = None
          ) -> list[Cell]:
-    """The cells of the matrix (``libraries`` and ``faults``: a part of it), each with an entry
-    a seed, or a note saying why it cannot run here. A lock that gives tokens has a second row
-    with ``--workload fenced`` when the zoo file says ``fenced = true``."""
+    """The cells of the whole matrix, each with an entry a seed, or a note saying why it cannot
+    run here; those of ``libraries`` and ``faults`` (default: all) are ``chosen``. A lock that
+    gives tokens has a second row with ``--workload fenced`` when the zoo file says
+    ``fenced = true``."""
     for name, known, what in ((libraries, zoo.libraries, "libraries"),
                               (faults, list(zoo.faults), "faults")):
         for x in name or []:
@@ -166,11 +168,12 @@ def plan(zoo: Zoo, registry: Registry, seeds: list[int], *, libraries: list[str]
                 raise UsageError(f"--{what} {x!r} is not in {zoo.path}: use "
                                  + ", ".join(known))
     cells = []
-    found = [library(registry, name) for name in libraries or zoo.libraries]
+    found = [library(registry, name) for name in zoo.libraries]
     for lib in [r for x in found for r in [x] + ([replace(x, workload="fenced")]
                                                  if x.tokens and zoo.fenced else [])]:
-        for fault in faults or list(zoo.faults):
-            cell = Cell(lib, fault)
+        for fault in zoo.faults:
+            cell = Cell(lib, fault, chosen=lib.name in (libraries or [lib.name])
+                        and fault in (faults or [fault]))
             cells.append(cell)
             options = zoo.options(fault, lib.store)
             if options is None:
@@ -219,7 +222,9 @@ def cached(store: Path, cells_dir: Path, k: str, entry: Entry) -> Outcome | None
 
 def run_zoo(zoo: Zoo, cells: list[Cell], store: Path, *, jobs: int = 1, echo: Any = print
             ) -> tuple[int, int]:
-    """Run every cell's entries not already run; (runs made, runs reused)."""
+    """Run the chosen cells' entries not already run, and find the runs the others' entries
+    made before (the page shows the whole matrix as far as it has run); (runs made, runs of
+    the chosen cells reused)."""
     out = Store(store).zoo_dir()
     cells_dir = out / "cells"
     cells_dir.mkdir(parents=True, exist_ok=True)
@@ -230,9 +235,9 @@ def run_zoo(zoo: Zoo, cells: list[Cell], store: Path, *, jobs: int = 1, echo: An
             found = cached(store, cells_dir, k, entry)
             if found is not None:
                 cell.outcomes.append(found)
-            else:
+            elif cell.chosen:
                 todo.append((cell, entry, k))
-    reused = sum(len(c.outcomes) for c in cells)
+    reused = sum(len(c.outcomes) for c in cells if c.chosen)
     echo(f"zoo {zoo.name}: {len(todo)} run(s) to make, {reused} already made", flush=True)
     if not todo:
         return 0, reused
