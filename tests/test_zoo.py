@@ -191,3 +191,16 @@ def test_each_library_of_the_zoo_extra_on_redis(tmp_path: Path, name: str) -> No
     if cls.tokens:  # its row under --workload fenced: the tokens it gives keep the resource
         assert verdicts_match_results(store, rows[f"{name} (fenced)"]["none"]) == ["VALID"]
         assert len(verdicts_match_results(store, rows[f"{name} (fenced)"]["pause"])) == 1
+
+
+def test_list_names_the_library_each_lock_wraps_and_its_version_here() -> None:
+    import redis
+
+    from harness.presentation.list_roles import lock_tags
+
+    registry = Registry()
+    assert f"redis {redis.__version__}" in lock_tags(registry, "redis-py")
+    for name in ZOO_LOCKS:
+        cls = registry.load("locks", name)
+        [tag] = [t for t in lock_tags(registry, name) if t.startswith(f"{cls.library} ")]
+        assert tag.endswith("NOT INSTALLED") == (cls.unavailable() is not None)
