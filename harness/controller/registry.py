@@ -95,6 +95,8 @@ BUILTINS: dict[str, dict[str, str]] = {
         "portalocker-redis-fenced": "workloads.zoo.portalocker_redis:PortalockerRedisFenced",
         "sherlock": "workloads.zoo.sherlock_redis:SherlockRedisLock",
         "sherlock-no-expire": "workloads.zoo.sherlock_redis:SherlockNoExpire",
+        "tooz-redis": "workloads.zoo.tooz_lock:ToozRedisLock",
+        "tooz-zookeeper": "workloads.zoo.tooz_lock:ToozZookeeperLock",
     },
     "workloads": {
         "mutex": "workloads.mutex:MutexWorkload",
