@@ -97,6 +97,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "sherlock-no-expire": "workloads.zoo.sherlock_redis:SherlockNoExpire",
         "tooz-redis": "workloads.zoo.tooz_lock:ToozRedisLock",
         "tooz-zookeeper": "workloads.zoo.tooz_lock:ToozZookeeperLock",
+        "aioredlock": "workloads.zoo.aioredlock_lock:AioredlockLock",
     },
     "workloads": {
         "mutex": "workloads.mutex:MutexWorkload",
