@@ -347,8 +347,11 @@ def page_md(zoo: Zoo, cells: list[Cell], out: Path, command: str) -> str:
             links = " ".join(f"[{o.verdict.upper()}]({href})" if (href := report_href(o, out))
                              else o.verdict.upper() for o in c.outcomes)
             tds.append(links or "not run")
-            if c.sentence():
-                notes.append(f"- **{lib.row} × {c.fault}**: {c.sentence()}")
+        said = {c.fault: c.sentence() for c in lib_cells if c.sentence()}
+        if len(said) == len(lib_cells) and len(set(said.values())) == 1:  # one reason: once
+            notes.append(f"- **{lib.row}**: {next(iter(said.values()))}")
+        else:
+            notes += [f"- **{lib.row} × {fault}**: {text}" for fault, text in said.items()]
         lines.append(f"| {lib.row} ({lib.version}, {lib.store}) | " + " | ".join(tds) + " |")
         promises.append(f"| {lib.row} | {lib.promise or '-'} | {showed(lib_cells)} |")
     return "\n".join([*lines, "", *notes, "", "## Promised and shown", "",
