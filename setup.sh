@@ -67,7 +67,7 @@ fi
 base() { "$1" -c 'import os, sys; print(os.path.realpath(sys._base_executable))'; }
 if [ "$dry" = 1 ]; then
   echo "$python -m venv .venv  # unless .venv is there, on $python"
-  echo ".venv/bin/python -m pip install -e '.[test]' --config-settings editable_mode=compat"
+  echo ".venv/bin/python -m pip install -e '.[test,zoo]' --config-settings editable_mode=compat"
   echo "ln -sf $PWD/.venv/bin/harness /usr/local/bin/harness"
 elif [ -x .venv/bin/python ] && [ "$(base .venv/bin/python)" != "$(base "$python")" ]; then
   say "re-creating .venv on $python (it was made on $(base .venv/bin/python))"
@@ -82,7 +82,7 @@ if [ "$dry" = 0 ]; then
   # than setuptools' import finder, which every Python process in the venv would import at
   # start (it brings pathlib and re: measured, 7 ms of each `harness check FILE`, 15 ms of
   # `python -c pass`)
-  if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' \
+  if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,zoo]' \
       --config-settings editable_mode=compat >.venv/pip.log 2>&1; then
     tail -n 20 .venv/pip.log >&2
     echo "setup: pip install failed (full log: .venv/pip.log)" >&2

@@ -9,6 +9,7 @@ scripts call it once per file, so what every call imports is most of what it cos
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sys
 import time
@@ -476,9 +477,39 @@ def suite_finish(suite: Suite, outcomes: list[Outcome], started: float, out_dir:
     return exit_code(outcomes)
 
 
+def cmd_zoo(args: argparse.Namespace) -> int:
+    """Plan the matrix, run what was not run with the same spec and versions, write the page."""
+    from harness.controller.registry import Registry
+    from harness.presentation import zoo
+    from harness.presentation.parallel import check_jobs
+    from harness.presentation.suite import parse_seeds
+
+    registry = Registry()
+    found = zoo.load(args.file or zoo.ZOO_FILE, registry)
+    cells = zoo.plan(found, registry, parse_seeds(args.seeds),
+                     libraries=args.libraries.split(",") if args.libraries else None,
+                     faults=args.faults.split(",") if args.faults else None,
+                     overrides=zoo.overrides_of(args))
+    jobs = check_jobs(args.jobs)
+    for cell in (c for c in cells if c.chosen):
+        if cell.note:
+            print(f"  {cell.library.row} x {cell.fault}: not run: {cell.note}")
+        elif args.dry_run:
+            for entry in cell.entries:
+                print(f"  {cell.library.row} x {cell.fault}: {entry.command()}")
+    if args.dry_run:
+        return EXIT_VALID
+    made, reused = zoo.run_zoo(found, cells, args.store, jobs=jobs)
+    page = zoo.write_pages(found, cells, args.store, "harness " + shlex.join(sys.argv[1:]))
+    print(f"zoo {found.name}: {made} run(s) made, {reused} reused; page: {page}")
+    stopped = any(o.verdict in ("interrupted", "skipped") for c in cells for o in c.outcomes)
+    return EXIT_SETUP if stopped else EXIT_VALID  # a verdict is a finding, not a failure
+
+
 COMMANDS = {"run": cmd_run, "explore": cmd_explore, "check": cmd_check, "export": cmd_export,
             "report": cmd_report, "list": cmd_list, "clean": cmd_clean, "serve": cmd_serve,
-            "suite": cmd_suite, "hosts": cmd_hosts, "doctor": cmd_doctor, "setup": cmd_setup}
+            "suite": cmd_suite, "hosts": cmd_hosts, "doctor": cmd_doctor, "setup": cmd_setup,
+            "zoo": cmd_zoo}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -284,4 +284,24 @@ def build_parser(only: str | None = None) -> Parser:
                         help="local runs at once (default: the cores); docker and ssh runs go "
                         "one at a time")
         su.add_argument("--dry-run", action="store_true", help="validate and list the runs only")
+
+    if want("zoo"):
+        zo = sub.add_parser("zoo", help="lock libraries under their store's faults: a safety "
+                            "matrix page (resumable)",
+                            description="Run every library of the zoo file under every fault "
+                            "of its store's menu, N seeds a cell; runs already made with the "
+                            "same spec and versions are reused; writes STORE/zoo/index.html "
+                            "and README.md.")
+        zo.add_argument("file", nargs="?", type=Path, help="the zoo file (default: the "
+                        "checkout's suites/zoo.toml)")
+        zo.add_argument("--seeds", default="1", metavar="LIST",
+                        help="seeds a cell: 1-3, 3, 1,4 (default 1)")
+        zo.add_argument("--libraries", metavar="A,B", help="only these libraries (rows)")
+        zo.add_argument("--faults", metavar="A,B", help="only these faults (columns)")
+        zo.add_argument("--time-limit", type=float, help="seconds a run (default: the file's)")
+        zo.add_argument("--store", type=Path, default=Path("results"),
+                        help="results directory (default ./results)")
+        zo.add_argument("--jobs", type=int, metavar="N", help="local runs at once (default: "
+                        "the cores)")
+        zo.add_argument("--dry-run", action="store_true", help="list the cells only")
     return p

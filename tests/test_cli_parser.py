@@ -27,6 +27,7 @@ SAMPLES = [
     ["suite", "nightly.toml", "--shard", "1/4", "--dry-run"],
     ["doctor", "--db", "zookeeper", "--lock", "curator", "--nemesis", "pause"],
     ["setup", "--db", "redis", "--backend", "docker", "--clients", "--dry-run"],
+    ["zoo", "--seeds", "1-3", "--libraries", "sherlock", "--faults", "none,pause", "--jobs", "2"],
 ]
 
 

@@ -87,6 +87,17 @@ BUILTINS: dict[str, dict[str, str]] = {
         "redis-semaphore": "workloads.locks.external:RedisSemaphoreLock",
         "dynamodb-lease": "workloads.locks.dynamodb_lease:DynamoLeaseLock",
         "dynamodb-cas": "workloads.locks.dynamodb_cas:DynamoCasLock",
+        # the lock zoo (workloads/zoo/, the extra [zoo]): libraries as their READMEs show
+        "python-redis-lock": "workloads.zoo.python_redis_lock:PythonRedisLock",
+        "python-redis-lock-renew": "workloads.zoo.python_redis_lock:PythonRedisLockRenew",
+        "pottery-redlock": "workloads.zoo.pottery_redlock:PotteryRedlock",
+        "portalocker-redis": "workloads.zoo.portalocker_redis:PortalockerRedisLock",
+        "portalocker-redis-fenced": "workloads.zoo.portalocker_redis:PortalockerRedisFenced",
+        "sherlock": "workloads.zoo.sherlock_redis:SherlockRedisLock",
+        "sherlock-no-expire": "workloads.zoo.sherlock_redis:SherlockNoExpire",
+        "tooz-redis": "workloads.zoo.tooz_lock:ToozRedisLock",
+        "tooz-zookeeper": "workloads.zoo.tooz_lock:ToozZookeeperLock",
+        "aioredlock": "workloads.zoo.aioredlock_lock:AioredlockLock",
     },
     "workloads": {
         "mutex": "workloads.mutex:MutexWorkload",
@@ -182,6 +193,14 @@ class Entry:
 
 
 Check = tuple[Entry, Callable[..., Any], dict[str, Any]]  # a checker, its function, params
+
+
+def library_version(distribution: str) -> str | None:
+    """The installed version of the library a lock wraps (its class's ``library``), or None."""
+    try:
+        return md.version(distribution)
+    except md.PackageNotFoundError:
+        return None
 
 
 @cache

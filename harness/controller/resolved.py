@@ -17,6 +17,7 @@ from harness.controller.registry import (
     Registry,
     check_environment,
     is_session_lock,
+    library_version,
     requires,
 )
 from harness.core import capabilities
@@ -124,7 +125,11 @@ class ResolvedTest:
         """What test.json keeps of every role the run used: db, lock, workload, nemeses,
         resource, checkers."""
         roles = [self.db, self.lock, self.workload, *self.nemeses.values(), self.resource]
-        return [*(r.entry.record() for r in roles), *(e.record() for e, _, _ in self.checkers)]
+        out = [*(r.entry.record() for r in roles), *(e.record() for e, _, _ in self.checkers)]
+        library = getattr(self.lock.cls, "library", "")
+        if library:  # the library the lock wraps, and its version here (the zoo's page)
+            out[1]["library"] = {"name": library, "version": library_version(library)}
+        return out
 
 
 def make_db(db_cls: type, persistence: str = "none") -> Any:

@@ -60,6 +60,7 @@ from harness.core.journal import merge_journals
 LATEST = "latest"
 SUITES = "_suites"
 EXPLORE = "_explore"
+ZOO = "zoo"  # harness zoo: its page, and which run each of its cells made
 RECHECKS = "rechecks"
 RUN_TAIL_BYTES = 3  # a run directory's random tail: 6 hex digits
 NAME = re.compile(r"[^A-Za-z0-9_.+-]")
@@ -406,6 +407,12 @@ class Store:
         names a shard (``shard-2-of-4``) or a merge."""
         stamp = time.strftime("%Y%m%dT%H%M%S") + (f"-{safe_name(label)}" if label else "")
         return _new_dir(self.root / SUITES / safe_name(suite_name), stamp, "suite runs")
+
+    def zoo_dir(self) -> Path:
+        """``<store>/zoo/``: the zoo's page and ``cells/`` (one a run it made, by its key)."""
+        d = self.root / ZOO
+        d.mkdir(parents=True, exist_ok=True)
+        return d
 
     def explore_dir(self, test_name: str) -> ExploreDir:
         """A new ``<store>/_explore/<test>/<stamp>/`` for one search."""

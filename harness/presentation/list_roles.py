@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.controller.registry import library_version
 from harness.core.errors import UsageError
 
 LIST_KINDS = (("dbs", "dbs"), ("locks", "locks"), ("workloads", "workloads"),
@@ -50,6 +51,9 @@ def lock_tags(reg: Any, name: str) -> list[str]:
     except UsageError:
         return []
     tags = ["tokens"] if getattr(cls, "tokens", False) else []
+    library = getattr(cls, "library", "")
+    if library:  # the library it wraps (the zoo's): its version here, or how to install it
+        tags.append(f"{library} {library_version(library) or 'NOT INSTALLED'}")
     if getattr(cls, "external", False):
         built = reg.lock_unavailable(name) is None
         tags.append("external, built" if built else "external, NOT BUILT: python -m "

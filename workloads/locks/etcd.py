@@ -88,6 +88,8 @@ class Etcd3Lock(LockRole):
     """python-etcd3's ``lock()``: a key on a lease that nobody refreshes."""
 
     name = "etcd"
+    library = "etcd3"
+    promise = "a distributed lock on an etcd lease of ttl seconds"
     summary = "python-etcd3 lock(): a key on a lease TTL, never refreshed; token: revision"
     dbs = ("etcd",)
     tokens = True

@@ -269,6 +269,8 @@ class ExecLock(ExternalLock):
 
 class CuratorLock(ExternalLock):
     name = "curator"
+    promise = ("a globally synchronous lock: at no snapshot in time do two clients think they hold "
+               "it")
     summary = "Apache Curator's InterProcessMutex (a Java program); token: znode sequence"
     dbs = ("zookeeper",)
     tokens = True
@@ -281,6 +283,7 @@ class CuratorLock(ExternalLock):
 
 class GoEtcdMutexLock(ExternalLock):
     name = "go-etcd-mutex"
+    promise = "a distributed mutex whose session lease is kept alive while the holder lives"
     summary = "etcd's own Go concurrency.Mutex, Session TTL (a Go program); token: revision"
     dbs = ("etcd",)
     tokens = True
@@ -292,6 +295,7 @@ class GoEtcdMutexLock(ExternalLock):
 
 class NodeRedlockLock(ExternalLock):
     name = "node-redlock"
+    promise = "Redlock: safe as long as a quorum of masters agrees and clocks drift little"
     summary = "npm's redlock 4 over independent masters (a Node program)"
     dbs = ("redis-masters", "redis")
     build = "node-redlock"
@@ -301,6 +305,7 @@ class NodeRedlockLock(ExternalLock):
 
 class RedisSemaphoreLock(ExternalLock):
     name = "redis-semaphore"
+    promise = "a distributed mutex whose lock is refreshed while held"
     summary = "npm's redis-semaphore Mutex, refreshed every 0.8 x TTL (a Node program)"
     dbs = ("redis",)
     build = "node-redlock"

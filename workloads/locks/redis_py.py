@@ -21,6 +21,8 @@ SLEEP = 0.02  # seconds between the library's own acquire attempts
 
 class RedisPyLock(LockRole):
     name = "redis-py"
+    library = "redis"
+    promise = "a lock that expires after timeout seconds, released only by its owner's token"
     summary = "redis-py's redis.lock.Lock as documented (SET NX PX, Lua release)"
     dbs = SINGLE_REDIS
 

@@ -52,6 +52,8 @@ class KazooLock(LockRole):
     """kazoo's Lock recipe; one client (one session) and one Lock object per client process."""
 
     name = "zookeeper"
+    library = "kazoo"
+    promise = "a distributed lock: one holder at a time, freed when its session ends"
     summary = "kazoo's Lock recipe (ephemeral sequential znode); token: its sequence number"
     dbs = ("zookeeper",)
     tokens = True

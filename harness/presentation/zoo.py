@@ -1,0 +1,380 @@
+"""``harness zoo``: lock libraries under one menu of faults per store, as a safety matrix.
+
+The zoo file (default ``suites/zoo.toml``) names the libraries (registered locks) and the
+faults, each fault ``harness run``'s options (``per-store``: a store's own). A cell is a
+library under a fault, run under each of ``--seeds``: suite entries, run by the suite's own
+runner (:func:`harness.presentation.suite.run_suite`, ``--jobs`` at once). A library's store is
+the first DB its lock class declares. Every entry expects ``valid``: what a lock promises.
+
+Resumable: each run is keyed by a hash of its resolved spec (seed included, store left out),
+the version of the library its lock wraps and the harness's; ``<store>/zoo/cells/<key>.json``
+points at the run that key made, and a later call judges that run again from its own
+results.json instead of running it. Only runs that reached a verdict are kept: a run the
+harness could not run is run again next time.
+
+The page, ``<store>/zoo/index.html``, and its Markdown twin ``README.md``: a row per library
+(its version and store; a lock that gives tokens once more under ``--workload fenced``, where
+the file says ``fenced = true``), a column per fault, each cell its verdicts over the seeds
+(each linking to its run's report), coloured by outcome, and the first incident's sentence
+(the report's own, :func:`harness.presentation.report.incidents.incidents`); then what each
+library's README promises (its lock class's ``promise``) against what the runs showed. Every
+verdict is read from its run's results.json.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.controller.registry import Registry, library_version, own_version
+from harness.controller.store import RunDir, Store
+from harness.core.atomic import write_json, write_text
+from harness.core.errors import HarnessError, UsageError
+from harness.core.tomlfile import read_toml
+from harness.presentation.runs import _schedule_of
+from harness.presentation.suite import (
+    RUN_KEYS,
+    Entry,
+    Outcome,
+    Suite,
+    judge,
+    run_suite,
+    validate,
+)
+
+ZOO_FILE = Path(__file__).resolve().parents[2] / "suites" / "zoo.toml"
+PER_STORE = "per-store"
+KEPT = ("valid", "invalid", "unknown")  # verdicts a later call reuses
+COLOURS = {"valid": "#1a7f37", "invalid": "#cf222e", "unknown": "#9a6700", "error": "#6e7781",
+           "none": "#d0d7de"}
+e = html.escape
+
+
+@dataclass
+class Zoo:
+    name: str
+    path: Path
+    libraries: list[str]
+    faults: dict[str, dict[str, Any]]  # fault -> options, or {per-store: {store: options}}
+    defaults: dict[str, Any]
+    fenced: bool = False  # a second row with --workload fenced for a lock that gives tokens
+
+    def options(self, fault: str, store: str) -> dict[str, Any] | None:
+        """``harness run``'s options of ``fault`` on ``store`` (None: not on its menu)."""
+        table = self.faults[fault]
+        if PER_STORE in table:
+            return table[PER_STORE].get(store)
+        return table
+
+
+@dataclass
+class Library:
+    name: str
+    store: str
+    version: str  # "pottery 3.0.1", or the harness's for a lock of its own
+    promise: str
+    unavailable: str | None
+    tokens: bool = False
+    workload: str = "mutex"
+
+    @property
+    def row(self) -> str:
+        return self.name if self.workload == "mutex" else f"{self.name} ({self.workload})"
+
+
+@dataclass
+class Cell:
+    library: Library
+    fault: str
+    entries: list[Entry] = field(default_factory=list)
+    note: str = ""  # why it does not run, in one line
+    outcomes: list[Outcome] = field(default_factory=list)
+    chosen: bool = True  # run by this call (else only its runs already made are shown)
+
+    @property
+    def outcome(self) -> str:
+        """invalid over unknown over error over valid; none when nothing ran."""
+        verdicts = {o.verdict for o in self.outcomes}
+        for v in ("invalid", "unknown", "error", "valid"):
+            if v in verdicts:
+                return v
+        return "none"
+
+    def sentence(self) -> str:
+        """The first incident of its first invalid run, else the first line that says why."""
+        for o in self.outcomes:
+            if o.verdict == "invalid":
+                return incident_sentence(o)
+        for o in self.outcomes:
+            if o.verdict != "valid" and o.first_violation:
+                return o.first_violation.splitlines()[0][:300]
+        return self.note
+
+
+def load(path: Path, registry: Registry) -> Zoo:
+    data = read_toml(path, "zoo")
+    unknown = sorted(set(data) - {"name", "libraries", "fenced", "defaults", "faults"})
+    if unknown:
+        raise UsageError(f"zoo {path}: unknown key {unknown[0]!r} (use name, libraries, "
+                         "fenced, [defaults], [faults.NAME])")
+    libraries, faults = data.get("libraries"), data.get("faults")
+    if not isinstance(libraries, list) or not libraries or not all(
+            isinstance(x, str) for x in libraries):
+        raise UsageError(f"zoo {path}: libraries must be a list of lock names")
+    if not isinstance(faults, dict) or not faults:
+        raise UsageError(f"zoo {path}: no [faults.NAME] tables")
+    for name in libraries:
+        registry.entry("locks", name)  # an unknown name: one line, before anything runs
+    for fault, table in faults.items():
+        menus = table[PER_STORE].values() if PER_STORE in table else [table]
+        for options in menus:
+            nemesis = options.get("nemesis") if isinstance(options, dict) else None
+            if not isinstance(nemesis, str):
+                raise UsageError(f"zoo {path}: fault {fault!r} names no nemesis")
+            for n in nemesis.split(","):
+                if n != "none":  # no fault: harness run's own word, not a nemesis
+                    registry.entry("nemeses", n)
+    return Zoo(str(data.get("name") or path.stem), path, libraries, faults,
+               dict(data.get("defaults") or {}), data.get("fenced") is True)
+
+
+def library(registry: Registry, name: str) -> Library:
+    cls = registry.load("locks", name)
+    wraps = str(getattr(cls, "library", "") or "")
+    version = (f"{wraps} {library_version(wraps) or 'not installed'}" if wraps
+               else f"lock-harness {own_version()}")
+    dbs = tuple(getattr(cls, "dbs", ()) or ("redis",))
+    return Library(name, dbs[0], version, str(getattr(cls, "promise", "") or ""),
+                   registry.lock_unavailable(name), bool(getattr(cls, "tokens", False)))
+
+
+def plan(zoo: Zoo, registry: Registry, seeds: list[int], *, libraries: list[str] | None = None,
+         faults: list[str] | None = None, overrides: dict[str, Any] | None = None
+         ) -> list[Cell]:
+    """The cells of the whole matrix, each with an entry a seed, or a note saying why it cannot
+    run here; those of ``libraries`` and ``faults`` (default: all) are ``chosen``. A lock that
+    gives tokens has a second row with ``--workload fenced`` when the zoo file says
+    ``fenced = true``."""
+    for name, known, what in ((libraries, zoo.libraries, "libraries"),
+                              (faults, list(zoo.faults), "faults")):
+        for x in name or []:
+            if x not in known:
+                raise UsageError(f"--{what} {x!r} is not in {zoo.path}: use "
+                                 + ", ".join(known))
+    cells = []
+    found = [library(registry, name) for name in zoo.libraries]
+    for lib in [r for x in found for r in [x] + ([replace(x, workload="fenced")]
+                                                 if x.tokens and zoo.fenced else [])]:
+        for fault in zoo.faults:
+            cell = Cell(lib, fault, chosen=lib.name in (libraries or [lib.name])
+                        and fault in (faults or [fault]))
+            cells.append(cell)
+            options = zoo.options(fault, lib.store)
+            if options is None:
+                cell.note = f"not on the menu of {lib.store}"
+                continue
+            if lib.unavailable:
+                cell.note = lib.unavailable
+                continue
+            base = {**zoo.defaults, **options, **(overrides or {}), "db": lib.store,
+                    "lock": lib.name, "workload": lib.workload}
+            try:
+                for seed in seeds:
+                    validate({**base, "seed": seed}, f"{lib.row} x {fault}")
+                    cell.entries.append(Entry(0, {**base, "seed": seed}, "valid", 0))
+            except UsageError as err:
+                cell.entries, cell.note = [], str(err)
+    return cells
+
+
+def key(entry: Entry, lib: Library) -> str:
+    """What a run is: its resolved spec (but where it is stored), the library's version and
+    the harness's."""
+    spec = entry.spec(Path(".")).to_dict()
+    spec.pop("store", None)
+    canonical = json.dumps({"spec": spec, "library": lib.version, "harness": own_version()},
+                           sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def cached(store: Path, cells_dir: Path, k: str, entry: Entry) -> Outcome | None:
+    """The outcome of the run ``k`` made, judged again from its results.json; None if there
+    is none, or it has gone."""
+    try:
+        record = json.loads((cells_dir / f"{k}.json").read_text())
+        run = RunDir(store / record["run"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not run.is_run():
+        return None
+    verdict, first = judge(record.get("exit_code"), run)
+    if verdict not in KEPT:
+        return None
+    return Outcome(entry, verdict, record.get("exit_code"), float(record.get("seconds", 0)), run,
+                   "", first)
+
+
+def run_zoo(zoo: Zoo, cells: list[Cell], store: Path, *, jobs: int = 1, echo: Any = print
+            ) -> tuple[int, int]:
+    """Run the chosen cells' entries not already run, and find the runs the others' entries
+    made before (the page shows the whole matrix as far as it has run); (runs made, runs of
+    the chosen cells reused)."""
+    out = Store(store).zoo_dir()
+    cells_dir = out / "cells"
+    cells_dir.mkdir(parents=True, exist_ok=True)
+    todo: list[tuple[Cell, Entry, str]] = []
+    for cell in cells:
+        for entry in cell.entries:
+            k = key(entry, cell.library)
+            found = cached(store, cells_dir, k, entry)
+            if found is not None:
+                cell.outcomes.append(found)
+            elif cell.chosen:
+                todo.append((cell, entry, k))
+    reused = sum(len(c.outcomes) for c in cells if c.chosen)
+    echo(f"zoo {zoo.name}: {len(todo)} run(s) to make, {reused} already made", flush=True)
+    if not todo:
+        return 0, reused
+    for number, (_, entry, _) in enumerate(todo, 1):
+        entry.number = number
+    outcomes = run_suite(Suite(zoo.name, zoo.path, [t[1] for t in todo]), store, out,
+                         jobs=jobs, echo=echo)
+    for (cell, _, k), o in zip(todo, outcomes, strict=True):
+        cell.outcomes.append(o)
+        if o.verdict in KEPT and o.run_dir is not None:
+            write_json(cells_dir / f"{k}.json", {
+                "run": Store(store).relative(o.run_dir), "exit_code": o.exit_code,
+                "seconds": round(o.seconds, 3), "options": o.entry.options})
+    for cell in cells:
+        cell.outcomes.sort(key=lambda o: o.entry.options.get("seed", 0))
+    return len(todo), reused
+
+
+def incident_sentence(o: Outcome) -> str:
+    """The report's first incident, in its own words; else the first violation's."""
+    from harness.presentation.report.incidents import incidents
+
+    run = o.run_dir
+    if run is not None:
+        try:
+            found = incidents(run.load_history(), run.load_results(),
+                              _schedule_of(run.load_test()))
+        except (HarnessError, OSError, ValueError):
+            found = []
+        if found:
+            return found[0].title()
+    return o.first_violation.splitlines()[0][:300] if o.first_violation else ""
+
+
+# the page ---------------------------------------------------------------------------------------
+def seeds_text(cell: Cell) -> str:
+    if cell.note and not cell.outcomes:
+        return "not run"
+    return " ".join(f"{o.verdict.upper()}" for o in cell.outcomes)
+
+
+def report_href(o: Outcome, out: Path) -> str | None:
+    return os.path.relpath(o.report, out) if o.report else None
+
+
+def showed(cells: list[Cell]) -> str:
+    """What a library's runs showed, in one line."""
+    ran = [c for c in cells if c.outcomes]
+    broken = [c for c in ran if c.outcome == "invalid"]
+    if broken:
+        return "; ".join(f"{c.fault}: {c.sentence()}" for c in broken)
+    if not ran:
+        return "nothing ran"
+    unsure = [c.fault for c in ran if c.outcome != "valid"]
+    kept = [c.fault for c in ran if c.outcome == "valid"]
+    return (f"valid under {', '.join(kept) or 'no fault'}"
+            + (f"; not decided under {', '.join(unsure)}" if unsure else ""))
+
+
+def page_html(zoo: Zoo, cells: list[Cell], out: Path, command: str) -> str:
+    faults = list(dict.fromkeys(c.fault for c in cells))
+    rows, promises = [], []
+    for lib_cells in by_library(cells):
+        lib = lib_cells[0].library
+        tds = []
+        for c in lib_cells:
+            chips = " ".join(
+                f'<a class="chip" style="background:{COLOURS.get(o.verdict, COLOURS["error"])}" '
+                f'href="{e(href)}">{e(o.verdict.upper())}</a>' if (href := report_href(o, out))
+                else f'<span class="chip" style="background:{COLOURS["error"]}">'
+                     f"{e(o.verdict.upper())}</span>" for o in c.outcomes) or "not run"
+            tds.append(f'<td style="border-left:6px solid {COLOURS[c.outcome]}">{chips}'
+                       f'<div class="muted">{e(c.sentence())}</div></td>')
+        rows.append(f"<tr><th>{e(lib.row)}<div class=\"muted\">{e(lib.version)} · "
+                    f"{e(lib.store)}</div></th>{''.join(tds)}</tr>")
+        promises.append(f"<tr><th>{e(lib.row)}</th><td>{e(lib.promise or '-')}</td>"
+                        f"<td>{e(showed(lib_cells))}</td></tr>")
+    head = "".join(f"<th>{e(f)}</th>" for f in faults)
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>lock zoo: {e(zoo.name)}</title><style>body{{font:14px/1.45 system-ui,sans-serif;
+margin:1em 1.5em;color:#1f2328}} table{{border-collapse:collapse}} td,th{{padding:.4em .6em;
+text-align:left;vertical-align:top;border-bottom:1px solid #d0d7de;max-width:22em}}
+.chip{{border-radius:2em;padding:.05em .6em;color:#fff;font-weight:600;font-size:.85em;
+text-decoration:none;margin-right:.2em}} .muted{{color:#656d76;font-size:.9em;font-weight:400}}
+</style></head><body><h1>Lock zoo: {e(zoo.name)}</h1>
+<p class="muted">{e(command)} · {e(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))} ·
+each chip a seed's verdict from its run's results.json, linking to its report; each cell the
+first incident of its first invalid run, in the report's words</p>
+<table><thead><tr><th>library</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>
+<h2>Promised and shown</h2><table><thead><tr><th>library</th><th>its README promises</th>
+<th>the runs showed</th></tr></thead><tbody>{''.join(promises)}</tbody></table></body></html>
+"""
+
+
+def page_md(zoo: Zoo, cells: list[Cell], out: Path, command: str) -> str:
+    faults = list(dict.fromkeys(c.fault for c in cells))
+    lines = [f"# Lock zoo: {zoo.name}", "", f"`{command}`, "
+             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Each seed's verdict is "
+             "its run's results.json, linking to its report.", "",
+             "| library | " + " | ".join(faults) + " |",
+             "|---|" + "---|" * len(faults)]
+    notes, promises = [], []
+    for lib_cells in by_library(cells):
+        lib = lib_cells[0].library
+        tds = []
+        for c in lib_cells:
+            links = " ".join(f"[{o.verdict.upper()}]({href})" if (href := report_href(o, out))
+                             else o.verdict.upper() for o in c.outcomes)
+            tds.append(links or "not run")
+        said = {c.fault: c.sentence() for c in lib_cells if c.sentence()}
+        if len(said) == len(lib_cells) and len(set(said.values())) == 1:  # one reason: once
+            notes.append(f"- **{lib.row}**: {next(iter(said.values()))}")
+        else:
+            notes += [f"- **{lib.row} × {fault}**: {text}" for fault, text in said.items()]
+        lines.append(f"| {lib.row} ({lib.version}, {lib.store}) | " + " | ".join(tds) + " |")
+        promises.append(f"| {lib.row} | {lib.promise or '-'} | {showed(lib_cells)} |")
+    return "\n".join([*lines, "", *notes, "", "## Promised and shown", "",
+                      "| library | its README promises | the runs showed |", "|---|---|---|",
+                      *promises, ""])
+
+
+def by_library(cells: list[Cell]) -> list[list[Cell]]:
+    rows: dict[str, list[Cell]] = {}
+    for c in cells:
+        rows.setdefault(c.library.row, []).append(c)
+    return list(rows.values())
+
+
+def write_pages(zoo: Zoo, cells: list[Cell], store: Path, command: str) -> Path:
+    out = Store(store).zoo_dir()
+    write_text(out / "index.html", page_html(zoo, cells, out, command))
+    write_text(out / "README.md", page_md(zoo, cells, out, command))
+    return out / "index.html"
+
+
+def overrides_of(args: Any) -> dict[str, Any]:
+    """The run options given on the command line (``--time-limit``), over the zoo file's."""
+    return {k: v for k in RUN_KEYS if (v := getattr(args, k.replace("-", "_"), None))
+            is not None}
+

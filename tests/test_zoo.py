@@ -1,0 +1,206 @@
+"""``harness zoo``: the zoo file's validation and plan (pure), the shipped matrix (14 libraries,
+every fault of their store's menu, each cell a valid ``harness run``), and real rows on Redis
+through the zoo path: the page's cells are the runs' own verdicts linking to their reports, a
+second call runs nothing, a new seed runs only itself (CI: redis-py, none and pause; slow: each
+library of the zoo extra)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.controller.registry import BUILTINS, Registry
+from harness.controller.store import RunDir
+from harness.core.errors import UsageError
+from harness.presentation import zoo
+from tests.harness_runs import harness
+
+ZOO_LOCKS = [n for n, t in BUILTINS["locks"].items() if t.startswith("workloads.zoo.")]
+NEEDS_REDIS = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server missing: run `bash setup.sh`")
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "zoo.toml"
+    path.write_text(text)
+    return path
+
+
+# the file and the plan --------------------------------------------------------------------------
+def test_the_shipped_matrix_is_every_library_under_its_stores_menu() -> None:
+    registry = Registry()
+    found = zoo.load(zoo.ZOO_FILE, registry)
+    assert len(found.libraries) >= 14
+    assert set(ZOO_LOCKS) <= set(found.libraries)
+    assert list(found.faults) == ["none", "pause", "partition", "clock-client", "delay",
+                                  "store-failure"]
+    cells = zoo.plan(found, registry, [1, 2, 3])
+    tokens = [n for n in found.libraries if registry.lock_tokens(n)]
+    assert found.fenced and "portalocker-redis-fenced" in tokens and "curator" in tokens
+    assert len(cells) == (len(found.libraries) + len(tokens)) * len(found.faults)
+    fenced = {c.library.name for c in cells if c.library.row.endswith(" (fenced)")}
+    assert fenced == set(tokens)
+    for cell in cells:
+        assert cell.library.promise, f"{cell.library.name} declares no promise"
+        if cell.library.unavailable:  # a library not installed here: said, never run
+            assert cell.note == cell.library.unavailable and not cell.entries
+            continue
+        assert not cell.note, f"{cell.library.name} x {cell.fault}: {cell.note}"
+        assert [e.options["seed"] for e in cell.entries] == [1, 2, 3]
+        assert all(e.options["lock"] == cell.library.name for e in cell.entries)
+        assert all(e.options["workload"] == cell.library.workload for e in cell.entries)
+    failure = {c.library.store: c.entries[0].options["nemesis"] for c in cells
+               if c.fault == "store-failure" and c.entries}
+    assert failure.get("redis") == "kill" and failure.get("zookeeper") == "kill-majority"
+    assert failure.get("etcd") == "kill-majority"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('libraries = ["nope"]\n[faults.none]\nnemesis = "none"\n', "unknown lock 'nope'"),
+    ('libraries = ["redis-py"]\n[faults.x]\nnemesis = "pauze"\n', "unknown nemesis 'pauze'"),
+    ('libraries = ["redis-py"]\n[faults.x]\ntime-limit = 5\n', "fault 'x' names no nemesis"),
+    ('libraries = []\n[faults.none]\nnemesis = "none"\n', "libraries must be a list"),
+    ('libraries = ["redis-py"]\n', "no [faults.NAME] tables"),
+    ('librarie = ["redis-py"]\n', "unknown key 'librarie'"),
+])
+def test_a_bad_zoo_file_is_one_line_before_anything_runs(tmp_path: Path, text: str,
+                                                         message: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(message)):
+        zoo.load(write(tmp_path, text), Registry())
+
+
+def test_a_fault_off_its_stores_menu_or_that_cannot_run_is_a_note(tmp_path: Path) -> None:
+    path = write(tmp_path, """libraries = ["redis-py", "zookeeper"]
+[faults.store-failure.per-store]
+zookeeper = {nemesis = "kill-majority"}
+[faults.leader]
+nemesis = "partition-leader"
+""")
+    registry = Registry()
+    cells = {(c.library.name, c.fault): c for c in zoo.plan(zoo.load(path, registry),
+                                                             registry, [1])}
+    assert cells["redis-py", "store-failure"].note == "not on the menu of redis"
+    assert cells["zookeeper", "store-failure"].entries
+    assert "partition-leader" in cells["redis-py", "leader"].note  # redis has no leader
+    assert not cells["redis-py", "leader"].entries
+    with pytest.raises(UsageError, match="--faults 'pause' is not in"):
+        zoo.plan(zoo.load(path, registry), registry, [1], faults=["pause"])
+
+
+def test_the_key_is_the_spec_and_the_versions() -> None:
+    registry = Registry()
+    found = zoo.load(zoo.ZOO_FILE, registry)
+    [cell] = [c for c in zoo.plan(found, registry, [1, 2], libraries=["redis-py"],
+                                  faults=["pause"]) if c.chosen]
+    assert (cell.library.name, cell.fault) == ("redis-py", "pause")
+    a, b = cell.entries
+    lib = zoo.library(registry, "redis-py")
+    assert zoo.key(a, lib) == zoo.key(a, lib) != zoo.key(b, lib)
+    newer = zoo.Library(lib.name, lib.store, lib.version + ".1", lib.promise, None)
+    assert zoo.key(a, newer) != zoo.key(a, lib)
+    [c] = next(x for x in zoo.plan(found, registry, [1], overrides={"time-limit": 7.0})
+               if (x.library.row, x.fault) == ("redis-py", "pause")).entries
+    assert zoo.key(c, lib) != zoo.key(a, lib)
+
+
+# real rows --------------------------------------------------------------------------------------
+def zoo_call(store: Path, *args: str) -> str:
+    proc = harness("zoo", "--store", str(store), "--jobs", "2", *args, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    return out
+
+
+def cells_of(store: Path) -> dict[str, dict[str, str]]:
+    """The Markdown page's rows: library -> fault -> its cell."""
+    page = (store / "zoo" / "README.md").read_text().split("## Promised and shown")[0]
+    lines = [x for x in page.splitlines() if x.startswith("| ")]
+    faults = [f.strip() for f in lines[0].strip("|").split("|")][1:]
+    out = {}
+    for line in lines[1:]:
+        name, *cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == len(faults):
+            out[name.rsplit(" (", 1)[0]] = dict(zip(faults, cells, strict=True))
+    return out
+
+
+def verdicts_match_results(store: Path, cell: str) -> list[str]:
+    """Each of a cell's [VERDICT](report) links: the report exists and the verdict is its
+    run's results.json; the verdicts."""
+    links = re.findall(r"\[(\w+)\]\(([^)]+)\)", cell)
+    assert links, cell
+    for verdict, href in links:
+        report = (store / "zoo" / href).resolve()
+        assert report.is_file(), href
+        valid = RunDir(report.parent).load_results()["valid"]
+        assert verdict == {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN")
+    return [v for v, _ in links]
+
+
+@pytest.mark.servers
+@NEEDS_REDIS
+def test_a_row_on_redis_through_the_zoo_and_a_second_call_runs_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "results"
+    args = ("--libraries", "redis-py", "--faults", "none,pause", "--time-limit", "8")
+    out = zoo_call(store, *args, "--seeds", "1")
+    assert "2 run(s) to make, 0 already made" in out
+    row = cells_of(store)["redis-py"]
+    assert verdicts_match_results(store, row["none"]) == ["VALID"]
+    assert verdicts_match_results(store, row["pause"]) == ["INVALID"]  # its lease ran out
+    page = (store / "zoo" / "README.md").read_text()
+    sentence = re.search(r"\*\*redis-py × pause\*\*: (.*)", page)
+    assert sentence and "while others acquired it" in sentence.group(1)
+    assert "pause (SIGSTOP)" in sentence.group(1)
+    html = (store / "zoo" / "index.html").read_text()
+    assert html.count('class="chip"') == 2 and "Promised and shown" in html
+    [run] = [r for r in store.glob("redis_redis-py_mutex_none/*/test.json")]
+    [lock] = [p for p in json.loads(run.read_text())["plugins"] if p["kind"] == "lock"]
+    assert lock["library"]["name"] == "redis" and lock["library"]["version"]
+
+    again = zoo_call(store, *args, "--seeds", "1")
+    assert "0 run(s) to make, 2 already made" in again and "0 run(s) made, 2 reused" in again
+    assert cells_of(store)["redis-py"] == row
+    more = zoo_call(store, "--libraries", "redis-py", "--faults", "none", "--time-limit", "8",
+                    "--seeds", "1-2")
+    assert "1 run(s) to make, 1 already made" in more  # only seed 2 is new
+    assert verdicts_match_results(store, cells_of(store)["redis-py"]["none"]) == ["VALID"] * 2
+
+
+@pytest.mark.servers
+@pytest.mark.slow
+@NEEDS_REDIS
+@pytest.mark.parametrize("name", ZOO_LOCKS)
+def test_each_library_of_the_zoo_extra_on_redis(tmp_path: Path, name: str) -> None:
+    """Its baseline without faults and a pause of its holder, as its adapter uses it; where
+    the library's own algorithm lets two holders in, the test says which and why."""
+    cls = Registry().load("locks", name)
+    if cls.unavailable() is not None:
+        pytest.skip(f"{cls.library} is not installed: pip install 'lock-harness[zoo]'")
+    store = tmp_path / "results"
+    zoo_call(store, "--libraries", name, "--faults", "none,pause", "--time-limit", "10")
+    rows = cells_of(store)
+    # expire=None, documented as "will not expire", sends EXPIRE key -1: the key is deleted
+    # at once, and every client holds the lock
+    assert verdicts_match_results(store, rows[name]["none"]) == (
+        ["INVALID"] if name == "sherlock-no-expire" else ["VALID"])
+    assert len(verdicts_match_results(store, rows[name]["pause"])) == 1
+    if cls.tokens:  # its row under --workload fenced: the tokens it gives keep the resource
+        assert verdicts_match_results(store, rows[f"{name} (fenced)"]["none"]) == ["VALID"]
+        assert len(verdicts_match_results(store, rows[f"{name} (fenced)"]["pause"])) == 1
+
+
+def test_list_names_the_library_each_lock_wraps_and_its_version_here() -> None:
+    import redis
+
+    from harness.presentation.list_roles import lock_tags
+
+    registry = Registry()
+    assert f"redis {redis.__version__}" in lock_tags(registry, "redis-py")
+    for name in ZOO_LOCKS:
+        cls = registry.load("locks", name)
+        [tag] = [t for t in lock_tags(registry, name) if t.startswith(f"{cls.library} ")]
+        assert tag.endswith("NOT INSTALLED") == (cls.unavailable() is not None)
