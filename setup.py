@@ -35,6 +35,9 @@ def installed(source: str) -> str:
 
 class BuildPy(build_py):
     def run(self) -> None:
+        # a pure-Python build: build_py is the first to write build_lib, so nothing of an
+        # earlier build (the checkout's old top-level role packages) can reach this wheel
+        shutil.rmtree(self.build_lib, ignore_errors=True)
         super().run()
         for name in SHIPPED:
             out = Path(self.build_lib, "harness", "shipped", name)
