@@ -36,6 +36,7 @@ class DB:
     # The one declaration of its packages: the ssh backend installs what a host lacks,
     # setup.sh and the node image install them all (harness.controller.packages).
     debian_packages: ClassVar[dict[str, str]] = {}
+    ssh_refused: ClassVar[str | None] = None  # why the ssh backend cannot run it (None: it can)
     stop_signal: ClassVar[int | None] = None  # None: SIGTERM to stop; killed at teardown
     user: str | None = None  # the server runs as this user, not root (PostgreSQL)
     # how its clocks are moved ("libfaketime" or "vdso") and which clock ids a fault may name
