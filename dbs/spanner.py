@@ -21,6 +21,7 @@ Clock faults do not apply to the server: the emulator's time is this host's.
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -30,7 +31,7 @@ from dbs.base import DB
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
-EMULATOR = Path("/usr/lib/google-cloud-sdk/bin/cloud_spanner_emulator")
+EMULATOR = "/usr/lib/google-cloud-sdk/bin/cloud_spanner_emulator"  # the package puts it here
 PACKAGE = "google-cloud-cli-spanner-emulator"
 PROJECT, INSTANCE, DATABASE = "lock-harness", "lock-harness", "locks"  # spanner_conn.DATABASE
 GRPC_PORT = 9010
@@ -48,6 +49,11 @@ DDL = [
     "accepted BOOL NOT NULL, token INT64, from_value INT64, to_value INT64) PRIMARY KEY (seq)",
 ]
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
+
+
+def gateway() -> Path:
+    """The emulator's gateway program; ``$LOCK_HARNESS_SPANNER_EMULATOR`` names its folder."""
+    return Path(os.environ.get("LOCK_HARNESS_SPANNER_EMULATOR", EMULATOR)) / "gateway_main"
 
 
 def request(node: Node, method: str, path: str, body: dict[str, object] | None = None
@@ -79,8 +85,8 @@ class SpannerDB(DB):
     @classmethod
     def unavailable(cls) -> str | None:
         """Why a node cannot start here: the emulator is not installed."""
-        if not (EMULATOR / "gateway_main").is_file():
-            return f"the Spanner emulator is not installed ({EMULATOR}/gateway_main is missing)"
+        if not gateway().is_file():
+            return f"the Spanner emulator is not installed ({gateway()} is missing)"
         return None
 
     @classmethod
@@ -101,7 +107,7 @@ class SpannerDB(DB):
         return {}
 
     def argv(self, node: Node, node_dir: Path) -> list[str]:
-        return [str(EMULATOR / "gateway_main"), "--hostname", node.host,
+        return [str(gateway()), "--hostname", node.host,
                 "--grpc_port", str(GRPC_PORT), "--http_port", str(node.port)]
 
     def repair_before_restart(self, node: Node, data_dir: Path, aside: Path) -> list[str]:

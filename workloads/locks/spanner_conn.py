@@ -1,6 +1,7 @@
 """How the Spanner locks and resource talk to the emulator: its REST/JSON gateway over HTTP
-(the standard library's urllib), one session per connection, read-write transactions retried
-on ``ABORTED`` as Spanner's own clients retry them.
+(the standard library's http.client, one connection kept alive), one session per connection,
+read-write transactions retried on ``ABORTED`` as Spanner's own clients retry them: after an
+exponential backoff with jitter.
 
 Why REST and not ``google-cloud-spanner``: that client pulls protobuf >= 3.20 and grpcio of its
 own choosing, while ``etcd3`` 0.12 pins protobuf < 4; REST keeps both locks in one environment
@@ -25,11 +26,10 @@ with no dependency at all, and its requests are plain HTTP on ``socket.socket``,
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import random
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -38,7 +38,8 @@ from harness.core.locks import Indeterminate
 T = TypeVar("T")
 DATABASE = "projects/lock-harness/instances/lock-harness/databases/locks"  # dbs/spanner.py's
 ABORTED = 10  # google.rpc.Code
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
+STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+BACKOFF = (0.005, 0.5)  # an abort's first wait and its cap (seconds): doubled every abort
 
 
 class NotSent(Exception):
@@ -53,25 +54,51 @@ class Answer(Exception):
         self.code = code
 
 
-def post(base: str, path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """One POST of JSON; Answer (an error reply), NotSent (no connection) or Indeterminate."""
-    req = urllib.request.Request(f"{base}/v1/{path}", data=json.dumps(body).encode(),
-                                 method="POST", headers={"Content-Type": "application/json"})
-    try:
-        with _OPENER.open(req, timeout=timeout) as resp:
-            return dict(json.loads(resp.read() or b"{}"))
-    except urllib.error.HTTPError as e:
+class Http:
+    """One kept-alive HTTP connection to the gateway (as a Spanner client keeps its channel),
+    opened again after any failure."""
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self.conn: http.client.HTTPConnection | None = None
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One POST of JSON; Answer (an error reply), NotSent (no connection) or
+        Indeterminate. A kept connection the server has closed (a restart, an idle close)
+        fails before any answer: the request goes once more on a new one, as HTTP clients
+        do (Spanner drops a statement's repeat by its seqno, a commit's by its transaction)."""
+        reused = self.conn is not None
         try:
-            err = json.loads(e.read() or b"{}")
-        except ValueError:
-            err = {}
-        raise Answer(int(err.get("code", 2)), str(err.get("message", e.reason))) from e
-    except urllib.error.URLError as e:
-        if isinstance(e.reason, ConnectionRefusedError):
-            raise NotSent(str(e.reason)) from e
-        raise Indeterminate(f"{type(e.reason).__name__}: {e.reason}"[:200]) from e
-    except (OSError, ValueError) as e:
-        raise Indeterminate(f"{type(e).__name__}: {e}"[:200]) from e
+            return self.send(path, body)
+        except Indeterminate as e:
+            if not (reused and isinstance(e.__cause__, STALE)):
+                raise
+        return self.send(path, body)
+
+    def send(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            try:
+                self.conn.connect()
+            except OSError as e:
+                self.close()
+                raise NotSent(f"{type(e).__name__}: {e}"[:200]) from e
+        try:
+            self.conn.request("POST", f"/v1/{path}", json.dumps(body),
+                              {"Content-Type": "application/json"})
+            resp = self.conn.getresponse()
+            out = json.loads(resp.read() or b"{}")
+        except (OSError, ValueError, http.client.HTTPException) as e:
+            self.close()
+            raise Indeterminate(f"{type(e).__name__}: {e}"[:200]) from e
+        if resp.status != 200:
+            raise Answer(int(out.get("code", 2)), str(out.get("message", resp.reason)))
+        return dict(out)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = None
 
 
 class Tx:
@@ -106,7 +133,7 @@ class Tx:
         self.conn.call("commit", {"transactionId": self.id})
 
     def rollback(self) -> None:
-        if self.id is not None and not self.done:
+        if self.id is not None and not self.done and self.conn.session is not None:
             self.done = True
             # the emulator drops an idle transaction in a few seconds anyway
             with contextlib.suppress(Answer, NotSent, Indeterminate):
@@ -117,17 +144,16 @@ class Spanner:
     """A connection: the gateway's address, the op timeout and a session of its own."""
 
     def __init__(self, host: str, port: int, timeout: float, seed: int = 0) -> None:
-        self.base = f"http://{host}:{port}"
-        self.timeout = max(0.05, timeout)
+        self.http = Http(host, port, max(0.05, timeout))
         self.session: str | None = None
         self.rng = random.Random(seed)
         self.aborts = 0  # how many transactions the server aborted (retried)
 
     def call(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
         if self.session is None:
-            self.session = str(post(self.base, f"{DATABASE}/sessions", {}, self.timeout)["name"])
+            self.session = str(self.http.post(f"{DATABASE}/sessions", {})["name"])
         try:
-            return post(self.base, f"{self.session}:{method}", body, self.timeout)
+            return self.http.post(f"{self.session}:{method}", body)
         except Answer as e:
             if e.code != ABORTED:  # the emulator lost it (restarted)? A new one next time (its
                 self.session = None  # gateway answers NOT_FOUND as INTERNAL: no marshaller)
@@ -137,6 +163,7 @@ class Spanner:
         """``body`` in a read-write transaction, run again on every abort until ``deadline``
         (monotonic). Raises NotSent when it certainly committed nothing, Indeterminate when
         a commit's answer never came."""
+        wait, renewed = BACKOFF[0], False
         while True:
             tx = Tx(self)
             try:
@@ -145,11 +172,20 @@ class Spanner:
                 finally:
                     tx.rollback()
             except Answer as e:
-                if e.code != ABORTED or time.monotonic() >= deadline:
+                if e.code == ABORTED:
+                    self.aborts += 1
+                elif self.session is None and not renewed:  # dropped: once more on a new one
+                    renewed = True
+                else:
                     raise NotSent(str(e)) from e
-                self.aborts += 1
+                if time.monotonic() >= deadline:
+                    raise NotSent(str(e)) from e
             except Indeterminate:
                 if tx.done:
                     raise  # the commit was sent: it may have been applied
                 raise NotSent("no answer before the commit: nothing committed") from None
-            time.sleep(self.rng.uniform(0.002, 0.02))
+            time.sleep(self.rng.uniform(wait / 2, wait))
+            wait = min(BACKOFF[1], wait * 2)
+
+    def close(self) -> None:
+        self.http.close()

@@ -150,6 +150,10 @@ class SpannerLeaseLock(LockRole):
             hold.thread.join(self.config.op_timeout + 1.0)
         return not hold.lost and self.mine(self.conn, hold, "owner = NULL")
 
+    def close(self) -> None:
+        self.conn.close()
+        self.beats.close()
+
 
 class SpannerClientClockLock(SpannerLeaseLock):
     name = "spanner-lease-client-clock"

@@ -127,4 +127,4 @@ class SpannerResource(ResourceRole):
                 "keys": {}}
 
     def close(self) -> None:
-        return None
+        self.conn.close()
