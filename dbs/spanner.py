@@ -2,9 +2,10 @@
 gateway the locks use) with its ``emulator_main`` child, everything in memory.
 
 Spanner is one service to its clients, so the DB has one node. The emulator comes from
-Google's apt repository (``google-cloud-cli-spanner-emulator``), not Debian's: ``harness setup
---db spanner`` installs it (:meth:`SpannerDB.install_argv`, the repository configured), and a
-run where it is missing is refused before anything starts (:meth:`SpannerDB.unavailable`).
+Google's apt repository (``google-cloud-cli-spanner-emulator``), not Debian's (``apt_source``):
+``harness setup --db spanner`` installs it with apt where it is missing (that repository
+configured), setup.sh and the node image leave it out, and a run where it is missing is
+refused before anything starts (:meth:`SpannerDB.unavailable`).
 The ssh backend is refused in one line (:attr:`SpannerDB.ssh_refused`).
 
 Readiness makes what the locks and the resource need and proves it with a real query: the
@@ -82,20 +83,15 @@ class SpannerDB(DB):
         f"a host's set-up installs Debian's packages, and {PACKAGE} is Google's; nor could a "
         "kill there say that the emulator lost its state")
 
+    debian_packages: ClassVar[dict[str, str]] = {str(gateway()): PACKAGE}
+    apt_source: ClassVar[str | None] = "https://packages.cloud.google.com/apt"
+
     @classmethod
     def unavailable(cls) -> str | None:
         """Why a node cannot start here: the emulator is not installed."""
         if not gateway().is_file():
             return f"the Spanner emulator is not installed ({gateway()} is missing)"
         return None
-
-    @classmethod
-    def install_argv(cls) -> list[str]:
-        """What installs the emulator: Google's apt package, from Google's repository (not
-        Debian's: so it is not in ``debian_packages``, which the node image and ``setup.sh``
-        install from Debian's archive)."""
-        return ["sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
-                f"install -y -qq --no-install-recommends {PACKAGE} >/dev/null"]
 
     def check_environment(self) -> None:
         reason = self.unavailable()

@@ -46,15 +46,17 @@ def test_a_run_without_the_emulator_is_refused_in_one_line_before_anything_start
     assert not store.exists() or not any(store.rglob("history.jsonl")), "nothing may start"
 
 
-def test_setup_installs_the_emulator_package_only_where_it_is_missing(tmp_path: Path) -> None:
-    missing = harness("setup", "--db", "spanner", "--dry-run",
-                      env={**os.environ, "LOCK_HARNESS_SPANNER_EMULATOR": str(tmp_path)})
-    assert missing.returncode == 0, missing.stderr
-    step = [x for x in missing.stdout.splitlines() if "google-cloud-cli-spanner-emulator" in x]
-    assert len(step) == 1 and "already done" not in step[0], missing.stdout
-    if SpannerDB.unavailable() is None:
-        here = harness("setup", "--db", "spanner", "--dry-run")
-        assert "already done: db spanner's server" in here.stdout, here.stdout
+def test_setup_installs_the_emulator_with_apt_and_setup_sh_and_the_image_leave_it_out(
+        ) -> None:
+    from harness.controller import packages
+
+    proc = harness("setup", "--db", "spanner", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    apt = [x for x in proc.stdout.splitlines() if "apt-get install" in x]
+    assert len(apt) == 1 and " google-cloud-cli-spanner-emulator " in apt[0], proc.stdout
+    for image in (False, True):
+        assert "google-cloud-cli-spanner-emulator" not in packages.packages(
+            packages.builtin_dbs(), image=image)
 
 
 def test_the_ssh_backend_is_refused_in_one_line() -> None:
