@@ -6,7 +6,7 @@ Google's apt repository (``google-cloud-cli-spanner-emulator``), not Debian's (`
 ``harness setup --db spanner`` installs it with apt where it is missing (that repository
 configured), setup.sh and the node image leave it out, and a run where it is missing is
 refused before anything starts (:meth:`SpannerDB.unavailable`).
-The ssh backend is refused in one line (:attr:`SpannerDB.ssh_refused`).
+The ssh and docker backends are refused in one line (``refused_backends``).
 
 Readiness makes what the locks and the resource need and proves it with a real query: the
 instance, the database and its tables (:data:`DDL`), each created unless it exists, then
@@ -79,9 +79,11 @@ class SpannerDB(DB):
     default_nodes: ClassVar[int] = 1
     port: ClassVar[int] = 9020
     default_lock: ClassVar[str] = "spanner-lease"
-    ssh_refused: ClassVar[str | None] = (
-        f"a host's set-up installs Debian's packages, and {PACKAGE} is Google's; nor could a "
-        "kill there say that the emulator lost its state")
+    refused_backends: ClassVar[dict[str, str]] = {
+        "ssh": f"a host's set-up installs Debian's packages and {PACKAGE} is Google's, nor "
+               "would a kill there say that the state was lost; use --backend local",
+        "docker": f"the node image does not carry {PACKAGE} (Google's repository); use "
+                  "--backend local"}
 
     debian_packages: ClassVar[dict[str, str]] = {str(gateway()): PACKAGE}
     apt_source: ClassVar[str | None] = "https://packages.cloud.google.com/apt"

@@ -7,6 +7,7 @@ lock row's version), a kill that loses every row and says so, and the issue's ro
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -59,13 +60,23 @@ def test_setup_installs_the_emulator_with_apt_and_setup_sh_and_the_image_leave_i
             packages.builtin_dbs(), image=image)
 
 
-def test_the_ssh_backend_is_refused_in_one_line() -> None:
-    from harness.controller.backends.ssh.backend import SshBackend
-
-    backend = SshBackend.__new__(SshBackend)
-    backend._is_local = lambda n: False  # type: ignore[method-assign]
-    with pytest.raises(Exception, match=r"--backend ssh cannot run --db spanner: .*Google's"):
-        backend.preflight(SpannerDB(), [Node("n1", "10.0.0.9", 9020)], False)
+@pytest.mark.parametrize("backend", ["ssh", "docker"])
+def test_the_ssh_and_docker_backends_are_refused_in_one_line(tmp_path: Path,
+                                                             backend: str) -> None:
+    key = tmp_path / "key"
+    key.write_text("")
+    key.chmod(0o600)
+    hosts = tmp_path / "HOSTS.toml"  # a host never reached: refused before anything starts
+    hosts.write_text(f'[[hosts]]\naddress = "10.255.255.1"\nkey = "{key}"\n')
+    if backend == "docker" and shutil.which("docker") is None:
+        pytest.skip("no docker here")
+    extra = ["--hosts", str(hosts)] if backend == "ssh" else []
+    proc = harness("run", "--backend", backend, *extra, "--db", "spanner", "--nemesis", "none",
+                   "--time-limit", "5", "--quiet", "--store", str(tmp_path / "store"))
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert proc.returncode == 3 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"harness: --backend {backend} cannot run --db spanner: ")
+    assert not any((tmp_path / "store").rglob("history.jsonl")), "nothing may start"
 
 
 def test_expiry_is_spanners_time_or_the_clients_wall_clock() -> None:

@@ -240,9 +240,6 @@ class SshBackend:
         hosts (installed with apt if missing). What the servers need is checked (and
         installed) in :meth:`provision`, which knows each server's own DB."""
         remote = [n for n in nodes if not self._is_local(n)]
-        if remote and db.ssh_refused:
-            raise HarnessError(f"--backend ssh cannot run --db {db.name}: {db.ssh_refused}; "
-                               "use --backend local or docker")
         if remote and (db.user or any(db.init_argv(n, PurePosixPath(self._paths(n)[0]))
                                       for n in remote)):
             raise HarnessError(f"--backend ssh cannot run --db {db.name} on a host yet (it "
