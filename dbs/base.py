@@ -36,6 +36,10 @@ class DB:
     # The one declaration of its packages: the ssh backend installs what a host lacks,
     # setup.sh and the node image install them all (harness.controller.packages).
     debian_packages: ClassVar[dict[str, str]] = {}
+    # The apt repository those come from when it is not Debian's (None: Debian's): they are
+    # left out of setup.sh's and the node image's lists, `harness setup --db NAME` installs them.
+    apt_source: ClassVar[str | None] = None
+    refused_backends: ClassVar[dict[str, str]] = {}  # backend -> why it cannot run a node
     stop_signal: ClassVar[int | None] = None  # None: SIGTERM to stop; killed at teardown
     user: str | None = None  # the server runs as this user, not root (PostgreSQL)
     # how its clocks are moved ("libfaketime" or "vdso") and which clock ids a fault may name

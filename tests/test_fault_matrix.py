@@ -255,6 +255,23 @@ EXPECT: dict[tuple[str, str], Expect] = {
     **{(nemesis, "dynamodb"): Expect("valid", "no anomaly expected: the fault must bite and "
                                      "the lock stay safe", time_limit=12, ci=False)
        for nemesis in ("kill-majority", "delay")},
+    # Spanner's emulator (spanner-lease, expiry on Spanner's time; #44): it keeps nothing, so
+    # a kill of its one node forgets the held lease (the kill's detail says so), and anything
+    # that keeps the holder's heartbeat transactions from committing for a lease lets a waiter
+    # in while the holder works. 12 s, as DynamoDB's; a fault that restarts the emulator keeps
+    # the resource on a Redis of its own (in the emulator, its log would be lost with the rest).
+    **{(nemesis, "spanner"): Expect("invalid", why, args, check=OVERLAP, time_limit=12,
+                                    ci=False)
+       for nemesis, why, args in [
+           ("pause", LEASE, ()), ("pause-node", LEASE + ": the emulator frozen past it, its "
+                                  "heartbeats cannot commit", ()),
+           ("partition-oneway", HEARTBEATS, ()), ("loss", HEARTBEATS, ()),
+           ("delay", "each heartbeat is a transaction of two round trips that a waiter's "
+            "transaction aborts on the emulator: 200 ms a way stretch the beats past the "
+            "lease", ()),
+           *((n, FORGETS, ("--resource", "redis", *hold)) for n, hold in [
+               ("kill", ()), ("kill-majority", ("--hold", "0.5-1.5")),
+               ("kill-majority-delayed", ()), ("power-loss", ("--hold", "0.5-1.5"))])]},
 }
 
 @dataclass

@@ -66,7 +66,8 @@ def packages(dbs: Iterable[type[DB]], image: bool = False) -> list[str]:
     """This host's packages (``image``: the node image's), each once, in a stable order."""
     wanted = [*HARNESS, *(IMAGE if image else HOST)]
     for db in dbs:
-        wanted += db_packages(db)
+        if db.apt_source is None:  # another repository's: `harness setup --db NAME` alone
+            wanted += db_packages(db)
     return list(dict.fromkeys(wanted))
 
 

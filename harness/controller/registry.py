@@ -63,6 +63,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "etcd": "dbs.etcd:EtcdDB",
         "postgres": "dbs.postgres:PostgresDB",
         "dynamodb": "dbs.dynamodb:DynamoDB",
+        "spanner": "dbs.spanner:SpannerDB",
     },
     "locks": {
         "redis-setnx": "workloads.locks.redis_single:SetNxLock",
@@ -87,6 +88,8 @@ BUILTINS: dict[str, dict[str, str]] = {
         "redis-semaphore": "workloads.locks.external:RedisSemaphoreLock",
         "dynamodb-lease": "workloads.locks.dynamodb_lease:DynamoLeaseLock",
         "dynamodb-cas": "workloads.locks.dynamodb_cas:DynamoCasLock",
+        "spanner-lease": "workloads.locks.spanner_lease:SpannerLeaseLock",
+        "spanner-lease-client-clock": "workloads.locks.spanner_lease:SpannerClientClockLock",
         # the lock zoo (workloads/zoo/, the extra [zoo]): libraries as their READMEs show
         "python-redis-lock": "workloads.zoo.python_redis_lock:PythonRedisLock",
         "python-redis-lock-renew": "workloads.zoo.python_redis_lock:PythonRedisLockRenew",
@@ -149,6 +152,7 @@ BUILTINS: dict[str, dict[str, str]] = {
     "resources": {
         "redis": "workloads.resources.redis:RedisResource",
         "postgres": "workloads.resources.postgres:PostgresResource",
+        "spanner": "workloads.resources.spanner:SpannerResource",
     },
 }
 

@@ -210,6 +210,10 @@ class Run:
             if callable(unavailable) and (reason := unavailable()) is not None:
                 raise HarnessError(f"lock {spec.lock!r}: {reason}")
             resource_db = None if test.resource_db is None else make_db(test.resource_db)
+            for db in (self.db, resource_db or self.db):  # before anything starts
+                if (why := db.refused_backends.get(backend.name)) is not None:
+                    raise HarnessError(f"--backend {backend.name} cannot run --db {db.name}: "
+                                       f"{why}")
             names = [f"n{i + 1}" for i in range(spec.nodes)]
             if any(capabilities.PowerLoss in test.requires(n) for n in test.nemeses):
                 backend.enable_power_loss(names)  # before prepare: containers need FUSE
