@@ -37,7 +37,7 @@ BUDGETED = ("time_limit", "max_states")  # limits a checker may take (``budgeted
 FIRST_USE = ("harness.core.history_bulk", "harness.core.columns", "numpy.ma",
              "harness.core.journal_columns", "harness.core.column_lines",
              "harness.core.run_history", "checker.sessions", "checker.lockorder_rows",
-             "checker.column_pairs", "checker.interval_arrays", "checker.process_ops",
+             "checker.column_pairs", "checker.intervals", "checker.process_ops",
              "harness.controller.checking_rows")
 
 
