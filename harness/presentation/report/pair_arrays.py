@@ -250,6 +250,19 @@ class Rows:
         self.f, self.fs = p.f[sel], p.fs
         self.a, self.b, self.outcome = p.inv_time[sel], p.done_time[sel], p.outcome[sel]
 
+    @classmethod
+    def of(cls, rows: list[tuple[str, int, int, int]]) -> Rows:
+        """Rows of (f, invoked ns, completed ns, outcome) tuples (pairs of dicts)."""
+        self = cls.__new__(cls)
+        fs = list(dict.fromkeys(f for f, _, _, _ in rows))
+        code = {f: i for i, f in enumerate(fs)}
+        self.fs = fs
+        self.f = np.array([code[f] for f, _, _, _ in rows], dtype=np.int64)
+        self.a, self.b = (np.array([r[k] for r in rows] or np.zeros(0, np.int64))
+                          for k in (1, 2))  # (ints as int64; a float time, float64)
+        self.outcome = np.array([r[3] for r in rows], dtype=np.int64)
+        return self
+
     def __len__(self) -> int:
         return len(self.a)
 
