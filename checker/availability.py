@@ -18,83 +18,30 @@ grant, whether or not somebody was asking all along) listed. Informational: alwa
 
 from __future__ import annotations
 
-import bisect
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from checker.base import Checker
-from checker.intervals import Interval, length, subtract_unions, union
+from checker.intervals import Interval, arrays, length, listed, stretches_of, subtract_of, union_of
 from checker.lives import Lives
 from harness.core import defaults
 from harness.core.history import Op, seconds
 
 NS = 1_000_000_000
 MAX_LISTED = 20
-ARRAYS_FROM = 256  # intervals of a lock from which its figures are worked out by arrays
 
 
-def stretches(gaps: list[Interval], held: list[Interval]) -> list[Interval]:
-    """Join consecutive gaps that no holding separates: a moment when nobody happened to be
-    asking does not end an outage, a grant does."""
-    ends = [h1 for _, h1 in held]  # ``held`` is a union: sorted and disjoint
-    out: list[Interval] = []
-    i, n, last = 0, len(ends), -math.inf
-    for a, b in gaps:
-        if out:
-            x = out[-1][1]
-            if x < last:  # gaps out of order: search afresh
-                i = bisect.bisect_right(ends, x)
-            else:  # the first holding after that stretch, found walking on (gaps are sorted)
-                while i < n and ends[i] <= x:
-                    i += 1
-            last = x
-            if i == n or held[i][0] >= a:
-                out[-1] = (out[-1][0], b)
-                continue
-        out.append((a, b))
-    return out
-
-
-def lock_availability(wanted: list[Interval], held: list[Interval], outage_ns: int,
-                      by_arrays: bool | None = None) -> dict[str, Any]:
-    """One lock's figures; by array operations (:mod:`checker.interval_arrays`) when there
-    are many intervals (``by_arrays`` None) or when asked, by the list functions otherwise:
-    the same figures either way."""
-    if by_arrays is None:
-        by_arrays = len(wanted) + len(held) >= ARRAYS_FROM
-    got = _by_arrays(wanted, held, outage_ns) if by_arrays else None
-    if got is not None:
-        return got
-    want, have = union(wanted), union(held)
-    short = subtract_unions(want, have)
-    lost = length(short)
-    span = length(have) + lost  # wanted or held: held, and wanted while not held
-    gaps = stretches(short, held)
-    return _figures(lost, span, length(want), length(have), gaps, outage_ns)
-
-
-def _by_arrays(wanted: list[Interval], held: list[Interval], outage_ns: int
-               ) -> dict[str, Any] | None:
-    """:func:`lock_availability` by arrays; None when the intervals are not ints, or
-    ``held`` is not a union (sorted, disjoint: what :meth:`Lives.held` gives)."""
-    import numpy as np
-
-    from checker import interval_arrays as ia
-
-    w, h = ia.arrays(wanted), ia.arrays(held)
-    if w is None or h is None:
-        return None
-    hs, he = h
-    if not (bool(np.all(he > hs)) and bool(np.all(hs[1:] > he[:-1]))):
-        return None
-    want, have = ia.union(*w), ia.union(hs, he)
-    short = ia.subtract(*want, *have)
-    lost = int((short[1] - short[0]).sum())
-    span = int((have[1] - have[0]).sum()) + lost
-    ga, gb = ia.stretches(*short, hs, he)
-    gaps = list(zip(ga.tolist(), gb.tolist(), strict=True))
-    return _figures(lost, span, int((want[1] - want[0]).sum()), span - lost, gaps, outage_ns)
+def lock_availability(wanted: list[Interval], held: list[Interval], outage_ns: int
+                      ) -> dict[str, Any]:
+    """One lock's figures (``held``: when some grant was believed held), by array operations
+    (:mod:`checker.intervals`): a few passes in C for the hundreds of thousands of acquires
+    of a long run."""
+    want, have = union_of(*arrays(wanted)), union_of(*arrays(held))
+    short = subtract_of(*want, *have)
+    lost = length(listed(short))
+    span = length(listed(have)) + lost  # wanted or held: held, and wanted while not held
+    gaps = listed(stretches_of(*short, *have))
+    return _figures(lost, span, length(listed(want)), span - lost, gaps, outage_ns)
 
 
 def _figures(lost: int, span: int, wanted: int, held: int, gaps: list[Interval],

@@ -6,7 +6,6 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Hashable, Iterator, Sequence
 
 from checker.lives import crash_of, refuse_after_crash
@@ -106,10 +105,7 @@ def prepare(history: Sequence[Op], model: Model) -> Prepared:
     every part it took part in, a release of unknown outcome is invoked at its crash, after
     its last op, so the model may free a lock it held, but no earlier than the crash.
 
-    ``history`` may be a :class:`harness.core.columns.Columns` (see :func:`prepare_columns`)."""
-    columns = sys.modules.get("harness.core.columns")  # not imported: no history is in columns
-    if columns is not None and isinstance(history, columns.Columns):
-        return prepare_columns(history, model)
+    (A history in columns is paired as arrays instead: :class:`Paired`.)"""
     prepared = Prepared(parts={})
     parts = prepared.parts
     fs = model.fs
@@ -248,19 +244,6 @@ class RunRowCall(RowCall):
     @property  # type: ignore[override]
     def value(self) -> Any:
         return self._cols.op(self._irow).get("value")
-
-
-def prepare_columns(cols: Columns, model: Model) -> Prepared:
-    """:func:`prepare` of a well-formed history in columns (every op a client's, so no crash;
-    :func:`harness.core.columns.well_formed` holds): the same parts, calls in the same order,
-    the same counts."""
-    paired = Paired(cols, model)
-    prepared = Prepared(parts={})
-    prepared.failed = paired.failed
-    prepared.ignored = paired.ignored
-    for key, rows in paired.parts().items():
-        prepared.parts[key] = paired.calls(rows)
-    return prepared
 
 
 class Paired:

@@ -3,7 +3,6 @@ are caught; interval arithmetic against a brute-force model."""
 
 from __future__ import annotations
 
-import bisect
 import copy
 import itertools
 from typing import Any
@@ -12,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker import availability, liveness
-from checker.intervals import length, subtract, subtract_unions, total, union
+from checker.intervals import length, subtract, total, union
 from harness.controller.checking import check_history as check_all
 from tests.histories import MS, Built, retime, valid_histories
 
@@ -38,7 +37,6 @@ def test_union_and_subtract_match_sets_of_points(a: list[tuple[int, int]],
     assert all(x[1] < y[0] for x, y in itertools.pairwise(u)), "disjoint and sorted"
     assert points(subtract(a, b)) == points(a) - points(b)
     assert total(a) == len(points(a)) == length(u)
-    assert subtract_unions(u, union(b)) == subtract(a, b)  # of unions taken already
 
 
 # history builders ------------------------------------------------------------------------------
@@ -312,28 +310,3 @@ def test_a_stretch_not_judged_is_informational_next_to_a_stuck_lock() -> None:
     assert [s["lock"] for s in result["not-judged"]] == ["b"]
     shown = {x.kind: x.info for x in explained_items({"checks": {"liveness": result}})}
     assert shown == {"stuck-locks": False, "not-judged": True}
-
-
-@given(small_intervals, small_intervals)
-def test_stretches_join_the_gaps_no_holding_separates(gaps: list[tuple[int, int]],
-                                                      held: list[tuple[int, int]]) -> None:
-    """Walking on through the holdings finds what searching each time did, gaps in order or
-    not."""
-    from checker.availability import stretches
-
-    def searched(gaps: list[tuple[int, int]], held: list[tuple[int, int]]
-                 ) -> list[tuple[int, int]]:
-        ends = [b for _, b in held]
-        out: list[tuple[int, int]] = []
-        for a, b in gaps:
-            if out:
-                i = bisect.bisect_right(ends, out[-1][1])
-                if i == len(held) or held[i][0] >= a:
-                    out[-1] = (out[-1][0], b)
-                    continue
-            out.append((a, b))
-        return out
-
-    h = union(held)
-    assert stretches(union(gaps), h) == searched(union(gaps), h)
-    assert stretches(gaps, h) == searched(gaps, h)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.controller.registry import Check, Registry, default_registry
@@ -37,7 +37,7 @@ BUDGETED = ("time_limit", "max_states")  # limits a checker may take (``budgeted
 FIRST_USE = ("harness.core.history_bulk", "harness.core.columns", "numpy.ma",
              "harness.core.journal_columns", "harness.core.column_lines",
              "harness.core.run_history", "checker.sessions", "checker.lockorder_rows",
-             "checker.column_pairs", "checker.interval_arrays", "checker.process_ops",
+             "checker.column_pairs", "checker.intervals", "checker.process_ops",
              "harness.controller.checking_rows")
 
 
@@ -208,25 +208,16 @@ def failed_words(error: Any) -> bool:
 
 
 def _untested(history: Sequence[Op]) -> tuple[str | None, bool, bool]:
-    if is_columns(history):
-        from harness.controller.checking_rows import ended
-
-        return _untested_of(*ended(history, failed_words))
+    """:func:`untested` op by op (a history in columns: its ops as dicts, made one by one: a
+    run that tested nothing, the rare case)."""
     acquired = False
-    ended_: dict[int, list[Op]] = {}
+    ended: dict[int, list[Op]] = {}
     for op in history:
         p = op.get("process")
         if not isinstance(p, int) or isinstance(p, bool) or op.get("type") == INVOKE:
             continue
-        ended_.setdefault(p, []).append(op)
+        ended.setdefault(p, []).append(op)
         acquired = acquired or (op.get("f") == "acquire" and op.get("type") == OK)
-    return _untested_of(acquired, ended_, failed)
-
-
-def _untested_of(acquired: bool, ended: Mapping[int, Sequence[Any]], failed: Callable[..., bool]
-                 ) -> tuple[str | None, bool, bool]:
-    """:func:`_untested` of each client's completions (ops, or what stands for them: each
-    with its ``error``, ``process`` and ``f``, and ``failed`` to tell a failed one)."""
     if not acquired:
         errors = [op for ops in ended.values() for op in ops if op.get("error")]
         return ("no acquire succeeded: the run tested nothing" + most_frequent(errors), True,

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from checker.column_pairs import MISSING, ColumnPairs, values
-from harness.core.columns import TYPE_CODES, TYPE_NAMES, well_formed
+from checker.column_pairs import ColumnPairs, values
+from harness.core.columns import TYPE_CODES, well_formed
 from harness.core.history import INFO, INVOKE, OK
 from harness.core.run_history import ColumnHistory, RunColumns
 from harness.core.wellformed import crashed_clients, problem
@@ -79,50 +79,3 @@ def _failed(cols: RunColumns, rows: np.ndarray, failed_words: Callable[[Any], bo
         errors = values(cols, "error", rows[info], None)
         out[info] = [failed_words(e) for e in errors]
     return out
-
-
-def ended(h: ColumnHistory, failed_words: Callable[[Any], bool]
-          ) -> tuple[bool, dict[int, list[Any]], Callable[[Any], bool]]:
-    """What :func:`harness.controller.checking._untested` reads: whether some acquire
-    succeeded, each client's completions in history order (the clients by their first),
-    the columns' each as a small dict of what is read of it (process, f, type, error), and
-    how to tell a failed one."""
-    cols = h.clients
-    rows = np.flatnonzero(cols.type != TYPE_CODES[INVOKE])
-    firsts: list[tuple[int, int, list[Any]]] = []
-    got: dict[int, list[Any]] = {}
-    for op in h.others:
-        p = op.get("process")
-        if not isinstance(p, int) or isinstance(p, bool) or op.get("type") == INVOKE:
-            continue
-        if p not in got:
-            got[p] = []
-            firsts.append((int(op["index"]), p, got[p]))
-        got[p].append(op)
-    acquired = any(op.get("f") == "acquire" and op.get("type") == OK
-                   for ops in got.values() for op in ops)
-    if len(rows):
-        acquired = acquired or ("acquire" in cols.fs and bool(np.any(
-            (cols.type[rows] == TYPE_CODES[OK]) & (cols.f[rows] == cols.fs.index("acquire")))))
-        errors = values(cols, "error", rows)
-        order = np.argsort(cols.process[rows], kind="stable")
-        for r, e in zip(rows[order].tolist(), [errors[i] for i in order.tolist()],
-                        strict=True):
-            p = cols.process.item(r)
-            ops = got.get(p)
-            if ops is None:
-                ops = got[p] = []
-                firsts.append((cols.index.item(r), p, ops))
-            op = {"process": p, "f": cols.fs[cols.f.item(r)],
-                  "type": TYPE_NAMES[cols.type.item(r)]}
-            if e is not MISSING:
-                op["error"] = e
-            ops.append(op)
-    firsts.sort(key=lambda x: x[0])
-
-    def failed(op: Any) -> bool:
-        return op["type"] == INFO and failed_words(op.get("error"))
-
-    return acquired, {p: ops for _, p, ops in firsts}, failed
-
-

@@ -30,21 +30,21 @@ QUANTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 OUTCOMES = ("ok", "fail", "info")  # by the rows' outcome code
 
 Pair = tuple[Op, Op | None]
-Row = tuple[str, int, int, int]  # f, invoked (ns), completed (ns), outcome (0 ok, 1 fail, 2 info)
 
 
 def us(ns: int) -> int:
     return ns // 1000
 
 
-def workload_rows(client_pairs: Iterable[Pair]) -> Any:
+def workload_rows(client_pairs: Iterable[Pair]) -> pair_arrays.Rows:
     """The completed pairs the charts count (not the final read, not the never completed), as
-    plain tuples: read once, counted twice (of pair arrays: arrays, :class:`.pair_arrays.Rows`)."""
+    arrays (:class:`.pair_arrays.Rows`): read once, counted twice."""
     if pair_arrays.is_arrays(client_pairs):
         return pair_arrays.Rows(client_pairs)  # type: ignore[arg-type]
     code = {OK: 0, FAIL: 1}
-    return [(inv["f"], inv["time"], done["time"], code.get(done["type"], 2))
-            for inv, done in client_pairs if done is not None and inv["f"] != "read"]
+    return pair_arrays.Rows.of([(inv["f"], inv["time"], done["time"], code.get(done["type"], 2))
+                                for inv, done in client_pairs
+                                if done is not None and inv["f"] != "read"])
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -52,41 +52,11 @@ def quantile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, max(0, math.ceil(q * len(sorted_values)) - 1))]
 
 
-def series(rows: Sequence[Row], end_ns: int) -> dict[str, Any]:
+def series(rows: pair_arrays.Rows, end_ns: int) -> dict[str, Any]:
     """Per time bucket: completions per second per f and outcome (by completion time), and the
     p50 / p95 / p99 latency in ms of each f's ok ops (by invocation time)."""
-    if isinstance(rows, pair_arrays.Rows):
-        return pair_arrays.series(rows, end_ns, BUCKETS, MIN_BUCKET_US, OUTCOMES, QUANTILES,
-                                  quantile)
-    end = max(us(end_ns), 1)
-    n = max(1, min(BUCKETS, end // MIN_BUCKET_US))
-    width = end / n
-    counts: dict[str, dict[str, list[int]]] = {}
-    lat: dict[str, list[list[float]]] = {}
-    per_ns = 1 / (width * 1000)
-    for f, a, b, outcome in rows:
-        per_f = counts.get(f)
-        if per_f is None:
-            per_f = counts[f] = {name: [0] * n for name in OUTCOMES}
-        per_f[OUTCOMES[outcome]][min(n - 1, int(b * per_ns))] += 1
-        if outcome == 0:
-            buckets = lat.get(f)
-            if buckets is None:
-                buckets = lat[f] = [[] for _ in range(n)]
-            buckets[min(n - 1, int(a * per_ns))].append((b - a) / 1e6)
-    secs = width / 1e6
-    fs: dict[str, Any] = {}
-    for f in sorted(counts):
-        entry: dict[str, Any] = {name: [round(c / secs, 2) for c in counts[f][name]]
-                                 for name in OUTCOMES}
-        quant: dict[str, list[float | None]] = {name: [] for name, _ in QUANTILES}
-        for values in lat.get(f) or [[] for _ in range(n)]:
-            values.sort()
-            for name, q in QUANTILES:
-                quant[name].append(round(quantile(values, q), 3) if values else None)
-        entry.update(quant)
-        fs[f] = entry
-    return {"width": round(width), "n": n, "fs": fs}
+    return pair_arrays.series(rows, end_ns, BUCKETS, MIN_BUCKET_US, OUTCOMES, QUANTILES,
+                              quantile)
 
 
 def latency_row(seconds: float) -> int:
@@ -95,27 +65,8 @@ def latency_row(seconds: float) -> int:
                              * ROWS_PER_DECADE))
 
 
-def latency_grid(rows: Sequence[Row], end_ns: int) -> dict[str, Any]:
+def latency_grid(rows: pair_arrays.Rows, end_ns: int) -> dict[str, Any]:
     """Every completed op counted into a (time, log latency) cell per outcome: the latency
     scatter of a run too long to embed op by op. ``cells`` is flat: col, row, ok, fail, info,
-    col, row, ... for the cells that have any op (sparse); ``f`` lists each cell's fs."""
-    if isinstance(rows, pair_arrays.Rows):
-        return pair_arrays.latency_grid(rows, end_ns, GRID_COLS, ROWS_PER_DECADE,
-                                        MIN_LATENCY_S)
-    end = max(us(end_ns), 1)
-    width = end / GRID_COLS
-    cells: dict[tuple[int, int], list[int]] = {}
-    per_ns, log10, floor_ns = 1 / (width * 1000), math.log10, MIN_LATENCY_S * 1e9
-    for _f, a, b, outcome in rows:  # latency_row, inline: this runs once per op
-        key = (min(GRID_COLS - 1, int(a * per_ns)),
-               int(log10(max(b - a, floor_ns) / floor_ns) * ROWS_PER_DECADE))
-        cell = cells.get(key)
-        if cell is None:
-            cell = cells[key] = [0, 0, 0]
-        cell[outcome] += 1
-    flat: list[int] = []
-    for (col, row), (ok, fail, info) in sorted(cells.items()):
-        flat.extend((col, row, ok, fail, info))
-    return {"cols": GRID_COLS, "width": width, "perDecade": ROWS_PER_DECADE,
-            "floor": MIN_LATENCY_S, "cells": flat}
-
+    col, row, ... for the cells that have any op (sparse)."""
+    return pair_arrays.latency_grid(rows, end_ns, GRID_COLS, ROWS_PER_DECADE, MIN_LATENCY_S)

@@ -250,6 +250,19 @@ class Rows:
         self.f, self.fs = p.f[sel], p.fs
         self.a, self.b, self.outcome = p.inv_time[sel], p.done_time[sel], p.outcome[sel]
 
+    @classmethod
+    def of(cls, rows: list[tuple[str, int, int, int]]) -> Rows:
+        """Rows of (f, invoked ns, completed ns, outcome) tuples (pairs of dicts)."""
+        self = cls.__new__(cls)
+        fs = list(dict.fromkeys(f for f, _, _, _ in rows))
+        code = {f: i for i, f in enumerate(fs)}
+        self.fs = fs
+        self.f = np.array([code[f] for f, _, _, _ in rows], dtype=np.int64)
+        self.a, self.b = (np.array([r[k] for r in rows] or np.zeros(0, np.int64))
+                          for k in (1, 2))  # (ints as int64; a float time, float64)
+        self.outcome = np.array([r[3] for r in rows], dtype=np.int64)
+        return self
+
     def __len__(self) -> int:
         return len(self.a)
 
@@ -316,51 +329,3 @@ def latency_grid(rows: Rows, end_ns: int, grid_cols: int, per_decade: int, floor
                      int(counts[2][k])))
     return {"cols": grid_cols, "width": width, "perDecade": per_decade, "floor": floor_s,
             "cells": flat}
-
-
-def thin_spans(spans: dict[str, list[int]], around: Sequence[tuple[int, int]], radius: float,
-               end_us: int, lanes: int, max_spans: int, cols: int
-               ) -> tuple[dict[str, list[int]], list[str]] | None:
-    """:func:`.sampling.thin_spans` by arrays; None when a span starts below zero or ends
-    below -1 (Python lists would count such a column from their end)."""
-    end = max(end_us, 1)
-    width = end / cols
-    try:
-        held = {key: np.array(values, dtype=np.int64) for key, values in spans.items()}
-    except (OverflowError, TypeError, ValueError):  # a token past 64 bits, say
-        return None
-    lane, a, b = held["lane"], held["s"], held["e"]
-    if len(a) and (int(a.min()) < 0 or int(b.min()) < -1):
-        return None
-    open_ = b < 0
-    bb = np.where(open_, end, b)
-    starts = np.array([s for s, _ in around], dtype=np.int64)
-    stops = np.array([e for _, e in around], dtype=np.int64)
-    j = np.searchsorted(starts, bb, "right") - 1
-    if len(around):
-        d = np.where(j >= 0, np.maximum(0, a - stops[np.maximum(j, 0)]).astype(np.float64),
-                     np.inf)
-        nxt = np.minimum(j + 1, len(around) - 1)
-        d = np.where(j + 1 < len(around), np.minimum(d, starts[nxt] - b), d)  # b as it is
-    else:
-        d = np.full(len(a), np.inf)
-    long_ = (b - a) >= 2 * width
-    wanted = open_ | long_ | (d < radius)
-    if int(wanted.sum()) > max_spans:
-        pref = np.where(open_, -2.0, np.where(long_, -1.0, d))
-        ks = np.flatnonzero(wanted)
-        order = np.lexsort((ks, pref[ks]))
-        chosen = np.zeros(len(a), dtype=bool)
-        chosen[ks[order[:max_spans]]] = True
-    else:
-        chosen = wanted
-    out = {key: values[chosen].tolist() for key, values in held.items()}
-    rest = ~chosen
-    ca = np.minimum(cols - 1, (a[rest] / width).astype(np.int64))
-    cb = np.minimum(cols - 1, (bb[rest] / width).astype(np.int64)) + 1
-    base = lane[rest] * (cols + 1)
-    size = lanes * (cols + 1)
-    diff = np.bincount(base + ca, minlength=size) - np.bincount(base + cb, minlength=size)
-    running = np.cumsum(diff.reshape(lanes, cols + 1)[:, :cols], axis=1) != 0
-    digits = np.where(running, ord("1"), ord("0")).astype(np.uint8)
-    return out, [row.tobytes().decode() for row in digits]

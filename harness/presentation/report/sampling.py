@@ -26,7 +26,6 @@ MAX_PAIRS = 32_000  # embedded op pairs: about 1.2 MB of page
 CONTEXT_US = 2_000_000  # at most 2 s around a violation or a fault boundary
 MAX_SPANS = 16_000  # embedded lock-held spans when the pairs are sampled: about 0.35 MB
 DENSITY_COLS = 2400  # columns of the lanes' density (about one a pixel on a 2400 px screen)
-SPANS_BY_ARRAYS = 1024  # lock-held spans from which they are thinned by array operations
 
 Pair = tuple[Op, Op | None]
 
@@ -154,51 +153,48 @@ def lane_density(client_pairs: Sequence[Pair], lane_of: dict[int, int], keep: Se
     return {"cols": cols, "lanes": lanes, "tails": tails}
 
 
-def thin_spans(spans: dict[str, list[int]], around: Sequence[tuple[int, int]], radius: float,
-               end_us: int, lanes: int, by_arrays: bool | None = None
-               ) -> tuple[dict[str, list[int]], list[str]]:
+def thin_spans(spans: dict[str, list[Any]], around: Sequence[tuple[int, int]], radius: float,
+               end_us: int, lanes: int) -> tuple[dict[str, list[Any]], list[str]]:
     """The lock-held spans to embed (those held to the end, those long enough to see at full
     width, and those within ``radius`` of the focus, at most :data:`MAX_SPANS` in that order
     of preference, the nearest first), and per lane one digit per column of the run: 1 where
-    a span not embedded held the lock. By array operations from :data:`SPANS_BY_ARRAYS`
-    spans on (``by_arrays`` None), the same spans and digits (a grant a span: a long run's
-    are many)."""
-    if by_arrays is None:
-        by_arrays = len(spans["s"]) >= SPANS_BY_ARRAYS
-    if by_arrays:
-        got = pair_arrays.thin_spans(spans, around, radius, end_us, lanes, MAX_SPANS,
-                                     DENSITY_COLS)
-        if got is not None:
-            return got
+    a span not embedded held the lock. By array operations (a grant a span: a long run's are
+    many); each kept span's fields as given (a token past 64 bits too). A span that starts
+    before 0 (no op does) counts from the first column."""
     end = max(end_us, 1)
-    width = end / DENSITY_COLS
-    starts = [a for a, _ in around]
-    out: dict[str, list[int]] = {key: [] for key in spans}
-    diff = [[0] * (DENSITY_COLS + 1) for _ in range(lanes)]
-    rows = list(zip(spans["lane"], spans["s"], spans["e"], strict=True))
-    wanted: list[tuple[float, int]] = []  # (preference, span): the lower, the sooner kept
-    for k, (_lane, a, b) in enumerate(rows):
-        j = bisect_right(starts, end if b < 0 else b) - 1
-        d = max(0, a - around[j][1]) if j >= 0 else math.inf
-        if j + 1 < len(around):
-            d = min(d, starts[j + 1] - b)
-        if b < 0 or b - a >= 2 * width or d < radius:
-            wanted.append((-2.0 if b < 0 else -1.0 if b - a >= 2 * width else d, k))
-    chosen = {k for _, k in (sorted(wanted)[:MAX_SPANS] if len(wanted) > MAX_SPANS
-                             else wanted)}
-    for k, (lane, a, b) in enumerate(rows):
-        if k in chosen:
-            for key in spans:
-                out[key].append(spans[key][k])
-            continue
-        b = end if b < 0 else b
-        diff[lane][min(DENSITY_COLS - 1, int(a / width))] += 1
-        diff[lane][min(DENSITY_COLS - 1, int(b / width)) + 1] -= 1
-    held = []
-    for d_lane in diff:
-        running, cols = 0, []
-        for c in range(DENSITY_COLS):
-            running += d_lane[c]
-            cols.append("1" if running else "0")
-        held.append("".join(cols))
-    return out, held
+    cols = DENSITY_COLS
+    width = end / cols
+    lane, a, b = (np.array(spans[key], dtype=np.int64) for key in ("lane", "s", "e"))
+    open_ = b < 0
+    bb = np.where(open_, end, b)
+    starts = np.array([x for x, _ in around], dtype=np.int64)
+    stops = np.array([y for _, y in around], dtype=np.int64)
+    j = np.searchsorted(starts, bb, "right") - 1
+    if len(around):
+        d = np.where(j >= 0, np.maximum(0, a - stops[np.maximum(j, 0)]).astype(np.float64),
+                     np.inf)
+        nxt = np.minimum(j + 1, len(around) - 1)
+        d = np.where(j + 1 < len(around), np.minimum(d, starts[nxt] - b), d)  # b as it is
+    else:
+        d = np.full(len(a), np.inf)
+    long_ = (b - a) >= 2 * width
+    wanted = open_ | long_ | (d < radius)
+    if int(wanted.sum()) > MAX_SPANS:
+        pref = np.where(open_, -2.0, np.where(long_, -1.0, d))
+        ks = np.flatnonzero(wanted)
+        order = np.lexsort((ks, pref[ks]))
+        chosen = np.zeros(len(a), dtype=bool)
+        chosen[ks[order[:MAX_SPANS]]] = True
+    else:
+        chosen = wanted
+    kept = np.flatnonzero(chosen).tolist()
+    out = {key: [values[k] for k in kept] for key, values in spans.items()}
+    rest = ~chosen
+    ca = np.clip((a[rest] / width).astype(np.int64), 0, cols - 1)
+    cb = np.minimum(cols - 1, (bb[rest] / width).astype(np.int64)) + 1
+    base = lane[rest] * (cols + 1)
+    size = lanes * (cols + 1)
+    diff = np.bincount(base + ca, minlength=size) - np.bincount(base + cb, minlength=size)
+    running = np.cumsum(diff.reshape(lanes, cols + 1)[:, :cols], axis=1) != 0
+    digits = np.where(running, ord("1"), ord("0")).astype(np.uint8)
+    return out, [row.tobytes().decode() for row in digits]
