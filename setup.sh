@@ -110,7 +110,8 @@ harness_setup --db redis --nemesis pause --backend local
 # sources did not change; a build that fails fails the set-up, naming it: SETUP_CLIENTS=0 skips
 # them all on purpose), and the docker backend's engine (Debian's docker.io, dockerd started if
 # none answers), its node image and the local backend's libc Redis for clock faults, built
-# offline and cached (docker/README.md): SETUP_DOCKER=0 skips them.
+# offline and cached (docker/README.md): SETUP_DOCKER=0 skips the engine and the image (the
+# libc Redis is then a job of its own: the clock faults ask for it).
 apt_install "${report_packages[@]}"
 parts=(--db all --nemesis all --backend local,ssh)
 [ "${SETUP_CLIENTS:-1}" = "0" ] || parts+=(--clients all)

@@ -106,7 +106,7 @@ class RedisDB(DB):
             return LIBC_BUILD
         raise HarnessError("clock faults on Redis need a redis-server built with MALLOC=libc "
                            "(Debian's uses jemalloc, which libfaketime cannot hook): run "
-                           "`bash docker/build_redis_libc.sh`, or use --backend docker")
+                           "`harness setup --nemesis clock`, or use --backend docker")
 
     def read_clock(self, node: Node) -> float:
         """The node's own clock (Redis TIME), as seconds since the epoch."""

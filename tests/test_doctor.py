@@ -91,6 +91,34 @@ def test_doctor_exits_1_for_a_backend_that_is_missing_and_0_for_what_is_here(
                                             "--backend local --nemesis partition,clock")
 
 
+def test_doctor_and_run_say_clock_faults_lack_a_libc_redis_where_there_is_none(
+        tmp_path: Path) -> None:
+    """Debian's redis-server (jemalloc) dies under libfaketime: with no MALLOC=libc build in
+    the cache, doctor is not ready for clock faults, and run refuses with its line."""
+    if shutil.which("redis-server") is None or not any(
+            os.path.exists(p) for p in needs.LIBFAKETIME_PATHS):
+        pytest.skip("redis-server or libfaketime missing: run `bash setup.sh`")
+    env = {**os.environ, "LOCK_HARNESS_CACHE": str(tmp_path / "empty-cache")}
+    line = ("fault clock: clock faults on Redis need a redis-server built with MALLOC=libc "
+            "(Debian's uses jemalloc, which libfaketime cannot hook): run "
+            "`harness setup --nemesis clock`")
+    proc = harness("doctor", "--db", "redis", "--nemesis", "clock", env=env)
+    assert proc.returncode == 1, proc.stdout
+    assert f"doctor: {line}" in proc.stdout.splitlines()
+    store = tmp_path / "results"
+    run = harness("run", "--nemesis", "clock", "--store", str(store), "--quiet", env=env)
+    assert (run.returncode, run.stderr.strip().splitlines()) == (3, [f"harness: {line}"])
+    assert not store.exists()
+    reg = default_registry()  # and that setup builds it: alone, or once in docker's job
+    alone = setup_cmd.jobs(setup_cmd.commands(setup_cmd.choice([], [], ["clock"], [], False,
+                                                                reg), reg))
+    assert [argv[-1].rsplit("/", 1)[-1] for _, argv, _ in alone["the libc Redis"]] == [
+        "build_redis_libc.sh"]
+    both = setup_cmd.commands(setup_cmd.choice([], ["docker"], ["clock"], [], False, reg), reg)
+    assert [w for w, _, _ in both if "build_redis_libc" in w] == [
+        "the libc Redis (docker/build_redis_libc.sh)"]
+
+
 def test_the_table_has_one_row_per_role_and_family_from_their_declarations() -> None:
     reg = default_registry()
     rows = needs.table(reg)

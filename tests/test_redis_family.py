@@ -95,7 +95,7 @@ def test_clock_faults_without_a_libc_redis_are_refused_in_one_line(tmp_path: Pat
     proc = harness("run", "--nemesis", "clock", "--time-limit", "2", "--quiet", "--store",
                    str(tmp_path / "results"), env=env)
     assert proc.returncode == 3
-    assert proc.stderr.count("\n") == 1 and "build_redis_libc.sh" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "`harness setup --nemesis clock`" in proc.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [

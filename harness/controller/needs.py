@@ -23,7 +23,9 @@ from dbs.faketime import DEBIAN_PACKAGES as FAKETIME
 from dbs.faketime import LIBFAKETIME_PATHS
 from harness.controller.backends import BACKENDS, backend_class
 from harness.controller.registry import Registry, default_registry
+from harness.controller.resolved import make_db
 from harness.core import capabilities
+from harness.core.errors import HarnessError
 from harness.core.roles import load_object
 
 KINDS = ("db", "backend", "fault", "client")
@@ -138,7 +140,19 @@ def asked(spec: Any, reg: Registry | None = None) -> list[Row]:
             cls = reg.load("nemeses", name)
             rows.append(row("fault", getattr(cls, "name", name), [],
                             fault_packages(cls, clock_db=db)))
+            if capabilities.ClockFaults in getattr(cls, "requires", ()):
+                rows[-1].reason = faketime_unmet(db)
     return rows
+
+
+def faketime_unmet(db: type) -> str | None:
+    """Why ``db``'s server cannot run under libfaketime on this host (Redis: no build with
+    MALLOC=libc), without the error's own remedy (the row names its ``harness setup``)."""
+    try:
+        make_db(db).host_faketime_dir()
+    except HarnessError as err:
+        return str(err).partition(": run `")[0]
+    return None
 
 
 def unmet(spec: Any, reg: Registry | None = None) -> str | None:

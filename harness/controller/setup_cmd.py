@@ -1,7 +1,8 @@
 """``harness setup``: installs what the chosen DBs, backends, fault families and external
 clients need, from their own declarations (:mod:`harness.controller.needs`): their Debian
 packages (each only if it is not installed), then for the docker backend the engine, the node
-image and the libc Redis build (``docker/``), then the clients' builds (cached by source).
+image and the libc Redis build (``docker/``; the libc Redis alone for clock faults without
+the docker backend), then the clients' builds (cached by source).
 The packages go first, one step after another (apt holds one lock); the builds then run at
 once, the docker backend's steps as one job, each client as another, each job's output in a
 log of its own, with a line as each ends and every 30 s while any runs. Idempotent: what is
@@ -27,8 +28,11 @@ from harness.controller import needs
 from harness.controller.backends import BACKENDS, backend_class
 from harness.controller.packages import HARNESS, HOST, db_packages
 from harness.controller.registry import Registry, default_registry
+from harness.core import capabilities
 from harness.core.errors import HarnessError, UsageError
 from harness.core.shipped import shipped
+
+LIBC = "the libc Redis"  # Redis built with MALLOC=libc: libfaketime hooks it (dbs/redis.py)
 
 
 @dataclass
@@ -119,14 +123,17 @@ def commands(c: Choice, reg: Registry) -> list[Step]:
         if install is not None:
             steps.append((f"db {name}'s server ({' '.join(install())})", install(),
                           db.unavailable() is None))
+    libc = ["bash", str(shipped("docker") / "build_redis_libc.sh")]
     if "docker" in c.backends:
         docker = shipped("docker")
         steps += [("the docker engine (docker/engine.sh)", ["bash", str(docker / "engine.sh")],
                    False),
                   ("the node image (docker/build_image.py)",
                    [sys.executable, str(docker / "build_image.py")], False),
-                  ("the libc Redis (docker/build_redis_libc.sh)",
-                   ["bash", str(docker / "build_redis_libc.sh")], False)]
+                  (f"{LIBC} (docker/build_redis_libc.sh)", libc, False)]
+    elif any(capabilities.ClockFaults in getattr(needs.families(reg)[f], "requires", ())
+             for f in c.faults):  # clock faults on the local backend's Redis
+        steps.append((f"{LIBC} for clock faults (build_redis_libc.sh)", libc, False))
     steps += [(f"lock client {name}", [sys.executable, "-m", "workloads.external.builds", name],
                False) for name in c.clients]
     return steps
@@ -141,6 +148,8 @@ def jobs(steps: Sequence[Step]) -> dict[str, list[Step]]:
             out.setdefault("docker backend", []).append(step)
         elif step[0].startswith("lock client"):
             out[step[0]] = [step]
+        elif step[0].startswith(LIBC):
+            out[LIBC] = [step]
     return out
 
 
