@@ -19,7 +19,8 @@ from checker.sessions import client_pairs, resource_log
 from harness.controller.checking import _tested, _untested, check_history, untested
 from harness.controller.store import RunDir
 from harness.core.checks import WELL_FORMED, Shared, derive, well_formed
-from harness.core.history import HistoryError, Op, write_history
+from harness.core.column_lines import write_history
+from harness.core.history import HistoryError, Op
 from harness.presentation.report import model as report_model
 from harness.presentation.report.html import render
 from harness.presentation.report.incidents import incidents

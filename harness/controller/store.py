@@ -51,8 +51,9 @@ from harness.controller.spec_keys import check_types
 from harness.core.atomic import write_json
 from harness.core.capped import read_capped
 from harness.core.checks import TIME_ORDERED, Shared, well_formed
+from harness.core.column_lines import write_history
 from harness.core.errors import HarnessError, UsageError
-from harness.core.history import HistoryError, Op, write_history
+from harness.core.history import HistoryError, Op
 from harness.core.history_file import read_history
 from harness.core.journal import merge_journals
 
