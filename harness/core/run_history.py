@@ -152,10 +152,6 @@ class RunColumns(Columns):
             column = np.zeros(len(self), dtype=np.int64 if kind != FLOAT else np.float64)
         return column, has[self.shape] if len(self) else np.zeros(0, dtype=bool)
 
-    def string_codes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(codes into ``strings``, present) of a string field, e.g. ``"error"``."""
-        return self.field_of(name, STR)
-
 
 _CORE_OR_LOCK = frozenset((*CORE, "lock"))
 BLOCK = 1 << 16  # client ops a ColumnHistory makes at a time when iterated
