@@ -99,7 +99,7 @@ class _Formats:
             made = self._made[kind_of_line] = self._format(r)
         text, parts = made
         if text is None:  # a name orjson does not encode: op by op, as the dict writer
-            return [_line(c.op(i)) for i in rows.tolist()]
+            return [encode(c.op(i)) + b"\n" for i in rows.tolist()]
         args = [c.index[rows].tolist()]
         odd: np.ndarray | None = None
         for name, kind in parts:
@@ -124,7 +124,7 @@ class _Formats:
         lines = list(map(text.__mod__, zip(*args, strict=True)))
         if odd is not None:  # a string orjson does not encode: that op as the dict writer
             for k in np.flatnonzero(odd).tolist():
-                lines[k] = _line(c.op(int(rows[k])))
+                lines[k] = encode(c.op(int(rows[k]))) + b"\n"
         return lines
 
     def _strings(self) -> np.ndarray:
@@ -187,7 +187,3 @@ def _encoded(text: Any) -> bytes | None:
         return orjson.dumps(text)
     except TypeError:
         return None
-
-
-def _line(op: Any) -> bytes:
-    return encode(op) + b"\n"
