@@ -15,9 +15,11 @@ moves both alike). Every run of a history must exit as expected (0 valid, 1 inva
 the same lines, the witness included, in every tree: a faster reader that changes a verdict is
 no faster reader. ``--format edn`` writes the same histories as Jepsen EDN (interop's writer,
 one op map a line), ``--format log`` as a Jepsen log (``INFO  jepsen.util - 2\t:invoke\t
-:acquire\tnil``: no times, no lock, so its verdict is its own). Printed: the medians per tree
-and history, and each tree's ratio to the first. On a shared machine quote the CPU figures
-beside the wall ones.
+:acquire\tnil``: no times, no lock, so its verdict is its own). ``--plugin`` times, in one
+process of this tree, docs/history.md's example checker (it reads ops as dicts) beside the
+built-in ``mutex`` on the valid history read once into a ``ColumnHistory``. Printed: the
+medians per tree and history, and each tree's ratio to the first. On a shared machine quote
+the CPU figures beside the wall ones.
 """
 
 from __future__ import annotations
@@ -94,6 +96,32 @@ def _wall(text: str) -> float:
     return seconds
 
 
+def plugin_figures(path: Path, reps: int) -> None:
+    """CPU and wall seconds (medians) of docs/history.md's example checker and of ``mutex`` on
+    the history at ``path``, read once into columns, each check on a fresh ``ColumnHistory``
+    (no view kept from the one before), each run as a run runs it (the collector paused)."""
+    import time
+
+    from checker.mutex import MutexChecker
+    from harness.core.checks import TIME_ORDERED, WELL_FORMED, check_safe
+    from harness.core.history_file import read_columns
+    from harness.core.run_history import history_of
+    from tests.test_history_doc import example
+
+    cols = read_columns(path)
+    for name, check in (("docs/history.md example", example().check),
+                        ("mutex (built-in)", MutexChecker.check)):
+        figures = []
+        for _ in range(reps):
+            h = history_of(cols)
+            h.derived.update({WELL_FORMED: True, TIME_ORDERED: True})
+            c, w = time.process_time(), time.perf_counter()
+            valid = check_safe(check, h, {})["valid"]  # as a run runs it
+            figures.append((time.process_time() - c, time.perf_counter() - w))
+        print(f"{name:<26} {len(cols)} ops  cpu {statistics.median(f[0] for f in figures):.2f} s"
+              f"  wall {statistics.median(f[1] for f in figures):.2f} s  valid {valid}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", type=int, default=1_000_000)
@@ -107,7 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=sorted(EXPECTED), help="one history, not both")
     ap.add_argument("--format", choices=("jsonl", "edn", "log"), default="jsonl",
                     help="how the histories are written (default: JSON lines)")
+    ap.add_argument("--plugin", action="store_true",
+                    help="docs/history.md's example checker beside mutex, in this process")
     args = ap.parse_args(argv)
+    if args.plugin:
+        plugin_figures(history_file(args.dir, args.ops, args.procs, args.seed, "valid"),
+                       args.reps)
+        return 0
     if not os.access(TIME, os.X_OK):
         print(f"{TIME} is needed (Debian: apt-get install time)", file=sys.stderr)
         return 3

@@ -467,10 +467,7 @@ def suite_finish(suite: Suite, outcomes: list[Outcome], started: float, out_dir:
     found = suite_detection.rows(outcomes)
     if any(len(r.runs) > 1 for r in found):
         print("\n".join(suite_detection.table(found)))
-    total = len(outcomes)
-    differ = sum(1 for o in outcomes if not o.as_expected)
-    print(f"suite {suite.title}: {total - differ} of {total} as expected"
-          f"{f', {differ} differ' if differ else ''} "
+    print(f"suite {suite.title}: {suite_output.tally(outcomes)} "
           f"({sum(o.seconds for o in outcomes) / 60:.1f} min)")
     print(f"junit: {junit_path}")
     print(f"index: {out_dir / 'index.html'}")

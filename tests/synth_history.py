@@ -163,7 +163,7 @@ def write_run(run_dir: Path, n_ops: int, seed: int = 1, **shape: Any
     ``shape``: :func:`generate`'s keywords."""
     from harness.controller.checking import check_history as check_all
     from harness.controller.store import RunDir
-    from harness.core.history import write_history
+    from harness.core.column_lines import write_history
     from harness.presentation.report import write_report
 
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -70,6 +70,19 @@ def test_a_wrong_way_import_breaks_the_contract(tmp_path: Path, module: str, lin
     assert "BROKEN" in proc.stdout and line.split()[1] in proc.stdout
 
 
+
+@needs_lint
+def test_a_deferred_import_that_closes_a_circle_breaks_the_contract(tmp_path: Path) -> None:
+    """history imports text; text importing history inside a function is a circle too."""
+    tree = copy_tree(tmp_path)
+    path = tree / "harness/core/text.py"
+    path.write_text(path.read_text() + "\n\ndef _late() -> None:\n"
+                    "    import harness.core.history  # noqa\n")
+    proc = lint(tree)
+    assert proc.returncode != 0, proc.stdout
+    assert "no circle among the modules of harness/core BROKEN" in proc.stdout
+    assert ".text -> .history" in proc.stdout or ".history -> .text" in proc.stdout
+
 # tests that can fail --------------------------------------------------------------------------
 CODE_NAMES = {"code", "rc", "returncode", "exit_code", "exitcode", "exit_status",
               "wait", "poll", "call", "main"}  # the last: calls that return an exit code

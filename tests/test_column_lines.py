@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.core.column_lines import history_lines
-from harness.core.history import write_history
+from harness.core.column_lines import history_lines, write_history
 from harness.core.run_history import merged_columns
 
 TEXTS = st.one_of(st.sampled_from(["", "lock", "a%d", "%%", "é\u2028\"x", "\\", "a\nb",

@@ -1,4 +1,4 @@
-"""harness.core.digit_runs: the pieces both array readers of big history files share."""
+"""harness.core.history_bulk's digit runs: what both array readers of big history files share."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.core.digit_runs import MAX_OFFSETS, keys_of, line_key, run_values, telling
+from harness.core.history_bulk import MAX_OFFSETS, keys_of, line_key, run_values, telling
 
 numbers = st.lists(st.integers(0, 10**18 - 1), min_size=1, max_size=40)
 

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.core.history import HistoryError, pairs, parse_lines, write_history
+from harness.core.column_lines import write_history
+from harness.core.history import HistoryError, pairs, parse_lines
 from harness.core.history_file import read_history
 from harness.core.journal import JournalWriter, merge_journals
 

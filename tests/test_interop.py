@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from checker.linearizable import check
-from harness.core.history import HistoryError, write_history
+from harness.core.column_lines import write_history
+from harness.core.history import HistoryError
 from harness.core.history_file import read_history
 from harness.presentation import interop
 from harness.presentation.interop import (

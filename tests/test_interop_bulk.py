@@ -393,7 +393,7 @@ def test_harness_check_says_the_same_of_edn_a_log_and_jsonl(
     """``harness check`` of the same history as JSONL (read in columns), EDN (in columns) and
     EDN with one op that is not plain (read by the strict reader): the same lines, witness
     included; and of a log, in columns and not, alike."""
-    from harness.core.history import write_history
+    from harness.core.column_lines import write_history
 
     bench = load_bench()
     ops = uniform(bench.inject_violation(bench.mutex_history(3000, 6, 4)))

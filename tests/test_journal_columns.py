@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 
 from harness.core.history import HistoryError
 from harness.core.journal import JournalWriter, encode, merge_journals
-from harness.core.journal_columns import merge_journals_columns
-from harness.core.journal_layouts import read_columns
+from harness.core.journal_columns import merge_journals_columns, read_columns
 from harness.core.run_history import ColumnHistory, columns_of, merged_columns
 
 # Numbers of every width and form the layouts read: negative, past 18 digits, floats with a

@@ -55,6 +55,8 @@ def test_a_history_in_columns_gives_back_its_ops_and_pairs(ops: list[dict[str, A
         return
     assert isinstance(h, ColumnHistory) and len(h) == len(ops)
     assert [orjson.dumps(op) for op in h] == [orjson.dumps(op) for op in ops]
+    for block in (1, 2, 5):  # made a block of client rows at a time, the others in place
+        assert [orjson.dumps(op) for op in h.iterate(block)] == [orjson.dumps(op) for op in ops]
     assert [orjson.dumps(h[i]) for i in range(len(ops))] == [orjson.dumps(op) for op in ops]
     in_cols = [op for op in ops if type(op["process"]) is int
                and all(o["index"] != op["index"] for o in h.others)]

@@ -18,7 +18,7 @@ from harness.core.errors import UsageError
 from harness.presentation import suite as suite_mod
 from harness.presentation.suite import Outcome, parse, parse_seeds, unshown, violation_at
 from harness.presentation.suite_detection import rows, table, wilson
-from harness.presentation.suite_output import write_outputs
+from harness.presentation.suite_output import tally, write_outputs
 from tests.test_suite import harness
 
 LITERATURE = Path(__file__).parent.parent / "suites" / "literature.toml"
@@ -223,3 +223,24 @@ def test_three_rows_over_two_seeds_on_redis(tmp_path: Path) -> None:
     assert [w["why"] for w in fenced["wrong"]] == [
         "UNKNOWN: VALID, but fencing.stale-rejected = 0: the run never showed what the row is "
         "for"] * 2
+
+
+def test_an_interrupted_suite_names_what_did_not_run() -> None:
+    """An interrupted suite's tally counts what ran to a verdict; the run cut short and the
+    entries never started are named as such, not as differing; a row none of whose seeds ran
+    has no rate (a vacuous [0.00, 1.00] read as one)."""
+    s = parse({"name": "d", "run": [
+        {"lock": "redis-setnx", "nemesis": "pause", "expect": "invalid"},
+        {"lock": "redis-setnx", "nemesis": "none", "expect": "valid"},
+    ]}, Path("d.toml")).reseeded([1, 2])
+    e = s.entries
+    outcomes = [Outcome(e[0], "invalid", 1, 9.0, None, ""), Outcome(e[1], "valid", 0, 9.0,
+                None, ""), Outcome(e[2], "interrupted", 3, 2.0, None, ""),
+                Outcome(e[3], "skipped", None, 0.0, None, "")]
+    assert tally(outcomes) == "1 of 2 as expected, 1 differ, 1 interrupted, 1 not run"
+    assert tally(outcomes[:2]) == "1 of 2 as expected, 1 differ"
+    assert tally(outcomes[:1]) == "1 of 1 as expected"
+    found = rows(outcomes)
+    assert found[0].rate() == "1/2 [0.09, 0.91]"
+    assert found[1].rate() == "not run (2 seed(s) interrupted or skipped)"
+    assert "| 2 | redis redis-setnx mutex none | valid | not run" in "\n".join(table(found))

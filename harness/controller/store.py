@@ -52,8 +52,9 @@ from harness.controller.spec_keys import check_types
 from harness.core.atomic import write_json
 from harness.core.capped import read_capped
 from harness.core.checks import TIME_ORDERED, Shared, well_formed
+from harness.core.column_lines import write_history
 from harness.core.errors import HarnessError, UsageError
-from harness.core.history import HistoryError, Op, write_history
+from harness.core.history import HistoryError, Op
 from harness.core.history_file import read_history
 from harness.core.journal import merge_journals
 
@@ -228,16 +229,18 @@ class RunDir:
     def save_history(self, history: Sequence[Op]) -> None:
         write_history(self.history, history)
 
-    def load_history(self, *, save: bool = True) -> list[Op]:
+    def load_history(self, *, save: bool = True) -> Sequence[Op]:
         """history.jsonl, or the journals merged now (a run that died before merging; written
-        as its history.jsonl unless not ``save``), as a list
-        (:class:`~harness.core.checks.Shared`) whichever it is: what a reader of a stored run
-        (a plugin's test) has always been given."""
+        as its history.jsonl unless not ``save``), as the run's own checks had it
+        (:meth:`merged`): its client ops in columns where any fit, else a
+        :class:`~harness.core.checks.Shared` list."""
         if self.history.exists():  # read_history found it well-formed (a check need not again)
-            return well_formed(read_history(self.history))
+            from harness.core.run_history import merged_columns  # (numpy: when used)
+
+            ops = read_history(self.history)
+            return well_formed(merged_columns(ops) or ops)
         if self.has_journals():
-            merged = Shared(merge_journals(self.journals.glob("*.jsonl")))
-            merged.derived[TIME_ORDERED] = True
+            merged = self.merged()
             if save:
                 self.save_history(merged)
             return merged

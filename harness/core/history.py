@@ -16,10 +16,8 @@ time.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 
-from harness.core.atomic import replacing
 from harness.core.text import show
 
 # `typing` is imported by type checkers only: at run time it costs every `harness check` process
@@ -368,21 +366,6 @@ def dumps(op: Op) -> str:
     import json
 
     return json.dumps(op, separators=(",", ":"), sort_keys=False, default=str)
-
-
-def write_history(path: str | os.PathLike[str], ops: Iterable[Op]) -> None:
-    """history.jsonl, atomically: each op encoded by orjson, as a journal line is (json where
-    orjson cannot: a lone surrogate), a few times faster than the json module."""
-    from harness.core.journal import encode  # it imports this module
-    from harness.core.run_history import ColumnHistory
-
-    with replacing(path) as tmp, tmp.open("wb") as fh:
-        if isinstance(ops, ColumnHistory):  # the same bytes, with no dict an op
-            from harness.core.column_lines import history_lines
-
-            fh.writelines(history_lines(ops))
-            return
-        fh.writelines(encode(op) + b"\n" for op in ops)  # a journal line has no newline
 
 
 def pairs(history: Iterable[Op], *, clients: bool = False) -> Iterator[tuple[Op, Op | None]]:

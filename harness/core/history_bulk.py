@@ -36,7 +36,7 @@ from harness.core.history import MAX_LINE, MAX_NAME, MAX_TIME, TYPES, Op, parse_
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any, BinaryIO
 
 BLOCK = 4 << 20  # bytes read at a time (then up to the end of the line)
@@ -571,7 +571,6 @@ class _Template:
     def learn(self, fs: list[str], locks: list[Any]) -> None:
         """The tails of every type, f and lock name known (locks[2:]: names)."""
         from harness.core.columns import TYPE_NAMES
-        from harness.core.digit_runs import line_key, telling
 
         c, k = self.colon, self.comma
         tails = []
@@ -612,13 +611,12 @@ class _Template:
     def tail_of(self, buf: Any, begins: Any, ends: Any) -> Any:
         """Which of the layout's tails each line's bytes from ``begins`` to ``ends`` (its
         newline) in ``buf`` are, or None when one is none of them. Each is told by its length
-        and its bytes at a few offsets (:func:`harness.core.digit_runs.telling`), then
+        and its bytes at a few offsets (:func:`telling`), then
         compared whole with the tail told, the lines of each tail at once: what is told is
         only a guess, what is compared is exact."""
         import numpy as np
         from numpy.lib.stride_tricks import sliding_window_view
 
-        from harness.core.digit_runs import keys_of
 
         length = ends - begins
         if self.tail_offsets is None:  # no offsets tell the tails apart: each looked up
@@ -650,7 +648,6 @@ class _Template:
         import numpy as np
         from numpy.lib.stride_tricks import sliding_window_view
 
-        from harness.core.digit_runs import run_values
 
         if not self.tails:
             return None
@@ -695,3 +692,65 @@ class _Template:
         return (*values, codes[:, 0].astype(np.uint8), codes[:, 1].copy(), codes[:, 2].copy())
 
 
+# The pieces the array readers of big history files share (this module's for JSON lines,
+# harness.presentation.interop_bulk's for EDN and Jepsen logs): lines told apart by their
+# length and a few bytes, and the numbers of a block's runs of digits read by array operations.
+MAX_OFFSETS = 3  # bytes a line is told by, besides its length (a key fits an int64)
+
+
+def line_key(line: bytes, offsets: Sequence[Any]) -> int:
+    """A line's length, then its bytes at ``offsets`` (0 past its end), as one int: what
+    the readers compute for each line of a block, by array operations."""
+    key = len(line)
+    for o in offsets:
+        key = key << 8 | (line[o] if o < len(line) else 0)
+    return key
+
+
+def telling(lines: Sequence[bytes]) -> tuple[int, ...] | None:
+    """A few offsets at which ``lines`` differ, so that a line's length and its bytes there
+    (:func:`line_key`) tell which it is (each offset the one that tells most apart, in turn);
+    None when :data:`MAX_OFFSETS` do not tell them all apart."""
+    longest = max(map(len, lines), default=0)
+    offsets: list[int] = []
+    while len({line_key(x, offsets) for x in lines}) < len(lines):
+        if len(offsets) == MAX_OFFSETS:
+            return None
+        offsets.append(max(range(longest),
+                           key=lambda o: len({line_key(x, [*offsets, o]) for x in lines})))
+    return tuple(offsets)
+
+
+def keys_of(buf: Any, begins: Any, length: Any, offsets: Sequence[int]) -> Any:
+    """:func:`line_key` of each line of ``buf`` (a block's bytes as uint8) that begins at
+    ``begins`` and is ``length`` bytes long, for all of them at once."""
+    import numpy as np
+
+    key = length.copy()
+    last = len(buf) - 1
+    for offset in offsets:
+        key <<= 8
+        key |= np.where(offset < length, buf[np.minimum(begins + offset, last)], 0)
+    return key
+
+
+def run_values(buf: Any, end: Any, digits: Any) -> Any:
+    """The numbers of runs of decimal digits in ``buf`` (a block's bytes as uint8), each
+    ending before ``end`` and ``digits`` long (the caller has checked they are digits, at
+    most 18): the bytes before each run's end, as many as the longest run's, by powers of
+    ten, those that are not the run's own counted as 0."""
+    import numpy as np
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    longest = int(digits.max())
+    place = np.arange(longest)
+    weights = 10 ** place[::-1]
+    if int(end.min()) >= longest:  # (then every row is inside the block)
+        rows = sliding_window_view(buf, longest)[end - longest]
+        if int(digits.min()) == longest:  # every run as long: only digits in the rows
+            return rows @ weights - 48 * int(weights.sum())
+        window = np.subtract(rows, 48, dtype=np.int64)
+    else:
+        window = np.subtract(buf[end[:, None] - longest + place], 48, dtype=np.int64)
+    window[place < longest - digits[:, None]] = 0  # (not this number's)
+    return window @ weights

@@ -36,6 +36,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 
 from harness.core.atomic import write_lines
 from harness.core.history import HistoryError, Op, validate_op
@@ -142,6 +143,9 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 Token = tuple[str, str, int, int]  # kind, text, line, where it starts in the text
 
 
+_FORM = itemgetter(1)  # of a (line, form) pair
+
+
 class EdnReader:
     """Reads EDN forms from text, strictly (https://github.com/edn-format/edn, and ratios as
     Clojure reads them): what is not EDN is an error naming its line and column."""
@@ -218,8 +222,9 @@ class EdnReader:
                 raise self.error(f"invalid EDN: unexpected {tok[1]!r}", tok)
             yield tok[2], self._form(tok, 0)
 
-    def items(self, opener: Token) -> Iterator[tuple[int, Any]]:
-        """The elements of a collection whose opening token was just read, with their lines."""
+    def items(self, opener: Token, depth: int = 0) -> Iterator[tuple[int, Any]]:
+        """The elements of a collection whose opening token was just read (at ``depth``),
+        with their lines."""
         close = _CLOSERS[opener[1]]
         while True:
             tok = self._token()
@@ -230,7 +235,7 @@ class EdnReader:
                     raise self.error(f"expected {close!r} to close {opener[1]!r} from line "
                                      f"{opener[2]}, got {tok[1]!r}", tok)
                 return
-            yield tok[2], self._form(tok, 1)
+            yield tok[2], self._form(tok, depth + 1)
 
     def next_form(self, depth: int, what: str) -> Any:
         tok = self._token()
@@ -269,18 +274,7 @@ class EdnReader:
 
     def _collection(self, tok: Token, depth: int) -> Any:
         opener, line = tok[1], tok[2]
-        elems: list[Any] = []
-        close = _CLOSERS[opener]
-        while True:
-            nxt = self._token()
-            if nxt is None:
-                raise self.error(f"unclosed {opener!r} (opened on line {line})")
-            if nxt[0] == "close":
-                if nxt[1] != close:
-                    raise self.error(f"expected {close!r} to close {opener!r} from line {line}, "
-                                     f"got {nxt[1]!r}", nxt)
-                break
-            elems.append(self._form(nxt, depth + 1))
+        elems = list(map(_FORM, self.items(tok, depth)))  # (no frame of its own: C)
         if opener == "{":
             if len(elems) % 2:
                 raise self.error(f"a map (opened on line {line}) needs an even number of forms",

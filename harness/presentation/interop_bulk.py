@@ -32,9 +32,8 @@ import numpy as np
 
 from harness.core import history_file
 from harness.core.columns import LOCK_ABSENT, LOCK_NULL, TYPE_CODES, Columns, well_formed
-from harness.core.digit_runs import keys_of, line_key, run_values, telling
 from harness.core.history import HistoryError, validate_op
-from harness.core.history_bulk import ColumnStore, blocks
+from harness.core.history_bulk import ColumnStore, blocks, keys_of, line_key, run_values, telling
 from harness.presentation.interop import EdnReader, _log_op, _op_fields, to_op
 
 TYPE_CHECKING = False  # see harness/core/history.py

@@ -271,9 +271,10 @@ class HarnessResult:
         return out
 
     def history(self) -> list[Op]:
+        """The run's ops, a list of dicts (made from the columns it is read into)."""
         from harness.controller.store import RunDir
 
-        return RunDir(self.run_dir).load_history()
+        return list(RunDir(self.run_dir).load_history())
 
     def explain(self) -> str:
         """The verdict in words: what ran, each checker's verdict and first violation, where

@@ -90,6 +90,8 @@ class Row:
         return sum(1 for o in self.ran if o.verdict == "invalid")
 
     def rate(self) -> str:
+        if not self.n:  # every seed skipped or interrupted: no rate, not a vacuous [0, 1]
+            return f"not run ({len(self.runs)} seed(s) interrupted or skipped)"
         lo, hi = self.interval
         return f"{self.k}/{self.n} [{lo:.2f}, {hi:.2f}]"
 

@@ -95,6 +95,18 @@ def write_junit(path: Path, tree: ET.ElementTree) -> None:
         tree.write(tmp, encoding="UTF-8", xml_declaration=True)
 
 
+def tally(outcomes: list[Outcome]) -> str:
+    """``5 of 6 as expected, 1 differ``: of the runs that ran to a verdict; an interrupted
+    run and an entry never started are named as such, never counted as differing."""
+    gone = {v: sum(1 for o in outcomes if o.verdict == v) for v in ("interrupted", "skipped")}
+    ran = [o for o in outcomes if o.verdict not in gone]
+    differ = sum(1 for o in ran if not o.as_expected)
+    return (f"{len(ran) - differ} of {len(ran)} as expected"
+            + (f", {differ} differ" if differ else "")
+            + (f", {gone['interrupted']} interrupted" if gone["interrupted"] else "")
+            + (f", {gone['skipped']} not run" if gone["skipped"] else ""))
+
+
 def summary(suite: Suite, outcomes: list[Outcome], started: float,
             out_dir: Path | None = None) -> dict[str, Any]:
     def rel(path: Path | None) -> str | None:
@@ -167,7 +179,7 @@ def index_html(out_dir: Path, suite: Suite, outcomes: list[Outcome], started: fl
         for r in detection_rows(outcomes))
     ok = s["differ"] == 0
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
-<title>suite {e(suite.title)}: {s['as_expected']} of {s['total']} as expected</title>
+<title>suite {e(suite.title)}: {e(tally(outcomes))}</title>
 <style>body{{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1f2328}}
 header{{padding:.8em 1.5em;color:#fff;font-size:1.3em;background:{'#1a7f37' if ok else
 '#cf222e'}}} main{{padding:.5em 1.5em 3em}} a{{color:#0969da}}
@@ -177,7 +189,7 @@ th{{border-bottom:1px solid #d0d7de}} tr.bad{{background:#ffebe9}}
 .chip{{border-radius:2em;padding:.05em .7em;color:#fff;font-weight:600;font-size:.9em}}
 .v-true{{background:#1a7f37}} .v-false{{background:#cf222e}} .v-unknown{{background:#9a6700}}
 .muted{{color:#656d76;font-size:.92em}}</style></head><body>
-<header>suite {e(suite.title)}: {s['as_expected']} of {s['total']} as expected</header><main>
+<header>suite {e(suite.title)}: {e(tally(outcomes))}</header><main>
 <p class="muted">{e(str(suite.path))} · started {e(s['started'])} ·
 {sum(o.seconds for o in outcomes) / 60:.1f} min · <a href="junit.xml">junit.xml</a> ·
 <a href="summary.json">summary.json</a></p>
