@@ -226,7 +226,9 @@ def build_parser(only: str | None = None) -> Parser:
                             "clients need (Debian packages, the node image, the clients' builds)")
         for flag, what in (("--db", "dbs"), ("--backend", "backends"), ("--nemesis", "faults")):
             se.add_argument(flag, action="append", default=[], metavar="NAME,...|all",
-                            help=f"{what} to set up")
+                            help=f"{what} to set up" + (" (all: those from Debian's archive; "
+                                 "another repository's, such as spanner's, by name)"
+                                 if flag == "--db" else ""))
         se.add_argument("--clients", action="append", default=[], nargs="?", const="all",
                         metavar="NAME,...", help="build the external lock clients (default all)")
         se.add_argument("--all", action="store_true", help="everything")

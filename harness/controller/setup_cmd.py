@@ -45,11 +45,13 @@ class Choice:
     clients: list[str] = field(default_factory=list)
 
 
-def chosen(given: Iterable[str], known: Sequence[str], what: str) -> list[str]:
-    """The names of a comma-separated option, ``all`` for every one; UsageError for others."""
+def chosen(given: Iterable[str], known: Sequence[str], what: str,
+           every: Sequence[str] | None = None) -> list[str]:
+    """The names of a comma-separated option, ``all`` for ``every`` one (default: each known);
+    UsageError for others."""
     names = [n for g in given for n in g.split(",") if n]
     if "all" in names:
-        return list(known)
+        names = [*(known if every is None else every), *(n for n in names if n != "all")]
     for name in names:
         if name not in known:
             raise UsageError(f"unknown {what} {name!r}: use one of "
@@ -60,7 +62,10 @@ def chosen(given: Iterable[str], known: Sequence[str], what: str) -> list[str]:
 def choice(dbs: Iterable[str], backends: Iterable[str], faults: Iterable[str],
            clients: Iterable[str], everything: bool, reg: Registry) -> Choice:
     every = ["all"] if everything else []
-    return Choice(chosen([*dbs, *every], reg.names("dbs"), "db"),
+    # all DBs: those whose packages are in Debian's archive; another repository's (apt_source,
+    # not configured on a bare Debian, where its apt-get would fail) only by name
+    debian = [n for n in reg.names("dbs") if reg.load("dbs", n).apt_source is None]
+    return Choice(chosen([*dbs, *every], reg.names("dbs"), "db", debian),
                   chosen([*backends, *every], BACKENDS, "backend"),
                   chosen([*faults, *every], list(needs.families(reg)), "nemesis"),
                   chosen([*clients, *every], list(needs.clients(reg)), "client"))
