@@ -40,6 +40,9 @@ class DB:
     # left out of setup.sh's and the node image's lists, `harness setup --db NAME` installs them.
     apt_source: ClassVar[str | None] = None
     refused_backends: ClassVar[dict[str, str]] = {}  # backend -> why it cannot run a node
+    # Directories of this host a node's server runs from, where the node image lacks them
+    # (a package from outside Debian's): the docker backend mounts them read-only, same path.
+    host_dirs: ClassVar[tuple[str, ...]] = ()
     stop_signal: ClassVar[int | None] = None  # None: SIGTERM to stop; killed at teardown
     user: str | None = None  # the server runs as this user, not root (PostgreSQL)
     # how its clocks are moved ("libfaketime" or "vdso") and which clock ids a fault may name

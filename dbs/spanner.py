@@ -5,8 +5,9 @@ Spanner is one service to its clients, so the DB has one node. The emulator come
 Google's apt repository (``google-cloud-cli-spanner-emulator``), not Debian's (``apt_source``):
 ``harness setup --db spanner`` installs it with apt where it is missing (that repository
 configured), setup.sh and the node image leave it out, and a run where it is missing is
-refused before anything starts (:meth:`SpannerDB.unavailable`).
-The ssh and docker backends are refused in one line (``refused_backends``).
+refused before anything starts (:meth:`SpannerDB.unavailable`). On the docker backend the
+node runs this host's emulator, its folder mounted read-only (``host_dirs``; the image has
+the libraries it links: glibc, libstdc++); ssh is refused in one line (``refused_backends``).
 
 Readiness makes what the locks and the resource need and proves it with a real query: the
 instance, the database and its tables (:data:`DDL`), each created unless it exists, then
@@ -81,9 +82,8 @@ class SpannerDB(DB):
     default_lock: ClassVar[str] = "spanner-lease"
     refused_backends: ClassVar[dict[str, str]] = {
         "ssh": f"a host's set-up installs Debian's packages and {PACKAGE} is Google's, nor "
-               "would a kill there say that the state was lost; use --backend local",
-        "docker": f"the node image does not carry {PACKAGE} (Google's repository); use "
-                  "--backend local"}
+               "would a kill there say that the state was lost; use --backend local"}
+    host_dirs: ClassVar[tuple[str, ...]] = (str(gateway().parent),)  # not in the node image
 
     debian_packages: ClassVar[dict[str, str]] = {str(gateway()): PACKAGE}
     apt_source: ClassVar[str | None] = "https://packages.cloud.google.com/apt"

@@ -6,8 +6,8 @@ lock row's version), a kill that loses every row and says so, and the issue's ro
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from dbs.spanner import SpannerDB
 from harness.core.cluster import Node
 from harness.core.locks import LockConfig
 from harness.core.resource import Write
-from tests.harness_runs import harness, history, run
+from tests.harness_runs import docker_engine, harness, history, run
 from workloads.locks.spanner_lease import SpannerClientClockLock, SpannerLeaseLock, rfc3339
 
 installed = pytest.mark.skipif(SpannerDB.unavailable() is not None,
@@ -35,10 +35,14 @@ def config(nodes: Any, process: int = 0, ttl: float = 1.0) -> LockConfig:
 
 
 # without servers ---------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_a_run_without_the_emulator_is_refused_in_one_line_before_anything_starts(
-        tmp_path: Path) -> None:
+        tmp_path: Path, backend: str) -> None:
+    if backend == "docker":
+        docker_engine()
     store = tmp_path / "store"
-    proc = harness("run", "--db", "spanner", "--store", str(store), "--time-limit", "5",
+    proc = harness("run", "--db", "spanner", "--backend", backend, "--store", str(store),
+                   "--time-limit", "5",
                    env={**os.environ, "LOCK_HARNESS_SPANNER_EMULATOR": str(tmp_path)})
     assert proc.returncode == 3, proc.stdout + proc.stderr
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
@@ -60,22 +64,18 @@ def test_setup_installs_the_emulator_with_apt_and_setup_sh_and_the_image_leave_i
             packages.builtin_dbs(), image=image)
 
 
-@pytest.mark.parametrize("backend", ["ssh", "docker"])
-def test_the_ssh_and_docker_backends_are_refused_in_one_line(tmp_path: Path,
-                                                             backend: str) -> None:
+def test_the_ssh_backend_is_refused_in_one_line(tmp_path: Path) -> None:
     key = tmp_path / "key"
     key.write_text("")
     key.chmod(0o600)
     hosts = tmp_path / "HOSTS.toml"  # a host never reached: refused before anything starts
     hosts.write_text(f'[[hosts]]\naddress = "10.255.255.1"\nkey = "{key}"\n')
-    if backend == "docker" and shutil.which("docker") is None:
-        pytest.skip("no docker here")
-    extra = ["--hosts", str(hosts)] if backend == "ssh" else []
-    proc = harness("run", "--backend", backend, *extra, "--db", "spanner", "--nemesis", "none",
-                   "--time-limit", "5", "--quiet", "--store", str(tmp_path / "store"))
+    proc = harness("run", "--backend", "ssh", "--hosts", str(hosts), "--db", "spanner",
+                   "--nemesis", "none", "--time-limit", "5", "--quiet",
+                   "--store", str(tmp_path / "store"))
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
     assert proc.returncode == 3 and len(lines) == 1, proc.stderr
-    assert lines[0].startswith(f"harness: --backend {backend} cannot run --db spanner: ")
+    assert lines[0].startswith("harness: --backend ssh cannot run --db spanner: ")
     assert not any((tmp_path / "store").rglob("history.jsonl")), "nothing may start"
 
 
@@ -184,3 +184,28 @@ def test_a_kill_of_the_emulator_is_invalid_and_names_the_lost_state(store: Path)
     kills = [op for op in history(run_dir) if op["f"] == "kill" and op["type"] != "invoke"
              and op.get("value") == "stop"]
     assert kills and all("every row was lost" in str(op.get("detail")) for op in kills), kills
+
+
+@pytest.mark.servers
+@pytest.mark.docker
+@installed
+def test_docker_runs_this_hosts_emulator_in_its_container_and_a_kill_loses_every_row(
+        store: Path) -> None:
+    """The node image lacks Google's package: the container runs this host's emulator,
+    mounted read-only; killed and restarted in its container, it loses every row, said."""
+    c = docker_engine()
+    code, _, run_dir, out = run(store, "--backend", "docker", "--db", "spanner", "--lock",
+                                "spanner-lease", "--nemesis", "kill", "--resource", "redis",
+                                "--time-limit", "15", "--seed", "1")
+    assert code == 1, out
+    test = json.loads((run_dir / "test.json").read_text())
+    assert test["spec"]["backend"] == "docker"
+    listening = [x for x in (run_dir / "logs" / "n1.log").read_text().splitlines()
+                 if "REST server listening at" in x]
+    assert len(listening) >= 2 and not any(" 127." in x for x in listening), listening
+    kills = [op for op in history(run_dir) if op["f"] == "kill" and op["type"] != "invoke"
+             and op.get("value") == "stop"]
+    assert kills and all("every row was lost" in str(op.get("detail")) for op in kills), kills
+    mine = {"label": f"lock-harness.run={test['run_id']}"}
+    assert not c.containers.list(all=True, filters=mine), "the run removed its containers"
+

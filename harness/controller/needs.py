@@ -124,7 +124,8 @@ def table(reg: Registry | None = None) -> list[Row]:
 
 def asked(spec: Any, reg: Registry | None = None) -> list[Row]:
     """The rows a run of ``spec`` (a TestSpec) needs: its backend, the lock's client; on the
-    local backend also its DB, the resource's, and its faults' host packages."""
+    local backend also its DB, the resource's, and its faults' host packages; on docker, a DB
+    whose nodes run from this host's ``host_dirs``."""
     reg = reg or default_registry()
     rows = [row("backend", spec.backend, [backend_class(spec.backend)])]
     lock = reg.load("locks", spec.lock)
@@ -132,8 +133,10 @@ def asked(spec: Any, reg: Registry | None = None) -> list[Row]:
     if isinstance(build, str):
         rows.append(row("client", build, [lock]))
         rows[-1].label = f"lock {spec.lock!r}"  # as the run's own refusal names it
+    db = reg.load("dbs", spec.db)
+    if spec.backend == "docker" and db.host_dirs:  # its nodes run this host's server
+        rows.append(row("db", spec.db, [db]))
     if spec.backend == "local":
-        db = reg.load("dbs", spec.db)
         rows += [row("db", n, [reg.load("dbs", n)]) for n in dict.fromkeys((spec.db,
                                                                             RESOURCE_DB))]
         for name in spec.fault_names:

@@ -214,6 +214,7 @@ class Run:
                 if (why := db.refused_backends.get(backend.name)) is not None:
                     raise HarnessError(f"--backend {backend.name} cannot run --db {db.name}: "
                                        f"{why}")
+                backend.mount_host_dirs(db)
             names = [f"n{i + 1}" for i in range(spec.nodes)]
             if any(capabilities.PowerLoss in test.requires(n) for n in test.nemeses):
                 backend.enable_power_loss(names)  # before prepare: containers need FUSE

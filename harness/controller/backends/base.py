@@ -42,6 +42,10 @@ class Backend(Protocol):
     def preflight(self, db: Any, nodes: list[Node], partitions: bool) -> None:
         """Raise HarnessError, one line, if these nodes cannot run here."""
 
+    def mount_host_dirs(self, db: Any) -> None:
+        """Before :meth:`prepare`: give the nodes this host's ``db.host_dirs`` (or raise
+        HarnessError, one line, saying which is missing)."""
+
     def provision(self, db: Any, nodes: list[Node]) -> None:
         """Write each node's files; then, once, the DB's ``init_argv`` (as its ``user``)."""
 

@@ -29,6 +29,8 @@ pause / resume / kill are plain signals to that pid, exactly as on the local bac
 - Clients whose library opens sockets in C (libpq) cannot bind their address: in runs with
   partitions, each client runs with a group id of its own, and a host nat rule in the
   project's chain rewrites that group's connections into the network to the client's address.
+- A server the image lacks (a DB's ``host_dirs``: Spanner's emulator, Google's package) runs
+  from this host's directory, mounted read-only at the same path in every container.
 - Power loss (runs with a fault that needs it alone): the node's container also gets
   ``/dev/fuse``, ``SYS_ADMIN`` (to mount) and no AppArmor profile (Docker's default one denies
   mounts), this package read-only at ``/opt/lock-harness/py/harness`` and the run's
@@ -149,6 +151,7 @@ class DockerBackend(ProcessNodes):
         self._client_groups: dict[int, int] = {}
         self.syncfs_nodes: list[str] = []  # nodes whose data directory loses power
         self.syncfs_dirs: dict[str, Path] = {}  # those mounted: node -> directory inside
+        self.host_dirs: dict[str, dict[str, str]] = {}  # DBs' host_dirs, as docker volumes
 
     # set-up ----------------------------------------------------------------------------------
     def prepare(self, port: int, nodes: int, clients: int, resource_port: int | None = None
@@ -175,7 +178,7 @@ class DockerBackend(ProcessNodes):
             node_dir.mkdir(parents=True, exist_ok=True)
             (node_dir / "faketime").write_text("+0s\n")
             volumes = {str(node_dir): {"bind": "/node", "mode": "rw"},
-                       str(self.run.logs): {"bind": "/logs", "mode": "rw"}}
+                       str(self.run.logs): {"bind": "/logs", "mode": "rw"}, **self.host_dirs}
             extra = self._fuse(volumes) if name in self.syncfs_nodes else {}
             self.containers[name] = c.containers.run(
                 image, ["sleep", "infinity"], detach=True, name=f"lh-{slug}-{name}",
@@ -194,6 +197,13 @@ class DockerBackend(ProcessNodes):
             addr = self.client_host(p)
             ip_cmd("addr", "add", f"{addr}/32", "dev", self.bridge)
             self._client_addrs.append(addr)
+
+    def mount_host_dirs(self, db: Any) -> None:
+        """Every container gets the DB's ``host_dirs`` read-only at the same path, once the
+        DB's check of this host passed (docker would make a missing one, empty)."""
+        if db.host_dirs:
+            db.check_environment()
+        self.host_dirs.update({d: {"bind": d, "mode": "ro"} for d in db.host_dirs})
 
     def _fuse(self, volumes: dict[str, dict[str, str]]) -> dict[str, Any]:
         """What a container needs to mount the power-loss filesystem (its ``run`` arguments;

@@ -235,6 +235,11 @@ class SshBackend:
         node_dir = f"{run_dir}/nodes/{node.name}"
         return node_dir, f"{run_dir}/logs/{node.name}.log", f"{node_dir}/server.pid"
 
+    def mount_host_dirs(self, db: Any) -> None:
+        if db.host_dirs:
+            raise HarnessError(f"--backend ssh cannot run --db {db.name}: its nodes need "
+                               f"{', '.join(db.host_dirs)} of this host; use --backend local")
+
     def preflight(self, db: Any, nodes: list[Node], partitions: bool) -> None:
         """Place every node on its host; with partitions, iptables must work on the DB nodes'
         hosts (installed with apt if missing). What the servers need is checked (and
