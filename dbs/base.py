@@ -12,6 +12,7 @@ the DBs' ``debian_packages`` with the system Python, before the venv exists.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import ClassVar
 
@@ -48,6 +49,11 @@ class DB:
     # how its clocks are moved ("libfaketime" or "vdso") and which clock ids a fault may name
     clock_mechanism: ClassVar[str] = "libfaketime"
     clocks: ClassVar[tuple[str, ...]] = ("wall",)
+
+    def configure_for(self, needs: Collection[type]) -> None:
+        """Told, before its config files are written, the capabilities the run's nemeses need
+        (ZooKeeper turns dynamic reconfiguration on for ``Membership`` alone): a run that needs
+        none of them keeps the configuration it always had."""
 
     def init_argv(self, node: Node, node_dir: Path) -> list[str] | None:
         """A command run once, before the node's first start (PostgreSQL's initdb); None."""

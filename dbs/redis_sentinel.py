@@ -22,11 +22,21 @@ the primary's door, announce their own (so Sentinel, which tells replicas where 
 primary is after a failover, hands out doors too) and the Sentinels monitor the primary's door.
 Replication and the Sentinels' links to each Redis then run through the proxy, which knows
 who dials by their source address; the Sentinels talk to each other directly.
+
+Membership (``capabilities.Membership``, the ``membership`` nemesis on a replica, target
+``follower``): ``REPLICAOF NO ONE`` detaches it and ``SENTINEL RESET`` has every Sentinel
+forget it; back, the node starts on an empty directory (its own, or ``data-MEMBER`` for a
+replacement) and ``REPLICAOF`` the primary makes it a replica again (``adds_running``: added
+once it runs), the Sentinels reset again. A member is its node with the name of its data
+directory (``CONFIG GET dir``), listed when the primary's ``INFO replication`` has it online
+and a majority of the Sentinels' ``SENTINEL REPLICAS`` up too (None: fewer); the primary is
+not removed (that is a failover: it raises, so the fault was not injected).
 """
 
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -34,7 +44,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from dbs.base import DB
 from dbs.redis import RedisDB, base_conf, connect
 from harness.core.cluster import Node
-from harness.core.errors import UsageError
+from harness.core.errors import HarnessError, UsageError
 
 if TYPE_CHECKING:
     import redis
@@ -59,6 +69,7 @@ class RedisSentinelDB(RedisDB):
     default_nodes: ClassVar[int] = 3
     min_nodes: ClassVar[int] = SENTINELS
     default_lock: ClassVar[str] = "redis-setnx"
+    adds_running: ClassVar[bool] = True  # REPLICAOF: a member is added once its node runs
 
     def __init__(self, binary: str | None = None, persistence: str = "none") -> None:
         super().__init__(binary, persistence)
@@ -125,6 +136,106 @@ class RedisSentinelDB(RedisDB):
                 return self.by_address.get(addr)
         return None
 
+    # capability: Membership ------------------------------------------------------------------
+    def members(self, nodes: Sequence[Node]) -> dict[str, str | None]:
+        """The primary, and each replica the primary lists online (in sync): its member (the
+        name of its data directory) if a majority of the Sentinels lists it up too (a Sentinel
+        cut off from it does not), else None. (Up, not in sync: a Sentinel asks a new replica
+        its INFO every 10 s.)"""
+        import redis
+
+        primary = self._primary(nodes)
+        listed = [{self.by_address.get(str(r.get("ip"))) for r in x if not r.get("is_sdown")}
+                  for x in map(self._sentinel, self.sentinels) if x is not None]
+        out: dict[str, str | None] = {primary.name: self._member(primary)}
+        try:
+            info = _ask(primary, lambda c: c.info("replication"))
+        except redis.exceptions.RedisError as e:
+            raise HarnessError(f"{primary.name}: INFO replication: {e!r}") from None
+        for key, r in info.items():
+            name = self.by_address.get(str(r.get("ip"))) if key.startswith("slave") else None
+            if name is not None and r.get("state") == "online":
+                node = next(n for n in nodes if n.name == name)
+                agree = sum(name in x for x in listed) > len(self.sentinels) // 2
+                out[name] = self._member(node) if agree else None
+        return out
+
+    def remove_member(self, nodes: Sequence[Node], name: str) -> None:
+        if self._primary(nodes).name == name:
+            raise HarnessError(f"{name} is the primary: a replica is removed (that is failover)")
+        self._change(next(n for n in nodes if n.name == name), None)
+
+    def add_member(self, nodes: Sequence[Node], name: str, member: str) -> None:
+        self._change(next(n for n in nodes if n.name == name), self._primary(nodes))
+
+    def joining(self, nodes: Sequence[Node], name: str, member: str) -> dict[str, str]:
+        """The primary the added replica is to follow ({name: host port})."""
+        p = self._primary(nodes)
+        return {p.name: f"{self.known_as(p).host} {self.known_as(p).port}"}
+
+    def join_empty(self, node: Node, node_dir: Path, member: str,
+                   cluster: Mapping[str, str]) -> list[str]:
+        """``redis.conf`` without ``replicaof`` (``add_member`` makes it a replica), its data
+        directory emptied: the node's own, or ``data-MEMBER`` for a replacement. (Sentinel's
+        ``CONFIG REWRITE`` at a failover quotes the ``dir`` it leaves.)"""
+        data = node_dir / f"data-{member}" if member != node.name else node_dir
+        if data != node_dir:
+            shutil.rmtree(data, ignore_errors=True)
+        data.mkdir(exist_ok=True)
+        for f in [*data.glob("*.rdb"), *data.glob("appendonly*")]:
+            shutil.rmtree(f) if f.is_dir() else f.unlink()
+        path = node_dir / "redis.conf"
+        lines = path.read_text().splitlines()
+        inner = Path(next(x for x in lines if x.startswith("dir ")).split(" ", 1)[1].strip('"'))
+        inner = inner.parent if inner.name.startswith("data-") else inner  # as the node sees it
+        kept = [x for x in lines if not x.startswith(("replicaof ", "dir "))]
+        inner = inner / data.name if data != node_dir else inner
+        path.write_text("\n".join([*kept, f"dir {inner}"]) + "\n")
+        return [f"{member} starts on an empty {data.name}, to follow {', '.join(cluster)}"]
+
+    def _primary(self, nodes: Sequence[Node]) -> Node:
+        name = self.leader(list(nodes))
+        if name is None:
+            raise HarnessError("no primary that a majority of the Sentinels agrees on")
+        return next(n for n in nodes if n.name == name)
+
+    def _member(self, node: Node) -> str:
+        """The member a node is: the name of its data directory (``CONFIG GET dir``)."""
+        import redis
+
+        try:
+            d = Path(str(_ask(node, lambda c: c.config_get("dir"))["dir"])).name
+        except redis.exceptions.RedisError as e:
+            raise HarnessError(f"{node.name}: CONFIG GET dir: {e!r}") from None
+        return d.removeprefix("data-") if d.startswith("data-") else node.name
+
+    def _change(self, node: Node, primary: Node | None) -> None:
+        """``REPLICAOF`` (the primary, or NO ONE), then ``SENTINEL RESET`` on every Sentinel;
+        a refusal raises."""
+        import redis
+
+        to = (self.known_as(primary).host, self.known_as(primary).port) if primary else (
+            "NO", "ONE")
+        try:
+            _ask(node, lambda c: c.execute_command("REPLICAOF", *to))
+        except redis.exceptions.RedisError as e:
+            raise HarnessError(f"{node.name} refused REPLICAOF {to}: {e!r}") from None
+        for s in self.sentinels:
+            try:
+                _ask(s, lambda c: c.execute_command("SENTINEL", "RESET", SERVICE))
+            except redis.exceptions.RedisError as e:
+                raise HarnessError(f"{s.name} refused SENTINEL RESET: {e!r}") from None
+
+    @staticmethod
+    def _sentinel(s: Node) -> list[dict[str, Any]] | None:
+        """The replicas a Sentinel lists (None: it does not answer)."""
+        import redis
+
+        try:
+            return list(_ask(s, lambda c: c.sentinel_slaves(SERVICE)))
+        except redis.exceptions.RedisError:
+            return None
+
     def role(self, node: Node) -> str | None:
         """``master`` or ``slave`` as the node itself says (None: it does not answer)."""
         import redis
@@ -136,6 +247,14 @@ class RedisSentinelDB(RedisDB):
             return None
         finally:
             c.close()
+
+
+def _ask(node: Node, call: Any) -> Any:
+    c = _client(node.host, node.port, 2.0)
+    try:
+        return call(c)
+    finally:
+        c.close()
 
 
 def sentinel_id(node: Node) -> str:

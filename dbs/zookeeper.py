@@ -17,7 +17,9 @@ the leader's quorum port and each other's election ports through the proxy, whic
 their source address, so the links between the servers can be delayed and stalled.
 
 Membership (``capabilities.Membership``, the ``membership`` nemesis): dynamic reconfiguration
-(``reconfigEnabled``, off with doors: each server would name the others differently), the
+(``reconfigEnabled``, ``standaloneEnabled=false`` and ``skipACL``, which ``reconfig`` needs
+without a super user) in the runs whose nemeses need it alone (:meth:`ZooKeeperDB.configure_for`;
+off with doors: each server would name the others differently), the
 ensemble's configuration read back from ``/zookeeper/config`` and changed with ``reconfig``
 (kazoo) on another server; a member is its server id (``n2`` the node's own, ``n2-r1`` a new
 one that replaces it). A server joins with the configuration ``reconfig`` answered in its
@@ -29,7 +31,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -38,6 +40,7 @@ from dbs.faketime import jvm_clock_support
 from dbs.fourletter import four_letter, pick_leader, server_state
 from dbs.jvm_archive import JvmArchive
 from dbs.zookeeper_tail_log import repair
+from harness.core.capabilities import Membership
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 
@@ -64,8 +67,8 @@ JVM_FLAGS = (
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
     "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
     "-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.server.NIOServerCnxn=warn",
-    "-Dzookeeper.skipACL=yes",  # reconfig asks for the super user otherwise (the locks: none)
 )
+RECONFIG_FLAGS = ("-Dzookeeper.skipACL=yes",)  # reconfig asks for the super user otherwise
 
 
 class ZooKeeperDB(DB):
@@ -95,6 +98,13 @@ class ZooKeeperDB(DB):
         self.persistence = persistence
         self.doors: dict[tuple[str, int], tuple[str, int]] = {}
         self.ids: dict[int, tuple[str, str]] = {}  # server id -> (node, member)
+        self.reconfig = False  # dynamic reconfiguration: a run whose nemeses need Membership
+
+    def configure_for(self, needs: Collection[type]) -> None:
+        self.reconfig = Membership in needs
+
+    def jvm_flags(self) -> tuple[str, ...]:
+        return JVM_FLAGS + RECONFIG_FLAGS if self.reconfig else JVM_FLAGS
 
     def check_environment(self) -> None:
         if shutil.which(self.java) is None:
@@ -107,7 +117,8 @@ class ZooKeeperDB(DB):
     def files(self, node: Node, cluster: list[Node], node_dir: Path) -> dict[str, str]:
         self.ids = {myid(n, cluster): (n.name, n.name) for n in cluster}
         return {"zoo.cfg": zoo_cfg(node, cluster, node_dir, self.doors,
-                                   force_sync=self.persistence == "forcesync"),
+                                   force_sync=self.persistence == "forcesync",
+                                   reconfig=self.reconfig),
                 "myid": f"{myid(node, cluster)}\n"}
 
     # capabilities: RoutedPeers, Replication ----------------------------------------------------
@@ -198,7 +209,8 @@ class ZooKeeperDB(DB):
 
     def argv(self, node: Node, node_dir: Path) -> list[str]:
         classpath = f"{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}"
-        return [self.java, *JVM_FLAGS, "-cp", classpath, MAIN_CLASS, str(node_dir / "zoo.cfg")]
+        return [self.java, *self.jvm_flags(), "-cp", classpath, MAIN_CLASS,
+                str(node_dir / "zoo.cfg")]
 
     def local_argv(self, node: Node, node_dir: Path, first: bool) -> list[str]:
         """On this machine: the same, with the class-data-sharing archive of this machine's
@@ -206,7 +218,7 @@ class ZooKeeperDB(DB):
         by about a fifth."""
         argv = self.argv(node, node_dir)
         archive = JvmArchive("zookeeper", self.java, [ZOOKEEPER_JAR, SLF4J_SIMPLE_JAR],
-                             JVM_FLAGS)
+                             self.jvm_flags())
         return [argv[0], *archive.flags_for(first), *argv[1:]]
 
     def repair_before_restart(self, node: Node, data_dir: Path, aside: Path) -> list[str]:
@@ -284,7 +296,7 @@ def server_lines(config: str) -> dict[int, str]:
 
 def zoo_cfg(node: Node, cluster: list[Node], node_dir: Path,
             doors: Mapping[tuple[str, int], tuple[str, int]] | None = None,
-            force_sync: bool = False) -> str:
+            force_sync: bool = False, reconfig: bool = False) -> str:
     lines = [
         f"tickTime={TICK_MS}",
         f"initLimit={INIT_LIMIT}",
@@ -304,7 +316,7 @@ def zoo_cfg(node: Node, cluster: list[Node], node_dir: Path,
     ]
     if len(cluster) > 1:
         lines.append("quorumListenOnAllIPs=false")
-        if not doors:  # dynamic reconfiguration (the membership nemesis); see the module
+        if reconfig and not doors:  # dynamic reconfiguration (Membership); see the module
             lines += ["reconfigEnabled=true", "standaloneEnabled=false"]
         for i, n in enumerate(cluster):
             host, quorum, election = n.host, PEER_PORT, ELECTION_PORT

@@ -1,6 +1,7 @@
 """``membership``: a member removed from the cluster while a client holds the lock, and a member
 added back on an empty data directory when the fault heals (Jepsen's membership nemesis), on
-etcd (``member remove`` / ``add``) and ZooKeeper (``reconfig -remove`` / ``-add``). One family;
+etcd (``member remove`` / ``add``), ZooKeeper (``reconfig -remove`` / ``-add``) and Redis
+Sentinel (a replica's ``REPLICAOF``, ``SENTINEL RESET``). One family;
 what comes back is data (option ``member-change``, a row of :data:`CHANGES`):
 
 - ``re-add-empty`` (the default): the same member name, its data directory emptied (a node
@@ -15,7 +16,8 @@ back from the cluster (``capabilities.Membership``) before it counts: a removal 
 refused, or one its member list does not show, raises, so the fault was not injected (the
 ``faults`` check: unknown, never a pass); a try whose answer was lost and that the list shows
 did happen counts, and says so. The heal adds the member, reads it back, starts the node on
-its empty data and reads it back as started; one that fails leaves the cluster other than the
+its empty data and reads it back as started (a DB that ``adds_running``, Redis Sentinel's
+``REPLICAOF``, adds it once the node runs); one that fails leaves the cluster other than the
 schedule says, and the run stops (exit 3).
 """
 
@@ -115,16 +117,23 @@ class MembershipChange(BaseNemesis):
         if self._detail.get("change") == "replace" and self._joining is None:
             self._replaced += 1
         member = f"{name}-r{self._replaced}" if self._detail.get("change") == "replace" else name
-        if self._joining is None:  # added already by a heal that failed after it: not again
+        late = getattr(db, "adds_running", False)  # Redis: REPLICAOF, once the node runs
+
+        def add(done: Callable[[dict[str, str | None]], bool]) -> None:
             self._detail.update(retried(ctx, lambda: db.add_member(ask, name, member),
-                                        lambda: name in db.members(ask), "add-refused"))
-            read_back(lambda: db.members(ask), lambda m: name in m, f"{name} added")
+                                        lambda: done(db.members(ask)), "add-refused"))
+        if self._joining is None:  # added already by a heal that failed after it: not again
+            if not late:
+                add(lambda m: name in m)
+                read_back(lambda: db.members(ask), lambda m: name in m, f"{name} added")
             self._joining = db.joining(ask, name, member)
         if ctx.cluster.is_running(node):
             ctx.cluster.kill(node)
         self._detail["joined"] = ctx.cluster.join_empty(node, member, self._joining)
         ctx.cluster.start(node)
         ctx.cluster.wait_ready(node, READY_TIMEOUT)
+        if late:
+            add(lambda m: m.get(name) == member)
         self._detail["members-after"] = dict(read_back(
             lambda: db.members(ask), lambda m: m.get(name) == member, f"{member} started"))
         self._detail["added"] = member

@@ -21,6 +21,7 @@ from dbs.zookeeper import ZooKeeperDB, myid, zoo_cfg
 from harness.controller import spec as specs
 from harness.controller.netfilter import GID_BASE, node_gid
 from harness.controller.registry import default_registry
+from harness.core import capabilities
 from harness.core.capabilities import HasLeader
 from harness.core.cluster import NemesisContext, Node
 from harness.core.errors import UsageError
@@ -46,6 +47,22 @@ def test_zoo_cfg_names_every_server_and_enables_the_probes() -> None:
     assert myid(CLUSTER[2], CLUSTER) == 3
     files = ZooKeeperDB().files(CLUSTER[0], CLUSTER, Path("/node"))
     assert files["myid"] == "1\n"
+
+
+def test_zookeeper_reconfigures_only_in_a_run_whose_nemeses_need_membership() -> None:
+    """A run without a membership fault keeps the configuration (and verdicts) it had before
+    dynamic reconfiguration: no reconfigEnabled, standaloneEnabled or skipACL."""
+    db = ZooKeeperDB()
+    db.configure_for({capabilities.HasLeader, capabilities.LinkLayer})
+    plain = db.files(CLUSTER[0], CLUSTER, Path("/node"))["zoo.cfg"]
+    argv = db.argv(CLUSTER[0], Path("/node"))
+    assert "reconfig" not in plain and "standalone" not in plain
+    assert not any("skipACL" in a for a in argv)
+    db.configure_for({capabilities.Membership, capabilities.HasLeader})
+    changing = db.files(CLUSTER[0], CLUSTER, Path("/node"))["zoo.cfg"]
+    assert set(changing.splitlines()) - set(plain.splitlines()) == {
+        "reconfigEnabled=true", "standaloneEnabled=false"}
+    assert set(db.argv(CLUSTER[0], Path("/node"))) - set(argv) == {"-Dzookeeper.skipACL=yes"}
 
 
 def test_a_single_zookeeper_is_standalone() -> None:

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from dbs.etcd import EtcdDB, etcd_config
+from dbs.redis_sentinel import RedisSentinelDB
 from harness.core.cluster import Node
 from harness.core.errors import HarnessError
 from harness.core.fault_run import FaultRun
@@ -26,6 +27,8 @@ from tests.harness_runs import harness
 NODES = [Node(f"n{i}", f"127.0.0.{i}", 2379) for i in (1, 2, 3)]
 needs_etcd = pytest.mark.skipif(shutil.which("etcd") is None,
                                 reason="etcd missing: run `bash setup.sh`")
+needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server missing: run `bash setup.sh`")
 
 
 def test_harness_list_words_each_change() -> None:
@@ -169,3 +172,51 @@ def test_zookeeper_reconfig_removes_the_leader_under_a_hold_and_re_adds_it_empty
     removed = start["targets"][0]
     assert start["detail"]["leader"] == removed and removed not in start["detail"]["members"]
     assert stop["detail"]["members-after"][removed] == removed
+
+
+# Redis Sentinel: a replica detached (REPLICAOF NO ONE), Sentinel reset, a new one REPLICAOF ---
+def test_a_redis_replica_joins_on_an_empty_directory_with_no_replicaof(tmp_path: Path) -> None:
+    node = Node("n2", "127.0.0.3", 6379)
+    (tmp_path / "redis.conf").write_text("port 6379\ndir /inside\nreplicaof 127.0.0.2 6379\n")
+    (tmp_path / "dump.rdb").write_text("the lock's key")
+    words = RedisSentinelDB().join_empty(node, tmp_path, "n2", {"n1": "127.0.0.2 6379"})
+    assert not (tmp_path / "dump.rdb").exists(), "re-added empty: what it held is gone"
+    assert (tmp_path / "redis.conf").read_text() == "port 6379\ndir /inside\n", \
+        "a master until add_member's REPLICAOF, its directory as the node sees it"
+    (tmp_path / "dump.rdb").write_text("written again")  # and the file rewritten by Sentinel
+    (tmp_path / "redis.conf").write_text('port 6379\ndir "/inside"\n')
+    words = RedisSentinelDB().join_empty(node, tmp_path, "n2-r1", {"n1": "127.0.0.2 6379"})
+    assert (tmp_path / "dump.rdb").exists(), "a replacement leaves the old data as it was"
+    assert (tmp_path / "redis.conf").read_text() == "port 6379\ndir /inside/data-n2-r1\n"
+    assert words == ["n2-r1 starts on an empty data-n2-r1, to follow n1"]
+    RedisSentinelDB().join_empty(node, tmp_path, "n2", {"n1": "127.0.0.2 6379"})
+    assert (tmp_path / "redis.conf").read_text() == "port 6379\ndir /inside\n"
+
+
+@needs_redis
+@pytest.mark.servers
+def test_a_redis_replica_replaced_is_read_back_from_the_primary_and_the_sentinels(
+        store: Path, tmp_path: Path) -> None:
+    r = run(store, "--db", "redis-sentinel", "--replay", str(schedule(
+        tmp_path, Step(3.0, "membership-replace", "follower", 3.0))), "--time-limit", "10",
+        "--seed", "1")
+    assert r.code == 0, r.story()
+    [start], [stop] = starts(r), stops(r)
+    replaced = start["targets"][0]
+    assert start["detail"]["leader"] != replaced and replaced not in start["detail"]["members"]
+    assert stop["detail"]["members-after"][replaced] == f"{replaced}-r1"
+    assert r.check("faults")["fault-count"] == 1 and r.check("mutex")["valid"] is True
+
+
+@needs_redis
+@pytest.mark.servers
+@pytest.mark.slow
+def test_a_redis_primary_is_not_removed_so_the_fault_is_not_injected(
+        store: Path, tmp_path: Path) -> None:
+    """Sentinel's primary changes by a failover, not a removal: refused, not injected."""
+    r = run(store, "--db", "redis-sentinel", "--replay", str(schedule(
+        tmp_path, Step(1.0, "membership", "leader", 2.0))), "--time-limit", "12", "--seed", "1")
+    assert r.code == 2, r.output
+    faults = r.check("faults")
+    assert faults["not-injected-count"] == 1, faults
+    assert "is the primary" in faults["not-injected"][0]["error"]

@@ -238,6 +238,7 @@ class Run:
                 backend.enable_doors()
                 self.db.route_peers(cluster.links.route_doors(
                     cluster.nodes, self.db.peer_ports(), backend.door_host))
+            self.db.configure_for({c for n in test.nemeses for c in test.requires(n)})
             if isinstance(self.db, capabilities.HasCompanions):
                 cluster.companions = list(self.db.companions(cluster.nodes))
             if cluster.links is not None:

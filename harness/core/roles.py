@@ -16,7 +16,7 @@ installed plugins by name; the protocols here are what it expects of each kind:
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -78,6 +78,9 @@ class DB(Protocol):
 
     def ready(self, node: Node) -> bool:
         """Does the node answer now? (One short probe; the backend retries.)"""
+
+    def configure_for(self, needs: Collection[type]) -> None:
+        """The capabilities the run's nemeses need, before the config files (nothing)."""
 
     def init_argv(self, node: Node, node_dir: Path) -> list[str] | None:
         """Run once before the node's first start (None: nothing)."""
