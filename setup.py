@@ -6,9 +6,10 @@
   ``harness.checker``, ``harness.dbs``, ``harness.nemesis`` and ``harness.workloads``, and the
   build rewrites their references (imports, and the ``package.module`` names in strings: the
   registry's built-ins, ``python -m workloads.client``) to match, as vendoring tools do.
-- What the harness runs but does not import: the clients' sources (``clients/``) and the node
-  image's build (``docker/``), copied into ``harness/shipped/`` (:mod:`harness.core.shipped`
-  finds them there, or in a checkout).
+- What the harness runs but does not import: the clients' sources (``clients/``), the node
+  image's build (``docker/``) and the suite files (``suites/``: ``harness zoo``'s default),
+  copied into ``harness/shipped/`` (:mod:`harness.core.shipped` finds them there, or in a
+  checkout).
 """
 
 import re
@@ -20,7 +21,7 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 ROLES = ("checker", "dbs", "nemesis", "workloads")
-SHIPPED = ("clients", "docker")
+SHIPPED = ("clients", "docker", "suites")
 SKIP = shutil.ignore_patterns("__pycache__", "node_modules", ".*", "packages.txt")
 # ``from checker.x import``, ``import checker.x``, ``"workloads.client"``, ``'dbs.redis:RedisDB'``
 # (the role's name then a dot: a word "checker" alone, a key or a label, stays as it is)

@@ -326,12 +326,22 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from harness.controller.registry import default_registry
     from harness.controller.setup_cmd import choice, setup
 
     reg = default_registry()
-    return setup(choice(args.db, args.backend, args.nemesis, args.clients, args.all, reg),
-                 args.dry_run, reg)
+    extra: dict[str, list[str]] = {}
+    if args.zoo is not None:  # what the zoo file's libraries and faults need
+        from harness.presentation import zoo
+
+        extra = zoo.needs(zoo.load(Path(args.zoo) if args.zoo else zoo.ZOO_FILE, reg), reg)
+    c = choice([*args.db, *extra.get("dbs", [])], args.backend,
+               [*args.nemesis, *extra.get("faults", [])],
+               [*args.clients, *extra.get("clients", [])], args.all, reg)
+    c.python = extra.get("python", [])
+    return setup(c, args.dry_run, reg)
 
 
 def cmd_clean(args: argparse.Namespace) -> int:

@@ -231,6 +231,9 @@ def build_parser(only: str | None = None) -> Parser:
                                  if flag == "--db" else ""))
         se.add_argument("--clients", action="append", default=[], nargs="?", const="all",
                         metavar="NAME,...", help="build the external lock clients (default all)")
+        se.add_argument("--zoo", nargs="?", const="", metavar="FILE",
+                        help="what harness zoo needs: its stores, faults and clients, and the "
+                        "[zoo] extra's libraries (default: the shipped suites/zoo.toml)")
         se.add_argument("--all", action="store_true", help="everything")
         se.add_argument("--dry-run", action="store_true", help="print the commands only")
 

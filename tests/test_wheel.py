@@ -42,11 +42,12 @@ def tracked(*paths: str) -> list[str]:
 def test_the_wheel_holds_every_file_the_harness_runs(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = tracked("harness") + [f"harness/{p}" for p in tracked(*ROLES)]
-    shipped = [f"harness/shipped/{p}" for p in tracked("clients", "docker")]
+    shipped = [f"harness/shipped/{p}" for p in tracked("clients", "docker", "suites")]
     missing = [p for p in (*modules, *shipped) if p not in names]
     assert missing == []
     assert "harness/shipped/clients/curator/build.sh" in names
     assert "harness/shipped/docker/build_image.py" in names
+    assert "harness/shipped/suites/zoo.toml" in names  # harness zoo's default file
     assert "harness/controller/backends/ssh/ssh_host.sh" in names
     assert not [n for n in names if "__pycache__" in n or n.startswith(("tests/", "clients/"))]
 
@@ -111,6 +112,10 @@ def test_the_installed_wheel_runs_as_the_checkout_does(installed: Path, tmp_path
                                         (str(installed / "python"),
                                          site / "harness" / "shipped" / "docker", outside()))]
     assert tags[0] and tags[0] == tags[1]
+    matrix = from_venv(installed, "harness", "zoo", "--dry-run", "--store", str(tmp_path / "z"),
+                       cwd=tmp_path)  # no FILE: the zoo file the package ships
+    assert matrix.returncode == 0 and "redis-py x pause: harness run" in matrix.stdout, (
+        matrix.stdout + matrix.stderr)
     for db, lock in (("redis", "redis-setnx"), ("zookeeper", "curator")):  # curator: built
         doctor = from_venv(installed, "harness", "doctor", "--db", db, "--lock", lock,
                            cwd=tmp_path)

@@ -7,17 +7,20 @@ library of the zoo extra)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from harness.controller import needs
 from harness.controller.registry import BUILTINS, Registry
 from harness.controller.store import RunDir
 from harness.core.errors import UsageError
 from harness.presentation import zoo
 from tests.harness_runs import harness
+from workloads.external import builds
 
 ZOO_LOCKS = [n for n, t in BUILTINS["locks"].items() if t.startswith("workloads.zoo.")]
 NEEDS_REDIS = pytest.mark.skipif(shutil.which("redis-server") is None,
@@ -170,16 +173,32 @@ def test_a_row_on_redis_through_the_zoo_and_a_second_call_runs_nothing(tmp_path:
     assert verdicts_match_results(store, cells_of(store)["redis-py"]["none"]) == ["VALID"] * 2
 
 
-@pytest.mark.servers
-@pytest.mark.slow
-@NEEDS_REDIS
-@pytest.mark.parametrize("name", ZOO_LOCKS)
-def test_each_library_of_the_zoo_extra_on_redis(tmp_path: Path, name: str) -> None:
-    """Its baseline without faults and a pause of its holder, as its adapter uses it; where
-    the library's own algorithm lets two holders in, the test says which and why."""
-    cls = Registry().load("locks", name)
+def runnable(registry: Registry, name: str) -> type:
+    """The zoo library's lock class; a skip naming what lacks: its client's build (a failure
+    under --harness-require-clients), its Python library, its store's server."""
+    cls = registry.load("locks", name)
+    build = getattr(cls, "build", None)
+    if build is not None and builds.built(build) is None:
+        pytest.skip(f"client {build} is not built: {builds.not_built_reason(build)}")
     if cls.unavailable() is not None:
         pytest.skip(f"{cls.library} is not installed: pip install 'lock-harness[zoo]'")
+    db = registry.load("dbs", cls.dbs[0])
+    missing = list(needs.absent(db.debian_packages).values())
+    probe = getattr(db, "unavailable", None)
+    if missing or (callable(probe) and probe()):
+        pytest.skip(f"{cls.dbs[0]}'s server is missing ({missing or probe()}): run setup.sh")
+    return cls
+
+
+@pytest.mark.servers
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ZOO_LOCKS)
+def test_each_library_of_the_zoo_without_faults_and_under_a_pause(tmp_path: Path,
+                                                                   name: str) -> None:
+    """Its baseline without faults and a pause of its holder, as its adapter uses it, on its
+    store; where the library's own algorithm lets two holders in, the test says which and
+    why."""
+    cls = runnable(Registry(), name)
     store = tmp_path / "results"
     zoo_call(store, "--libraries", name, "--faults", "none,pause", "--time-limit", "10")
     rows = cells_of(store)
@@ -203,4 +222,41 @@ def test_list_names_the_library_each_lock_wraps_and_its_version_here() -> None:
     for name in ZOO_LOCKS:
         cls = registry.load("locks", name)
         [tag] = [t for t in lock_tags(registry, name) if t.startswith(f"{cls.library} ")]
-        assert tag.endswith("NOT INSTALLED") == (cls.unavailable() is not None)
+        if cls.library.startswith("npm:"):  # the version its client's package.json pins
+            assert re.fullmatch(r"\S+ \d+\.\d+\.\d+", tag), tag
+        else:
+            assert tag.endswith("NOT INSTALLED") == (cls.unavailable() is not None)
+
+
+# what the zoo needs ------------------------------------------------------------------------------
+def test_setup_zoo_sets_up_every_store_fault_client_and_library_of_the_zoo(
+        tmp_path: Path) -> None:
+    registry = Registry()
+    wanted = zoo.needs(zoo.load(zoo.ZOO_FILE, registry), registry)
+    assert {"redis", "zookeeper", "etcd", "postgres", "dynamodb"} <= set(wanted["dbs"])
+    assert {"pause", "partition", "clock-client", "delay", "kill", "kill-majority"} == set(
+        wanted["faults"])
+    assert wanted["clients"] == ["curator", "go-etcd-mutex", "node-redlock"]
+    assert {r.split("==")[0] for r in wanted["python"]} == {
+        registry.load("locks", n).library for n in ZOO_LOCKS
+        if not registry.load("locks", n).library.startswith("npm:")}
+    proc = harness("setup", "--zoo", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    for client in wanted["clients"]:
+        assert any(x.endswith(f"-m workloads.external.builds {client}") for x in lines), lines
+    [pip] = [x for x in lines if " -m pip install " in x]
+    assert all(r in pip.split() for r in wanted["python"]), pip
+    assert any("dynalite@" in x for x in lines), lines  # the dynamodb store's own server
+    bad = harness("setup", "--zoo", str(tmp_path / "none.toml"), "--dry-run")
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_an_npm_library_whose_client_is_not_built_is_said_and_never_run(tmp_path: Path) -> None:
+    env = {**os.environ, "LOCK_HARNESS_CLIENT_CACHE": str(tmp_path / "empty-cache")}
+    proc = harness("zoo", "--store", str(tmp_path / "results"), "--libraries", "etcd3-lock",
+                   "--faults", "none", "--dry-run", env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "etcd3-lock x none: not run: not built; build it with `python -m " \
+        "workloads.external.builds node-redlock`" in out, out

@@ -6,9 +6,9 @@ out=${1:?usage: build.sh OUT}
 command -v node >/dev/null || { echo "node-redlock: node is missing (apt-get install nodejs npm)"; exit 1; }
 command -v npm >/dev/null || { echo "node-redlock: npm is missing (apt-get install npm)"; exit 1; }
 mkdir -p "$out/app"
-cp package.json package-lock.json protocol.js redlock.js semaphore.js "$out/app/"
+cp package.json package-lock.json *.js "$out/app/"
 (cd "$out/app" && npm ci --omit=dev --no-audit --no-fund --loglevel=error)
-for program in redlock semaphore; do
+for program in redlock semaphore sesame-redlock etcd3-lock advisory-lock dynamodb-lock-client; do
   printf '#!/bin/sh\nexec node "$(dirname "$0")/app/%s.js"\n' "$program" >"$out/$program"
   chmod +x "$out/$program"
 done

@@ -2,6 +2,8 @@
 // The lock-harness client protocol (docs/clients.md), for Node programs: JSON lines, one
 // hello, then one request at a time on stdin, one answer each on stdout; logs go to stderr.
 // stdin's end means the harness is done with us: exit at once.
+const fs = require('fs');
+const path = require('path');
 const readline = require('readline');
 const Redis = require('ioredis');
 
@@ -84,4 +86,32 @@ function ready(clients, ms) {
   })));
 }
 
-module.exports = { serve, connect, ready, log, message };
+// The installed version of an npm package (the run records it).
+function version(pkg) {
+  return JSON.parse(fs.readFileSync(path.join(__dirname, 'node_modules', pkg, 'package.json'))).version;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// attempt() until it returns something, or until `timeout` seconds have passed: null then.
+async function poll(timeout, attempt, every) {
+  const end = Date.now() + timeout * 1000;
+  for (;;) {
+    const got = await attempt();
+    if (got) return got;
+    if (Date.now() >= end) return null;
+    await sleep(every);
+  }
+}
+
+// The grants this program holds, by the handle the harness gets for each.
+class Handles {
+  constructor() { this.next = 0; this.map = new Map(); }
+  add(value) { this.next += 1; this.map.set(this.next, value); return this.next; }
+  get(handle) { return this.map.get(handle); }
+  take(handle) { const value = this.map.get(handle); this.map.delete(handle); return value; }
+}
+
+const notHere = (handle) => ({ type: 'info', error: `no lock ${handle} here` });
+
+module.exports = { serve, connect, ready, log, message, version, poll, Handles, notHere };

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata as md
 import inspect
+import json
 import os
 import sys
 import textwrap
@@ -40,6 +41,7 @@ from harness.core.locks import MOVED_TO_HARNESS, WORKLOAD_KEYS, moved_warning
 from harness.core.options import declaration_problem as options_problem
 from harness.core.roles import RoleError, load_object
 from harness.core.schedule import MAX_WAIT
+from harness.core.shipped import shipped
 from harness.core.text import show
 
 DISTRIBUTION = "lock-harness"
@@ -101,6 +103,10 @@ BUILTINS: dict[str, dict[str, str]] = {
         "tooz-redis": "workloads.zoo.tooz_lock:ToozRedisLock",
         "tooz-zookeeper": "workloads.zoo.tooz_lock:ToozZookeeperLock",
         "aioredlock": "workloads.zoo.aioredlock_lock:AioredlockLock",
+        "sesame-redlock": "workloads.zoo.npm:SesameRedlock",
+        "etcd3-lock": "workloads.zoo.npm:Etcd3NpmLock",
+        "advisory-lock": "workloads.zoo.npm:AdvisoryLockNpm",
+        "dynamodb-lock-client": "workloads.zoo.npm:DynamodbLockClient",
     },
     "workloads": {
         "mutex": "workloads.mutex:MutexWorkload",
@@ -200,7 +206,14 @@ Check = tuple[Entry, Callable[..., Any], dict[str, Any]]  # a checker, its funct
 
 
 def library_version(distribution: str) -> str | None:
-    """The installed version of the library a lock wraps (its class's ``library``), or None."""
+    """The installed version of the library a lock wraps (its class's ``library``), or None;
+    an npm package (``npm:NAME``): the version a client's package.json pins."""
+    if distribution.startswith("npm:"):
+        for manifest in sorted(shipped("clients").glob("*/package.json")):
+            pinned = json.loads(manifest.read_text()).get("dependencies", {})
+            if distribution[4:] in pinned:
+                return str(pinned[distribution[4:]])
+        return None
     try:
         return md.version(distribution)
     except md.PackageNotFoundError:

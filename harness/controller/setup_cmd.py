@@ -27,7 +27,7 @@ from pathlib import Path
 from harness.controller import needs
 from harness.controller.backends import BACKENDS, backend_class
 from harness.controller.packages import HARNESS, HOST, db_packages
-from harness.controller.registry import Registry, default_registry
+from harness.controller.registry import Registry, default_registry, library_version
 from harness.core import capabilities
 from harness.core.errors import HarnessError, UsageError
 from harness.core.shipped import shipped
@@ -43,6 +43,7 @@ class Choice:
     backends: list[str] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     clients: list[str] = field(default_factory=list)
+    python: list[str] = field(default_factory=list)  # pinned requirements (the zoo's extra)
 
 
 def chosen(given: Iterable[str], known: Sequence[str], what: str,
@@ -139,9 +140,21 @@ def commands(c: Choice, reg: Registry) -> list[Step]:
     elif any(capabilities.ClockFaults in getattr(needs.families(reg)[f], "requires", ())
              for f in c.faults):  # clock faults on the local backend's Redis
         steps.append((f"{LIBC} for clock faults (build_redis_libc.sh)", libc, False))
+    if c.python:  # into this harness's own environment
+        steps.append((f"python packages: {' '.join(c.python)}",
+                      [sys.executable, "-m", "pip", "install", "-q",
+                       "--disable-pip-version-check", *c.python],
+                      all(pinned(r) for r in c.python)))
     steps += [(f"lock client {name}", [sys.executable, "-m", "workloads.external.builds", name],
                False) for name in c.clients]
     return steps
+
+
+def pinned(requirement: str) -> bool:
+    """Is ``NAME==VERSION`` (or ``NAME``) installed here, at that version?"""
+    name, _, version = requirement.partition("==")
+    found = library_version(name.split("[")[0].strip())
+    return found is not None and (not version or found == version.strip())
 
 
 def jobs(steps: Sequence[Step]) -> dict[str, list[Step]]:
@@ -207,7 +220,7 @@ def setup(c: Choice, dry_run: bool = False, reg: Registry | None = None) -> int:
     steps, the builds at once (:func:`jobs`); HarnessError (exit 3) naming a failed one."""
     reg = reg or default_registry()
     steps = commands(c, reg)
-    if not (c.dbs or c.backends or c.faults or c.clients):
+    if not (c.dbs or c.backends or c.faults or c.clients or c.python):
         print("setup: nothing chosen but the harness's own packages (--db, --backend, "
               "--nemesis, --clients NAME,... or --all choose more; `harness doctor` shows "
               "what lacks)")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import importlib.metadata as md
 import json
 import os
 import time
@@ -32,10 +33,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.controller.registry import Registry, library_version, own_version
+from harness.controller.registry import DISTRIBUTION, Registry, library_version, own_version
 from harness.controller.store import RunDir, Store
 from harness.core.atomic import write_json, write_text
 from harness.core.errors import HarnessError, UsageError
+from harness.core.shipped import shipped
 from harness.core.tomlfile import read_toml
 from harness.presentation.runs import _schedule_of
 from harness.presentation.suite import (
@@ -48,7 +50,7 @@ from harness.presentation.suite import (
     validate,
 )
 
-ZOO_FILE = Path(__file__).resolve().parents[2] / "suites" / "zoo.toml"
+ZOO_FILE = shipped("suites") / "zoo.toml"  # the checkout's, or the installed package's
 PER_STORE = "per-store"
 KEPT = ("valid", "invalid", "unknown")  # verdicts a later call reuses
 COLOURS = {"valid": "#1a7f37", "invalid": "#cf222e", "unknown": "#9a6700", "error": "#6e7781",
@@ -152,6 +154,25 @@ def library(registry: Registry, name: str) -> Library:
     dbs = tuple(getattr(cls, "dbs", ()) or ("redis",))
     return Library(name, dbs[0], version, str(getattr(cls, "promise", "") or ""),
                    registry.lock_unavailable(name), bool(getattr(cls, "tokens", False)))
+
+
+def needs(zoo: Zoo, registry: Registry) -> dict[str, list[str]]:
+    """What ``harness setup --zoo`` sets up: the libraries' stores (``dbs``), their menus'
+    fault families (``faults``), the external clients they run (``clients``) and the
+    ``[zoo]`` extra's pinned packages (``python``)."""
+    libs = [library(registry, name) for name in zoo.libraries]
+    stores = list(dict.fromkeys(lib.store for lib in libs))
+    menus = [o for f in zoo.faults for s in stores if (o := zoo.options(f, s)) is not None]
+    nemeses = {n for o in menus for n in str(o["nemesis"]).split(",") if n != "none"}
+    builds = {getattr(registry.load("locks", lib.name), "build", None) for lib in libs}
+    try:
+        extra = [r.split(";")[0].strip() for r in md.requires(DISTRIBUTION) or []
+                 if 'extra == "zoo"' in r]
+    except md.PackageNotFoundError:  # a checkout that was never installed
+        extra = []
+    return {"dbs": stores, "clients": sorted(b for b in builds if isinstance(b, str)),
+            "faults": sorted(str(getattr(registry.load("nemeses", n), "name", n))
+                             for n in nemeses), "python": extra}
 
 
 def plan(zoo: Zoo, registry: Registry, seeds: list[int], *, libraries: list[str] | None = None,

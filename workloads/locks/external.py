@@ -300,6 +300,7 @@ class NodeRedlockLock(ExternalLock):
     dbs = ("redis-masters", "redis")
     build = "node-redlock"
     debian_packages = {"node": "nodejs", "npm": "npm"}
+    library = "npm:redlock"
     entry = "redlock"
 
 
@@ -310,4 +311,5 @@ class RedisSemaphoreLock(ExternalLock):
     dbs = ("redis",)
     build = "node-redlock"
     debian_packages = {"node": "nodejs", "npm": "npm"}
+    library = "npm:redis-semaphore"
     entry = "semaphore"
