@@ -15,8 +15,9 @@ import pytest
 
 from dbs.etcd import EtcdDB, etcd_config
 from dbs.redis_sentinel import RedisSentinelDB
+from harness.controller.spec import nemesis_target, parse_nemeses
 from harness.core.cluster import Node
-from harness.core.errors import HarnessError
+from harness.core.errors import HarnessError, UsageError
 from harness.core.fault_run import FaultRun
 from harness.core.schedule import Schedule, Step
 from nemesis import membership
@@ -220,3 +221,13 @@ def test_a_redis_primary_is_not_removed_so_the_fault_is_not_injected(
     faults = r.check("faults")
     assert faults["not-injected-count"] == 1, faults
     assert "is the primary" in faults["not-injected"][0]["error"]
+
+
+def test_a_fault_aimed_at_a_follower_is_a_target_the_command_line_takes() -> None:
+    """``follower`` is a node role of the nemeses (nemesis.base.node_target) and explore's;
+    ``--nemesis membership-replace:follower`` was refused as an unknown target."""
+    assert parse_nemeses("failover,membership-replace:follower") == [
+        "failover", "membership-replace:follower"]
+    assert nemesis_target("pause-node:follower") == "follower"
+    with pytest.raises(UsageError, match="unknown target 'followers'"):
+        parse_nemeses("pause-node:followers")

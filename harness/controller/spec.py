@@ -110,7 +110,7 @@ def nemesis_target(item: str) -> str | None:
     return target.replace("=", ":", 1)  # node=n2 -> node:n2 (":" already splits name:target)
 
 
-ROLE_WORDS = ("holder", "waiter", "any", "leader", "minority", "majority", "all")
+ROLE_WORDS = ("holder", "waiter", "any", "leader", "follower", "minority", "majority", "all")
 
 
 def parse_range(option: str, value: Any) -> tuple[float, float]:
