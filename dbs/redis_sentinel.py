@@ -70,6 +70,8 @@ class RedisSentinelDB(RedisDB):
     min_nodes: ClassVar[int] = SENTINELS
     default_lock: ClassVar[str] = "redis-setnx"
     adds_running: ClassVar[bool] = True  # REPLICAOF: a member is added once its node runs
+    removes_leader: ClassVar[bool] = False  # the primary leaves by failover: membership's
+    # default target here is a replica
 
     def __init__(self, binary: str | None = None, persistence: str = "none") -> None:
         super().__init__(binary, persistence)

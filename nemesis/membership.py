@@ -85,7 +85,9 @@ class MembershipChange(BaseNemesis):
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         wait_for_fresh_grant(ctx)  # a change under a hold that has all of its time ahead
-        return node_target(ctx, target, "leader")
+        # a DB whose leader leaves by failover, not as a member (Sentinel's primary), says so
+        first = "leader" if getattr(ctx.db, "removes_leader", True) else "follower"
+        return node_target(ctx, target, first)
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
         db: Membership = ctx.db

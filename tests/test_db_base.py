@@ -51,10 +51,10 @@ class Loose:
 
 
 def test_the_protocol_lists_every_member() -> None:
-    assert len(MEMBERS) == 21
+    assert len(MEMBERS) == 25
     assert {"user", "stop_signal", "debian_packages", "init_argv", "local_argv", "started",
-            "host_faketime_dir", "clock_mechanism", "clocks",
-            "repair_before_restart"} <= set(MEMBERS)
+            "host_faketime_dir", "clock_mechanism", "clocks", "repair_before_restart",
+            "configure_for", "apt_source", "refused_backends", "host_dirs"} <= set(MEMBERS)
 
 
 @pytest.mark.parametrize("name", list(BUILTINS["dbs"]))

@@ -110,6 +110,12 @@ EXPECT: dict[tuple[str, str], Expect] = {
     # run it may have none at all, and the run is rightly "could not test" (seen once, exit 3)
     ("partition-leader", "etcd"): Expect("valid", RAFT, time_limit=10),
     ("partition-halves", "etcd"): Expect("valid", RAFT),
+    # a member removed under a fresh grant and added back (#45): 12 s, since under load (CI
+    # of 084fdc6, 1 in 4 here with the matrix's other membership cells beside it) ZooKeeper's
+    # clients had their first grant only at 6 s, the step found no hold and was skipped
+    **{(nemesis, "zookeeper"): Expect("valid", RAFT + " (the quorum keeps the lock's znodes "
+                                      "through the reconfiguration)", time_limit=12)
+       for nemesis in ("membership", "membership-replace")},
     ("partition-one", "zookeeper"): Expect("valid", RAFT, ci=False),
     ("partition-ring", "etcd"): Expect("valid", RAFT, ci=False),
     ("partition-bridge", "zookeeper"): Expect("valid", RAFT, ci=False),

@@ -133,7 +133,9 @@ class Membership(Protocol):
     added, not started yet); ``joining`` reads back the configuration an added member joins
     ({name: peer address}), which ``join_empty`` writes into the node's config over an empty
     data directory (through :meth:`harness.core.cluster.NodeOps.join_empty`). A refused
-    change raises (so does one whose answer was lost: the member list tells)."""
+    change raises (so does one whose answer was lost: the member list tells). A DB whose
+    leader cannot leave as a member (Sentinel's primary leaves by failover) sets
+    ``removes_leader = False``: a change aimed at no node in particular takes a follower."""
 
     def members(self, nodes: Sequence[Node]) -> dict[str, str | None]: ...
 

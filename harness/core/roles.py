@@ -66,6 +66,9 @@ class DB(Protocol):
     user: str | None  # None: the server runs as root
     clock_mechanism: ClassVar[str]  # "libfaketime" (or "vdso")
     clocks: ClassVar[tuple[str, ...]]  # ("wall",)
+    apt_source: ClassVar[str | None]  # None: its packages are in Debian's archive
+    refused_backends: ClassVar[dict[str, str]]  # {}: backend -> why it cannot run a node
+    host_dirs: ClassVar[tuple[str, ...]]  # (): folders of this host its nodes run from
 
     def check_environment(self) -> None:
         """Raise HarnessError with one line saying what is missing (binary, ...)."""
