@@ -7,6 +7,7 @@ running beside this one (pytest-xdist) leaves their processes, containers and ru
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,3 +50,26 @@ def nodes_up(backend_cls: Any, db: Any, tmp_path: Path, n: int = 1
 def one_node(db: Any, tmp_path: Path, nodes: int = 1) -> Iterator[list[Node]]:
     with nodes_up(LocalBackend, db, tmp_path, nodes) as (_, cluster):
         yield cluster
+
+
+def lease_contract(a: Any, b: Any, first_wait: float, took_over: tuple[float, float]) -> None:
+    """A heartbeated lease with tokens, of two clients ``a`` and ``b`` of one store, TTL 1 s:
+    a held lock keeps ``b`` out past its lease, a released one is taken at once, a silent
+    holder (its heartbeats stopped, as in a pause) is taken over within ``took_over`` seconds
+    and finds its release refused; each grant's token one above the last."""
+    first = a.acquire(first_wait)
+    assert first is not None and first.token == 1
+    began = time.monotonic()
+    assert b.acquire(2.5) is None, "a heartbeating holder keeps the lock past its lease"
+    assert time.monotonic() - began >= 2.5
+    assert a.release(first)
+    second = b.acquire(2.0)
+    assert second is not None and second.token == 2, "a released lock is taken at once"
+    second.handle.stop.set()  # b falls silent: its heartbeats stop, as in a pause
+    began = time.monotonic()
+    third = a.acquire(5.0)
+    waited = time.monotonic() - began
+    assert third is not None and third.token == 3
+    assert took_over[0] <= waited < took_over[1], f"taken over after {waited:.2f} s"
+    assert not b.release(second), "the silent holder's release finds the lock taken"
+    assert a.release(third)

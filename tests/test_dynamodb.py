@@ -80,7 +80,7 @@ def test_bad_client_clock_options_are_refused_before_the_run(tmp_path: Path) -> 
 @installed
 def test_lease_lock_waits_out_heartbeats_takes_over_a_silent_holder_and_fences(
         tmp_path: Path) -> None:
-    from tests.one_node import one_node
+    from tests.one_node import lease_contract, one_node
     from workloads.locks.dynamodb_conn import TABLE
     from workloads.locks.dynamodb_lease import DynamoLeaseLock
 
@@ -94,22 +94,7 @@ def test_lease_lock_waits_out_heartbeats_takes_over_a_silent_holder_and_fences(
         b.setup()  # and found there by the next
         table = a.client.describe_table(TableName=TABLE)["Table"]
         assert table["TableStatus"] == "ACTIVE" and table["ItemCount"] == 0
-        first = a.acquire(5.0)
-        assert first is not None and first.token == 1
-        began = time.monotonic()
-        assert b.acquire(2.5) is None, "a heartbeating holder keeps the lock past its lease"
-        assert time.monotonic() - began >= 2.5
-        assert a.release(first)
-        second = b.acquire(2.0)
-        assert second is not None and second.token == 2, "a released item is taken at once"
-        second.handle.stop.set()  # b falls silent: its heartbeats stop, as in a pause
-        began = time.monotonic()
-        third = a.acquire(5.0)
-        waited = time.monotonic() - began
-        assert third is not None and third.token == 3
-        assert 1.0 <= waited < 2.5, f"taken over after {waited:.2f} s, a lease is 1 s"
-        assert not b.release(second), "the silent holder's release finds the lock taken"
-        assert a.release(third)
+        lease_contract(a, b, 5.0, (1.0, 2.5))  # a lease is 1 s
         for x in (a, b):
             x.close()
 

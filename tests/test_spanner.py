@@ -98,26 +98,11 @@ def test_expiry_is_spanners_time_or_the_clients_wall_clock() -> None:
 @pytest.mark.servers
 @installed
 def test_lease_heartbeats_fences_and_takes_over_on_spanners_time(tmp_path: Path) -> None:
-    from tests.one_node import one_node
+    from tests.one_node import lease_contract, one_node
 
     with one_node(SpannerDB(), tmp_path) as nodes:
         a, b = SpannerLeaseLock(config(nodes, 0)), SpannerLeaseLock(config(nodes, 1))
-        first = a.acquire(2.0)
-        assert first is not None and first.token == 1
-        began = time.monotonic()
-        assert b.acquire(2.5) is None, "a heartbeating holder keeps its lease"
-        assert time.monotonic() - began >= 2.5
-        assert a.release(first)
-        second = b.acquire(2.0)
-        assert second is not None and second.token == 2, "a released row is taken at once"
-        second.handle.stop.set()  # b falls silent, as in a pause
-        began = time.monotonic()
-        third = a.acquire(5.0)
-        assert third is not None and third.token == 3
-        assert 0.5 <= time.monotonic() - began < 2.5, "taken over once the 1 s lease is past"
-        assert not b.release(second), "the silent holder's release finds the row taken"
-        assert a.release(third)
-        assert a.conn.aborts + b.conn.aborts >= 0
+        lease_contract(a, b, 2.0, (0.5, 2.5))  # the lease runs out on Spanner's time
 
 
 @pytest.mark.slow
