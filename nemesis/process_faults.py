@@ -3,11 +3,14 @@ a server.
 
 A pause of the holder strikes at a moment of its critical section (option ``pause-at``, read
 from the journals, where every write is invoked before it is sent): ``between-writes`` (the
-default) once a write of its hold has completed and before the next begins, so that the next
-holder's writes land between the two (Kleppmann's pause: CI froze a ``pg-advisory`` holder
-inside a write twice, and nothing interleaved); ``in-write`` while a write is in flight; ``hold``
-anywhere in a hold. A holder that has written nothing :data:`GRACE` seconds into its hold
-(a workload that holds without writing) is paused between writes as it is."""
+default) once a write (or a read) of its hold has completed and before the next write begins,
+so that the next holder's writes land between the two (Kleppmann's pause: CI froze a
+``pg-advisory`` holder inside a write twice, and nothing interleaved; the counter's holder is
+paused between the read its write is computed from and that write: under load its holds had
+0.1-0.3 s from read to write, and a run skipped both steps waiting for 0.25 s without one);
+``in-write`` while a write is in flight; ``hold`` anywhere in a hold. A holder that has written
+nothing :data:`GRACE` seconds into its hold (a workload that holds without writing) is paused
+between writes as it is."""
 
 from __future__ import annotations
 

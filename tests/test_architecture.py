@@ -201,13 +201,14 @@ def asserting_helpers(tree: ast.AST) -> set[str]:
         helpers |= more
 
 
-def offenders(source: str, filename: str) -> list[tuple[str, str, str, int]]:
+def offenders(source: str, filename: str, shared: frozenset[str] = frozenset()
+              ) -> list[tuple[str, str, str, int]]:
     """(file, function, what, line) for every exit code compared with a set of codes, every
     assert that cannot fail and (in a test module) every test function without an assertion
-    in ``source``."""
+    in ``source``; ``shared`` names the asserting helpers of the tests' helper modules."""
     found = []
     tree = ast.parse(source)
-    helpers = asserting_helpers(tree)
+    helpers = asserting_helpers(tree) | shared
     for fn in functions(tree):
         found += [(filename, fn.name, ast.unparse(node), node.lineno)
                   for node in code_sets(fn)]
@@ -222,7 +223,7 @@ def offenders(source: str, filename: str) -> list[tuple[str, str, str, int]]:
 def test_no_test_accepts_any_exit_code_or_asserts_nothing() -> None:
     allowed = NOT_ABOUT_THE_VERDICT
     found = [o for path in sorted(TESTS.glob("*.py"))  # the test modules and helpers
-             for o in offenders(path.read_text(), path.name)]
+             for o in offenders(path.read_text(), path.name, shared_helpers())]
     bad = [f"tests/{f}:{line} {fn}: {what}" for f, fn, what, line in found
            if (f, fn, what) not in allowed]
     assert not bad, "\n".join(bad)
@@ -296,6 +297,21 @@ def test_reraised(r):
         print(r.output)
         raise
 """
+
+
+def shared_helpers() -> frozenset[str]:
+    """The asserting functions of the helper modules in tests/ (``tests/one_node.py``, ...),
+    which a test module imports by name."""
+    return frozenset().union(*(asserting_helpers(ast.parse(path.read_text()))
+                               for path in sorted(TESTS.glob("*.py"))
+                               if not path.name.startswith("test_")))
+
+
+def test_a_helper_module_that_asserts_counts_and_one_that_does_not_does_not() -> None:
+    source = "from tests.one_node import lease_contract\n\ndef test_a(x):\n    lease_contract(x)\n"
+    assert offenders(source, "test_s.py", frozenset({"lease_contract"})) == []
+    assert [w for _, _, w, _ in offenders(source, "test_s.py")] == ["no assertion"]
+    assert "lease_contract" in shared_helpers()
 
 
 def test_the_check_catches_what_it_is_about() -> None:

@@ -395,6 +395,32 @@ def test_live_writes_tell_a_holder_in_a_write_from_one_between_two(tmp_path: Pat
     w.close()
 
 
+def test_live_writes_put_a_holder_that_has_read_between_its_resource_ops(tmp_path: Path
+                                                                         ) -> None:
+    """The counter's hold is read, then a write computed from it: the pause aims between the
+    two (the lost update), so a read answered in a hold counts as a resource op done; one
+    outside a hold, or one that failed, does not."""
+    w = JournalWriter(tmp_path / "c0.jsonl", 0, 0)
+    live = LiveState({0: w.path}, follow=True)
+    w.record("invoke", "read", {})
+    w.record("ok", "read", {"counter": 1})
+    w.record("invoke", "acquire")
+    w.record("ok", "acquire")
+    w.record("invoke", "read", {})
+    assert live.writes() == {}  # a read in flight is not a write in flight
+    w.record("fail", "read", {})
+    assert live.writes() == {}  # nothing read: its write has nothing to be computed from
+    w.record("invoke", "read", {})
+    w.record("ok", "read", {"counter": 1})
+    assert live.writes() == {0: False}
+    w.record("invoke", "write", {"kind": "increment"})
+    assert live.writes() == {0: True}
+    w.record("ok", "write", {"kind": "increment"})
+    w.record("invoke", "release")
+    assert live.writes() == {}
+    w.close()
+
+
 def test_live_now_counts_as_the_journals_do(tmp_path: Path) -> None:
     t0 = time.monotonic_ns() - 2_000_000_000  # the run began 2 s ago
     w = JournalWriter(tmp_path / "c0.jsonl", 0, t0)

@@ -119,8 +119,9 @@ class LiveState:
             return
         self.completed.add(p)
         self.pending.discard(p)
-        if f == "write" and p in self.wrote:
-            self.wrote[p] = False
+        if (f == "write" and p in self.wrote) or (f == "read" and t == "ok" and p in self.holding):
+            self.wrote[p] = False  # between two of its resource ops: a read-modify-write's
+            # holder that has read what its write will be computed from is there too
         if f != "acquire":
             return
         self.waiting.pop(p, None)
@@ -169,8 +170,9 @@ class LiveState:
         return None if self.t0_ns is None else (time.monotonic_ns() - self.t0_ns) / 1e9
 
     def writes(self) -> dict[int, bool]:
-        """Each holder that has begun a write in its current hold: True while a write is in
-        flight, False once its last write has completed (between two writes)."""
+        """Each holder that has begun a write or read in its current hold: True while a write
+        is in flight, False once its last write or read has completed (between two of its
+        resource ops: for the counter, after the read its write is computed from)."""
         self.refresh()
         with self._mu:
             return {p: w for p, w in self.wrote.items() if p in self.holding}
