@@ -11,7 +11,9 @@ A power loss claims what it dropped (``{"dropped": bytes}``): one that dropped n
 client had a lock op in flight was a plain crash (the expected outcome of a DB that syncs each
 write), listed as losing nothing, never as a power loss that bit; it does not change the verdict.
 A clock fault on clients claims to have moved their clocks (``clock-moved``), and what it read
-back from each process is its detail: a clock not seen to move as asked did not bite.
+back from each process is its detail: a clock not seen to move as asked did not bite. A
+failover claims the primary it replaces (``promotes``): one whose detail names no replica
+promoted did not bite.
 A stall whose held grants were all dropped unheard (its detail's ``late-grants``) tested
 unavailability only, as below.
 A fault whose start failed (``error``) could not be injected at all. Either makes this check
@@ -239,6 +241,20 @@ def unmoved(w: Window) -> list[dict[str, Any]]:
     return out
 
 
+def unpromoted(w: Window) -> list[dict[str, Any]]:
+    """A failover (``promotes``: the primary it cut off) whose last word names no replica
+    promoted in its place (``promoted`` null: the run ended first; absent: never read back):
+    no failover happened, so the lock was not tested under one."""
+    old = w.expect.get("promotes")
+    if old is None or w.detail.get("promoted"):
+        return []
+    got = ("no replica was promoted before it was healed (the run was ending)"
+           if "promoted" in w.detail else "no promotion was read back")
+    return [{"fault": w.f, "from": seconds(w.start), "until": seconds(w.stop), "ops": 0,
+             "explanation": f"{w.f} of {old} at {seconds(w.start):.2f} s did not fail over: "
+                            f"{got}, so the lock was not tested under a failover"}]
+
+
 def in_flight(ops: ProcessOps, at: int, fs: frozenset[str]) -> bool:
     """Had one process (its ``ops``) a lock op (of ``fs``) invoked and not ended at ``at``?"""
     last = last_at(ops, at)
@@ -377,7 +393,7 @@ class FaultsChecker(Checker):
                                             f"({', '.join(sorted(set(done)))}) within the "
                                             f"{stalled[1]:g} s its replies were to be held, from "
                                             f"{seconds(w.start):.2f} s")})
-            ineffective.extend(unmoved(w))
+            ineffective.extend(unmoved(w) + unpromoted(w))
         lost_nothing = [{"fault": w.f, "at": seconds(w.start),
                          "explanation": (f"{w.f} at {seconds(w.start):.2f} s dropped nothing "
                                          "unsynced and no lock op was in flight: a plain "

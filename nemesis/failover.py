@@ -62,6 +62,9 @@ class SentinelFailover(BaseNemesis):
         ctx.cluster.cut(self._cuts)
         self._detail = {"primary": self._old, "kept-with-it": targets[1:]}
 
+    def expect(self, ctx: NemesisContext, targets: list[str]) -> dict[str, Any] | None:
+        return {"promotes": targets[0]}  # the faults checker reads "promoted" in the detail
+
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         old = self._old
         promoted, took = self._wait(ctx, lambda: _new_primary(ctx, old), self._began,

@@ -528,3 +528,22 @@ def test_a_rate_read_back_at_its_stop_is_the_evidence() -> None:
 def test_malformed_clock_claims_are_ignored_not_crashed_on(claim: Any) -> None:
     ops = window("clock-client", 1.0, 5.0, ["c2"], {"clock-moved": claim})
     assert faults.FaultsChecker.check(ordered(ops))["valid"] is True
+
+
+# a failover is held to the promotion it read back ---------------------------------------------
+@pytest.mark.parametrize(("detail", "bit"), [
+    ({"old-primary": "n1", "promoted": "n2", "promoted-after-s": 4.1}, True),
+    ({"old-primary": "n1", "promoted": None, "promoted-after-s": None}, False),  # the run ended
+    ({}, False),  # no stop detail: no promotion read back
+])
+def test_a_failover_that_promoted_nobody_did_not_bite(detail: dict[str, Any], bit: bool
+                                                     ) -> None:
+    ops = window("failover", 1.0, 5.0, ["n1", "c0"], {"promotes": "n1"})
+    ops[3]["detail"] = detail
+    r = faults.FaultsChecker.check(ordered([op(0.5, 0, "invoke", "acquire"),
+                                            op(0.6, 0, "ok", "acquire"), *ops]))
+    assert (r["valid"] is True) is bit and r["ineffective-count"] == (0 if bit else 1)
+    if not bit:
+        assert r["valid"] == "unknown"
+        assert r["ineffective"][0]["explanation"].startswith(
+            "failover of n1 at 1.00 s did not fail over: ")
