@@ -135,8 +135,12 @@ def zoo_call(store: Path, *args: str) -> str:
 
 
 def cells_of(store: Path) -> dict[str, dict[str, str]]:
-    """The Markdown page's rows: library -> fault -> its cell."""
-    page = (store / "zoo" / "README.md").read_text().split("## Promised and shown")[0]
+    """The store's Markdown page's rows: library -> fault -> its cell."""
+    return cells_of_page((store / "zoo" / "README.md").read_text())
+
+
+def cells_of_page(text: str) -> dict[str, dict[str, str]]:
+    page = text.split("## Promised and shown")[0]
     lines = [x for x in page.splitlines() if x.startswith("| ")]
     faults = [f.strip() for f in lines[0].strip("|").split("|")][1:]
     out = {}
@@ -310,3 +314,19 @@ def test_an_npm_library_whose_client_is_not_built_is_said_and_never_run(tmp_path
     assert proc.returncode == 0, out
     assert "etcd3-lock x none: not run: not built; build it with `python -m " \
         "workloads.external.builds node-redlock`" in out, out
+
+
+def test_the_published_page_is_the_zoo_files_matrix_in_the_harness_words() -> None:
+    """docs/zoo.md (``harness zoo --seeds 3 --markdown docs/zoo.md``): the command and date the
+    harness wrote, a row for each row of the zoo file, a column for each fault, and in each
+    cell only verdicts or 'not run'; a library added to the zoo file without regenerating it
+    fails here."""
+    page = (zoo.ZOO_FILE.parents[1] / "docs" / "zoo.md").read_text()
+    assert re.search(r"^`harness zoo .*--markdown docs/zoo.md`, \d{4}-\d\d-\d\d \d\d:\d\d UTC",
+                     page.splitlines()[2])
+    registry = Registry()
+    cells = zoo.plan(zoo.load(zoo.ZOO_FILE, registry), registry, [1])
+    assert list(cells_of_page(page)) == list(dict.fromkeys(c.library.row for c in cells))
+    for row in cells_of_page(page).values():
+        assert list(row) == list(dict.fromkeys(c.fault for c in cells))
+        assert all(re.fullmatch(r"not run|((VALID|INVALID|UNKNOWN) ?)+", v) for v in row.values())
