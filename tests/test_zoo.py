@@ -6,6 +6,7 @@ library of the zoo extra)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -110,7 +111,8 @@ def test_the_key_is_the_settings_given_and_the_versions_not_the_code(
     newer = zoo.Library(lib.name, lib.store, lib.version + ".1", lib.promise, None)
     assert zoo.key(a, newer) != zoo.key(a, lib)
     for limit, same in ((20.0, True), (7.0, False)):  # --time-limit 20 is the file's 20
-        [c] = next(x for x in zoo.plan(found, registry, [1], overrides={"time-limit": limit})
+        given = zoo.overrides_of(argparse.Namespace(time_limit=limit))
+        [c] = next(x for x in zoo.plan(found, registry, [1], overrides=given)
                    if (x.library.row, x.fault) == ("redis-py", "pause")).entries
         assert (zoo.key(c, lib) == zoo.key(a, lib)) == same
     assert zoo.seeds_of("3") == [1, 2, 3] and zoo.seeds_of("2-3") == [2, 3]
@@ -200,6 +202,7 @@ def test_a_row_on_redis_through_the_zoo_and_a_second_call_runs_nothing(tmp_path:
     assert "expect" not in more.stdout  # the zoo's words: what happened, not a suite's
     [line] = more.stderr.strip().splitlines()
     assert line.startswith("harness: zoo stopped: Is a directory: "), more.stderr
+    assert len(list((store / "zoo" / "cells").glob("*.json"))) == 3  # its record, as it ended
     (store / "zoo" / "index.html").rmdir()
     after = zoo_call(store, *args[:3], "none", *args[4:], "--seeds", "1-2")
     assert "0 run(s) to make, 2 already made" in after
@@ -207,9 +210,11 @@ def test_a_row_on_redis_through_the_zoo_and_a_second_call_runs_nothing(tmp_path:
 
     registry = Registry()
     cells = zoo.plan(zoo.load(zoo.ZOO_FILE, registry), registry, [1], libraries=["redis-py"],
-                     faults=["none", "pause"], overrides={"time-limit": 8.0})
+                     faults=["none", "pause"], overrides={"time-limit": 8})
     chosen = [c for c in cells if c.chosen]
     assert not zoo.look(chosen, store)
+    assert all((store / "zoo" / "cells" / f"{zoo.key(e, c.library)}.json").is_file()
+               for c in chosen for e in c.entries)  # each run's record, by its key
     for c in chosen:  # another version of the library: its cells are due
         c.library, c.outcomes = replace(c.library, version="redis 0.0.1"), []
     assert len(zoo.look(chosen, store)) == 2

@@ -59,7 +59,6 @@ from harness.presentation.suite import (
 ZOO_FILE = shipped("suites") / "zoo.toml"  # the checkout's, or the installed package's
 PER_STORE = "per-store"
 KEPT = ("valid", "invalid", "unknown")  # verdicts a later call reuses
-EXIT_OF = {True: 0, False: 1}  # a run's exit code by its results' verdict (else 2: unknown)
 CELLS = "cells"  # <store>/zoo/cells/<key>.json: the run a key made
 COLOURS = {"valid": "#1a7f37", "invalid": "#cf222e", "unknown": "#9a6700", "error": "#6e7781",
            "none": "#d0d7de"}
@@ -231,12 +230,7 @@ def key(entry: Entry, lib: Library) -> str:
     """What a run is: the settings the zoo file and the command line give it (the seed in, the
     store out), the version of the library its lock wraps and the harness's package version;
     not the harness's code, so a new spec key or default re-keys nothing."""
-    def plain(v: Any) -> Any:  # --time-limit 20 (a float) is the file's time-limit = 20
-        if isinstance(v, dict):
-            return {str(k): plain(x) for k, x in v.items()}
-        return int(v) if isinstance(v, float) and v.is_integer() else v
-
-    canonical = json.dumps({"settings": plain(entry.options), "library": lib.version,
+    canonical = json.dumps({"settings": entry.options, "library": lib.version,
                             "harness": own_version()}, sort_keys=True, separators=(",", ":"),
                            default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
@@ -261,7 +255,7 @@ def made_before(store: Path, entry: Entry, lib: Library) -> Outcome | None:
         if found is None:
             return None
         try:
-            code = EXIT_OF.get(found.load_results().get("valid"), 2)
+            code = {True: 0, False: 1}.get(found.load_results().get("valid"), 2)  # its exit
         except HarnessError:
             return None
     verdict, first = judge(code, found)
@@ -328,8 +322,7 @@ def run_zoo(zoo: Zoo, cells: list[Cell], store: Path, todo: list[tuple[Cell, Ent
         if o.verdict in KEPT and o.run_dir is not None:
             write_json(out / CELLS / f"{key(o.entry, cell.library)}.json", {
                 "run": Store(store).relative(o.run_dir), "exit_code": o.exit_code,
-                "seconds": round(o.seconds, 3), "settings": o.entry.options,
-                "library": cell.library.version, "harness": own_version()})
+                "seconds": round(o.seconds, 3), "settings": o.entry.options})
         why = (incident_sentence(o).split("; ")[0] if o.verdict == "invalid"
                else o.first_violation.splitlines()[0] if o.first_violation
                else f"{o.seconds:.0f} s")
@@ -461,7 +454,8 @@ def write_pages(zoo: Zoo, cells: list[Cell], store: Path, command: str) -> Path:
 
 
 def overrides_of(args: Any) -> dict[str, Any]:
-    """The run options given on the command line (``--time-limit``), over the zoo file's."""
-    return {k: v for k in RUN_KEYS if (v := getattr(args, k.replace("-", "_"), None))
-            is not None}
+    """The run options given on the command line (``--time-limit``), over the zoo file's
+    (``--time-limit 20`` is the file's ``time-limit = 20``: the same key)."""
+    return {k: int(v) if isinstance(v, float) and v.is_integer() else v for k in RUN_KEYS
+            if (v := getattr(args, k.replace("-", "_"), None)) is not None}
 
