@@ -485,30 +485,42 @@ def suite_finish(suite: Suite, outcomes: list[Outcome], started: float, out_dir:
 
 
 def cmd_zoo(args: argparse.Namespace) -> int:
-    """Plan the matrix, run what was not run with the same spec and versions, write the page."""
+    """Plan the matrix, run what was not run with the same settings and versions (--plan: only
+    say what is due and reused), write the page (--markdown: its twin there too)."""
     from harness.controller.registry import Registry
+    from harness.core.atomic import write_text
     from harness.presentation import zoo
     from harness.presentation.parallel import check_jobs
-    from harness.presentation.suite import parse_seeds
 
     registry = Registry()
     found = zoo.load(args.file or zoo.ZOO_FILE, registry)
-    cells = zoo.plan(found, registry, parse_seeds(args.seeds),
+    cells = zoo.plan(found, registry, zoo.seeds_of(args.seeds),
                      libraries=args.libraries.split(",") if args.libraries else None,
                      faults=args.faults.split(",") if args.faults else None,
                      overrides=zoo.overrides_of(args))
     jobs = check_jobs(args.jobs)
-    for cell in (c for c in cells if c.chosen):
-        if cell.note:
-            print(f"  {cell.library.row} x {cell.fault}: not run: {cell.note}")
-        elif args.dry_run:
-            for entry in cell.entries:
-                print(f"  {cell.library.row} x {cell.fault}: {entry.command()}")
-    if args.dry_run:
-        return EXIT_VALID
-    made, reused = zoo.run_zoo(found, cells, args.store, jobs=jobs)
-    page = zoo.write_pages(found, cells, args.store, "harness " + shlex.join(sys.argv[1:]))
-    print(f"zoo {found.name}: {made} run(s) made, {reused} reused; page: {page}")
+    command = "harness " + shlex.join(sys.argv[1:])
+    for cell in (c for c in cells if c.chosen and c.note):
+        print(f"  {cell.library.row} x {cell.fault}: not run: {cell.note}")
+    try:
+        todo = zoo.look(cells, args.store)
+        made = sum(len(c.outcomes) for c in cells if c.chosen)
+        print(f"zoo {found.name}: {len(todo)} run(s) to make, {made} already made", flush=True)
+        if args.plan:
+            print("\n".join(zoo.plan_lines(cells, todo)))
+        else:
+            zoo.run_zoo(found, cells, args.store, todo, jobs=jobs)
+            page = zoo.write_pages(found, cells, args.store, command)
+            print(f"zoo {found.name}: {len(todo)} run(s) made, {made} reused; page: {page}")
+        if args.markdown:
+            inside = args.markdown.resolve().is_relative_to(args.store.resolve())
+            write_text(args.markdown, zoo.page_md(found, cells, args.markdown.resolve().parent
+                                                  if inside else None, command))
+            print(f"markdown: {args.markdown}")
+    except OSError as err:  # a full disk: what finished is kept, the next call goes on from it
+        raise HarnessError(f"zoo stopped: {err.strerror or err}"
+                           f"{f': {err.filename}' if err.filename else ''} (the runs made "
+                           "so far are kept: the next call reuses them)") from None
     stopped = any(o.verdict in ("interrupted", "skipped") for c in cells for o in c.outcomes)
     return EXIT_SETUP if stopped else EXIT_VALID  # a verdict is a finding, not a failure
 

@@ -295,12 +295,12 @@ def build_parser(only: str | None = None) -> Parser:
                             "matrix page (resumable)",
                             description="Run every library of the zoo file under every fault "
                             "of its store's menu, N seeds a cell; runs already made with the "
-                            "same spec and versions are reused; writes STORE/zoo/index.html "
+                            "same settings and versions are reused; writes STORE/zoo/index.html "
                             "and README.md.")
         zo.add_argument("file", nargs="?", type=Path, help="the zoo file (default: the "
                         "checkout's suites/zoo.toml)")
-        zo.add_argument("--seeds", default="1", metavar="LIST",
-                        help="seeds a cell: 1-3, 3, 1,4 (default 1)")
+        zo.add_argument("--seeds", default="1", metavar="N|LIST",
+                        help="N seeds a cell (1 to N), or these seeds: 1-3, 4,7 (default 1)")
         zo.add_argument("--libraries", metavar="A,B", help="only these libraries (rows)")
         zo.add_argument("--faults", metavar="A,B", help="only these faults (columns)")
         zo.add_argument("--time-limit", type=float, help="seconds a run (default: the file's)")
@@ -308,5 +308,8 @@ def build_parser(only: str | None = None) -> Parser:
                         help="results directory (default ./results)")
         zo.add_argument("--jobs", type=int, metavar="N", help="local runs at once (default: "
                         "the cores)")
-        zo.add_argument("--dry-run", action="store_true", help="list the cells only")
+        zo.add_argument("--plan", "--dry-run", action="store_true", help="run nothing: say "
+                        "a row at a time how many runs are due and how many are reused")
+        zo.add_argument("--markdown", type=Path, metavar="PATH", help="also write the Markdown "
+                        "page there, with this command and the date (e.g. docs/zoo.md)")
     return p

@@ -6,10 +6,12 @@ library of the zoo extra)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -94,20 +96,36 @@ nemesis = "partition-leader"
         zoo.plan(zoo.load(path, registry), registry, [1], faults=["pause"])
 
 
-def test_the_key_is_the_spec_and_the_versions() -> None:
+def test_the_key_is_the_settings_given_and_the_versions_not_the_code(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     registry = Registry()
     found = zoo.load(zoo.ZOO_FILE, registry)
-    [cell] = [c for c in zoo.plan(found, registry, [1, 2], libraries=["redis-py"],
+    [cell] = [c for c in zoo.plan(found, registry, zoo.seeds_of("2"), libraries=["redis-py"],
                                   faults=["pause"]) if c.chosen]
     assert (cell.library.name, cell.fault) == ("redis-py", "pause")
     a, b = cell.entries
     lib = zoo.library(registry, "redis-py")
+    # what the spec resolves to (a new key, a new default) is not in the key
+    monkeypatch.setattr(zoo.Entry, "spec", lambda *_: pytest.fail("the key resolved a spec"))
     assert zoo.key(a, lib) == zoo.key(a, lib) != zoo.key(b, lib)
     newer = zoo.Library(lib.name, lib.store, lib.version + ".1", lib.promise, None)
     assert zoo.key(a, newer) != zoo.key(a, lib)
-    [c] = next(x for x in zoo.plan(found, registry, [1], overrides={"time-limit": 7.0})
-               if (x.library.row, x.fault) == ("redis-py", "pause")).entries
-    assert zoo.key(c, lib) != zoo.key(a, lib)
+    for limit, same in ((20.0, True), (7.0, False)):  # --time-limit 20 is the file's 20
+        given = zoo.overrides_of(argparse.Namespace(time_limit=limit))
+        [c] = next(x for x in zoo.plan(found, registry, [1], overrides=given)
+                   if (x.library.row, x.fault) == ("redis-py", "pause")).entries
+        assert (zoo.key(c, lib) == zoo.key(a, lib)) == same
+    assert zoo.seeds_of("3") == [1, 2, 3] and zoo.seeds_of("2-3") == [2, 3]
+
+
+def test_a_page_or_store_it_cannot_write_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    proc = harness("zoo", "--store", str(tmp_path / "results"), "--libraries", "redis-py",
+                   "--plan", "--markdown", str(tmp_path / "file" / "zoo.md"))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("harness: zoo stopped: Not a directory: "), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "results").exists()  # --plan wrote nothing in the store
 
 
 # real rows --------------------------------------------------------------------------------------
@@ -119,8 +137,12 @@ def zoo_call(store: Path, *args: str) -> str:
 
 
 def cells_of(store: Path) -> dict[str, dict[str, str]]:
-    """The Markdown page's rows: library -> fault -> its cell."""
-    page = (store / "zoo" / "README.md").read_text().split("## Promised and shown")[0]
+    """The store's Markdown page's rows: library -> fault -> its cell."""
+    return cells_of_page((store / "zoo" / "README.md").read_text())
+
+
+def cells_of_page(text: str) -> dict[str, dict[str, str]]:
+    page = text.split("## Promised and shown")[0]
     lines = [x for x in page.splitlines() if x.startswith("| ")]
     faults = [f.strip() for f in lines[0].strip("|").split("|")][1:]
     out = {}
@@ -151,6 +173,7 @@ def test_a_row_on_redis_through_the_zoo_and_a_second_call_runs_nothing(tmp_path:
     args = ("--libraries", "redis-py", "--faults", "none,pause", "--time-limit", "8")
     out = zoo_call(store, *args, "--seeds", "1")
     assert "2 run(s) to make, 0 already made" in out
+    assert "redis-py x pause seed 1: INVALID (process " in out, out  # the zoo's words
     row = cells_of(store)["redis-py"]
     assert verdicts_match_results(store, row["none"]) == ["VALID"]
     assert verdicts_match_results(store, row["pause"]) == ["INVALID"]  # its lease ran out
@@ -167,10 +190,46 @@ def test_a_row_on_redis_through_the_zoo_and_a_second_call_runs_nothing(tmp_path:
     again = zoo_call(store, *args, "--seeds", "1")
     assert "0 run(s) to make, 2 already made" in again and "0 run(s) made, 2 reused" in again
     assert cells_of(store)["redis-py"] == row
-    more = zoo_call(store, "--libraries", "redis-py", "--faults", "none", "--time-limit", "8",
-                    "--seeds", "1-2")
-    assert "1 run(s) to make, 1 already made" in more  # only seed 2 is new
+    assert "redis-py: 2 due (all), 0 reused" in zoo_call(  # another setting: a run of its own
+        store, *args[:-1], "9", "--plan")
+    # a full disk as the page is written: one line, exit 3, and the run made is kept
+    (store / "zoo" / "index.html").unlink()
+    (store / "zoo" / "index.html").mkdir()
+    more = harness("zoo", "--store", str(store), *args[:3], "none", *args[4:], "--seeds", "1-2",
+                   timeout=300)
+    assert more.returncode == 3 and "redis-py x none seed 2: VALID (" in more.stdout, more.stdout
+    assert "1 run(s) to make, 1 already made" in more.stdout  # only seed 2 is new
+    assert "expect" not in more.stdout  # the zoo's words: what happened, not a suite's
+    [line] = more.stderr.strip().splitlines()
+    assert line.startswith("harness: zoo stopped: Is a directory: "), more.stderr
+    assert len(list((store / "zoo" / "cells").glob("*.json"))) == 3  # its record, as it ended
+    (store / "zoo" / "index.html").rmdir()
+    after = zoo_call(store, *args[:3], "none", *args[4:], "--seeds", "1-2")
+    assert "0 run(s) to make, 2 already made" in after
     assert verdicts_match_results(store, cells_of(store)["redis-py"]["none"]) == ["VALID"] * 2
+
+    registry = Registry()
+    cells = zoo.plan(zoo.load(zoo.ZOO_FILE, registry), registry, [1], libraries=["redis-py"],
+                     faults=["none", "pause"], overrides={"time-limit": 8})
+    chosen = [c for c in cells if c.chosen]
+    assert not zoo.look(chosen, store)
+    assert all((store / "zoo" / "cells" / f"{zoo.key(e, c.library)}.json").is_file()
+               for c in chosen for e in c.entries)  # each run's record, by its key
+    for c in chosen:  # another version of the library: its cells are due
+        c.library, c.outcomes = replace(c.library, version="redis 0.0.1"), []
+    assert len(zoo.look(chosen, store)) == 2
+    # no records (made before they were kept): each run is found by its own test.json, and a
+    # run whose own spec is not the entry's (another number of clients) is not its cell's
+    shutil.rmtree(store / "zoo" / "cells")
+    [test] = [t for t in store.glob("redis_redis-py_mutex_none/*/test.json")
+              if json.loads(t.read_text())["spec"]["seed"] == 1]
+    lib = zoo.library(registry, "redis-py")
+    found = {c.fault: zoo.made_before(store, c.entries[0], lib) for c in chosen}
+    assert found["none"] and found["none"].run_dir.path == test.parent
+    assert found["pause"] and found["pause"].verdict == "invalid"
+    data = json.loads(test.read_text())
+    test.write_text(json.dumps({**data, "spec": {**data["spec"], "clients": 3}}))
+    assert zoo.made_before(store, found["none"].entry, lib) is None
 
 
 def runnable(registry: Registry, name: str) -> type:
@@ -260,3 +319,19 @@ def test_an_npm_library_whose_client_is_not_built_is_said_and_never_run(tmp_path
     assert proc.returncode == 0, out
     assert "etcd3-lock x none: not run: not built; build it with `python -m " \
         "workloads.external.builds node-redlock`" in out, out
+
+
+def test_the_published_page_is_the_zoo_files_matrix_in_the_harness_words() -> None:
+    """docs/zoo.md (``harness zoo --seeds 3 --markdown docs/zoo.md``): the command and date the
+    harness wrote, a row for each row of the zoo file, a column for each fault, and in each
+    cell only verdicts or 'not run'; a library added to the zoo file without regenerating it
+    fails here."""
+    page = (zoo.ZOO_FILE.parents[1] / "docs" / "zoo.md").read_text()
+    assert re.search(r"^`harness zoo .*--markdown docs/zoo.md`, \d{4}-\d\d-\d\d \d\d:\d\d UTC",
+                     page.splitlines()[2])
+    registry = Registry()
+    cells = zoo.plan(zoo.load(zoo.ZOO_FILE, registry), registry, [1])
+    assert list(cells_of_page(page)) == list(dict.fromkeys(c.library.row for c in cells))
+    for row in cells_of_page(page).values():
+        assert list(row) == list(dict.fromkeys(c.fault for c in cells))
+        assert all(re.fullmatch(r"not run|((VALID|INVALID|UNKNOWN) ?)+", v) for v in row.values())

@@ -45,6 +45,7 @@ import math
 import re
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -490,15 +491,16 @@ def last_line(text: str) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
-def run_suite(suite: Suite, store: Path, out_dir: Path, *, echo: Any = print, jobs: int = 1
-              ) -> list[Outcome]:
+def run_suite(suite: Suite, store: Path, out_dir: Path, *, echo: Any = print, jobs: int = 1,
+              said: Callable[[Outcome], str] | None = None) -> list[Outcome]:
     """Run the suite's entries (a shard's: its own), one line each; ``jobs`` > 1: that many at
     once (:func:`run_parallel`). Ctrl-C stops after the current runs have healed and saved,
-    and the rest are reported as skipped. The outcomes are in suite order either way."""
+    and the rest are reported as skipped. The outcomes are in suite order either way.
+    ``said``: a caller's own handling of each run as it finishes, and its line's words."""
     log_dir = out_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    if jobs > 1 and len(suite.entries) > 1:
-        return run_parallel(suite, store, log_dir, jobs, echo)
+    if said is not None or (jobs > 1 and len(suite.entries) > 1):
+        return run_parallel(suite, store, log_dir, jobs, echo, said)
     outcomes: list[Outcome] = []
     total = len(suite.entries)
     width = len(str(total))
@@ -531,8 +533,8 @@ def local(entry: Entry) -> bool:
     return str(entry.options.get("backend", "local")) == "local"
 
 
-def run_parallel(suite: Suite, store: Path, log_dir: Path, jobs: int, echo: Any
-                 ) -> list[Outcome]:
+def run_parallel(suite: Suite, store: Path, log_dir: Path, jobs: int, echo: Any,
+                 said: Callable[[Outcome], str] | None = None) -> list[Outcome]:
     """``jobs`` local runs at once, longest first (the suite ends sooner); then the others one
     at a time. A line per run as it finishes; the outcomes in suite order."""
     from harness.presentation.parallel import run_all
@@ -552,8 +554,10 @@ def run_parallel(suite: Suite, store: Path, log_dir: Path, jobs: int, echo: Any
         finished[outcome.entry.number] = outcome
         e = outcome.entry
         left[0] -= e.estimate() / (jobs if local(e) else 1)
-        echo(f"[{len(finished):>{width}}/{total}] #{e.number} {e.label()} (expect {e.expect}): "
-             f"{outcome_words(outcome)}  ~{max(0.0, left[0]) / 60:.0f} min left", flush=True)
+        words = said(outcome) if said else (f"#{e.number} {e.label()} (expect {e.expect}): "
+                                             f"{outcome_words(outcome)}")
+        echo(f"[{len(finished):>{width}}/{total}] {words}  ~{max(0.0, left[0]) / 60:.0f} min "
+             "left", flush=True)
 
     def work(entry: Entry) -> Outcome:
         return run_entry(entry, store, log_dir)

@@ -6,13 +6,18 @@ library under a fault, run under each of ``--seeds``: suite entries, run by the 
 runner (:func:`harness.presentation.suite.run_suite`, ``--jobs`` at once). A library's store is
 the first DB its lock class declares. Every entry expects ``valid``: what a lock promises.
 
-Resumable: each run is keyed by a hash of its resolved spec (seed included, store left out),
-the version of the library its lock wraps and the harness's; ``<store>/zoo/cells/<key>.json``
-points at the run that key made, and a later call judges that run again from its own
-results.json instead of running it. Only runs that reached a verdict are kept: a run the
-harness could not run is run again next time.
+Resumable: a run is keyed (:func:`key`) by the settings the zoo file and the command line give
+it (seed in, store out), the version of the library its lock wraps and the harness's package
+version, not by the harness's code: a new spec key or default re-keys nothing (a run records no
+version of its store's server, so none is in the key). As each run finishes,
+``<store>/zoo/cells/<key>.json`` names it; a later call judges that run again from its own
+results.json instead of running it. A run without a record (made before records were kept, or
+when the disk filled) is found by its own test.json: the entry's whole spec, complete, with
+the same versions. Only runs that reached a verdict are kept. ``--plan`` says, row by row, what
+is due and what is reused, running nothing.
 
-The page, ``<store>/zoo/index.html``, and its Markdown twin ``README.md``: a row per library
+The page, ``<store>/zoo/index.html``, and its Markdown twin ``README.md`` (``--markdown
+PATH``: also there, e.g. ``docs/zoo.md``, with the command and the date): a row per library
 (its version and store; a lock that gives tokens once more under ``--workload fenced``, where
 the file says ``fenced = true``), a column per fault, each cell its verdicts over the seeds
 (each linking to its run's report), coloured by outcome, and the first incident's sentence
@@ -34,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.controller.registry import DISTRIBUTION, Registry, library_version, own_version
-from harness.controller.store import RunDir, Store
+from harness.controller.store import ZOO, RunDir, Store
 from harness.core.atomic import write_json, write_text
 from harness.core.errors import HarnessError, UsageError
 from harness.core.shipped import shipped
@@ -46,6 +51,7 @@ from harness.presentation.suite import (
     Outcome,
     Suite,
     judge,
+    parse_seeds,
     run_suite,
     validate,
 )
@@ -53,6 +59,7 @@ from harness.presentation.suite import (
 ZOO_FILE = shipped("suites") / "zoo.toml"  # the checkout's, or the installed package's
 PER_STORE = "per-store"
 KEPT = ("valid", "invalid", "unknown")  # verdicts a later call reuses
+CELLS = "cells"  # <store>/zoo/cells/<key>.json: the run a key made
 COLOURS = {"valid": "#1a7f37", "invalid": "#cf222e", "unknown": "#9a6700", "error": "#6e7781",
            "none": "#d0d7de"}
 e = html.escape
@@ -214,67 +221,120 @@ def plan(zoo: Zoo, registry: Registry, seeds: list[int], *, libraries: list[str]
     return cells
 
 
+def seeds_of(text: str) -> list[int]:
+    """``--seeds``: N (N seeds a cell, 1 to N), or seeds and ranges of seeds (``1-3``, ``4,7``)."""
+    return parse_seeds(f"1-{text.strip()}" if text.strip().isdigit() and int(text) else text)
+
+
 def key(entry: Entry, lib: Library) -> str:
-    """What a run is: its resolved spec (but where it is stored), the library's version and
-    the harness's."""
-    spec = entry.spec(Path(".")).to_dict()
-    spec.pop("store", None)
-    canonical = json.dumps({"spec": spec, "library": lib.version, "harness": own_version()},
-                           sort_keys=True, separators=(",", ":"), default=str)
+    """What a run is: the settings the zoo file and the command line give it (the seed in, the
+    store out), the version of the library its lock wraps and the harness's package version;
+    not the harness's code, so a new spec key or default re-keys nothing."""
+    canonical = json.dumps({"settings": entry.options, "library": lib.version,
+                            "harness": own_version()}, sort_keys=True, separators=(",", ":"),
+                           default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
-def cached(store: Path, cells_dir: Path, k: str, entry: Entry) -> Outcome | None:
-    """The outcome of the run ``k`` made, judged again from its results.json; None if there
-    is none, or it has gone."""
+def made_before(store: Path, entry: Entry, lib: Library) -> Outcome | None:
+    """The run ``entry`` made before, judged again from its results.json: the one its cell
+    record names (by :func:`key`), else the newest run of the store whose own test.json is
+    ``entry``'s spec, complete, with this library's and harness's versions (a run whose record
+    was never written: made before records were kept, or when the disk filled). None: no run
+    with a verdict."""
     try:
-        record = json.loads((cells_dir / f"{k}.json").read_text())
-        run = RunDir(store / record["run"])
+        record = json.loads((store / ZOO / CELLS / f"{key(entry, lib)}.json").read_text())
+        found, code = RunDir(store / record["run"]), record.get("exit_code")
     except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not run.is_run():
-        return None
-    verdict, first = judge(record.get("exit_code"), run)
-    if verdict not in KEPT:
-        return None
-    return Outcome(entry, verdict, record.get("exit_code"), float(record.get("seconds", 0)), run,
-                   "", first)
+        found, code = None, None
+    if found is None or not found.is_run():
+        spec = entry.spec(store)
+        runs, want = sorted((store / spec.test_name).glob("*/test.json"), reverse=True), (
+            spec.to_dict())
+        found = next((r for t in runs if same_run(r := RunDir(t.parent), want, lib)), None)
+        if found is None:
+            return None
+        try:
+            code = {True: 0, False: 1}.get(found.load_results().get("valid"), 2)  # its exit
+        except HarnessError:
+            return None
+    verdict, first = judge(code, found)
+    return Outcome(entry, verdict, code, 0.0, found, "", first) if verdict in KEPT else None
 
 
-def run_zoo(zoo: Zoo, cells: list[Cell], store: Path, *, jobs: int = 1, echo: Any = print
-            ) -> tuple[int, int]:
-    """Run the chosen cells' entries not already run, and find the runs the others' entries
-    made before (the page shows the whole matrix as far as it has run); (runs made, runs of
-    the chosen cells reused)."""
-    out = Store(store).zoo_dir()
-    cells_dir = out / "cells"
-    cells_dir.mkdir(parents=True, exist_ok=True)
-    todo: list[tuple[Cell, Entry, str]] = []
+def same_run(run: RunDir, spec: dict[str, Any], lib: Library) -> bool:
+    """Whether ``run``'s test.json says it is a complete run of ``spec`` (but its store) with
+    ``lib``'s version and this harness's."""
+    try:
+        test = run.load_test()
+        plugins = [p for p in test.get("plugins") or [] if isinstance(p, dict)]
+        lock = next(p for p in plugins if p.get("kind") == "lock")
+        wraps = lock.get("library")
+        version = (f"{wraps['name']} {wraps['version'] or 'not installed'}" if wraps
+                   else f"{lock['distribution']} {lock['version']}")
+    except (HarnessError, StopIteration, KeyError, TypeError):
+        return False
+    return (test.get("status") == "complete" and version == lib.version
+            and {**test["spec"], "store": None} == {**spec, "store": None}
+            and {p.get("version") for p in plugins if p.get("distribution") == DISTRIBUTION}
+            == {own_version()})
+
+
+def look(cells: list[Cell], store: Path) -> list[tuple[Cell, Entry]]:
+    """Every cell's runs made before into its outcomes (the page shows the whole matrix as far
+    as it has run); the chosen cells' entries left to run. Reads only."""
+    todo = []
     for cell in cells:
         for entry in cell.entries:
-            k = key(entry, cell.library)
-            found = cached(store, cells_dir, k, entry)
+            found = made_before(store, entry, cell.library)
             if found is not None:
                 cell.outcomes.append(found)
             elif cell.chosen:
-                todo.append((cell, entry, k))
-    reused = sum(len(c.outcomes) for c in cells if c.chosen)
-    echo(f"zoo {zoo.name}: {len(todo)} run(s) to make, {reused} already made", flush=True)
-    if not todo:
-        return 0, reused
-    for number, (_, entry, _) in enumerate(todo, 1):
-        entry.number = number
-    outcomes = run_suite(Suite(zoo.name, zoo.path, [t[1] for t in todo]), store, out,
-                         jobs=jobs, echo=echo)
-    for (cell, _, k), o in zip(todo, outcomes, strict=True):
-        cell.outcomes.append(o)
+                todo.append((cell, entry))
+    return todo
+
+
+def plan_lines(cells: list[Cell], todo: list[tuple[Cell, Entry]]) -> list[str]:
+    """``--plan``: a line a chosen row, its runs due (which, unless all) and reused."""
+    lines = []
+    for row in by_library([c for c in cells if c.chosen]):
+        due = [(c.fault, str(e.options["seed"])) for c, e in todo if c in row]
+        seeds = {f: [s for f2, s in due if f2 == f] for f, _ in due}
+        which = ("all" if len(due) == sum(len(c.entries) for c in row)
+                 else "; ".join(f"{f} seed {','.join(s)}" for f, s in seeds.items()))
+        lines.append(f"  {row[0].library.row}: {len(due)} due{f' ({which})' if due else ''}, "
+                     f"{sum(len(c.outcomes) for c in row)} reused")
+    return lines
+
+
+def run_zoo(zoo: Zoo, cells: list[Cell], store: Path, todo: list[tuple[Cell, Entry]], *,
+            jobs: int = 1, echo: Any = print) -> None:
+    """Run ``todo``: each run's cell record is written as it finishes (what a stopped call made
+    is found by the next), its line in the zoo's words."""
+    out = Store(store).zoo_dir()
+    (out / CELLS).mkdir(exist_ok=True)
+    cell_of = {}
+    for number, (cell, entry) in enumerate(todo, 1):
+        entry.number, cell_of[number] = number, cell
+
+    def said(o: Outcome) -> str:
+        cell = cell_of[o.entry.number]
         if o.verdict in KEPT and o.run_dir is not None:
-            write_json(cells_dir / f"{k}.json", {
+            write_json(out / CELLS / f"{key(o.entry, cell.library)}.json", {
                 "run": Store(store).relative(o.run_dir), "exit_code": o.exit_code,
-                "seconds": round(o.seconds, 3), "options": o.entry.options})
+                "seconds": round(o.seconds, 3), "settings": o.entry.options})
+        why = (incident_sentence(o).split("; ")[0] if o.verdict == "invalid"
+               else o.first_violation.splitlines()[0] if o.first_violation
+               else f"{o.seconds:.0f} s")
+        return (f"{cell.library.row} x {cell.fault} seed {o.entry.options['seed']}: "
+                f"{o.verdict.upper()} ({why[:160]})")
+
+    outcomes = run_suite(Suite(zoo.name, zoo.path, [e for _, e in todo]), store, out,
+                         jobs=jobs, echo=echo, said=said)
+    for (cell, _), o in zip(todo, outcomes, strict=True):
+        cell.outcomes.append(o)
     for cell in cells:
         cell.outcomes.sort(key=lambda o: o.entry.options.get("seed", 0))
-    return len(todo), reused
 
 
 def incident_sentence(o: Outcome) -> str:
@@ -294,14 +354,9 @@ def incident_sentence(o: Outcome) -> str:
 
 
 # the page ---------------------------------------------------------------------------------------
-def seeds_text(cell: Cell) -> str:
-    if cell.note and not cell.outcomes:
-        return "not run"
-    return " ".join(f"{o.verdict.upper()}" for o in cell.outcomes)
-
-
-def report_href(o: Outcome, out: Path) -> str | None:
-    return os.path.relpath(o.report, out) if o.report else None
+def report_href(o: Outcome, out: Path | None) -> str | None:
+    """The link from a page in ``out`` to a run's report (None: a page outside the store)."""
+    return os.path.relpath(o.report, out) if o.report and out is not None else None
 
 
 def showed(cells: list[Cell]) -> str:
@@ -353,11 +408,15 @@ first incident of its first invalid run, in the report's words</p>
 """
 
 
-def page_md(zoo: Zoo, cells: list[Cell], out: Path, command: str) -> str:
+def page_md(zoo: Zoo, cells: list[Cell], out: Path | None, command: str) -> str:
+    """The Markdown twin; ``out``: the page's directory in the store (its links' base), None
+    for a page elsewhere (``--markdown docs/zoo.md``: no links, the runs stay in the store)."""
     faults = list(dict.fromkeys(c.fault for c in cells))
     lines = [f"# Lock zoo: {zoo.name}", "", f"`{command}`, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Each seed's verdict is "
-             "its run's results.json, linking to its report.", "",
+             "its run's results.json" + (", linking to its report." if out else
+                                         " (the runs and their reports: in that store).")
+             + " A cell 'not run' has no run with a verdict yet.", "",
              "| library | " + " | ".join(faults) + " |",
              "|---|" + "---|" * len(faults)]
     notes, promises = [], []
@@ -395,7 +454,8 @@ def write_pages(zoo: Zoo, cells: list[Cell], store: Path, command: str) -> Path:
 
 
 def overrides_of(args: Any) -> dict[str, Any]:
-    """The run options given on the command line (``--time-limit``), over the zoo file's."""
-    return {k: v for k in RUN_KEYS if (v := getattr(args, k.replace("-", "_"), None))
-            is not None}
+    """The run options given on the command line (``--time-limit``), over the zoo file's
+    (``--time-limit 20`` is the file's ``time-limit = 20``: the same key)."""
+    return {k: int(v) if isinstance(v, float) and v.is_integer() else v for k in RUN_KEYS
+            if (v := getattr(args, k.replace("-", "_"), None)) is not None}
 
