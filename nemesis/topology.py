@@ -32,9 +32,7 @@ def joined(names: Iterable[str], *sides: Iterable[str]) -> nx.Graph:
 def of(ctx: NemesisContext, clients: Iterable[str] = ()) -> nx.Graph:
     """The cluster now: every DB node linked to every other and to each of ``clients``."""
     nodes = [n.name for n in ctx.nodes]
-    g = joined(nodes, nodes)
-    g.add_edges_from((c, n) for c in clients for n in nodes)
-    return g
+    return joined(nodes, nodes, *([c, n] for c in clients for n in nodes))
 
 
 def cut_off(g: nx.Graph, side: list[str]) -> list[tuple[str, str]]:
