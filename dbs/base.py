@@ -49,6 +49,9 @@ class DB:
     # how its clocks are moved ("libfaketime" or "vdso") and which clock ids a fault may name
     clock_mechanism: ClassVar[str] = "libfaketime"
     clocks: ClassVar[tuple[str, ...]] = ("wall",)
+    # the flags of capabilities.Membership (a DB without its methods has no use for them)
+    adds_running: ClassVar[bool] = False
+    removes_leader: ClassVar[bool] = True
 
     def configure_for(self, needs: Collection[type]) -> None:
         """Told, before its config files are written, the capabilities the run's nemeses need

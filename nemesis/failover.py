@@ -22,6 +22,7 @@ from typing import Any
 from harness.core.capabilities import ClientLinks, Failover, Iptables
 from harness.core.cluster import NemesisContext, client_name
 from harness.core.options import Option
+from nemesis import topology
 from nemesis.base import BaseNemesis, wait_for_holder
 
 POLL = 0.1
@@ -51,9 +52,8 @@ class SentinelFailover(BaseNemesis):
         primary = db.leader(ctx.nodes)
         if holder is None or primary is None:
             return None
-        others = [n.name for n in ctx.nodes if n.name != primary]
         away = [client_name(p) for p in ctx.clients.processes if p != holder]
-        self._cuts = [(primary, x) for x in [*others, *away]]
+        self._cuts = topology.cut_off(topology.of(ctx, away), [primary])  # the holder kept
         self._old = primary
         return [primary, client_name(holder)]
 

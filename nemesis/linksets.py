@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.core.capabilities import HasLeader, LinkLayer, PeerLinks, Replication, RoutedPeers
 from harness.core.cluster import LinkOps, NemesisContext, client_name, link_ends
+from nemesis import topology
 from nemesis.base import TargetError, client_target, wait_for
 
 SETS = ("clients", "holder", "waiter", "waiters", "any", "peers", "all")
@@ -73,22 +74,17 @@ def client_links(ctx: NemesisContext, clients: Iterable[str]) -> list[str]:
     return [x for c in clients for x in links.links(src=c)]
 
 
-def peer_pairs(ctx: NemesisContext) -> list[tuple[str, str]]:
-    names = [n.name for n in ctx.nodes]
-    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-
-
 def pairs_of(ctx: NemesisContext, which: str) -> tuple[list[str], list[tuple[str, str]]] | None:
-    """(targets, endpoint pairs) of a link set, for faults made with iptables."""
+    """(targets, endpoint pairs) of a link set, for faults made with iptables: edges of the
+    cluster's graph, a client's as (client, node)."""
+    nodes = topology.of(ctx)
     if which == "peers":
-        return [n.name for n in ctx.nodes], peer_pairs(ctx)
+        return list(nodes), list(nodes.edges())
     clients = clients_of(ctx, "clients" if which == "all" else which)
     if clients is None:
         return None
-    pairs = [(c, n.name) for c in clients for n in ctx.nodes]
-    if which == "all":
-        return [*clients, *(n.name for n in ctx.nodes)], pairs + peer_pairs(ctx)
-    return clients, pairs
+    pairs = topology.cut_off(topology.of(ctx, clients), clients)
+    return ([*clients, *nodes], pairs + list(nodes.edges())) if which == "all" else (clients, pairs)
 
 
 def links_of(ctx: NemesisContext, which: str) -> tuple[list[str], list[str]] | None:

@@ -85,9 +85,8 @@ class MembershipChange(BaseNemesis):
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         wait_for_fresh_grant(ctx)  # a change under a hold that has all of its time ahead
-        # a DB whose leader leaves by failover, not as a member (Sentinel's primary), says so
-        first = "leader" if getattr(ctx.db, "removes_leader", True) else "follower"
-        return node_target(ctx, target, first)
+        db: Membership = ctx.db  # its leader may leave by failover alone (Sentinel's primary)
+        return node_target(ctx, target, "leader" if db.removes_leader else "follower")
 
     def start(self, ctx: NemesisContext, targets: list[str]) -> None:
         db: Membership = ctx.db
@@ -119,7 +118,7 @@ class MembershipChange(BaseNemesis):
         if self._detail.get("change") == "replace" and self._joining is None:
             self._replaced += 1
         member = f"{name}-r{self._replaced}" if self._detail.get("change") == "replace" else name
-        late = getattr(db, "adds_running", False)  # Redis: REPLICAOF, once the node runs
+        late = db.adds_running  # Redis: REPLICAOF, once the node runs
 
         def add(done: Callable[[dict[str, str | None]], bool]) -> None:
             self._detail.update(retried(ctx, lambda: db.add_member(ask, name, member),

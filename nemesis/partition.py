@@ -58,6 +58,7 @@ from nemesis.base import (
     strike,
     wait_for_fresh_grant,
 )
+from nemesis.topology import cut_off, joined
 
 Cuts = list[tuple[str, str]]
 Picked = tuple[list[str], Cuts] | None  # (targets, links to cut), None: nothing to cut now
@@ -66,15 +67,14 @@ ONEWAY = "in: nothing reaches the target; out: nothing it sends arrives"
 
 def holder(ctx: NemesisContext, target: str | None) -> Picked:
     chosen = client_target(ctx, target)
-    return None if chosen is None else (chosen, [(c, n.name) for c in chosen for n in ctx.nodes])
+    return None if chosen is None else (chosen, cut_off(topology.of(ctx, chosen), chosen))
 
 
 def among_nodes(kind: str) -> Callable[[NemesisContext, str | None], Picked]:
     def pick(ctx: NemesisContext, target: str | None) -> Picked:
-        names = [n.name for n in ctx.nodes]
-        if len(names) < 2:
+        if len(ctx.nodes) < 2:
             return None
-        reach = topology.build(kind, names, ctx.rng)
+        reach = topology.build(kind, list(topology.of(ctx)), ctx.rng)
         return ["|".join(c) for c in topology.describe(reach)], topology.cuts(reach)
     return pick
 
@@ -87,9 +87,8 @@ def leader(ctx: NemesisContext, target: str | None) -> Picked:
     found = node_target(ctx, "leader")
     if found is None or holder is None or len(ctx.nodes) < 2:
         return None  # an election under way (or nobody holds): try again at the next turn
-    names = [n.name for n in ctx.nodes]
-    cuts = topology.cuts(topology.isolate(names, found[0]))
-    return [*holder, *found], cuts + [(c, n) for c in holder for n in names if n != found[0]]
+    side, everyone = [*holder, *found], list(topology.of(ctx, holder))  # and the rest:
+    return side, topology.cuts(joined(everyone, side, [n for n in everyone if n not in side]))
 
 
 def minority(ctx: NemesisContext, target: str | None) -> Picked:
@@ -97,23 +96,18 @@ def minority(ctx: NemesisContext, target: str | None) -> Picked:
     if n < 3:
         return None  # no minority to cut: one node of two is half, not a minority
     cut = sorted(node.name for node in ctx.rng.sample(list(ctx.nodes), (n - 1) // 2))
-    others = [node.name for node in ctx.nodes if node.name not in cut]
-    clients = [client_name(p) for p in ctx.clients.processes]
-    return cut, [(a, b) for a in cut for b in [*others, *clients]]
+    return cut, cut_off(topology.of(ctx, map(client_name, ctx.clients.processes)), cut)
 
 
 def oneway(ctx: NemesisContext, target: str | None) -> Picked:
     role = target or "holder"
-    if role == "leader" or role.startswith("node:"):
-        chosen = node_target(ctx, role)
-        others = [n.name for n in ctx.nodes if chosen is None or n.name not in chosen]
-    else:
-        chosen = client_target(ctx, role)
-        others = [n.name for n in ctx.nodes]
-    if chosen is None or not others:
+    nodes = role == "leader" or role.startswith("node:")
+    chosen = (node_target if nodes else client_target)(ctx, role)
+    if chosen is None:
         return None
+    links = cut_off(topology.of(ctx, () if nodes else chosen), chosen)
     inward = str(ctx.options.get("oneway") or "in") == "in"
-    return chosen, [(o, t) if inward else (t, o) for t in chosen for o in others]
+    return (chosen, [(o, t) if inward else (t, o) for t, o in links]) if links else None
 
 
 def cutting_off_from_nodes(run: FaultRun) -> str:

@@ -1,26 +1,44 @@
-"""Partitions as graphs: who can still reach whom.
+"""The cluster's topology as one graph: who can reach whom.
 
-A partition is an undirected graph over the endpoints (DB nodes and clients) whose edges are the
-links that still work; every missing edge is a link to cut. Its connected components tell which
-side, if any, still has a quorum of the DB nodes. For a non-transitive partition (the majorities
-ring, the bridge) "components" are not the whole story: each node sees its own neighbourhood.
+:func:`of` is the whole: the DB nodes, each linked to every other, and clients, each linked to
+every node. A partition is a graph over the same endpoints whose edges are the links that still
+work (its shape: :func:`build`), every missing edge a link to cut (:func:`cuts`); its connected
+components tell which side, if any, still has a quorum of the DB nodes. For a non-transitive
+partition (the majorities ring, the bridge) "components" are not the whole story: each node
+sees its own neighbourhood. A side cut off (a holder, a minority, the leader's side) loses its
+edge boundary (:func:`cut_off`): the links iptables cuts, one direction of each for a one-way cut.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Iterable
 
 import networkx as nx
 
-KINDS = ("halves", "one", "ring", "bridge")
+from harness.core.cluster import NemesisContext
 
 
-def complete(names: list[str]) -> nx.Graph:
+def joined(names: Iterable[str], *sides: Iterable[str]) -> nx.Graph:
+    """The graph over ``names`` in which the endpoints of each side reach each other."""
     g = nx.Graph()
     g.add_nodes_from(names)
-    g.add_edges_from(itertools.combinations(names, 2))
+    for side in sides:
+        g.add_edges_from(itertools.combinations(side, 2))
     return g
+
+
+def of(ctx: NemesisContext, clients: Iterable[str] = ()) -> nx.Graph:
+    """The cluster now: every DB node linked to every other and to each of ``clients``."""
+    nodes = [n.name for n in ctx.nodes]
+    return joined(nodes, nodes, *([c, n] for c in clients for n in nodes))
+
+
+def cut_off(g: nx.Graph, side: list[str]) -> list[tuple[str, str]]:
+    """The edge boundary of ``side`` as (its end, the other), in the order of ``side`` and of
+    each end's neighbours (``nx.edge_boundary``'s is a set's, other in each process)."""
+    return [(a, b) for a in side for b in g[a] if b not in side]
 
 
 def halves(nodes: list[str], rng: random.Random) -> nx.Graph:
@@ -34,17 +52,11 @@ def halves(nodes: list[str], rng: random.Random) -> nx.Graph:
         raise ValueError(f"halves needs at least 2 nodes to split, got {n}")
     shuffled = rng.sample(nodes, n)
     cut = 1 if n == 2 else n // 2 + 1
-    g = nx.Graph()
-    g.add_nodes_from(nodes)
-    for side in (shuffled[:cut], shuffled[cut:]):
-        g.add_edges_from(itertools.combinations(side, 2))
-    return g
+    return joined(nodes, shuffled[:cut], shuffled[cut:])
 
 
 def isolate(nodes: list[str], victim: str) -> nx.Graph:
-    g = complete(nodes)
-    g.remove_edges_from([(victim, n) for n in nodes if n != victim])
-    return g
+    return joined(nodes, [n for n in nodes if n != victim])
 
 
 def majorities_ring(nodes: list[str], rng: random.Random) -> nx.Graph:
@@ -53,36 +65,28 @@ def majorities_ring(nodes: list[str], rng: random.Random) -> nx.Graph:
     ring = rng.sample(nodes, len(nodes))
     n = len(ring)
     reach = -(-(n // 2) // 2)  # neighbours on each side: itself + 2*reach >= n//2 + 1
-    g = nx.Graph()
-    g.add_nodes_from(ring)
-    for i, a in enumerate(ring):
-        for d in range(1, reach + 1):
-            g.add_edge(a, ring[(i + d) % n])
-    return g if 2 * reach + 1 < n else halves(nodes, rng)
+    if 2 * reach + 1 >= n:
+        return halves(nodes, rng)
+    return joined(ring, *([a, ring[(i + d) % n]] for i, a in enumerate(ring)
+                          for d in range(1, reach + 1)))
 
 
 def bridge(nodes: list[str], rng: random.Random) -> nx.Graph:
     """Two halves joined by one node that sees both."""
     shuffled = rng.sample(nodes, len(nodes))
     mid = len(shuffled) // 2
-    left, b, right = shuffled[:mid], shuffled[mid], shuffled[mid + 1:]
-    g = nx.Graph()
-    g.add_nodes_from(nodes)
-    g.add_edges_from(itertools.combinations([*left, b], 2))
-    g.add_edges_from(itertools.combinations([b, *right], 2))
-    return g
+    return joined(nodes, shuffled[:mid + 1], shuffled[mid:])
+
+
+SHAPES = {"halves": halves, "one": lambda nodes, rng: isolate(nodes, rng.choice(nodes)),
+          "ring": majorities_ring, "bridge": bridge}
+KINDS = tuple(SHAPES)
 
 
 def build(kind: str, nodes: list[str], rng: random.Random) -> nx.Graph:
-    if kind == "halves":
-        return halves(nodes, rng)
-    if kind == "one":
-        return isolate(nodes, rng.choice(nodes))
-    if kind == "ring":
-        return majorities_ring(nodes, rng)
-    if kind == "bridge":
-        return bridge(nodes, rng)
-    raise ValueError(f"unknown partition kind {kind!r}: use one of {', '.join(KINDS)}")
+    if kind not in SHAPES:
+        raise ValueError(f"unknown partition kind {kind!r}: use one of {', '.join(KINDS)}")
+    return SHAPES[kind](nodes, rng)
 
 
 def cuts(reach: nx.Graph) -> list[tuple[str, str]]:

@@ -38,6 +38,18 @@ def test_harness_list_words_each_change() -> None:
     assert "membership-replace" in out and "a new member on a new data directory" in out
 
 
+def test_a_db_without_membership_is_refused_naming_those_with_it(tmp_path: Path) -> None:
+    """The flags are declared on the capability, their defaults on every DB: asking which DBs
+    have it (issubclass refuses a protocol with flags) names them, a crash never."""
+    assert (EtcdDB.adds_running, EtcdDB.removes_leader) == (False, True)
+    assert (RedisSentinelDB.adds_running, RedisSentinelDB.removes_leader) == (True, False)
+    proc = harness("run", "--db", "redis", "--nemesis", "membership", "--store", str(tmp_path))
+    assert proc.returncode == 64, proc.stderr
+    assert proc.stderr.strip() == ("harness: --nemesis membership needs a db whose members can "
+                                   "be removed and added while it runs (redis-sentinel, "
+                                   "zookeeper, etcd), not 'redis'")
+
+
 def test_the_report_words_the_removal_and_what_came_back() -> None:
     run_ = FaultRun("membership", 0, "leader", ("n2",), 3.0, 6.5, {"added": "n2-r1"})
     assert MembershipChange.describe(run_) == ("a removal of member n2 at 3.0 s for 3.5 s, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 import networkx as nx
 import pytest
@@ -76,3 +77,16 @@ def test_bridge_node_sees_both_sides() -> None:
 def test_unknown_kind() -> None:
     with pytest.raises(ValueError, match="unknown partition kind"):
         topology.build("triangle", NODES, random.Random(0))
+
+
+@given(st.lists(st.sampled_from(NODES), min_size=1, max_size=4, unique=True))
+def test_a_side_cut_off_loses_its_links_in_the_order_of_the_side_and_the_cluster(
+        side: list[str]) -> None:
+    """The cluster's graph: each node linked to every other and to each client; the links a
+    side loses run from it, in a fixed order (a set's would differ from run to run)."""
+    ctx = SimpleNamespace(nodes=[SimpleNamespace(name=n) for n in NODES])
+    g = topology.of(ctx, ["c0", "c1"])  # type: ignore[arg-type]
+    assert g.number_of_edges() == 10 + 2 * 5 and not g.has_edge("c0", "c1")
+    rest = [n for n in [*NODES, "c0", "c1"] if n not in side]
+    assert topology.cut_off(g, side) == [(a, b) for a in side for b in rest]
+    assert topology.cut_off(g, ["c1"]) == [("c1", n) for n in NODES]

@@ -350,7 +350,7 @@ class Registry:
                 cls = self.load("dbs", name)
             except UsageError:
                 continue
-            if issubclass(cls, capability):
+            if isinstance(cls, capability):  # its members (issubclass refuses Membership's flags)
                 out.append(name)
         return out
 

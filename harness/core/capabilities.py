@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from harness.core.cluster import Node
 
@@ -135,7 +135,11 @@ class Membership(Protocol):
     data directory (through :meth:`harness.core.cluster.NodeOps.join_empty`). A refused
     change raises (so does one whose answer was lost: the member list tells). A DB whose
     leader cannot leave as a member (Sentinel's primary leaves by failover) sets
-    ``removes_leader = False``: a change aimed at no node in particular takes a follower."""
+    ``removes_leader = False``: a change aimed at no node in particular takes a follower. Both
+    flags' defaults are :class:`dbs.base.DB`'s."""
+
+    adds_running: ClassVar[bool]  # False: True adds a member once its node runs (REPLICAOF)
+    removes_leader: ClassVar[bool]  # True
 
     def members(self, nodes: Sequence[Node]) -> dict[str, str | None]: ...
 
