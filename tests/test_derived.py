@@ -86,7 +86,7 @@ def test_the_checkers_the_summary_and_the_report_read_one_derivation() -> None:
     assert client_pairs(history) is lives.paired
     grounds = report_model.grounds(history)
     assert grounds is report_model.grounds(history)
-    assert grounds.client_pairs is lives.paired and grounds.grants is lives.grants
+    assert grounds.client_pairs.cols is lives.paired.cols and grounds.grants is lives.grants
     assert resource_log(history) is resource_log(history)
     assert history.derived[WELL_FORMED] is True
 
