@@ -21,7 +21,7 @@ import numpy as np
 from harness.core.checks import derive
 from harness.core.columns import LOCK_ABSENT
 from harness.core.history import HistoryError, Op
-from harness.core.journal_columns import _joined, _reordered
+from harness.core.journal_columns import joined_parts, reordered
 from harness.core.run_history import (
     BOOL,
     FLOAT,
@@ -47,7 +47,8 @@ def as_columns(history: Sequence[Op]) -> ColumnHistory:
     client ops no scalar column holds (the final read's list), joined to its columns here; a
     list of dicts is put in columns (its ops' ``index`` where each has one first, else their
     places). Refused (:class:`HistoryError`) when a client op's time, type, f or lock is
-    none an op has."""
+    none an op has, in the words of :func:`harness.core.wellformed.require_checked` where it
+    finds more."""
     return derive(history, as_columns, lambda: _as_columns(history))
 
 
@@ -63,13 +64,13 @@ def _as_columns(history: Sequence[Op]) -> ColumnHistory:
             return h
         cols = columns_of(extra, objects=True)
         try:
-            joined = None if cols is None else _joined([copy.copy(h.clients), cols])
+            joined = None if cols is None else joined_parts([copy.copy(h.clients), cols])
         except (TypeError, IndexError, ValueError):
             joined = None
         if joined is not None:
             index = np.concatenate([h.clients.index, cols.index])  # type: ignore[union-attr]
             order = np.argsort(index, kind="stable")
-            joined = _reordered(joined, order)
+            joined = reordered(joined, order)
             joined.index = index[order]
             return ColumnHistory(joined, [op for op in h.others if not _is_client(op)])
     ops = list(history)
@@ -83,8 +84,9 @@ def _as_columns(history: Sequence[Op]) -> ColumnHistory:
     cols = columns_of(clients, indexed=False, objects=True)
     if cols is None:
         require_checked(history)
-        raise HistoryError("malformed history: a client op whose time, type, f or lock is "
-                           "none an op has")
+        raise HistoryError("malformed history: a client op whose time is no int, type none "
+                           "of the four, f no string or lock no string nor null (or with a "
+                           "key named value.<k>)")
     places = [i for i, op in enumerate(ops) if _is_client(op)]
     cols.index = np.array(places, dtype=np.int64)
     return ColumnHistory(cols, others, [i for i, op in enumerate(ops) if not _is_client(op)])

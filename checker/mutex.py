@@ -40,7 +40,6 @@ from checker.lives import Lives
 from checker.sessions import (
     Entry,
     Grant,
-    Pairs,
     entries_by_lock,
     resource_log,
     writes_in_lock_transaction,
@@ -139,7 +138,7 @@ def _fenwick_count(leases: list[tuple[int, float]], bs: list[Grant]) -> int:
     return count
 
 
-def refusals(paired: Pairs, gs: list[Grant]) -> dict[tuple[int, int], Any]:
+def refusals(paired: Any, gs: list[Grant]) -> dict[tuple[int, int], Any]:
     """Why the lock refused the releases of ``gs`` that failed: (process, release invoked)
     -> the release's ``error`` (the pairs are read only when one of them failed)."""
     wanted = {(g.process, g.end) for g in gs if g.release == FAIL}

@@ -62,13 +62,6 @@ class Entry(NamedTuple):
     lock: str = "lock"  # the key whose data it is (each lock guards its own)
 
 
-Pairs = Sequence[tuple[Op, "Op | None"]]
-
-
-def client_ops(history: Sequence[Op]) -> list[Op]:
-    return [op for op in history if isinstance(op.get("process"), int)]
-
-
 def client_pairs(history: Sequence[Op]) -> Any:
     """The client processes' invocations with their completions, in the order of the
     invocations: a :class:`checker.column_pairs.ColumnPairs` of the history in columns
