@@ -93,7 +93,7 @@ def _as_columns(history: Sequence[Op]) -> ColumnHistory:
 
 
 class ColumnPairs(Sequence[Pair]):
-    """:func:`harness.core.history.pairs` of a history's client ops in columns: ``inv``,
+    """A history's client ops' invocations with their completions, in columns: ``inv``,
     ``done``, rows of ``cols`` (-1 where never completed), in invocation order."""
 
     __slots__ = ("cols", "done", "inv")

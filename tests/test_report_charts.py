@@ -14,12 +14,12 @@ import pytest
 
 from harness.controller.checking import check_history
 from harness.controller.store import RunDir
-from harness.core.history import pairs
 from harness.presentation.report import charts, pair_arrays, sampling, write_report
 from harness.presentation.report import model as report_model
 from tests import synth_history
 from tests.harness_runs import run
 from tests.test_report import ARTIFACTS, body_attrs, browse, png_pixels, stored_run
+from tests.test_run_history import pairs
 
 S = 1_000_000_000  # ns
 
@@ -81,7 +81,7 @@ def test_a_long_history_embeds_what_is_near_violations_and_draws_the_rest(
     for dt in m["ops"]["t"]:
         acc += dt
         starts.add(acc)
-    client = [(inv, done) for inv, done in pairs(history) if isinstance(inv["process"], int)]
+    client = list(pairs(history, clients=True))
     lanes = {p: k for k, p in enumerate(m["laneProcs"])}
     width = m["end"] / d["cols"]
     for v in (v for v in m["violations"] if v["t0"] is not None):

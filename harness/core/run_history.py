@@ -470,8 +470,7 @@ class ColumnHistory(Sequence[Op]):
     def client_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """The client ops' invocations with their completions, as rows of ``clients``:
         (invocation rows in the order of the invocations, completion rows, -1 where the
-        invocation never completed): :func:`harness.core.history.pairs` of the client ops,
-        for a well-formed history (per process, invoke and completion alternate). Built once."""
+        invocation never completed), as :func:`pair_rows` pairs them. Built once."""
         got = self.derived.get(ColumnHistory.client_pairs)
         if got is None:
             got = self.derived[ColumnHistory.client_pairs] = pair_rows(self.clients)
@@ -493,10 +492,9 @@ def item_or_slice(i: Any, n: int, at: Any, what: str) -> Any:
 
 
 def pair_rows(cols: Columns) -> tuple[np.ndarray, np.ndarray]:
-    """(invocation rows, completion rows or -1) of client columns, as
-    :func:`harness.core.history.pairs` pairs them: a completion completes the op before it
-    of its process if that is an invoke; one that does not (a malformed history's) is its
-    own invocation and completion."""
+    """(invocation rows, in the order of the invocations; completion rows or -1) of client
+    columns: a completion completes the op before it of its process if that is an invoke; one
+    that does not (a malformed history's) is its own invocation and completion."""
     order = cols.by_process()
     invoke = cols.type[order] == TYPE_CODES["invoke"]
     p = cols.process[order]
