@@ -361,3 +361,20 @@ def test_the_one_path_gives_what_the_dict_path_gave() -> None:
                 assert (_digest(views(h)), _digest(checks(h))) == (row["views"], row["checks"]), n
             else:
                 assert _digest(verdict(h, row["status"])) == row["verdict"], n
+
+
+def test_any_history_is_put_in_columns_at_the_one_entry() -> None:
+    """A list of dicts without indexes: its places, no index made up in an op; a value no
+    scalar column holds, held as it is; an op no column can hold, refused in words."""
+    from checker.column_pairs import as_columns
+
+    ops: list[dict[str, Any]] = [
+        {"time": 1, "process": 0, "type": "invoke", "f": "write", "value": {"seq": 1}},
+        {"time": 2, "process": "nemesis", "type": "info", "f": "pause"},
+        {"time": 3, "process": 0, "type": "ok", "f": "write", "value": [1, {"a": 2}]}]
+    h = as_columns(ops)
+    assert h.clients.index.tolist() == [0, 2] and h.others == [ops[1]]
+    assert h.clients.ops() == [ops[0], ops[2]] and h.clients.op(1) == ops[2]
+    assert list(client_pairs(ops)) == [(ops[0], ops[2])]
+    with pytest.raises(HistoryError, match="lock no string nor null"):
+        as_columns([{**ops[0], "lock": 3}])
