@@ -1,82 +1,116 @@
-"""The client op pairs of a history held in columns (:class:`harness.core.run_history.
-ColumnHistory`), as rows, and the few field readers the checkers need to build their own
-objects (one a grant, an attempt, a write) from those rows without a dict an op.
+"""The client op pairs of a history, as rows of its columns, and the few field readers the
+checkers need to build their own objects (one a grant, an attempt, a write) from those rows
+without a dict an op.
 
-:class:`ColumnPairs` is what :func:`checker.sessions.client_pairs` gives for such a history:
-a ``Sequence`` of the same (invocation, completion) dict pairs, in the same order, made when
-asked (correct for any reader, slow), whose rows a reader that knows it reads instead.
-
-Imported only for a history in columns (numpy).
+:func:`as_columns` is the one entry: whatever the history (a run's
+:class:`harness.core.run_history.ColumnHistory`, a list of dicts of a test or a plugin), every
+client op in columns, whatever it holds. :class:`ColumnPairs` is what
+:func:`checker.sessions.client_pairs` gives: a ``Sequence`` of the (invocation, completion)
+dict pairs, in order, made when asked (correct for any reader, slow), whose rows a reader that
+knows it reads instead.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
+from harness.core.checks import derive
 from harness.core.columns import LOCK_ABSENT
-from harness.core.history import Op, pairs
+from harness.core.history import HistoryError, Op
+from harness.core.journal_columns import joined_parts, reordered
 from harness.core.run_history import (
     BOOL,
     FLOAT,
     INT,
     NULL,
+    OBJ,
     STR,
     ColumnHistory,
     RunColumns,
+    columns_of,
     item_or_slice,
 )
+from harness.core.wellformed import require_checked
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
 
 Pair = tuple[Op, "Op | None"]
 
 
+def as_columns(history: Sequence[Op]) -> ColumnHistory:
+    """``history`` with every client op (an int ``process``) in columns, the others (the
+    nemesis's) dicts: once per shared history. A run's history is one already, but for the
+    client ops no scalar column holds (the final read's list), joined to its columns here; a
+    list of dicts is put in columns (its ops' ``index`` where each has one first, else their
+    places). Refused (:class:`HistoryError`) when a client op's time, type, f or lock is
+    none an op has, in the words of :func:`harness.core.wellformed.require_checked` where it
+    finds more."""
+    return derive(history, as_columns, lambda: _as_columns(history))
+
+
+def _is_client(op: Op) -> bool:
+    return type(op.get("process")) is int
+
+
+def _as_columns(history: Sequence[Op]) -> ColumnHistory:
+    h = history if isinstance(history, ColumnHistory) else None
+    if h is not None:
+        extra = [op for op in h.others if _is_client(op)]
+        if not extra:
+            return h
+        cols = columns_of(extra, objects=True)
+        try:
+            joined = None if cols is None else joined_parts([copy.copy(h.clients), cols])
+        except (TypeError, IndexError, ValueError):
+            joined = None
+        if joined is not None:
+            index = np.concatenate([h.clients.index, cols.index])  # type: ignore[union-attr]
+            order = np.argsort(index, kind="stable")
+            joined = reordered(joined, order)
+            joined.index = index[order]
+            return ColumnHistory(joined, [op for op in h.others if not _is_client(op)])
+    ops = list(history)
+    clients = [op for op in ops if _is_client(op)]
+    others = [op for op in ops if not _is_client(op)]
+    cols = None
+    if all(type(op.get("index")) is int for op in others):
+        cols = columns_of(clients, objects=True)
+    if cols is not None and len(np.unique(cols.index)) == len(cols):
+        return ColumnHistory(cols, others)
+    cols = columns_of(clients, indexed=False, objects=True)
+    if cols is None:
+        require_checked(history)
+        raise HistoryError("malformed history: a client op whose time is no int, type none "
+                           "of the four, f no string or lock no string nor null (or with a "
+                           "key named value.<k>)")
+    places = [i for i, op in enumerate(ops) if _is_client(op)]
+    cols.index = np.array(places, dtype=np.int64)
+    return ColumnHistory(cols, others, [i for i, op in enumerate(ops) if not _is_client(op)])
+
+
 class ColumnPairs(Sequence[Pair]):
-    """:func:`harness.core.history.pairs` of a ColumnHistory's client ops: the columns' pairs
-    (``inv``, ``done``: rows of ``cols``, -1 where never completed, in invocation order) and
-    ``extra``, the pairs of the client ops held as dicts (the final read), each with its
-    place in the whole sequence."""
+    """A history's client ops' invocations with their completions, in columns: ``inv``,
+    ``done``, rows of ``cols`` (-1 where never completed), in invocation order."""
 
-    __slots__ = ("_pos", "cols", "done", "extra", "inv")
+    __slots__ = ("cols", "done", "inv")
 
-    def __init__(self, cols: RunColumns, inv: np.ndarray, done: np.ndarray,
-                 extra: list[tuple[int, Pair]]) -> None:
+    def __init__(self, cols: RunColumns, inv: np.ndarray, done: np.ndarray) -> None:
         self.cols = cols
         self.inv = inv
         self.done = done
-        self.extra = extra
-        self._pos: np.ndarray | None = None
 
     def __len__(self) -> int:
-        return len(self.inv) + len(self.extra)
-
-    def col_positions(self) -> np.ndarray:
-        """Each column pair's place in the whole sequence."""
-        if self._pos is None:
-            self._pos = np.arange(len(self.inv), dtype=np.int64)
-            if self.extra:
-                at = np.array([p for p, _ in self.extra], dtype=np.int64)
-                # extra k at place at[k]: the column pairs from there on move one along
-                self._pos += np.searchsorted(at - np.arange(len(at)), self._pos, side="right")
-        return self._pos
+        return len(self.inv)
 
     def select(self, *fs: str) -> Iterator[Pair]:
         """The pairs whose invocation's f is one of ``fs``, in order, as dicts (made for
         those only): what a reader of a few kinds of calls iterates."""
         codes = [self.cols.fs.index(f) for f in fs if f in self.cols.fs]
-        js = np.flatnonzero(np.isin(self.cols.f[self.inv], codes)) if codes else np.zeros(
-            0, dtype=np.int64)
-        extra = [(at, pair) for at, pair in self.extra if pair[0].get("f") in fs]
-        if not extra:
-            return map(self._pair, js.tolist())
-        mine = list(zip(self.col_positions()[js].tolist(), js.tolist(), strict=True))
-        return (pair if j is None else self._pair(j) for _, j, pair in sorted(
-            [(at, j, None) for at, j in mine] + [(at, None, pair) for at, pair in extra],
-            key=_FIRST))
+        return map(self._pair, np.flatnonzero(np.isin(self.cols.f[self.inv], codes)).tolist())
 
     def _pair(self, j: int) -> Pair:
         op = self.cols.op
@@ -84,57 +118,16 @@ class ColumnPairs(Sequence[Pair]):
         return op(self.inv.item(j)), None if d < 0 else op(d)
 
     def __getitem__(self, i: Any) -> Any:
-        return item_or_slice(i, len(self), self._at, "pair")
-
-    def _at(self, i: int) -> Pair:
-        before = 0
-        for at, pair in self.extra:
-            if at == i:
-                return pair
-            if at < i:
-                before += 1
-        return self._pair(i - before)
+        return item_or_slice(i, len(self), self._pair, "pair")
 
     def __iter__(self) -> Iterator[Pair]:
-        extra = iter(self.extra)
-        nxt = next(extra, None)
-        j = 0
-        for i in range(len(self)):
-            if nxt is not None and nxt[0] == i:
-                yield nxt[1]
-                nxt = next(extra, None)
-            else:
-                yield self._pair(j)
-                j += 1
+        return map(self._pair, range(len(self)))
 
 
-def column_pairs(h: ColumnHistory) -> ColumnPairs:
-    """:class:`ColumnPairs` of a history whose columns are well-formed (the caller knows:
-    :func:`harness.core.columns.well_formed`)."""
-    inv, done = h.client_pairs()
-    extra_pairs = list(pairs(h.others, clients=True))
-    extra: list[tuple[int, Pair]] = []
-    if extra_pairs:
-        # Each pair stands at its invocation's place (a lone completion's own) in history
-        # order; the processes of the two parts are apart, so the merge is by that place.
-        keys = np.array([int(a["index"]) for a, _ in extra_pairs], dtype=np.int64)
-        col_keys = h.clients.index[inv]
-        at = np.searchsorted(col_keys, keys) + np.arange(len(keys))
-        extra = list(zip(at.tolist(), extra_pairs, strict=True))
-    return ColumnPairs(h.clients, inv, done, extra)
-
-
-def merged(col_items: list[tuple[int, Any]], extra_items: list[tuple[int, Any]]) -> list[Any]:
-    """Items of the column pairs and of the extra pairs, each with its pair's place, in the
-    order of the places (the sequence's)."""
-    if not extra_items:
-        return [x for _, x in col_items]
-    both = col_items + extra_items
-    both.sort(key=_FIRST)
-    return [x for _, x in both]
-
-
-_FIRST = itemgetter(0)
+def column_pairs(history: Sequence[Op]) -> ColumnPairs:
+    """:class:`ColumnPairs` of any history (:func:`as_columns`)."""
+    h = as_columns(history)
+    return ColumnPairs(h.clients, *h.client_pairs())
 
 
 # -- fields by rows ------------------------------------------------------------------------
@@ -156,7 +149,7 @@ def _kinds(cols: RunColumns, name: str) -> list[str | None]:
     return out
 
 
-_KIND_CODES = {None: 0, INT: 1, FLOAT: 2, STR: 3, BOOL: 4, NULL: 5}
+_KIND_CODES = {None: 0, INT: 1, FLOAT: 2, STR: 3, BOOL: 4, NULL: 5, OBJ: 6}
 
 
 def values(cols: RunColumns, name: str, rows: np.ndarray, missing: Any = MISSING) -> list[Any]:
@@ -196,17 +189,22 @@ def values(cols: RunColumns, name: str, rows: np.ndarray, missing: Any = MISSING
 
 
 def value_kinds(cols: RunColumns) -> np.ndarray:
-    """Per op, what its ``value`` is: 0 no value, 1 null, 2 an empty dict, 3 a dict with
-    keys (what ``bool(op.get("value"))`` and ``isinstance(..., dict)`` tell)."""
+    """Per op, what its ``value`` is: 0 no value, 1 null (or no dict, false), 2 an empty
+    dict, 3 a dict with keys, 4 no dict, true (what ``bool(op.get("value"))`` and
+    ``isinstance(..., dict)`` tell)."""
     per_shape = []
     for shape in cols.shapes:
         code = 0
         for key, kd in shape:
             if key == "value":
-                code = 1 if not isinstance(kd, tuple) else (3 if kd else 2)
+                code = 5 if kd == OBJ else 1 if not isinstance(kd, tuple) else (3 if kd else 2)
         per_shape.append(code)
     table = np.array(per_shape or [0], dtype=np.int8)
-    return table[cols.shape] if len(cols) else np.zeros(0, dtype=np.int8)
+    out = table[cols.shape] if len(cols) else np.zeros(0, dtype=np.int8)
+    if 5 in per_shape:
+        rows = np.flatnonzero(out == 5)
+        out[rows] = [4 if v else 1 for v in cols.fields["value"][rows].tolist()]
+    return out
 
 
 def has_field(cols: RunColumns, name: str) -> np.ndarray:
@@ -240,11 +238,11 @@ def _types(cols: RunColumns, done: np.ndarray) -> np.ndarray:
     return np.where(done >= 0, cols.type[np.maximum(done, 0)], 255)
 
 
-def grants(paired: ColumnPairs, grant: Any) -> list[tuple[int, Any]]:
-    """:func:`checker.sessions.grants` of the column pairs, each with its acquire's place:
-    ``grant`` (:class:`checker.sessions.Grant`) made once a grant. By process, a grant ends
-    at the next acquire or release its process invokes, unless that is an acquire that
-    succeeds (the process let the old grant go without a word: it stays held)."""
+def grants(paired: ColumnPairs, grant: Any) -> list[Any]:
+    """:func:`checker.sessions.grants` of the column pairs, in order: ``grant``
+    (:class:`checker.sessions.Grant`) made once a grant. By process, a grant ends at the next
+    acquire or release its process invokes, unless that is an acquire that succeeds (the
+    process let the old grant go without a word: it stays held)."""
     from harness.core.columns import TYPE_CODES, TYPE_NAMES, stable_order
 
     cols = paired.cols
@@ -274,35 +272,33 @@ def grants(paired: ColumnPairs, grant: Any) -> list[tuple[int, Any]]:
     names = [*TYPE_NAMES, None]
     rel_type = np.where(dtype[kk] == 255, len(TYPE_NAMES), dtype[kk])
     out = []
-    for (pos, p, session, lock, t0, t1, end, token, validity, release, i_done, i_rel, ended,
+    for (p, session, lock, t0, t1, end, token, validity, release, i_done, i_rel, ended,
          released) in zip(
-            paired.col_positions()[sel[g]].tolist(), proc[g].tolist(),
+            proc[g].tolist(),
             values(cols, "value.session", g_done, None), lock_words(cols, g_done, g_inv),
             time[g_inv].tolist(), time[g_done].tolist(), end_t.tolist(),
             values(cols, "token", g_done, None), values(cols, "value.validity", g_done, None),
             rel_type.tolist(), index[g_done].tolist(), index[inv[kk]].tolist(),
             ends.tolist(), by_release.tolist(), strict=True):
-        out.append((pos, grant(p, session, lock, t0, t1, end if ended else None, token,
-                               validity, names[release] if released else None,
-                               [i_done, i_rel] if released else [i_done])))
+        out.append(grant(p, session, lock, t0, t1, end if ended else None, token,
+                         validity, names[release] if released else None,
+                         [i_done, i_rel] if released else [i_done]))
     return out
 
 
 def attempts(paired: ColumnPairs, attempt: Any, timeout_of: Any
-             ) -> tuple[list[tuple[int, Any]], list[tuple[int, tuple[int, Op]]], bool]:
+             ) -> tuple[list[Any], list[tuple[int, Op]], bool]:
     """:meth:`checker.lives.Lives._own_attempts` of the column pairs: each acquire
-    (``attempt``, :class:`checker.lives.Attempt`) with its place, each invocation that never
-    completed ((place, (process, its dict))), and whether some acquire has no timeout of its
+    (``attempt``, :class:`checker.lives.Attempt`), each invocation that never completed
+    ((process, its dict)), and whether some acquire has no timeout of its
     own. ``timeout_of``: :func:`checker.lives.timeout_of`, for a timeout that is no plain
     positive float (it refuses what is no duration)."""
     from harness.core.columns import TYPE_NAMES
 
     cols = paired.cols
-    pos = paired.col_positions()
-    open_ = np.flatnonzero(paired.done < 0)
-    pending = [(at, (p, cols.op(r))) for at, p, r in zip(
-        pos[open_].tolist(), cols.process[paired.inv[open_]].tolist(),
-        paired.inv[open_].tolist(), strict=True)]
+    open_ = paired.inv[paired.done < 0]
+    pending = [(p, cols.op(r)) for p, r in zip(cols.process[open_].tolist(), open_.tolist(),
+                                               strict=True)]
     acq = _code(cols, "acquire")
     if acq < 0:
         return [], pending, False
@@ -315,19 +311,15 @@ def attempts(paired: ColumnPairs, attempt: Any, timeout_of: Any
         if t is None:
             untimed = True
         elif type(t) is not float or not 0 < t < inf:
-            try:
-                timeouts[j] = timeout_of(cols.op(inv.item(j)), None)
-            except ValueError as e:
-                e.at = pos.item(a.item(j))  # type: ignore[attr-defined]  # (for the caller:
-                raise  # the first refused in the whole sequence is the one said)
+            timeouts[j] = timeout_of(cols.op(inv.item(j)), None)
     names = [*TYPE_NAMES, None]
     dtype = _types(cols, done)
     outcome = np.where(dtype == 255, len(TYPE_NAMES), dtype).tolist()
     time = cols.time
     end = time[np.maximum(done, 0)].tolist()
-    out = [(at, attempt(p, lock, t0, None if d < 0 else t1, names[o], t))
-           for at, p, lock, t0, t1, d, o, t in zip(
-               pos[a].tolist(), cols.process[inv].tolist(), lock_words(cols, done, inv),
+    out = [attempt(p, lock, t0, None if d < 0 else t1, names[o], t)
+           for p, lock, t0, t1, d, o, t in zip(
+               cols.process[inv].tolist(), lock_words(cols, done, inv),
                time[inv].tolist(), end, done.tolist(), outcome, timeouts, strict=True)]
     return out, pending, untimed
 
@@ -367,14 +359,16 @@ def truthy(cols: RunColumns, name: str, rows: np.ndarray) -> np.ndarray:
     text = codes == _KIND_CODES[STR]
     if text.any():
         nonempty = np.array([bool(s) for s in cols.strings] or [False], dtype=bool)
-        out[text] = nonempty[x[text]]
+        out[text] = nonempty[x[text].astype(np.int64)]
+    held = codes == _KIND_CODES[OBJ]
+    out[held] = [bool(v) for v in x[held].tolist()]
     return out
 
 
-def writes(paired: ColumnPairs, entry: Any) -> tuple[list[tuple[int, Any]], int]:
+def writes(paired: ColumnPairs, entry: Any) -> tuple[list[Any], int]:
     """:func:`checker.sessions.resource_log`'s writes of the column pairs, without the final
-    read: each write known from its completion (``entry``: :class:`checker.sessions.Entry`)
-    with its pair's place, and how many are not known."""
+    read: each write known from its completion (``entry``: :class:`checker.sessions.Entry`),
+    and how many are not known."""
     from harness.core.columns import TYPE_CODES
 
     cols = paired.cols
@@ -387,7 +381,8 @@ def writes(paired: ColumnPairs, entry: Any) -> tuple[list[tuple[int, Any]], int]
     has_done = done >= 0
     d = np.maximum(done, 0)
     # (done or {}).get("value") or inv.get("value") or {}: a dict with keys, else none
-    src = np.where(has_done & (kinds[d] == 3), d, np.where(kinds[inv] == 3, inv, -1))
+    dv = np.where(has_done, kinds[d], 0)  # (a value no dict, truthy: no seq in it)
+    src = np.where(dv == 3, d, np.where((dv != 4) & (kinds[inv] == 3), inv, -1))
     has_seq = (src >= 0) & has_field(cols, "value.seq")[np.maximum(src, 0)]
     dtype = _types(cols, done)
     known = has_done & (dtype != TYPE_CODES["info"]) & has_seq
@@ -395,9 +390,9 @@ def writes(paired: ColumnPairs, entry: Any) -> tuple[list[tuple[int, Any]], int]
     known &= (dtype == TYPE_CODES["ok"]) | (dtype == TYPE_CODES["fail"])
     k = np.flatnonzero(known)
     src_k, inv_k = src[k], inv[k]
-    out = [(at, entry(int(seq), p, session, str(kind), token, accepted, lock=lock))
-           for at, seq, p, session, kind, token, accepted, lock in zip(
-               paired.col_positions()[sel[k]].tolist(), values(cols, "value.seq", src_k),
+    out = [entry(int(seq), p, session, str(kind), token, accepted, lock=lock)
+           for seq, p, session, kind, token, accepted, lock in zip(
+               values(cols, "value.seq", src_k),
                cols.process[inv_k].tolist(), values(cols, "value.session", src_k, None),
                values(cols, "value.kind", src_k, None), values(cols, "token", inv_k, None),
                (dtype[k] == TYPE_CODES["ok"]).tolist(),
@@ -421,8 +416,8 @@ def latencies(paired: ColumnPairs) -> dict[str, list[float]]:
     return out
 
 
-def refused_releases(paired: ColumnPairs) -> list[tuple[int, Pair]]:
-    """Each release of the columns that failed, as dicts, with its pair's place."""
+def refused_releases(paired: ColumnPairs) -> list[Pair]:
+    """Each release of the columns that failed, as dicts."""
     from harness.core.columns import TYPE_CODES
 
     cols = paired.cols
@@ -431,24 +426,22 @@ def refused_releases(paired: ColumnPairs) -> list[tuple[int, Pair]]:
         return []
     sel = np.flatnonzero((_types(cols, paired.done) == TYPE_CODES["fail"])
                          & (cols.f[paired.inv] == rel))
-    return [(at, (cols.op(i), cols.op(d))) for at, i, d in zip(
-        paired.col_positions()[sel].tolist(), paired.inv[sel].tolist(),
-        paired.done[sel].tolist(), strict=True)]
+    return [(cols.op(i), cols.op(d)) for i, d in zip(
+        paired.inv[sel].tolist(), paired.done[sel].tolist(), strict=True)]
 
 
-def count_types(cols: RunColumns) -> list[tuple[int, str, dict[str, int]]]:
-    """(index of its first op, f, ops by type) of each f of the columns."""
+def count_types(cols: RunColumns) -> dict[str, dict[str, int]]:
+    """Ops by f, then type, each f in the order of its first op."""
     from harness.core.columns import TYPE_NAMES
 
     if not len(cols):
-        return []
+        return {}
     n_types = len(TYPE_NAMES)
     counts = np.bincount(cols.f.astype(np.int64) * n_types + cols.type,
                          minlength=len(cols.fs) * n_types).reshape(-1, n_types).tolist()
     codes, first = np.unique(cols.f, return_index=True)
-    return [(cols.index.item(at), cols.fs[code], dict(zip(TYPE_NAMES, counts[code],
-                                                          strict=True)))
-            for code, at in zip(codes.tolist(), first.tolist(), strict=True)]
+    return {cols.fs[code]: dict(zip(TYPE_NAMES, counts[code], strict=True))
+            for _, code in sorted(zip(first.tolist(), codes.tolist(), strict=True))}
 
 
 def written_tokens(paired: ColumnPairs) -> list[tuple[int, Any, str | None]]:
@@ -482,6 +475,11 @@ def increments(paired: ColumnPairs) -> tuple[int, int]:
     if w < 0:
         return 0, 0
     sel = np.flatnonzero(cols.f[paired.inv] == w)
+    odd = paired.inv[sel][value_kinds(cols)[paired.inv[sel]] == 4]
+    if len(odd):  # (no kind can be read from it: no verdict either)
+        r = odd.item(0)
+        raise TypeError(f"process {cols.process.item(r)}'s write at index {cols.index.item(r)}"
+                        f" has value {cols.fields['value'][r]!r}: no object, so no kind")
     kinds = values(cols, "value.kind", paired.inv[sel], None)
     inc = np.array([k == "increment" for k in kinds], dtype=bool)
     dtype = _types(cols, paired.done[sel])[inc]

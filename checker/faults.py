@@ -46,7 +46,7 @@ from checker.base import Checker
 from checker.lives import Lives
 from checker.process_ops import ProcessOps, between, inside, last_at
 from checker.process_ops import by_process as column_processes
-from harness.core.history import INFO, INVOKE, NEMESIS, OK, Op, seconds
+from harness.core.history import INFO, INVOKE, OK, Op, seconds
 from harness.core.history_parts import last_time, nemesis_ops
 from harness.core.text import show
 
@@ -299,28 +299,10 @@ def completed_lock_ops_timed(ops: ProcessOps, lo: int, hi: int, *,
 
 def _processes_and_nemesis(history: Sequence[Op]
                            ) -> tuple[dict[int, ProcessOps], list[Op], int | None]:
-    """Each client process's ops (dicts, or rows of a ColumnHistory's columns), the
-    nemesis's ops and the last time (None: no op), in one pass over a list of dicts."""
-    got = column_processes(history)
-    if got is not None:
-        return got[0], got[1], last_time(history) if len(history) else None
-    by_process: dict[int, ProcessOps] = {}
-    nemesis: list[Op] = []
-    end = None
-    for op in history:  # one pass: each client's ops, the nemesis's, the last time
-        t = op["time"]
-        if end is None or t > end:
-            end = t
-        p = op.get("process")
-        if type(p) is int:
-            ops = by_process.get(p)
-            if ops is None:
-                by_process[p] = [op]
-            else:
-                ops.append(op)
-        elif p == NEMESIS:
-            nemesis.append(op)
-    return by_process, nemesis, end
+    """Each client process's ops (rows of the history's columns), the nemesis's ops and the
+    last time (None: no op)."""
+    by_process, nemesis = column_processes(history)
+    return by_process, nemesis, last_time(history) if len(history) else None
 
 
 class FaultsChecker(Checker):

@@ -13,17 +13,15 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from checker.base import MAX_LISTED, Checker
 from checker.lives import Lives
 from checker.sessions import (
     Grant,
-    Pairs,
     by_lock,
     client_pairs,
-    column_pairs_of,
     entries_by_lock,
     resource_log,
 )
@@ -91,54 +89,23 @@ def token_order(gs: list[Grant]) -> list[dict[str, Any]]:
     return out
 
 
-def late_writes(history: Sequence[Op], gs: list[Grant], paired: Pairs | None = None
-                ) -> dict[str, int]:
+def late_writes(history: Sequence[Op], gs: list[Grant]) -> dict[str, int]:
     """Writes a holder invoked after a grant with a higher token had completed."""
     grant_starts = sorted((g.start, g.token) for g in gs if g.token is not None)
     starts = [s for s, _ in grant_starts]
     best: list[int] = []  # best[i]: the highest token among the first i+1 grants
     for _, t in grant_starts:
         best.append(t if not best else max(best[-1], t))
-    paired = client_pairs(history) if paired is None else paired
-    rows = column_pairs_of(paired)
-    if rows is None:
-        return _late_writes(paired, starts, best)
     from checker.column_pairs import written_tokens
 
-    out = _late_writes([pair for _, pair in rows.extra], starts, best)
-    for t, tok, outcome in written_tokens(rows):  # (a write a call: no dict)
+    out = {"accepted": 0, "rejected": 0, "unknown": 0}
+    for t, tok, outcome in written_tokens(client_pairs(history)):  # (a write a call: no dict)
         i = bisect.bisect_left(starts, t)
         if i == 0 or best[i - 1] <= tok:
             continue
         out["unknown" if outcome in (None, "info") else
             "accepted" if outcome == OK else "rejected"] += 1
     return out
-
-
-def _late_writes(paired: Iterable[tuple[Op, Op | None]], starts: list[int], best: list[int]
-                 ) -> dict[str, int]:
-    accepted = rejected = unknown = 0
-    i, last, n = 0, None, len(starts)
-    for inv, done in paired:
-        tok = inv.get("token")
-        if inv["f"] != "write" or tok is None:
-            continue
-        t = inv["time"]  # i: how many grants completed before the write
-        if last is not None and t >= last:  # in time order (a recorded history): walk on
-            while i < n and starts[i] < t:
-                i += 1
-        else:
-            i = bisect.bisect_left(starts, t)
-        last = t
-        if i == 0 or best[i - 1] <= tok:
-            continue
-        if done is None or done["type"] == "info":
-            unknown += 1
-        elif done["type"] == OK:
-            accepted += 1
-        else:
-            rejected += 1
-    return {"accepted": accepted, "rejected": rejected, "unknown": unknown}
 
 
 class FencingChecker(Checker):
@@ -155,8 +122,7 @@ class FencingChecker(Checker):
     @gc_paused
     def check(history: Sequence[Op]) -> dict[str, Any]:
         lives = Lives.of(history)
-        paired = lives.paired
-        entries, unknown = resource_log(history, paired)
+        entries, unknown = resource_log(history)
         stale, rejected = [], 0
         for keyed in entries_by_lock(entries):  # each lock's data has its own highest token
             found, refused = stale_acceptances(keyed)
@@ -182,7 +148,7 @@ class FencingChecker(Checker):
             "stale-accepted": stale[:MAX_LISTED],
             "token-order-violation-count": len(disorder),
             "token-order-violations": disorder[:MAX_LISTED],
-            "late-writes": late_writes(history, all_grants, paired),
+            "late-writes": late_writes(history, all_grants),
             "indeterminate-writes": unknown,
         }
         if accepted == 0:

@@ -27,7 +27,7 @@ from typing import Any
 
 from checker.base import MAX_LISTED, Checker
 from checker.lives import Lives
-from checker.sessions import column_pairs_of, final_read, final_state
+from checker.sessions import final_read, final_state
 from harness.core.history import INFO, OK, Op
 
 
@@ -36,10 +36,9 @@ def sent_operations(history: Sequence[Op]) -> tuple[dict[str, int], list[str], i
     amounts: dict[str, int] = {}
     acked: list[str] = []
     retries = unknown = 0
-    paired = Lives.of(history).paired
-    rows = column_pairs_of(paired)  # (in columns: the dicts of the writes and releases only)
-    committed = committed_sessions(paired if rows is None else rows.select("release"))
-    for inv, done in (paired if rows is None else rows.select("write")):
+    paired = Lives.of(history).paired  # (the dicts of the writes and releases only)
+    committed = committed_sessions(paired.select("release"))
+    for inv, done in paired.select("write"):
         value = inv.get("value") or {}
         if inv["f"] != "write" or not isinstance(value, dict) or "key" not in value:
             continue

@@ -43,11 +43,11 @@ from harness.core.history import INFO, NEMESIS, STOP_CLIENTS
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
     from typing import Any
 
     from checker.intervals import Interval
-    from checker.sessions import Grant, Pairs
+    from checker.sessions import Grant
     from harness.core.history import Op
 
 NS = 1_000_000_000
@@ -169,21 +169,18 @@ class Lives:
     __slots__ = ("_attempts", "_own", "_pending", "acquire_timeout", "crashes", "grants",
                  "horizon", "killed", "paired", "stopped")
 
-    def __init__(self, history: Sequence[Op], paired: Pairs | None = None,
-                 acquire_timeout: float | None = None) -> None:
-        from checker.sessions import client_pairs, column_pairs_of, grants
+    def __init__(self, history: Sequence[Op], acquire_timeout: float | None = None) -> None:
+        from checker.column_pairs import as_columns
+        from checker.sessions import client_pairs, grants
 
-        self.paired = client_pairs(history) if paired is None else paired
-        rows = column_pairs_of(self.paired)
-        if rows is None:
-            self.horizon, self.crashes, stop = _horizon_and_crashes(history)
-        else:  # the columns' latest time; the crashes are the nemesis's, in ``others``
-            self.horizon, self.crashes, stop = _horizon_and_crashes(history.others)  # type: ignore[attr-defined]
-            if len(rows.cols) and (last := int(rows.cols.time.max())) > self.horizon:
-                self.horizon = last
+        self.paired = client_pairs(history)
+        # the columns' latest time; the crashes are the nemesis's, in ``others``
+        self.horizon, self.crashes, stop = _horizon_and_crashes(as_columns(history).others)
+        if len(self.paired.cols) and (last := int(self.paired.cols.time.max())) > self.horizon:
+            self.horizon = last
         self.stopped, self.killed = (None, frozenset()) if stop is None else (
             stop[0], frozenset(stop[1]))
-        self.grants = grants(history, self.paired)
+        self.grants = grants(history)
         self.acquire_timeout = acquire_timeout
         self._attempts: list[Attempt] | None = None  # built when first asked for (a mutex
         self._pending: dict[int, Op] = {}            # check of a million ops never asks)
@@ -237,41 +234,17 @@ class Lives:
     def _own_attempts(self) -> tuple[list[Attempt], dict[int, Op], bool]:
         """Every acquire with its own timeout (None where it has none), the pending
         invocations, and whether some acquire has no timeout of its own. Kept only once
-        whole: a timeout refused (ValueError) leaves nothing half built for the next reader.
-        Of a history in columns: the columns' by rows, the others' (the final read) as
-        dicts, in the order of their pairs."""
-        from checker.sessions import column_pairs_of
+        whole: a timeout refused (ValueError) leaves nothing half built for the next reader."""
+        from checker.column_pairs import attempts
 
-        rows = column_pairs_of(self.paired)
-        if rows is None:
-            return _own_attempts(self.paired)
-        from checker.column_pairs import attempts, merged
-
-        extra = rows.extra
-        try:
-            col_attempts, col_pending, col_untimed = attempts(rows, Attempt, timeout_of)
-        except ValueError as e:  # unless an acquire of the others' before it is refused too
-            for pos, pair in extra:
-                if pos < e.at:  # type: ignore[attr-defined]
-                    _own_attempts([pair])
-            raise
-        got, _, untimed = _own_attempts([pair for _, pair in extra])
-        at = [pos for pos, (inv, _) in extra if inv["f"] == "acquire"]
-        waiting = [(pos, (inv["process"], inv)) for pos, (inv, done) in extra if done is None]
-        out = merged(col_attempts, list(zip(at, got, strict=True)))
-        return out, dict(merged(col_pending, waiting)), col_untimed or untimed
+        got, pending, untimed = attempts(self.paired, Attempt, timeout_of)
+        return got, dict(pending), untimed
 
     def _end_at_crashes(self) -> None:
-        from checker.sessions import column_pairs_of
+        from checker.column_pairs import last_ops
 
-        rows = column_pairs_of(self.paired)
         ended = {p: self.load_end for p in self.killed if p not in self.crashes} | self.crashes
-        last = _last_ops(self.paired if rows is None else [pair for _, pair in rows.extra],
-                         ended)
-        if rows is not None:
-            from checker.column_pairs import last_ops
-
-            last.update(last_ops(rows.cols, list(ended)))
+        last = last_ops(self.paired.cols, list(ended))
         for p, (t, op) in sorted(last.items()):
             if p in self.crashes:
                 refuse_after_crash(op, t, self.crashes[p])
@@ -346,43 +319,3 @@ class Lives:
         """(lock, process, from, until) of every grant, in the order of the grants' starts:
         who held which lock when, as every checker sees it."""
         return sorted((g.lock, g.process, g.start, self.grant_end(g)) for g in self.grants)
-
-
-def _own_attempts(paired: Iterable[tuple[Op, Op | None]]
-                  ) -> tuple[list[Attempt], dict[int, Op], bool]:
-    """:meth:`Lives._own_attempts` of pairs of dicts."""
-    attempts: list[Attempt] = []
-    add = attempts.append
-    pending: dict[int, Op] = {}
-    untimed = False
-    for inv, done in paired:
-        if done is None:
-            pending[inv["process"]] = inv
-        if inv["f"] != "acquire":
-            continue
-        value = inv.get("value")
-        t = value.get("timeout") if isinstance(value, dict) else None
-        if t is None:
-            untimed = True
-        elif type(t) is not float or not 0 < t < math.inf:  # the usual case passes here
-            t = timeout_of(inv, None)
-        if done is None:
-            add(Attempt(inv["process"], str(inv.get("lock", "lock")), int(inv["time"]),
-                        None, None, t))
-        else:
-            add(Attempt(inv["process"], str(done.get("lock", inv.get("lock", "lock"))),
-                        int(inv["time"]), int(done["time"]), str(done["type"]), t))
-    return attempts, pending, untimed
-
-
-def _last_ops(paired: Iterable[tuple[Op, Op | None]], crashes: dict[int, int]
-              ) -> dict[int, tuple[int, Op]]:
-    """Each crashed process's latest op among pairs of dicts (the first at that time)."""
-    last: dict[int, tuple[int, Op]] = {}
-    for inv, done in paired:
-        for op in (inv, done):
-            if op is not None and op["process"] in crashes:
-                t = int(op["time"])
-                if t > last.get(op["process"], (-1, op))[0]:
-                    last[op["process"]] = (t, op)
-    return last

@@ -16,8 +16,8 @@ from typing import Any
 
 from checker.base import MAX_LISTED, Checker
 from checker.lives import Lives
-from checker.sessions import column_pairs_of, final_read
-from harness.core.history import INFO, OK, Op
+from checker.sessions import final_read
+from harness.core.history import Op
 
 
 def moved(before: int, after: int) -> str:
@@ -34,20 +34,9 @@ class LostUpdatesChecker(Checker):
 
     @staticmethod
     def check(history: Sequence[Op]) -> dict[str, Any]:
-        acked = unknown = 0
-        paired = Lives.of(history).paired
-        if (rows := column_pairs_of(paired)) is not None:  # the columns' by rows
-            from checker.column_pairs import increments
+        from checker.column_pairs import increments
 
-            acked, unknown = increments(rows)
-            paired = [pair for _, pair in rows.extra]
-        for inv, done in paired:
-            if inv["f"] != "write" or (inv.get("value") or {}).get("kind") != "increment":
-                continue
-            if done is not None and done["type"] == OK:
-                acked += 1
-            elif done is None or done["type"] == INFO:
-                unknown += 1
+        acked, unknown = increments(Lives.of(history).paired)
         log = final_read(history)
         if log is None:
             return {"valid": "unknown", "acknowledged": acked, "indeterminate": unknown,

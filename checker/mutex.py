@@ -40,8 +40,6 @@ from checker.lives import Lives
 from checker.sessions import (
     Entry,
     Grant,
-    Pairs,
-    column_pairs_of,
     entries_by_lock,
     resource_log,
     writes_in_lock_transaction,
@@ -140,15 +138,14 @@ def _fenwick_count(leases: list[tuple[int, float]], bs: list[Grant]) -> int:
     return count
 
 
-def refusals(paired: Pairs, gs: list[Grant]) -> dict[tuple[int, int], Any]:
+def refusals(paired: Any, gs: list[Grant]) -> dict[tuple[int, int], Any]:
     """Why the lock refused the releases of ``gs`` that failed: (process, release invoked)
     -> the release's ``error`` (the pairs are read only when one of them failed)."""
     wanted = {(g.process, g.end) for g in gs if g.release == FAIL}
     if not wanted:
         return {}
-    rows = column_pairs_of(paired)
-    pairs = rows.select("release") if rows is not None else paired
-    return {(inv["process"], inv["time"]): done.get("error") for inv, done in pairs
+    return {(inv["process"], inv["time"]): done.get("error")
+            for inv, done in paired.select("release")
             if done is not None and done["type"] == FAIL and inv["f"] == "release"
             and (inv["process"], inv["time"]) in wanted}
 
@@ -252,7 +249,7 @@ class MutexChecker(Checker):
                 n_broken += lease_broken_count(gs)
         overlaps.sort(key=lambda ab: ab[1].start)
         end = lives.horizon
-        entries, unknown_writes = resource_log(history, paired)
+        entries, unknown_writes = resource_log(history)
         n_inter = 0
         inter: list[tuple[tuple[Entry, Entry], Entry]] = []
         for keyed in entries_by_lock(entries):

@@ -1,8 +1,8 @@
 """Each client process's ops, for readers that look at a few short stretches of them (the
-faults checker's windows): on a :class:`harness.core.run_history.ColumnHistory`, the rows of
-each process in the columns with their times, a dict made only for an op inside a stretch
-asked for; on a list of dicts, the dicts themselves. Either way ``between`` and ``last_at``
-give what a walk over the process's dicts gives.
+faults checker's windows): the rows of each process in the history's columns
+(:func:`checker.column_pairs.as_columns`) with their times, a dict made only for an op inside
+a stretch asked for (a process whose times go back: its dicts). Either way ``between`` and
+``last_at`` give what a walk over the process's dicts gives.
 
 Pure: no I/O.
 """
@@ -14,7 +14,6 @@ from itertools import pairwise
 from typing import Any
 
 from harness.core.history import Op
-from harness.core.history_parts import column_history
 
 ProcessOps = Any  # list[Op] | Rows: what by_process gives for one process
 
@@ -46,18 +45,16 @@ class Rows:
                 int(np.searchsorted(self.times, hi, "left")))
 
 
-def by_process(history: Sequence[Op]) -> tuple[dict[int, ProcessOps], list[Op]] | None:
-    """For a ColumnHistory: each client process (an int ``process``) with its ops (a
-    :class:`Rows`, or its dicts when they are in ``others`` or their times go back), and the
-    nemesis's ops; None for any other history (the caller walks it)."""
-    h = column_history(history)
-    if h is None:
-        return None
+def by_process(history: Sequence[Op]) -> tuple[dict[int, ProcessOps], list[Op]]:
+    """Each client process (an int ``process``) with its ops (a :class:`Rows`, or its dicts
+    when their times go back), and the nemesis's ops."""
     import numpy as np
 
+    from checker.column_pairs import as_columns
     from harness.core.history import NEMESIS
 
-    cols = h.clients  # type: ignore[attr-defined]
+    h = as_columns(history)
+    cols = h.clients
     out: dict[int, ProcessOps] = {}
     if len(cols):
         order = cols.by_process()
@@ -68,14 +65,7 @@ def by_process(history: Sequence[Op]) -> tuple[dict[int, ProcessOps], list[Op]] 
             proc = Rows(cols, rows)
             t = proc.times
             out[int(p[a])] = proc if bool(np.all(t[1:] >= t[:-1])) else proc.ops(0, len(rows))
-    nemesis: list[Op] = []
-    for op in h.others:  # type: ignore[attr-defined]
-        p = op.get("process")
-        if type(p) is int:
-            out.setdefault(p, []).append(op)
-        elif p == NEMESIS:
-            nemesis.append(op)
-    return out, nemesis
+    return out, [op for op in h.others if op.get("process") == NEMESIS]
 
 
 def between(ops: ProcessOps, lo: int, hi: int) -> list[Op]:

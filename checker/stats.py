@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from checker.base import Checker
 from checker.lives import Lives
 from checker.models import refused_not_held
-from checker.sessions import Pairs, column_pairs_of, count_types
-from harness.core.history import FAIL, OK, Op, seconds
+from checker.sessions import count_types
+from harness.core.history import OK, Op, seconds
 
 KEPT = 10  # leases lost early described in the result (all are counted)
 
@@ -59,35 +59,12 @@ class StatsChecker(Checker):
         return result
 
 
-def _latencies(paired: Pairs) -> tuple[dict[str, list[float]], list[tuple[Op, Op]]]:
+def _latencies(paired: Any) -> tuple[dict[str, list[float]], list[tuple[Op, Op]]]:
     """Per f, the latency (ms) of each call that completed ok; the failed releases' pairs,
-    in order. Of a history in columns: by rows, the others' pairs (the final read) so."""
-    rows = column_pairs_of(paired)
-    if rows is None:
-        return _latencies_of(paired)
-    from checker.column_pairs import latencies, merged, refused_releases
+    in order."""
+    from checker.column_pairs import latencies, refused_releases
 
-    extra = [pair for _, pair in rows.extra]
-    out = latencies(rows)
-    more, refused = _latencies_of(extra)
-    for f, ms in more.items():
-        out.setdefault(f, []).extend(ms)
-    at = [pos for pos, (inv, done) in rows.extra if done is not None
-          and done["type"] == FAIL and inv["f"] == "release"]
-    return out, merged(refused_releases(rows), list(zip(at, refused, strict=True)))
-
-
-def _latencies_of(paired: Iterable[tuple[Op, Op | None]]
-                  ) -> tuple[dict[str, list[float]], list[tuple[Op, Op]]]:
-    latencies: dict[str, list[float]] = {}
-    refused: list[tuple[Op, Op]] = []
-    for inv, done in paired:
-        if done is not None:
-            if done["type"] == OK:
-                latencies.setdefault(inv["f"], []).append((done["time"] - inv["time"]) / 1e6)
-            elif done["type"] == FAIL and inv["f"] == "release":
-                refused.append((inv, done))
-    return latencies, refused
+    return latencies(paired), refused_releases(paired)  # type: ignore[return-value]
 
 
 def refused_in_lease(lives: Lives, refused: list[tuple[Op, Op]]) -> list[str]:

@@ -450,4 +450,4 @@ def test_late_writes_agree_with_brute_force(grant_list: list[tuple[int, int]],
         if any(g.start < inv["time"] and g.token > inv["token"] for g in gs):
             key = {"ok": "accepted", "fail": "rejected", "info": "unknown"}[done["type"]]
             want[key] += 1
-    assert fencing.late_writes([], gs, paired) == want
+    assert fencing.late_writes([op for pair in paired for op in pair], gs) == want

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from checker.sessions import client_pairs
 from harness.core.column_lines import write_history
-from harness.core.history import HistoryError, pairs, parse_lines
+from harness.core.history import HistoryError, parse_lines
 from harness.core.history_file import read_history
 from harness.core.journal import JournalWriter, merge_journals
 
@@ -112,9 +113,10 @@ def test_pairs_match_invocations_with_completions() -> None:
         {"time": 2, "process": 1, "type": "invoke", "f": "acquire"},
         {"time": 3, "process": 0, "type": "ok", "f": "acquire"},
         {"time": 4, "process": "nemesis", "type": "info", "f": "pause"},
+        {"time": 5, "process": 0, "type": "info", "f": "release"},
     ]
-    got = [(i["time"], None if c is None else c["time"]) for i, c in pairs(h)]
-    assert got == [(1, 3), (2, None), (4, 4)]
+    got = [(i["time"], None if c is None else c["time"]) for i, c in client_pairs(h)]
+    assert got == [(1, 3), (2, None), (5, 5)]  # (a completion of nothing: its own pair)
 
 
 # the common op's fast path accepts exactly what the full check accepts ------------------------

@@ -1,16 +1,52 @@
 """A merged history held in columns gives back the ops it was made from: equal key for key,
-in the same order, of the same types; pairs as :func:`harness.core.history.pairs` pairs."""
+in the same order, of the same types; pairs as :func:`pairs` (the walk over dicts the
+checkers read before the columns were their one path) pairs, a malformed history's too."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.core.history import pairs
-from harness.core.run_history import ColumnHistory, columns_of, merged_columns
+from harness.core.history import INVOKE, Op
+from harness.core.run_history import ColumnHistory, columns_of, merged_columns, pair_rows
+
+
+def pairs(history: Iterable[Op], *, clients: bool = False) -> Iterator[tuple[Op, Op | None]]:
+    """Each invocation with its completion (None when the process never completed it);
+    ``clients``: of the client processes' ops only (an int ``process``).
+
+    Handed a malformed history, it takes an invoke followed by a second as never completed,
+    and a completion of nothing invoked as its own invocation and completion.
+    """
+    open_: dict[Any, int] = {}  # each process's open invocation, by its place in invs (a newer
+    invs: list[Op] = []         # one replaces it: the earlier one stays uncompleted)
+    comps: list[Op | None] = []
+    add_inv, add_comp, close = invs.append, comps.append, open_.pop
+    for op in history:
+        if clients:
+            p = op.get("process")
+            if not isinstance(p, int):
+                continue
+        else:
+            p = op["process"]
+        if op["type"] == INVOKE:
+            open_[p] = len(invs)
+            add_inv(op)
+            add_comp(None)
+        else:
+            where = close(p, None)
+            if where is not None:
+                comps[where] = op
+                continue
+            # A completion with no invocation (a nemesis info, say): pair it with itself.
+            add_inv(op)
+            add_comp(op)
+    return zip(invs, comps, strict=True)
+
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1),
                     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=5))
@@ -91,3 +127,18 @@ def test_a_row_reads_every_field_as_the_op_has_it(ops: list[dict[str, Any]]) -> 
         assert dict(row) == op
         for key in ("value", "lock", "error", "time", "f"):
             assert row.get(key, "absent") == op.get(key, "absent")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["invoke", "ok", "info"]),
+                          st.integers(0, 2)), max_size=30))
+def test_the_rows_pair_a_malformed_history_as_the_walk_over_dicts(
+        drawn: list[tuple[int, str, int]]) -> None:
+    """Two invokes in a row, a completion of nothing, times that go back in a process."""
+    ops = [{"index": i, "time": t, "process": p, "type": ty, "f": "acquire"}
+           for i, (p, ty, t) in enumerate(drawn)]
+    cols = columns_of(ops)
+    assert cols is not None
+    inv, done = pair_rows(cols)
+    got = [(i, None if j < 0 else j) for i, j in zip(inv.tolist(), done.tolist(), strict=True)]
+    assert got == [(a["index"], None if b is None else b["index"]) for a, b in pairs(ops)]

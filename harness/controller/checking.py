@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.controller.registry import Check, Registry, default_registry
@@ -160,46 +160,12 @@ def untested(history: Sequence[Op]) -> tuple[str | None, bool, bool]:
 def _tested(history: Sequence[Op]) -> bool:
     """Some acquire succeeded and no client "could not test": the usual run, told from the
     client op pairs the checkers derived already (:func:`checker.sessions.client_pairs`), the
-    completions only, and no failed request looked at once its client had one that was not.
-    False: :func:`_untested` says why, from the history op by op."""
-    from checker.sessions import client_pairs, column_pairs_of
+    completions only, by rows. False: :func:`_untested` says why, from the history op by op."""
+    from checker.sessions import client_pairs
+    from harness.controller.checking_rows import completions
 
-    paired = client_pairs(history)
-    rows = column_pairs_of(paired)
-    if rows is None:
-        acquired, made = _completions(paired)
-    else:  # the columns' by rows, the others' (the final read) as dicts
-        from harness.controller.checking_rows import completions
-
-        acquired, made = _completions([pair for _, pair in rows.extra])
-        got, more = completions(rows, failed_words)
-        acquired = acquired or got
-        made.update(more)
+    acquired, made = completions(client_pairs(history), failed_words)
     return acquired and all(n < MIN_FAILED for n in made.values())
-
-
-def _completions(paired: Iterable[tuple[Op, Op | None]]) -> tuple[bool, dict[int, int]]:
-    """Whether some acquire succeeded; each client whose every completion failed, with how
-    many (see :func:`_tested`)."""
-    acquired = False
-    made: dict[int, int] = {}  # client -> completions, while every one of them failed
-    worked: set[int] = set()  # clients with a completion that did not fail
-    for _inv, done in paired:
-        if done is None:
-            continue
-        p = done["process"]
-        if type(p) is not int and isinstance(p, bool):  # a bool is no client (_untested)
-            continue
-        if not acquired and done["type"] == OK and done["f"] == "acquire":
-            acquired = True
-        if p in worked:
-            continue
-        if failed(done):
-            made[p] = made.get(p, 0) + 1
-        else:
-            worked.add(p)
-            made.pop(p, None)
-    return acquired, made
 
 
 def failed_words(error: Any) -> bool:

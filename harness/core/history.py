@@ -16,7 +16,7 @@ time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from harness.core.text import show
 
@@ -366,37 +366,3 @@ def dumps(op: Op) -> str:
     import json
 
     return json.dumps(op, separators=(",", ":"), sort_keys=False, default=str)
-
-
-def pairs(history: Iterable[Op], *, clients: bool = False) -> Iterator[tuple[Op, Op | None]]:
-    """Each invocation with its completion (None when the process never completed it);
-    ``clients``: of the client processes' ops only (an int ``process``).
-
-    A client process has at most one op outstanding, and is never restarted under its number:
-    :mod:`harness.core.wellformed` refuses any other history before a checker runs. Handed one
-    directly anyway, this takes an invoke followed by a second as never completed (``info``).
-    """
-    open_: dict[Any, int] = {}  # each process's open invocation, by its place in invs (a newer
-    invs: list[Op] = []         # one replaces it: the earlier one stays uncompleted)
-    comps: list[Op | None] = []
-    add_inv, add_comp, close = invs.append, comps.append, open_.pop
-    for op in history:
-        if clients:
-            p = op.get("process")
-            if not isinstance(p, int):
-                continue
-        else:
-            p = op["process"]
-        if op["type"] == INVOKE:
-            open_[p] = len(invs)
-            add_inv(op)
-            add_comp(None)
-        else:
-            where = close(p, None)
-            if where is not None:
-                comps[where] = op
-                continue
-            # A completion with no invocation (a nemesis info, say): pair it with itself.
-            add_inv(op)
-            add_comp(op)
-    return zip(invs, comps, strict=True)

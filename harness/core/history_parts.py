@@ -22,16 +22,9 @@ def is_columns(history: object) -> bool:
     return module is not None and isinstance(history, module.ColumnHistory)
 
 
-def column_history(history: Sequence[Op]) -> object | None:
-    """``history`` when it is a ColumnHistory (:func:`is_columns`), else
-    None."""
-    return history if is_columns(history) else None
-
-
 def nemesis_ops(history: Sequence[Op]) -> list[Op]:
     """The nemesis's ops, in history order."""
-    h = column_history(history)
-    ops = h.others if h is not None else history  # type: ignore[attr-defined]
+    ops = history.others if is_columns(history) else history  # type: ignore[attr-defined]
     return [op for op in ops if op.get("process") == NEMESIS]
 
 

@@ -106,7 +106,7 @@ def merge_journals_columns(paths: Iterable[Path]) -> ColumnHistory | None:
         del ops
     if not parts:
         return None
-    joined = _joined(parts)
+    joined = joined_parts(parts)
     if joined is None:
         return None
     del parts
@@ -117,7 +117,7 @@ def merge_journals_columns(paths: Iterable[Path]) -> ColumnHistory | None:
     row = np.cumsum(held) - 1  # a position's row in the joined columns (where held)
     is_col = held[order]  # by place
     cols_at = np.flatnonzero(is_col)  # the places of the ops in columns, in order
-    joined = _reordered(joined, row[order[cols_at]])
+    joined = reordered(joined, row[order[cols_at]])
     joined.index = cols_at.astype(np.int64)
     del row, cols_at
     other_at = np.flatnonzero(~is_col)
@@ -127,7 +127,7 @@ def merge_journals_columns(paths: Iterable[Path]) -> ColumnHistory | None:
     return ColumnHistory(joined, placed)
 
 
-def _joined(parts: list[RunColumns]) -> RunColumns | None:
+def joined_parts(parts: list[RunColumns]) -> RunColumns | None:
     """The journals' columns one after another, with one list of names (f, lock), strings and
     layouts; None where :func:`columns_of` would refuse the ops of them all together (a field
     an int in one and a float in another; one layout's field of two kinds)."""
@@ -195,7 +195,7 @@ def _taken_from(parts: list[RunColumns], name: str) -> np.ndarray:
     return _concatenated(arrays)
 
 
-def _reordered(cols: RunColumns, take: np.ndarray) -> RunColumns:
+def reordered(cols: RunColumns, take: np.ndarray) -> RunColumns:
     """``cols``'s rows ``take``, in that order (each column replaced in turn: one column held
     twice at a time)."""
     for name in ("time", "process", "type", "f", "lock", "has_value", "shape"):

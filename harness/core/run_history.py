@@ -29,6 +29,7 @@ from harness.core.history import Op
 # A field's kind in a shape: how its column holds it (int64, float64, a string's code, a bool
 # as 0/1 in int64, null: no column)
 INT, FLOAT, STR, BOOL, NULL = "i", "f", "s", "b", "n"
+OBJ = "o"  # a field no scalar column holds (a list, a dict, two kinds): an object column
 KIND_OF = {int: INT, float: FLOAT, str: STR, bool: BOOL, type(None): NULL}
 CORE = ("time", "process", "type", "f")  # every client op's own columns (after "index")
 Shape = tuple[tuple[str, Any], ...]  # (key, kind), or ("value", value's shape | NULL | None)
@@ -44,12 +45,14 @@ class RunColumns(Columns):
     means something only where op ``i``'s shape has that field. Strings are codes into
     ``strings``. ``index`` is each op's place in the whole history."""
 
-    __slots__ = ("fields", "shape", "shapes", "strings")
+    __slots__ = ("bare", "fields", "shape", "shapes", "strings")
 
     def __init__(self, base: Columns, shape: np.ndarray, shapes: list[Shape],
                  fields: dict[str, np.ndarray], strings: list[str]) -> None:
         super().__init__(base.time, base.process, base.type, base.f, base.fs, base.lock,
                          base.locks, base.index, base.has_value)
+        self.bare = False  # the ops had no ``index`` first: ``op(i)`` makes none (``index``
+        # is each op's place in the list they came from)
         self.shape = shape
         self.shapes = shapes
         self.fields = fields
@@ -62,7 +65,7 @@ class RunColumns(Columns):
 
     def op(self, i: int) -> Op:
         i = int(i)
-        out: dict[str, Any] = {"index": self.index.item(i)}
+        out: dict[str, Any] = {} if self.bare else {"index": self.index.item(i)}
         for key, kind in self.shapes[self.shape.item(i)]:
             if key == "value" and kind is not NULL and isinstance(kind, tuple):
                 out[key] = {k: self._field(f"value.{k}", kd, i) for k, kd in kind}
@@ -83,7 +86,7 @@ class RunColumns(Columns):
         out: list[Op] = []
         for code in codes:
             rows = np.arange(lo, hi) if len(codes) == 1 else np.flatnonzero(shape == code) + lo
-            keys, lists = ["index"], [self.index[rows].tolist()]
+            keys, lists = ([], []) if self.bare else (["index"], [self.index[rows].tolist()])
             for key, kind in self.shapes[code]:
                 keys.append(key)
                 if key == "value" and isinstance(kind, tuple):
@@ -229,7 +232,8 @@ def _flat(shape: Shape) -> set[tuple[str, str]]:
     return out
 
 
-def columns_of(ops: Sequence[Op], *, indexed: bool = True) -> RunColumns | None:
+def columns_of(ops: Sequence[Op], *, indexed: bool = True, objects: bool = False
+               ) -> RunColumns | None:
     """Client ops (dicts, in history order, each with its ``index`` first) in columns with
     every field, or None when one does not fit: a process, time, type, f or lock
     :func:`harness.core.columns.from_ops` refuses, a field that is a list or a dict (but a
@@ -241,7 +245,11 @@ def columns_of(ops: Sequence[Op], *, indexed: bool = True) -> RunColumns | None:
 
     Not ``indexed``: ops with no ``index`` key yet (a journal's, read before the merge numbers
     them), ``index`` left zero for the caller to fill in (the layouts are the same: the
-    ``index`` is never part of one)."""
+    ``index`` is never part of one). ``objects``: a field no scalar column holds (a list, a
+    dict, a value that is no dict, two kinds) is held as it is in an object column (kind
+    :data:`OBJ`), so any client op of a well-formed history fits; not ``indexed`` then, an
+    ``index`` key is a field like any other, and ``index`` each op's place in ``ops``
+    (``bare``: ``op(i)`` makes no other)."""
     from harness.core.columns import from_ops
 
     n = len(ops)
@@ -254,12 +262,12 @@ def columns_of(ops: Sequence[Op], *, indexed: bool = True) -> RunColumns | None:
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
     else:
-        base.index = np.zeros(n, dtype=np.int64)
+        base.index = np.arange(n, dtype=np.int64) if objects else np.zeros(n, dtype=np.int64)
     skip = 1 if indexed else 0
-    held = _Held(n)
+    held = _Held(n, objects)
     shape = np.zeros(n, dtype=np.int32)
     for keys, rows in _groups(map(tuple, ops)).items():
-        if ((keys[0] != "index") if indexed else ("index" in keys)) \
+        if ((keys[0] != "index") if indexed else ("index" in keys and not objects)) \
                 or not set(CORE) <= set(keys):
             return None  # (index first: the merge's order of keys, as a row is rebuilt)
         group = _taken(ops, rows)
@@ -284,11 +292,13 @@ def columns_of(ops: Sequence[Op], *, indexed: bool = True) -> RunColumns | None:
         kinds_v = set(map(type, values))
         for vkeys, js in _groups(map(tuple, values) if kinds_v == _DICT else
                                  map(_keys_or_kind, values)).items():
-            if vkeys is None:
-                return None  # a value that is neither null nor a dict
             rows_v = rows[js]
-            if vkeys == NULL:
-                vshape: Any = NULL
+            if vkeys is None:  # a value that is neither null nor a dict
+                if not objects:
+                    return None
+                vshape: Any = held.put("value", rows_v, _taken(values, js), whole=True)
+            elif vkeys == NULL:
+                vshape = NULL
             else:
                 sub = _taken(values, js)
                 kinds = []
@@ -300,7 +310,9 @@ def columns_of(ops: Sequence[Op], *, indexed: bool = True) -> RunColumns | None:
                 vshape = tuple(kinds)
             shape[rows_v] = held.code(tuple((k, vshape if kd == "value" else kd)
                                             for k, kd in layout))
-    return RunColumns(base, shape, held.shapes, held.fields, held.strings)
+    cols = RunColumns(base, shape, held.shapes, held.fields, held.strings)
+    cols.bare = objects and not indexed
+    return cols
 
 
 def _groups(keys: Any) -> dict[Any, np.ndarray]:
@@ -338,8 +350,9 @@ def _keys_or_kind(value: Any) -> Any:
 class _Held:
     """The columns of the fields being read, their strings and the layouts seen."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, objects: bool = False) -> None:
         self.n = n
+        self.objects = objects
         self.fields: dict[str, np.ndarray] = {}
         self.strings: list[str] = []
         self._codes: dict[str, int] = {}
@@ -353,30 +366,39 @@ class _Held:
             self.shapes.append(shape)
         return code
 
-    def put(self, name: str, rows: np.ndarray, values: list[Any]) -> str | None:
+    def put(self, name: str, rows: np.ndarray, values: list[Any], whole: bool = False
+            ) -> str | None:
         """Hold one field of these rows; its kind, None when it cannot be held (two kinds,
-        a list or a dict, or a column of another kind under this name)."""
+        a list or a dict, or a column of another kind under this name): unless ``objects``,
+        then held as it is (:data:`OBJ`; ``whole``: so whatever it is)."""
         kinds = set(map(type, values))
-        if len(kinds) != 1:
-            return None
-        kind = KIND_OF.get(kinds.pop())
-        if kind is None or kind == NULL:
+        kind = KIND_OF.get(kinds.pop()) if len(kinds) == 1 and not whole else None
+        if kind == NULL:
             return kind
-        want = np.float64 if kind == FLOAT else np.int64
         column = self.fields.get(name)
-        if column is None:
-            column = self.fields[name] = np.zeros(self.n, dtype=want)
-        elif column.dtype != want:
+        if kind is not None:
+            want = np.float64 if kind == FLOAT else np.int64
+            if column is None:
+                column = self.fields[name] = np.zeros(self.n, dtype=want)
+            if column.dtype in (want, object):
+                held = values
+                if kind == STR:
+                    codes = self._codes
+                    held = [codes.setdefault(v, len(codes)) for v in values]
+                    self.strings.extend(list(codes)[len(self.strings):])
+                try:
+                    column[rows] = np.array(held, dtype=want)
+                    return kind
+                except OverflowError:  # an int past 64 bits
+                    pass
+        if not self.objects:
             return None
-        if kind == STR:
-            codes = self._codes
-            values = [codes.setdefault(v, len(codes)) for v in values]
-            self.strings.extend(list(codes)[len(self.strings):])
-        try:
-            column[rows] = np.array(values, dtype=want)
-        except OverflowError:  # an int past 64 bits
-            return None
-        return kind
+        if column is None or column.dtype != object:  # (its rows held so far, as objects)
+            column = self.fields[name] = (np.zeros(self.n, dtype=object) if column is None
+                                          else column.astype(object))
+        for r, v in zip(rows.tolist(), values, strict=True):
+            column[r] = v
+        return OBJ
 
 
 class ColumnHistory(Sequence[Op]):
@@ -387,10 +409,11 @@ class ColumnHistory(Sequence[Op]):
 
     __slots__ = ("_other_at", "_others_index", "clients", "derived", "others")
 
-    def __init__(self, clients: RunColumns, others: list[Op]) -> None:
+    def __init__(self, clients: RunColumns, others: list[Op], places: list[int] | None = None
+                 ) -> None:
         self.clients = clients
         self.others = others
-        self._others_index = [int(op["index"]) for op in others]
+        self._others_index = [int(op["index"]) for op in others] if places is None else places
         self._other_at = dict(zip(self._others_index, others, strict=True))
         self.derived: dict[Any, Any] = {}
 
@@ -447,8 +470,7 @@ class ColumnHistory(Sequence[Op]):
     def client_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """The client ops' invocations with their completions, as rows of ``clients``:
         (invocation rows in the order of the invocations, completion rows, -1 where the
-        invocation never completed): :func:`harness.core.history.pairs` of the client ops,
-        for a well-formed history (per process, invoke and completion alternate). Built once."""
+        invocation never completed), as :func:`pair_rows` pairs them. Built once."""
         got = self.derived.get(ColumnHistory.client_pairs)
         if got is None:
             got = self.derived[ColumnHistory.client_pairs] = pair_rows(self.clients)
@@ -470,7 +492,9 @@ def item_or_slice(i: Any, n: int, at: Any, what: str) -> Any:
 
 
 def pair_rows(cols: Columns) -> tuple[np.ndarray, np.ndarray]:
-    """(invocation rows, completion rows or -1) of well-formed client columns."""
+    """(invocation rows, in the order of the invocations; completion rows or -1) of client
+    columns: a completion completes the op before it of its process if that is an invoke; one
+    that does not (a malformed history's) is its own invocation and completion."""
     order = cols.by_process()
     invoke = cols.type[order] == TYPE_CODES["invoke"]
     p = cols.process[order]
@@ -478,10 +502,13 @@ def pair_rows(cols: Columns) -> tuple[np.ndarray, np.ndarray]:
     nxt_same = np.zeros(n, dtype=bool)
     if n > 1:
         nxt_same[:-1] = (p[1:] == p[:-1]) & ~invoke[1:]
-    inv_at = np.flatnonzero(invoke)
+    lone = ~invoke
+    lone[1:] &= ~(nxt_same[:-1] & invoke[:-1])
+    inv_at = np.flatnonzero(invoke | lone)
     done = np.full(len(inv_at), -1, dtype=np.int64)
-    has = nxt_same[inv_at]
+    has = nxt_same[inv_at] & invoke[inv_at]
     done[has] = order[inv_at[has] + 1]
+    done[lone[inv_at]] = order[inv_at[lone[inv_at]]]
     inv = order[inv_at]
     by_time = np.argsort(inv, kind="stable")
     return inv[by_time].astype(np.int64), done[by_time]

@@ -15,10 +15,10 @@ Three charts share the timeline's time axis (drawn by ``assets/charts.js``):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from harness.core.history import FAIL, OK, Op
+from harness.core.history import Op
 from harness.presentation.report import pair_arrays
 
 BUCKETS = 400  # throughput / quantile buckets over the whole run...
@@ -36,15 +36,10 @@ def us(ns: int) -> int:
     return ns // 1000
 
 
-def workload_rows(client_pairs: Iterable[Pair]) -> pair_arrays.Rows:
+def workload_rows(client_pairs: pair_arrays.PairArrays) -> pair_arrays.Rows:
     """The completed pairs the charts count (not the final read, not the never completed), as
     arrays (:class:`.pair_arrays.Rows`): read once, counted twice."""
-    if pair_arrays.is_arrays(client_pairs):
-        return pair_arrays.Rows(client_pairs)  # type: ignore[arg-type]
-    code = {OK: 0, FAIL: 1}
-    return pair_arrays.Rows.of([(inv["f"], inv["time"], done["time"], code.get(done["type"], 2))
-                                for inv, done in client_pairs
-                                if done is not None and inv["f"] != "read"])
+    return pair_arrays.Rows(client_pairs)
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:

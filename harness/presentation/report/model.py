@@ -35,7 +35,7 @@ from checker.lives import Lives
 from checker.sessions import Grant, resource_log
 from harness.core.checks import derive
 from harness.core.history import FAIL, INFO, OK, Op
-from harness.core.history_parts import column_history, last_time, nemesis_ops
+from harness.core.history_parts import last_time, nemesis_ops
 from harness.presentation.report import charts, pair_arrays, sampling
 from harness.presentation.report.narrative import nemesis_of
 from harness.presentation.report.words import inline
@@ -60,7 +60,7 @@ class Grounds:
     """What the model and the incidents both stand on, worked out once from the history (the
     client op pairs and the grants cost a pass over every op each)."""
 
-    client_pairs: list[tuple[Op, Op | None]]
+    client_pairs: pair_arrays.PairArrays
     grants: list[Grant]
     places: Places
 
@@ -75,10 +75,8 @@ def grounds(history: Sequence[Op]) -> Grounds:
 
 def _grounds(history: Sequence[Op]) -> Grounds:
     lives = Lives.of(history)
-    client_pairs: Any = lives.paired
-    if column_history(history) is not None:  # its pairs as arrays: no dict of each op
-        client_pairs = pair_arrays.of(history) or lives.paired
-    return Grounds(client_pairs, lives.grants, Places(client_pairs, lives.grants, history))
+    client_pairs = pair_arrays.of(history)  # its pairs as arrays: no dict of each op
+    return Grounds(client_pairs, lives.grants, Places(client_pairs, lives.grants))
 
 
 def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any],
@@ -89,8 +87,7 @@ def build(spec: dict[str, Any], history: Sequence[Op], results: dict[str, Any],
     clients = int(spec.get("clients") or 0)
     g = given or grounds(history)
     client_pairs, gs, places = g.client_pairs, g.grants, g.places
-    lanes = (client_pairs.lanes() if pair_arrays.is_arrays(client_pairs)
-             else sorted({inv["process"] for inv, _ in client_pairs}))
+    lanes = client_pairs.lanes()
     lane_of = {p: i for i, p in enumerate(lanes)}
     writes = places.writes
     violations = list(find_violations(results, places))
@@ -152,7 +149,7 @@ def detail(inv: Op, done: Op | None) -> str:
     return " · ".join(parts)
 
 
-def encode_ops(client_pairs: list[tuple[Op, Op | None]], lane_of: dict[int, int],
+def encode_ops(client_pairs: pair_arrays.PairArrays, lane_of: dict[int, int],
                keep: list[bool] | None, rule: str,
                around: Sequence[tuple[int, int]] = (), end_us: int = 0
                ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -162,11 +159,7 @@ def encode_ops(client_pairs: list[tuple[Op, Op | None]], lane_of: dict[int, int]
     f_idx: dict[str, int] = {}
     cols: dict[str, list[int]] = {"lane": [], "t": [], "d": [], "ty": [], "f": [], "x": [],
                                   "i": []}
-    if pair_arrays.is_arrays(client_pairs):  # dicts of the embedded pairs only
-        kept = client_pairs.pairs(keep)  # type: ignore[attr-defined]
-    else:
-        kept = client_pairs if keep is None else [p for p, k in zip(client_pairs, keep,
-                                                                     strict=True) if k]
+    kept = client_pairs.pairs(keep)  # dicts of the embedded pairs only
     texts, cols["x"], cut = detail_texts(kept, around, end_us)
     last = last_index = 0
     for inv, done in kept:
@@ -350,30 +343,6 @@ def fault_windows(history: Sequence[Op], end_ns: int) -> list[dict[str, Any]]:
 
 
 # violations ---------------------------------------------------------------------------------------
-def write_times(client_pairs: list[tuple[Op, Op | None]]) -> dict[int, tuple[int, int, int]]:
-    """Resource seq -> (invoke us, completion us, process) of the write the resource numbered."""
-    out: dict[int, tuple[int, int, int]] = {}
-    for inv, done in client_pairs:
-        if inv["f"] != "write" or done is None:
-            continue
-        value = done.get("value")
-        if isinstance(value, dict) and isinstance(value.get("seq"), int):
-            out[value["seq"]] = (us(inv["time"]), us(done["time"]), inv["process"])
-    return out
-
-
-def index_times(client_pairs: list[tuple[Op, Op | None]]) -> dict[int, tuple[int, int, Any]]:
-    """History index -> (invoke us, completion us, process), for invokes and completions."""
-    out: dict[int, tuple[int, int, Any]] = {}
-    for inv, done in client_pairs:
-        a = us(inv["time"])
-        b = a if done is None else us(done["time"])
-        for op in (inv, done):
-            if op is not None and isinstance(op.get("index"), int):
-                out[op["index"]] = (a, b, inv["process"])
-    return out
-
-
 def grant_times(gs: list[Grant]) -> dict[tuple[int, Any], list[tuple[int, int]]]:
     """(process, token) -> [(acquired us, released us)], to place token violations."""
     out: dict[tuple[int, Any], list[tuple[int, int]]] = {}
@@ -389,11 +358,10 @@ class Places:
     the client op pairs and the grants when first asked for (a run without violations never
     needs the table of every op)."""
 
-    __slots__ = ("_grants", "_gs", "_history", "_ops", "_pairs", "_writes")
+    __slots__ = ("_grants", "_gs", "_ops", "_pairs", "_writes")
 
-    def __init__(self, client_pairs: Any, gs: list[Grant],
-                 history: Sequence[Op] | None = None) -> None:
-        self._pairs, self._gs, self._history = client_pairs, gs, history
+    def __init__(self, client_pairs: Any, gs: list[Grant]) -> None:
+        self._pairs, self._gs = client_pairs, gs
         self._writes: dict[int, tuple[int, int, int]] | None = None
         self._ops: Any = None
         self._grants: dict[tuple[int, Any], list[tuple[int, int]]] | None = None
@@ -402,8 +370,7 @@ class Places:
     def writes(self) -> dict[int, tuple[int, int, int]]:
         """Resource seq -> write (invoke, done, process)."""
         if self._writes is None:
-            self._writes = (pair_arrays.write_times(self._pairs, self._history)
-                            if pair_arrays.is_arrays(self._pairs) else write_times(self._pairs))
+            self._writes = pair_arrays.write_times(self._pairs)
         return self._writes
 
     @property
@@ -411,8 +378,7 @@ class Places:
         """History index -> op (invoke, done, process): a dict, or of pair arrays a lookup
         (:class:`.pair_arrays.IndexTimes`)."""
         if self._ops is None:
-            self._ops = (pair_arrays.IndexTimes(self._pairs) if pair_arrays.is_arrays(self._pairs)
-                         else index_times(self._pairs))
+            self._ops = pair_arrays.IndexTimes(self._pairs)
         return self._ops
 
     @property

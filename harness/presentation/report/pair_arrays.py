@@ -1,12 +1,8 @@
-"""The client op pairs of a :class:`harness.core.run_history.ColumnHistory` as arrays, for the
-report and the summary: what they read of every pair (its process, f, times, outcome, history
-indexes) in columns, in the order of :func:`checker.sessions.client_pairs`, and the pairs
-themselves as dicts only where they are shown (:meth:`PairArrays.pairs`: the embedded ones).
-
-Every figure computed from these arrays (:mod:`.sampling`, :mod:`.charts`, :mod:`.model`)
-is the one the walk over the dict pairs computes, number for number: the same float
-operations in the same order where a float is kept, Python's own ``math.log10`` wherever the
-grid's row of a latency hangs on the last bit.
+"""The client op pairs of a history (:func:`checker.column_pairs.as_columns`: a run's, a
+file's, a test's) as arrays, for the report and the summary: what they read of every pair (its
+process, f, times, outcome, history indexes) in columns, in the order of
+:func:`checker.sessions.client_pairs`, and the pairs themselves as dicts only where they are
+shown (:meth:`PairArrays.pairs`: the embedded ones).
 
 Pure: no I/O.
 """
@@ -18,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.history import FAIL, OK, Op, pairs
+from harness.core.history import FAIL, OK, Op
 
 OUTCOME = {OK: 0, FAIL: 1}  # else 2 (info, anything else); 3: never completed
 
@@ -27,15 +23,13 @@ class PairArrays:
     """``n`` client op pairs: ``inv_time``/``done_time`` (ns; ``done_time`` = ``inv_time``
     where ``done`` is False: never completed), ``process``, ``f`` (codes into ``fs``),
     ``outcome`` (0 ok, 1 fail, 2 info, 3 never completed), ``inv_index``/``done_index``;
-    ``inv_row``/``done_row``: the rows of ``cols`` (-1: a pair of ``extra``, dicts by their
-    place)."""
+    ``inv_row``/``done_row``: the rows of ``cols``."""
 
-    __slots__ = ("cols", "done", "done_index", "done_row", "done_time", "extra", "f", "fs",
+    __slots__ = ("cols", "done", "done_index", "done_row", "done_time", "f", "fs",
                  "inv_index", "inv_row", "inv_time", "outcome", "process")
 
-    def __init__(self, cols: Any, parts: dict[str, np.ndarray], fs: list[str],
-                 extra: dict[int, tuple[Op, Op | None]]) -> None:
-        self.cols, self.fs, self.extra = cols, fs, extra
+    def __init__(self, cols: Any, parts: dict[str, np.ndarray], fs: list[str]) -> None:
+        self.cols, self.fs = cols, fs
         self.inv_time, self.done_time = parts["inv_time"], parts["done_time"]
         self.done, self.process, self.f = parts["done"], parts["process"], parts["f"]
         self.outcome = parts["outcome"]
@@ -46,10 +40,7 @@ class PairArrays:
         return len(self.inv_time)
 
     def pair(self, k: int) -> tuple[Op, Op | None]:
-        """Pair ``k`` as the dict walk has it."""
-        got = self.extra.get(k)
-        if got is not None:
-            return got
+        """Pair ``k`` as dicts."""
         b = self.done_row.item(k)
         return self.cols.op(self.inv_row.item(k)), (None if b < 0 else self.cols.op(b))
 
@@ -67,25 +58,15 @@ class PairArrays:
         return np.where(self.done, self.done_time // 1000, end_us)
 
 
-def of(history: Any) -> PairArrays | None:
-    """The client pairs of a ColumnHistory as arrays; None when they would not read as the
-    dicts do (a process that is no int, a time below zero or not an int, an index not an
-    int in ``others``): the caller walks the dict pairs then."""
-    cols = history.clients
-    inv_rows, done_rows = history.client_pairs()
-    extra = list(pairs(history.others, clients=True))
-    for inv, done in extra:
-        for op in (inv, done):
-            if op is not None and not (type(op.get("process")) is int
-                                       and type(op.get("time")) is int and op["time"] >= 0
-                                       and type(op.get("index")) is int):
-                return None
-    if len(cols) and int(cols.time.min()) < 0:
-        return None
+def of(history: Any) -> PairArrays:
+    """The client pairs of ``history`` as arrays."""
+    from checker.column_pairs import as_columns
+
+    h = as_columns(history)
+    cols = h.clients
+    inv_rows, done_rows = h.client_pairs()
     has = done_rows >= 0
     safe = np.where(has, done_rows, inv_rows)
-    fs = list(cols.fs)
-    f_code = {f: i for i, f in enumerate(fs)}
     outcome_of = np.array([OUTCOME.get(t, 2) for t in ("invoke", "ok", "fail", "info")],
                           dtype=np.int8)  # by the columns' type codes (TYPE_NAMES)
     parts = {
@@ -95,64 +76,27 @@ def of(history: Any) -> PairArrays | None:
         "inv_index": cols.index[inv_rows], "done_index": cols.index[safe],
         "inv_row": inv_rows.astype(np.int64), "done_row": done_rows.astype(np.int64),
     }
-    placed: dict[int, tuple[Op, Op | None]] = {}
-    if extra:
-        for inv, _done in extra:
-            if inv["f"] not in f_code:
-                f_code[inv["f"]] = len(fs)
-                fs.append(inv["f"])
-        more = {
-            "inv_time": [inv["time"] for inv, _ in extra],
-            "done_time": [(d or inv)["time"] for inv, d in extra],
-            "done": [d is not None for _, d in extra],
-            "process": [inv["process"] for inv, _ in extra],
-            "f": [f_code[inv["f"]] for inv, _ in extra],
-            "outcome": [3 if d is None else OUTCOME.get(d["type"], 2) for _, d in extra],
-            "inv_index": [inv["index"] for inv, _ in extra],
-            "done_index": [(d or inv)["index"] for inv, d in extra],
-            "inv_row": [-1] * len(extra), "done_row": [-1] * len(extra),
-        }
-        order = np.argsort(np.concatenate([parts["inv_index"],
-                                           np.array(more["inv_index"], dtype=np.int64)]),
-                           kind="stable")
-        parts = {k: np.concatenate([v, np.array(more[k], dtype=v.dtype)])[order]
-                 for k, v in parts.items()}
-        n = len(inv_rows)
-        where = np.flatnonzero(order >= n)
-        placed = {k: extra[j - n] for k, j in zip(where.tolist(), order[where].tolist(),
-                                                  strict=True)}
-    return PairArrays(cols, parts, fs, placed)
+    return PairArrays(cols, parts, list(cols.fs))
 
 
-def is_arrays(client_pairs: Any) -> bool:
-    return isinstance(client_pairs, PairArrays)
+def write_times(p: PairArrays) -> dict[int, tuple[int, int, int]]:
+    """Resource seq -> (invoke us, completion us, process) of each completed write whose
+    completion's value holds an int ``seq`` (the last such write of a seq wins)."""
+    from harness.core.run_history import BOOL, INT, OBJ
 
-
-def write_times(p: PairArrays, history: Any) -> dict[int, tuple[int, int, int]]:
-    """:func:`.model.write_times` of the pairs: seq -> (invoke us, completion us, process) of
-    each completed write whose completion's value holds an int ``seq`` (the last such write
-    of a seq wins, as in the walk)."""
-    from harness.core.run_history import BOOL, INT
-
-    cols = history.clients
+    cols = p.cols
     write = p.fs.index("write") if "write" in p.fs else -1
     ks = np.flatnonzero((p.f == write) & p.done)
     if not len(ks):
         return {}
     found: list[tuple[int, Any]] = []  # (pair, seq)
-    in_cols = ks[p.inv_row[ks] >= 0]
-    rows = p.done_row[in_cols]
-    for kind, cast in ((INT, int), (BOOL, bool)):
+    rows = p.done_row[ks]
+    for kind, cast in ((INT, int), (BOOL, bool), (OBJ, None)):
         seq, has = cols.value_of("seq", kind)
         mine = has[rows]
-        found.extend(zip(in_cols[mine].tolist(), map(cast, seq[rows[mine]].tolist()),
-                         strict=True))
-    for k in ks.tolist():
-        got = p.extra.get(k)
-        if got is not None and got[1] is not None:
-            value = got[1].get("value")
-            if isinstance(value, dict) and isinstance(value.get("seq"), int):
-                found.append((k, value["seq"]))
+        found.extend((k, x if cast is None else cast(x)) for k, x in zip(
+            ks[mine].tolist(), seq[rows[mine]].tolist(), strict=True)
+            if cast is not None or isinstance(x, int))
     found.sort(key=lambda x: x[0])
     out: dict[int, tuple[int, int, int]] = {}
     for k, seq in found:
@@ -162,8 +106,8 @@ def write_times(p: PairArrays, history: Any) -> dict[int, tuple[int, int, int]]:
 
 
 class IndexTimes:
-    """:func:`.model.index_times` of the pairs as a lookup (no dict of every op): history
-    index -> (invoke us, completion us, process) of the pair it belongs to."""
+    """History index -> (invoke us, completion us, process) of the pair it belongs to, for
+    invokes and completions, as a lookup (no dict of every op)."""
 
     __slots__ = ("_keys", "_p", "_pair")
 
@@ -212,7 +156,7 @@ def distances(p: PairArrays, spans: Sequence[tuple[int, int]], end_us: int) -> n
 
 def lane_density(p: PairArrays, lane_of: dict[int, int], keep: np.ndarray, end_us: int,
                  cols: int) -> dict[str, Any]:
-    """:func:`.sampling.lane_density` of the pairs."""
+    """:func:`.sampling.lane_density` of the pairs (a time before 0 in the first column)."""
     end = max(end_us, 1)
     width = end / cols
     lanes = len(lane_of)
@@ -227,8 +171,8 @@ def lane_density(p: PairArrays, lane_of: dict[int, int], keep: np.ndarray, end_u
         if tails[ln] < 0 or t < tails[ln]:
             tails[ln] = t
     drawn = ~keep.astype(bool)
-    ca = np.minimum(cols - 1, (a[drawn] / width).astype(np.int64))
-    cb = np.minimum(cols - 1, (b[drawn] / width).astype(np.int64)) + 1
+    ca = np.clip((a[drawn] / width).astype(np.int64), 0, cols - 1)
+    cb = np.clip((b[drawn] / width).astype(np.int64), 0, cols - 1) + 1
     base = (lane[drawn] * 3 + bit[drawn]) * (cols + 1)
     diff = np.bincount(base + ca, minlength=lanes * 3 * (cols + 1)) - \
         np.bincount(base + cb, minlength=lanes * 3 * (cols + 1))
@@ -249,19 +193,6 @@ class Rows:
         sel = p.done & (p.f != read)
         self.f, self.fs = p.f[sel], p.fs
         self.a, self.b, self.outcome = p.inv_time[sel], p.done_time[sel], p.outcome[sel]
-
-    @classmethod
-    def of(cls, rows: list[tuple[str, int, int, int]]) -> Rows:
-        """Rows of (f, invoked ns, completed ns, outcome) tuples (pairs of dicts)."""
-        self = cls.__new__(cls)
-        fs = list(dict.fromkeys(f for f, _, _, _ in rows))
-        code = {f: i for i, f in enumerate(fs)}
-        self.fs = fs
-        self.f = np.array([code[f] for f, _, _, _ in rows], dtype=np.int64)
-        self.a, self.b = (np.array([r[k] for r in rows] or np.zeros(0, np.int64))
-                          for k in (1, 2))  # (ints as int64; a float time, float64)
-        self.outcome = np.array([r[3] for r in rows], dtype=np.int64)
-        return self
 
     def __len__(self) -> int:
         return len(self.a)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.history import FAIL, OK, Op
+from harness.core.history import Op
 from harness.presentation.report import pair_arrays
 
 MAX_PAIRS = 32_000  # embedded op pairs: about 1.2 MB of page
@@ -76,25 +76,10 @@ def sample(client_pairs: Sequence[Pair], violations: Sequence[dict[str, Any]],
     if n <= max_pairs:
         return None, "", math.inf
     spans = focus(violations, faults)
-    arrays = pair_arrays.is_arrays(client_pairs)
     if not spans:
-        return ((np.zeros(n, dtype=bool) if arrays else [False] * n),
-                "none: no listed violation and no fault to zoom in on", 0.0)
-    if arrays:
-        return _sample_arrays(pair_arrays.distances(client_pairs, spans, end_us), max_pairs)
-    dist = distances(client_pairs, spans, end_us)
-    radius = min(float(CONTEXT_US), sorted(dist)[max_pairs])
-    if radius > 0:
-        return [d < radius for d in dist], (f"every op pair within {radius / 1e6:.3g} s of a "
-                                            "listed violation or a fault boundary"), radius
-    inside = sum(1 for d in dist if d == 0)  # more pairs inside violations than the budget
-    step = math.ceil(inside / max(1, max_pairs))
-    seen = 0
-    keep = []
-    for d in dist:
-        keep.append(d == 0 and seen % step == 0)
-        seen += d == 0
-    return keep, f"1 in {step} of the op pairs inside listed violations", 1e-9
+        return (np.zeros(n, dtype=bool), "none: no listed violation and no fault to zoom in on",
+                0.0)
+    return _sample_arrays(pair_arrays.distances(client_pairs, spans, end_us), max_pairs)
 
 
 def _sample_arrays(dist: Any, max_pairs: int) -> tuple[Any, str, float]:
@@ -119,38 +104,8 @@ def lane_density(client_pairs: Sequence[Pair], lane_of: dict[int, int], keep: Se
     """Per lane, one digit per column of the run: the outcomes of the pairs not embedded that
     overlap the column (bit 1 ok, 2 fail, 4 info or never completed); and per lane where its
     first unknown outcome is (us; -1: none), from which on its ops may take effect any time."""
-    if pair_arrays.is_arrays(client_pairs):
-        return pair_arrays.lane_density(client_pairs, lane_of, keep, end_us, DENSITY_COLS)
-    end = max(end_us, 1)
-    width = end / DENSITY_COLS
-    cols = DENSITY_COLS
-    diff = [[[0] * (cols + 1) for _ in range(3)] for _ in lane_of]
-    tails = [-1] * len(lane_of)
-    bits = {OK: 0, FAIL: 1}
-    for k, (inv, done) in enumerate(client_pairs):  # once per op: locals only
-        bit = 2 if done is None else bits.get(done["type"], 2)
-        if bit == 2 or not keep[k]:
-            lane = lane_of[inv["process"]]
-            a = inv["time"] // 1000
-            b = a if done is None else done["time"] // 1000
-            if bit == 2 and (tails[lane] < 0 or b < tails[lane]):
-                tails[lane] = b
-            if keep[k]:
-                continue
-            d = diff[lane][bit]
-            d[min(cols - 1, int(a / width))] += 1
-            d[min(cols - 1, int(b / width)) + 1] -= 1
-    lanes = []
-    for per_bit in diff:
-        masks = [0] * cols
-        for bit, d in enumerate(per_bit):
-            running = 0
-            for c in range(cols):
-                running += d[c]
-                if running:
-                    masks[c] |= 1 << bit
-        lanes.append("".join(map(str, masks)))
-    return {"cols": cols, "lanes": lanes, "tails": tails}
+    return pair_arrays.lane_density(client_pairs, lane_of, np.asarray(keep), end_us,
+                                    DENSITY_COLS)
 
 
 def thin_spans(spans: dict[str, list[Any]], around: Sequence[tuple[int, int]], radius: float,
