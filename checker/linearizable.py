@@ -176,7 +176,8 @@ def _plain(ops: Sequence[Op], others: list[Op]) -> Any:
     from harness.core.columns import from_ops
     from harness.core.run_history import history_of
 
-    if not _PLAIN.issuperset(set().union(*map(dict.keys, ops))) or any(
+    keys = set().union(*map(dict.keys, ops))
+    if not _PLAIN.issuperset(keys) or any(
             map(operator.is_not, map(dict.get, ops, repeat("value")), repeat(None))):
         return None
     cols = from_ops(ops)
@@ -184,7 +185,9 @@ def _plain(ops: Sequence[Op], others: list[Op]) -> Any:
         return None
     if others:  # (else each op's index is its place among them, as from_ops numbers them)
         cols.index = np.fromiter(map(operator.itemgetter("index"), ops), np.int64, len(ops))
-    cols.has_value = np.fromiter(map(operator.contains, ops, repeat("value")), bool, len(ops))
+    if "value" in keys:  # (every op has every key when each has as many: usually)
+        cols.has_value = np.ones(len(ops), dtype=bool) if set(map(len, ops)) == {len(keys)} \
+            else np.fromiter(map(operator.contains, ops, repeat("value")), bool, len(ops))
     return history_of(cols).clients
 
 
@@ -215,8 +218,12 @@ def _paired_run_columns(history: Any, model: Model) -> Paired | None:
         return None
     from checker.column_pairs import has_field
     from harness.core.columns import LOCK_NULL
+    from harness.core.run_history import NULL
 
-    paired = Paired(cols, model, full=True)
+    # (plain ops, no field but the core's and a null value: a row holds all there is to read)
+    plain = not cols.fields and all(kind == NULL for shape in cols.shapes
+                                    for key, kind in shape if key == "value")
+    paired = Paired(cols, model, full=not plain)
     if bool((paired.lock <= LOCK_NULL).any()) and _keyed(cols, has_field):
         return None  # a call on no named lock: its part's key may be its "key" field
     paired.failed += extra.failed

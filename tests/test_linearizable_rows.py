@@ -205,15 +205,15 @@ def same_as_objects(seed: int, edit: Any) -> list[Op]:
 
 def test_a_plain_history_with_a_nemesis_is_made_columns_with_its_indexes(taken: list[bool]
                                                                          ) -> None:
-    """The benchmark's plain ops (value null) with a nemesis's ops between them: the plain
-    columns (each client op's index its place in the whole history), the nemesis's ops dicts
-    beside them, decided by the arrays with the objects' result, valid or not."""
+    """The benchmark's plain ops (value null, or none) with a nemesis's ops between them: the
+    plain columns (each client op's index its place in the whole history, each op as it was),
+    the nemesis's ops dicts beside them, decided by the arrays with the objects' result."""
     rnd = random.Random(2)
 
     def paused(h: list[Op]) -> list[Op]:
         out: list[Op] = []
-        for op in h:
-            out.append(op)
+        for i, op in enumerate(h):  # (every third with no value at all)
+            out.append({k: v for k, v in op.items() if k != "value"} if i % 3 == 0 else op)
             if rnd.random() < 0.02:
                 out.append({"process": "nemesis", "type": "info", "f": "pause",
                             "time": op["time"], "value": None})
@@ -224,6 +224,7 @@ def test_a_plain_history_with_a_nemesis_is_made_columns_with_its_indexes(taken: 
         cols = linearizable._as_columns(h, get_model("mutex"))
         assert cols is not None and cols.others and cols.clients.index.tolist() == [
             op["index"] for op in h if op["process"] != "nemesis"]
+        assert [cols[i] for i in range(len(h))] == h  # (each op as it was)
     assert taken == [True] * 4
 
 
