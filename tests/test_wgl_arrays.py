@@ -1,11 +1,14 @@
 """The search's entry lists made by array operations (checker.wgl_arrays, for a big part)
 against those the walk of the sorted events makes (checker.wgl.Part._build_lists): the same
 lists, call for call, on generated lock histories with equal times, unknown outcomes and
-refused ops; the same verdict, witness and counts from check(); and calls the arrays cannot
-hold (a completion before its invocation, a seq twice, a time no int64) left to the walk."""
+refused ops; the same verdict, witness and counts from check(), each way those captured at
+fc2df38 (an oracle for whoever makes the two ways one); and calls the arrays cannot hold (a
+completion before its invocation, a seq twice, a time no int64) left to the walk."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from typing import Any
 
@@ -82,6 +85,53 @@ def test_simulated_and_mutated_histories_check_the_same(data: st.DataObject) -> 
     assert arrays == walked
 
 
+def oracle_histories() -> Any:
+    """Simulated histories of both models (two in three mutated), then the benchmark's lock
+    service of up to 400 ops (a grant injected in every other one, one in three with times so
+    coarse that many are equal)."""
+    for seed in range(300):
+        rnd = random.Random(seed)
+        model = ("mutex", "fenced-mutex")[seed % 2]
+        h = simulated_ops(model, Picker(rnd=rnd))
+        yield model, (mutate(h, rnd) if seed % 3 else h)
+    for seed in range(40):
+        rnd = random.Random(1000 + seed)
+        h = generated_service(rnd, 400, 6, least=1, invalid=bool(seed % 2))
+        if seed % 3 == 0:
+            for op in h:
+                op["time"] = op["time"] // 3_000_000
+        yield ("mutex", "fenced-mutex")[seed % 2], h
+
+
+def digest(result: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(result, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+# check() of oracle_histories() at fc2df38, every part to the search: each verdict (V valid,
+# I invalid, U unknown: nothing to check), and the digest of every result in turn.
+ORACLE_VERDICTS = (
+    "VVUVIVVIIVVVVVIUIIVVVVVUVUVVVIVVVVVVVIVVVVUVVVVUVVIVVIVIVVVVVVVVIIVVIVVIVVVVVIVVIVVIVV"
+    "IVVVUIIVVIVVIVVIVVIVUVUIIVVVVUUVIIVIVVVIVIVUVVVIVVVUVVVVIUVIUVVVVVIUIVVVVVVIVIIVVVVIVV"
+    "VIVIVVVIVUIVUIVVVVVIUVIUVVVVIVIVUIUVVVUUIVIVVIIVUVVVVVUIVIVUIIVVIVVVUVUVVIVIIVVIVVIUIV"
+    "UVVVVIVIVUVUVVIVVIVIIVVIVIVUVIVVVVIVVVVVIVVIVIVIVIVVVIVIVIVIVIVIVIVVVVVIVIVIVIVIVI")
+ORACLE_DIGEST = "b2c7172919cbf2343ddb78be1e8fc0214bbfa3cc43f56dcc7639e9c48d1495dc"
+
+
+@pytest.mark.parametrize("arrays_from", [0, 10**9])
+def test_the_search_gives_the_oracles_verdicts_and_witnesses(
+        arrays_from: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lockorder, "applies", lambda m: False)  # every part to the search
+    monkeypatch.setattr(wgl, "ARRAYS_FROM", arrays_from)
+    total = hashlib.sha256()
+    verdicts = []
+    for model, h in oracle_histories():
+        result = check(h, model)
+        total.update(json.dumps(result, sort_keys=True, default=repr).encode())
+        verdicts.append({True: "V", False: "I"}.get(result["valid"], "U"))
+    assert "".join(verdicts) == ORACLE_VERDICTS
+    assert total.hexdigest() == ORACLE_DIGEST
+
+
 def test_the_big_invalid_core_is_built_by_arrays_and_found_invalid(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A part above ARRAYS_FROM calls (the default) takes the arrays' way, and the verdict
@@ -103,6 +153,8 @@ def test_the_big_invalid_core_is_built_by_arrays_and_found_invalid(
     walked = check(h, "mutex")
     assert arrays["valid"] is False
     assert arrays == walked
+    assert (arrays["states"], digest(arrays)) == (  # (as at fc2df38)
+        76099, "2883b814f4229e7f1a5dd4f3c24bb2b350d1a43fb6f1318497de077457c9cc81")
 
 
 def call(start: Any, end: Any, seq: int, known: bool = True, process: int = 1,
