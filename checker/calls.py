@@ -253,18 +253,17 @@ class Paired:
     (``end``: the completion's time, not before ``start``; meaningless when not known), the f
     and lock codes and the process; and the counts :class:`Prepared` keeps."""
 
-    def __init__(self, cols: Columns, model: Model, ops: Sequence[Op] | None = None) -> None:
-        """``ops``: the ops of the rows as dicts (:func:`harness.core.columns.from_ops`), which
-        the model's ``understood_failure`` reads, as :func:`prepare` gives them; else each a
-        row's :meth:`~harness.core.columns.Columns.op`."""
+    def __init__(self, cols: Columns, model: Model, full: bool = False) -> None:
+        """``full``: the columns hold every field of the ops
+        (:class:`harness.core.run_history.RunColumns`: a row's
+        :meth:`~harness.core.columns.Columns.op` is the op, which the model's
+        ``understood_failure`` reads, as :func:`prepare` gives it)."""
         import numpy as np
 
         from harness.core.columns import TYPE_CODES
 
         self.cols = cols
-        self.ops = ops
-        # (ops made of the columns themselves: each op's index is the columns')
-        self._index: Any = cols.index if getattr(ops, "cols", None) is cols else None
+        self.full = full
         n = len(cols)
         order = cols.by_process(keep=False)  # (nothing after this needs it)
         p = cols.process[order]
@@ -285,8 +284,8 @@ class Paired:
         self.failed = 0
         if len(fails):
             understood = model.understood_failure
-            op = cols.op if ops is None else ops.__getitem__
-            if understood is None or (ops is None and understood is refused_not_held):
+            op = cols.op
+            if understood is None or (not full and understood is refused_not_held):
                 ok = np.zeros(len(fails), dtype=bool)  # (a row of columns has no error field)
             else:
                 ok = np.fromiter((understood(op(r)) for r in comp_rows[fails].tolist()), bool,
@@ -336,11 +335,8 @@ class Paired:
         return out
 
     def calls(self, rows: Any) -> list[Call]:
-        """The calls at ``rows`` (positions here), as objects: :class:`RowCall`, or the
-        :class:`Call` :func:`prepare` makes of the dicts, when the rows are of dicts."""
-        full = self.ops is not None and getattr(self.ops, "cols", None) is self.cols
-        if self.ops is not None and not full:
-            return self._dict_calls(rows)
+        """The calls at ``rows`` (positions here), as objects (:class:`RowCall`)."""
+        full = self.full
         row_call = RunRowCall if full else RowCall  # (ops made of these columns: every field)
         cols = self.cols
         names = cols.fs
@@ -368,50 +364,9 @@ class Paired:
             add(c)
         return out
 
-
-    def _dict_calls(self, rows: Any) -> list[Call]:
-        """The calls at ``rows`` as :func:`prepare` makes them of the dicts ``self.ops``
-        (each call's ``seq`` is its invocation's row, as prepare's is its position among the
-        client ops)."""
-        ops = self.ops
-        assert ops is not None
-        out: list[Call] = []
-        for i, c_row, t, e, k, refused in zip(
-                self.irow[rows].tolist(), self.crow[rows].tolist(), self.start[rows].tolist(),
-                self.end[rows].tolist(), self.known[rows].tolist(), self.refused[rows].tolist(),
-                strict=True):
-            inv = ops[i]
-            c = Call(inv, inv["f"], t, i, inv["process"])
-            c.comp = None if c_row < 0 else ops[c_row]
-            if k:
-                c.known = True
-                c.refused = refused
-                c.completion = c.comp  # type: ignore[assignment]
-                c.end = e
-            else:
-                c.unknown_outcome()
-            out.append(c)
-        return out
-
     def index(self, rows: Any) -> Any:
-        """The index of each call at ``rows`` (:attr:`Call.index`), as an array; None when
-        one is no int64."""
-        import numpy as np
-
-        irow = self.irow[rows]
-        if self.ops is None:
-            return self.cols.index[irow]
-        if self._index is None:
-            from itertools import repeat
-
-            got = list(map(dict.get, self.ops, repeat("index")))
-            if set(map(type, got)) != {int}:  # (a bool, a float, none: its position)
-                got = [x if type(x) is int else r for r, x in enumerate(got)]
-            try:
-                self._index = np.array(got, dtype=np.int64)
-            except OverflowError:
-                self._index = False
-        return None if self._index is False else self._index[irow]
+        """The index of each call at ``rows`` (:attr:`Call.index`), as an array."""
+        return self.cols.index[self.irow[rows]]
 
 
 class CallRows(Sequence[Call]):

@@ -29,6 +29,7 @@ Pure: no I/O; the only clock is ``time.monotonic``, read for the time budget.
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Sequence
 from itertools import compress, repeat
@@ -61,28 +62,21 @@ def check(history: Sequence[Op], model: str | Model = "mutex", *,
     ``"witness"`` for the smallest failing part (see :func:`checker.witness.make_witness`) and
     ``"invalid_parts"``; when unknown, ``"reason"`` and ``"unknown_parts"``.
 
-    A big history of dicts (a run's) is tried as arrays first (:func:`_paired_ops`): the
-    verdict when :func:`checker.lockorder_rows.check_rows` decides every part, valid or
-    invalid with its witness, which is the answer the calls as objects give; else the calls as
-    objects decide, as always. A run's history in columns (:func:`_paired_run_columns`) is
-    checked as arrays, a part the arrays do not decide as the calls of its rows made objects
-    of its ops' dicts (the same calls prepare makes: no dict made of any other op).
+    A history in columns is checked as arrays: a file's plain ops (:func:`_paired`), a run's
+    merged history (:func:`_paired_run_columns`), and a big history of dicts, made at the
+    entry the columns a run's merge gives (:func:`_as_columns`); a part the arrays do not
+    decide as the calls of its rows made objects of its ops' dicts (the calls
+    :func:`checker.calls.prepare` makes of the dicts: no dict made of any other op).
     """
     m = get_model(model)
-    paired = _paired(history, m) or _paired_run_columns(history, m)
-    if paired is None and (rows := _paired_ops(history, m)) is not None:
-        result = _check(history, m, time_limit, max_states, rows, every_part=True)
-        if result is not None:
-            return result
-    out = _check(history, m, time_limit, max_states, paired)
-    assert out is not None
-    return out
+    paired = (_paired(history, m) or _paired_run_columns(history, m)
+              or _paired_run_columns(_as_columns(history, m), m))
+    return _check(history, m, time_limit, max_states, paired)
 
 
 def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states: int | None,
-           paired: Paired | None, every_part: bool = False) -> dict[str, Any] | None:
-    """:func:`check`, the calls of ``paired`` when given; ``every_part``: None unless
-    :func:`checker.lockorder_rows.check_rows` decides each part."""
+           paired: Paired | None) -> dict[str, Any]:
+    """:func:`check`, the calls of ``paired`` when given."""
     if paired is not None:  # a history in columns: each part's calls are rows of arrays
         prepared = Prepared(parts=paired.parts())
         prepared.failed, prepared.ignored = paired.failed, paired.ignored
@@ -109,8 +103,6 @@ def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states
             if result is not None:
                 results.append(result)
                 continue
-            if every_part:
-                return None
             calls = paired.calls(calls)  # as objects, checked as any other part's
         result = lockorder.check_part(key, calls, m, budget) if fast else None
         results.append(result if result is not None else Part(key, calls, m).search(budget))
@@ -142,47 +134,68 @@ def _paired(history: Any, model: Model) -> Paired | None:
     return Paired(history, model)
 
 
-ROWS_FROM = 5000  # ops: a history of dicts this long is tried as arrays first
+ROWS_FROM = 5000  # ops: a history of dicts this long is checked in columns
 
 
-def _paired_ops(history: Sequence[Op], model: Model) -> Paired | None:
-    """A history of dicts (a run's merged history) paired as arrays, where :func:`prepare`
-    would give the same calls: every op a client's (an int process) but the nemesis's, none
-    of which records a crash (prepare adds a release at a crash), well-formed in columns
-    (:func:`harness.core.columns.well_formed`), and every call of the model on a named lock,
-    or on none where no op has a ``key`` (the part's key as prepare takes it: a Jepsen or
-    Knossos history's lock ops have neither). Only for the ``mutex`` model: its step reads an
-    op's process, f and outcome, which columns hold, not its value or token
-    (``fenced-mutex`` compares tokens). None otherwise, and below ``ROWS_FROM`` ops (arrays
-    cost more than they save there)."""
+def _as_columns(history: Sequence[Op], model: Model) -> Any:
+    """A big history of dicts (``ROWS_FROM`` ops or more, each op's ``index`` its place) as
+    the columns a run's merge gives (:func:`harness.core.run_history.merged_columns`: the
+    client ops whose every field fits, the others dicts), for the ``mutex`` model
+    (:func:`_paired_run_columns`); else None."""
     if model.step is not mutex_step or len(history) < ROWS_FROM or is_columns(history):
-        return None  # (a history in columns: its own way, else the calls as objects)
+        return None
     try:
+        if list(map(dict.get, history, repeat("index"))) != list(range(len(history))):
+            return None
         processes = list(map(dict.get, history, repeat("process")))
     except TypeError:  # not dicts
         return None
-    client: Sequence[Op] = history
-    if set(map(type, processes)) != {int}:
-        others = [i for i, p in enumerate(processes) if type(p) is not int]
-        if any(history[i].get("process") != NEMESIS or crash_of(history[i]) for i in others):
-            return None
-        client = list(compress(history, map(int.__instancecheck__, processes)))
-    from harness.core.columns import LOCK_NULL, from_ops, well_formed
+    from harness.core.run_history import ColumnHistory, columns_of, merged_columns
 
-    cols = from_ops(client)
-    if cols is None or not well_formed(cols):
+    client, others = history, []
+    if set(map(type, processes)) != {int}:
+        client = list(compress(history, map(int.__instancecheck__, processes)))
+        others = [history[i] for i, p in enumerate(processes) if type(p) is not int]
+    cols = _plain(client, others) or columns_of(client)
+    if cols is None:  # (some process's ops do not fit: those stay dicts)
+        return merged_columns(history)
+    return ColumnHistory(cols, others)
+
+
+_PLAIN = frozenset(("index", "time", "process", "type", "f", "value", "lock"))
+
+
+def _plain(ops: Sequence[Op], others: list[Op]) -> Any:
+    """Client ops of the plain shape (a lock client's, ``value`` null or not there: the
+    benchmark's and a Jepsen lock history's; ``others``: the history's other ops) in the
+    columns :func:`harness.core.run_history.history_of` makes of a file's: a few passes in C,
+    much sooner than :func:`~harness.core.run_history.columns_of`, which groups ops by
+    layout; else None."""
+    import numpy as np
+
+    from harness.core.columns import from_ops
+    from harness.core.run_history import history_of
+
+    keys = set().union(*map(dict.keys, ops))
+    if not _PLAIN.issuperset(keys) or any(
+            map(operator.is_not, map(dict.get, ops, repeat("value")), repeat(None))):
         return None
-    paired = Paired(cols, model, client)
-    if bool((paired.lock <= LOCK_NULL).any()) and list(
-            map(dict.get, client, repeat("key"))).count(None) != len(client):
-        return None  # a call on no named lock: its part's key may be its "key" field
-    return paired
+    cols = from_ops(ops)
+    if cols is None:
+        return None
+    if others:  # (else each op's index is its place among them, as from_ops numbers them)
+        cols.index = np.fromiter(map(operator.itemgetter("index"), ops), np.int64, len(ops))
+    if "value" in keys:  # (every op has every key when each has as many: usually)
+        cols.has_value = np.ones(len(ops), dtype=bool) if set(map(len, ops)) == {len(keys)} \
+            else np.fromiter(map(operator.contains, ops, repeat("value")), bool, len(ops))
+    return history_of(cols).clients
 
 
 def _paired_run_columns(history: Any, model: Model) -> Paired | None:
     """A run's merged history in columns (:class:`harness.core.run_history.ColumnHistory`)
     paired as arrays, where :func:`prepare` of the whole history would give the same calls:
-    the ``mutex`` model (as :func:`_paired_ops`), well-formed columns, no crash recorded, no
+    the ``mutex`` model (its step reads an op's process, f and outcome, which columns hold; not
+    its token, which ``fenced-mutex`` compares), well-formed columns, no crash recorded, no
     call of the model among the ops held as dicts (the final read's is none: it is counted
     ignored, as prepare counts it), and every call on a named lock or none where no op has a
     ``key``. The calls are made of the ops' dicts (each made when asked), as prepare's."""
@@ -205,8 +218,12 @@ def _paired_run_columns(history: Any, model: Model) -> Paired | None:
         return None
     from checker.column_pairs import has_field
     from harness.core.columns import LOCK_NULL
+    from harness.core.run_history import NULL
 
-    paired = Paired(cols, model, RowOps(cols))
+    # (plain ops, no field but the core's and a null value: a row holds all there is to read)
+    plain = not cols.fields and all(kind == NULL for shape in cols.shapes
+                                    for key, kind in shape if key == "value")
+    paired = Paired(cols, model, full=not plain)
     if bool((paired.lock <= LOCK_NULL).any()) and _keyed(cols, has_field):
         return None  # a call on no named lock: its part's key may be its "key" field
     paired.failed += extra.failed
@@ -222,21 +239,6 @@ def _keyed(cols: Any, has_field: Any) -> bool:
 
     rows = has_field(cols, "key").nonzero()[0]
     return any(v is not None for v in values(cols, "key", rows))
-
-
-class RowOps(Sequence[Op]):
-    """The ops of columns with every field (:class:`harness.core.run_history.RunColumns`)
-    as dicts, each made when asked: what :class:`checker.calls.Paired` reads of the few
-    calls it makes objects of."""
-
-    def __init__(self, cols: Any) -> None:
-        self.cols = cols
-
-    def __len__(self) -> int:
-        return len(self.cols)
-
-    def __getitem__(self, i: Any) -> Any:
-        return self.cols.op(i)
 
 
 def _summarize(model: Model, prepared: Prepared, results: list[PartResult],

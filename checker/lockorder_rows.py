@@ -236,8 +236,6 @@ def _invalid(key: Hashable, paired: Paired, rows: Any, model: Model, budget: Bud
     states = found.states
     del window, core, found  # (what the witness shows is in ``tail`` and ``blocked``)
     witness = _witness(model, key, paired, rows, prefix, tail, where, end_state, blocked)
-    if witness is None:  # (the objects search the window again, and count its states)
-        return None
     budget.states += states
     return PartResult(INVALID, key, CallRows(paired, rows), states, witness,
                       method="sections")
@@ -260,12 +258,11 @@ def _can_go_last(d: np.ndarray, e: np.ndarray) -> bool:
 
 def _witness(model: Model, key: Hashable, paired: Paired, rows: Any, prefix: np.ndarray,
              tail: list[tuple[Call, State]], where: dict[int, int], state: State,
-             blocked: Call) -> dict[str, Any] | None:
+             blocked: Call) -> dict[str, Any]:
     """:func:`checker.witness.make_witness` of the part at ``rows`` of ``paired``, its chain
     the calls at positions ``prefix`` (acquire, release, ... from the model's initial state)
-    then ``tail`` (objects: ``where`` gives their positions by seq), over the arrays. None
-    when an index is no int64 (the objects then make it). The biggest arrays are let go
-    before the prefix's indexes are made a list (an int object each)."""
+    then ``tail`` (objects: ``where`` gives their positions by seq), over the arrays. The
+    biggest arrays are let go before the prefix's indexes are made a list (an int object each)."""
     rows = np.asarray(rows)
     whole = len(rows) == len(paired.irow)  # (rows are in order: all of them, as they are)
 
@@ -275,8 +272,6 @@ def _witness(model: Model, key: Hashable, paired: Paired, rows: Any, prefix: np.
     chain_pos = np.concatenate((prefix, np.array([where[c.seq] for c, _ in tail],
                                                  dtype=np.int64)))
     chain_index = paired.index(chain_pos)
-    if chain_index is None:
-        return None
     assert blocked.end is not None
     setter = last_change(model.init, tail)  # (the prefix ends in the initial state)
     if setter is None and len(prefix):
