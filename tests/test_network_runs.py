@@ -8,16 +8,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.harness_runs import alive, harness, history, near_faults, own_rules, run
+from tests.harness_runs import alive, cleaned, history, killed_mid_run, near_faults, own_rules, run
 
 pytestmark = pytest.mark.servers
 
@@ -213,31 +209,11 @@ def test_etcd_stays_safe_and_less_available_on_a_lossy_network(store: Path) -> N
 def test_clean_removes_the_proxy_and_the_loss_of_a_killed_run(store: Path) -> None:
     """A controller killed with -9 while a lossy, slow network is in force: its proxy dies
     with it (it is tied to the controller), its loss rules stay until ``harness clean``."""
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
-                             "--quiet", "--nemesis", "loss,delay,pause", "--time-limit", "60",
-                             "--seed", "3"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    run_dir = None
-    while time.monotonic() < deadline:
-        nem = store / "latest" / "journals" / "nemesis.jsonl"
-        text = nem.read_text() if nem.exists() else ""
-        if ('"type":"info","f":"loss","value":"start"' in text
-                and '"type":"info","f":"delay","value":"start"' in text):
-            run_dir = (store / "latest").resolve()
-            break
-        time.sleep(0.2)
-    assert run_dir is not None, "loss and delay did not start within 30 s"
+    run_dir = killed_mid_run(store, "--nemesis", "loss,delay,pause", "--seed", "3", within=30,
+                             until=('"type":"info","f":"loss","value":"start"',
+                                    '"type":"info","f":"delay","value":"start"'))
     assert any("-m statistic" in r for r in own_rules(run_dir))
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
-    pids = json.loads((run_dir / "pids.json").read_text())["processes"]
-    cleaned = harness("clean", "--store", str(store))
-    assert cleaned.returncode == 0, cleaned.stderr
-    time.sleep(0.5)
-    left = [f"{name}:{pid}" for name, (pid, _) in pids.items() if alive(pid)]
-    assert not left, f"still running after clean: {left}"
-    assert not own_rules(run_dir)
+    cleaned(store, run_dir)
 
 
 @needs_zookeeper

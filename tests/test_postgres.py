@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.harness_runs import alive, harness, history, run
+from tests.harness_runs import alive, harness, history, killed_mid_run, run
 
 pytestmark = [
     pytest.mark.servers,
@@ -197,22 +195,8 @@ def test_idempotent_keys_keep_the_state_right_through_overlaps(store: Path) -> N
 
 @pytest.mark.slow
 def test_clean_stops_the_postgres_of_a_killed_run(store: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
-                             "--quiet", "--db", "postgres", "--lock", "pg-row", "--nemesis",
-                             "none", "--time-limit", "60"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    run_dir = None
-    while time.monotonic() < deadline:
-        latest = store / "latest"
-        journal = latest / "journals" / "c0.jsonl"
-        if journal.exists() and '"ok","f":"acquire"' in journal.read_text():
-            run_dir = latest.resolve()
-            break
-        time.sleep(0.2)
-    assert run_dir is not None, "the run did not start within 30 s"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
+    run_dir = killed_mid_run(store, "--db", "postgres", "--lock", "pg-row", "--nemesis", "none",
+                             until='"ok","f":"acquire"', journal="c0", within=30)
     pid = json.loads((run_dir / "pids.json").read_text())["processes"]["n1"][0]
     backends = [int(p) for p in os.listdir("/proc") if p.isdigit() and ppid(int(p)) == pid]
     assert backends, "the postmaster should have backends"
