@@ -60,6 +60,14 @@ def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
     return proc.returncode, results, latest, proc.stdout + proc.stderr
 
 
+def ran(store: Path, code: int, *args: str) -> tuple[dict[str, Any], Path]:
+    """`harness run` into ``store`` that must exit ``code`` (else the test fails with what it
+    printed): (results.json, run dir)."""
+    got, results, run_dir, out = run(store, *args)
+    assert got == code, out
+    return results, run_dir
+
+
 def docker_engine() -> Any:
     """A Docker SDK client with the node image present, or skip the test saying why."""
     import pytest

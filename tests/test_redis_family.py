@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness_runs import harness, history, run
+from tests.harness_runs import harness, history, ran, run
 from workloads.crash import crashed_at
 
 needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
@@ -39,9 +39,8 @@ def pause_the_holder(tmp_path: Path) -> str:
 def test_a_pause_of_the_holder_breaks_the_lock(store: Path, tmp_path: Path, lock: str,
                                                broken: str) -> None:
     """Redisson's watchdog is paused with its holder; redis-py's lock simply expires."""
-    code, results, run_dir, out = run(store, "--lock", lock, "--replay",
-                                      pause_the_holder(tmp_path), "--seed", "1")
-    assert code == 1, out
+    results, run_dir = ran(store, 1, "--lock", lock, "--replay", pause_the_holder(tmp_path),
+                           "--seed", "1")
     assert results["checks"]["mutex"][broken] >= 1
     if lock == "redisson":  # re-entry works while nobody interferes: the nested release
         ops = history(run_dir)  # leaves the lock held
@@ -70,9 +69,8 @@ def test_sentinel_failover_loses_the_lock(store: Path) -> None:
 @pytest.mark.servers
 @needs_redis
 def test_a_client_killed_between_setnx_and_expire_leaves_a_stuck_lock(store: Path) -> None:
-    code, results, run_dir, out = run(store, "--lock", "redis-setnx-expire", "--nemesis",
-                                      "crash-client", "--time-limit", "15", "--seed", "1")
-    assert code == 1, out
+    results, run_dir = ran(store, 1, "--lock", "redis-setnx-expire", "--nemesis", "crash-client",
+                           "--time-limit", "15", "--seed", "1")
     assert results["checks"]["mutex"]["valid"] is True  # safe, and useless
     live = results["checks"]["liveness"]
     assert live["valid"] is False and live["stuck-lock-count"] == 1
