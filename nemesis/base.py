@@ -56,6 +56,7 @@ class BaseNemesis:
     # ``{"clock-back": {"preset": "back", "summary": ...}}``); see :meth:`alias`.
     aliases: ClassVar[dict[str, dict[str, Any]]] = {}
     colour: ClassVar[str | None] = None  # its bars on the report's timeline (None: grey)
+    _detail: dict[str, Any] | None = None  # what detail() gives, set by start and stop
 
     @classmethod
     def alias(cls, name: str) -> type[BaseNemesis]:
@@ -109,8 +110,9 @@ class BaseNemesis:
         return None
 
     def detail(self) -> dict[str, Any] | None:
-        """Extra facts about the fault just started, recorded in the history."""
-        return None
+        """Extra facts about the fault just started or stopped, recorded in the history: by
+        default ``_detail``, which the fault sets."""
+        return self._detail
 
     def expect(self, ctx: NemesisContext, targets: list[str]) -> dict[str, Any] | None:
         """What the history must show while this fault is on, if it bit (recorded with the

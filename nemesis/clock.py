@@ -133,7 +133,6 @@ class Clock(BaseNemesis):
 
     def __init__(self, offset: float | None = None) -> None:
         self._offset = offset
-        self._detail: dict[str, Any] | None = None
         self._aim: Aim | None = None  # (holder, since when) at select
         self._base: dict[str, float] = {}  # node -> where a rate left its clock
         self._thread: threading.Thread | None = None
@@ -407,9 +406,6 @@ class Clock(BaseNemesis):
                                               self._seen.items()}}
         if self._errors:
             raise RuntimeError(f"clock {pattern} stopped: {self._errors[0]}")
-
-    def detail(self) -> dict[str, Any] | None:
-        return self._detail
 
     def teardown(self, ctx: NemesisContext) -> None:
         self._halt.set()

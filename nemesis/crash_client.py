@@ -14,7 +14,6 @@ The fault's record says which client, the step, whether it died and how long tha
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from harness.core.cluster import NemesisContext, client_name, process_of
 from harness.core.fault_run import FaultRun
@@ -43,9 +42,6 @@ class CrashClient(BaseNemesis):
         "crash-wait": Option(float, None, "seconds to wait for the client to reach the step "
                              "(default max(5, 3 TTL))", minimum=0.1, maximum=3600),
     }
-
-    def __init__(self) -> None:
-        self._detail: dict[str, Any] | None = None
 
     def wait_limit(self, ctx: NemesisContext) -> float:
         wait = ctx.options.get("crash-wait")
@@ -85,9 +81,6 @@ class CrashClient(BaseNemesis):
 
     def stop(self, ctx: NemesisContext, targets: list[str]) -> None:
         self._detail = None
-
-    def detail(self) -> dict[str, Any] | None:
-        return self._detail
 
     def teardown(self, ctx: NemesisContext) -> None:
         for p in ctx.clients.processes:

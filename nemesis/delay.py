@@ -78,7 +78,6 @@ class Delay(BaseNemesis):
         self._links: list[str] = []
         self._before: dict[str, Any] = {}
         self._began = 0.0
-        self._detail: dict[str, Any] | None = None
 
     @classmethod
     def needs(cls, options: dict[str, Any]) -> tuple[type, ...]:
@@ -154,9 +153,6 @@ class Delay(BaseNemesis):
                 and time.monotonic() - self._began >= PROVE_AFTER):
             raise RuntimeError(f"{self.name} proves nothing: no byte crossed the "
                                f"{len(self._links)} delayed link(s) while it was on")
-
-    def detail(self) -> dict[str, Any] | None:
-        return self._detail
 
     def teardown(self, ctx: NemesisContext) -> None:
         if ctx.links is not None:

@@ -41,7 +41,6 @@ class SentinelFailover(BaseNemesis):
         self._cuts: list[tuple[str, str]] = []
         self._old: str | None = None
         self._began = 0.0
-        self._detail: dict[str, Any] | None = None
 
     def wait_limit(self, ctx: NemesisContext) -> float:
         return float(ctx.options.get("failover-wait", 15.0))
@@ -100,9 +99,6 @@ class SentinelFailover(BaseNemesis):
                 if interruptible:
                     return None, None
                 time.sleep(POLL)
-
-    def detail(self) -> dict[str, Any] | None:
-        return self._detail
 
     def teardown(self, ctx: NemesisContext) -> None:
         ctx.cluster.heal()

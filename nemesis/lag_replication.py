@@ -49,7 +49,6 @@ class LagReplication(BaseNemesis):
         self._links: list[str] = []
         self._before: dict[str, Any] = {}
         self._began = 0.0
-        self._detail: dict[str, Any] | None = None
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         db: Replication = ctx.db
@@ -73,9 +72,6 @@ class LagReplication(BaseNemesis):
             raise RuntimeError(f"{self.name} did not bite: nothing was delayed on the "
                                f"replication links {', '.join(self._links)} (did replication "
                                "go around the link layer?)")
-
-    def detail(self) -> dict[str, Any] | None:
-        return self._detail
 
     def teardown(self, ctx: NemesisContext) -> None:
         if ctx.links is not None:

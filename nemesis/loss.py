@@ -49,7 +49,6 @@ class Loss(BaseNemesis):
         self._pairs: list[tuple[str, str]] = []
         self._before = 0
         self._began = 0.0
-        self._detail: dict[str, Any] | None = None
 
     @classmethod
     def needs(cls, options: dict[str, Any]) -> tuple[type, ...]:
@@ -92,9 +91,6 @@ class Loss(BaseNemesis):
             raise RuntimeError(f"{self.name} did not bite: its rules dropped no packet on "
                                f"{len(self._pairs)} link(s) (no traffic, or a probability too "
                                "small for the time it was on)")
-
-    def detail(self) -> dict[str, Any] | None:
-        return self._detail
 
     def teardown(self, ctx: NemesisContext) -> None:
         ctx.cluster.heal_loss()

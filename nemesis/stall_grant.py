@@ -86,7 +86,6 @@ class StallGrant(BaseNemesis):
         self._links: list[str] = []
         self._before: dict[str, Any] = {}
         self._caught: tuple[str, float] | None = None  # (link, when the proxy held the grant)
-        self._detail: dict[str, Any] | None = None
 
     @classmethod
     def op_timeout(cls, ttl: float, options: dict[str, Any]) -> float:
@@ -212,9 +211,6 @@ class StallGrant(BaseNemesis):
             "fresh-holder": None if fresh is None else client_name(fresh),
             "held-bytes": {k: v for k, v in held.items() if v},
             "max-added-ms": did["max-added-ms"]}
-
-    def detail(self) -> dict[str, Any] | None:
-        return self._detail
 
     def teardown(self, ctx: NemesisContext) -> None:
         if ctx.links is not None:

@@ -31,6 +31,13 @@ class RunResult:
     def check(self, name: str) -> dict[str, Any]:
         return self.results["checks"][name]
 
+    def assert_fenced_off(self) -> None:
+        """The fencing check: a stale holder's writes refused (one at least), none accepted,
+        the tokens in grant order."""
+        fencing = self.check("fencing")
+        assert fencing["stale-rejected"] >= 1 and fencing["stale-accepted-count"] == 0, fencing
+        assert fencing["token-order-violation-count"] == 0, fencing
+
     def grants(self) -> list[dict[str, Any]]:
         return [op for op in self.history if op["f"] == "acquire" and op["type"] == "ok"]
 

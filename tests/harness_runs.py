@@ -60,6 +60,14 @@ def run(store: Path, *args: str) -> tuple[int, dict[str, Any], Path, str]:
     return proc.returncode, results, latest, proc.stdout + proc.stderr
 
 
+def ran(store: Path, code: int, *args: str) -> tuple[dict[str, Any], Path]:
+    """`harness run` into ``store`` that must exit ``code`` (else the test fails with what it
+    printed): (results.json, run dir)."""
+    got, results, run_dir, out = run(store, *args)
+    assert got == code, out
+    return results, run_dir
+
+
 def docker_engine() -> Any:
     """A Docker SDK client with the node image present, or skip the test saying why."""
     import pytest
@@ -124,22 +132,38 @@ def assert_jumped(jump: dict[str, Any], step: float = 60.0) -> None:
     assert all(abs(v - offset) < TOLERANCE for v in jump["detail"]["observed"].values()), jump
 
 
-def killed_mid_run(store: Path, *args: str, until: str, within: float = 60.0) -> Path:
-    """Start `harness run` into ``store``, wait until its nemesis journal has the line
-    fragment ``until`` (a fault in force), SIGKILL the controller and return the run dir."""
+def killed_mid_run(store: Path, *args: str, until: str | tuple[str, ...], journal: str = "nemesis",
+                   within: float = 60.0) -> Path:
+    """Start `harness run` into ``store``, wait until its ``journal`` (the nemesis's, or a
+    client's: ``c0``) has the line fragment ``until`` (each of them: a fault in force), SIGKILL
+    the controller and return the run dir."""
+    wanted = (until,) if isinstance(until, str) else until
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
                              "--quiet", "--time-limit", "120", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + within
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            journal = store / "latest" / "journals" / "nemesis.jsonl"
-            if journal.exists() and until in journal.read_text():
+            path = store / "latest" / "journals" / f"{journal}.jsonl"
+            text = path.read_text() if path.exists() else ""
+            if all(w in text for w in wanted):
                 return (store / "latest").resolve()
             time.sleep(0.2)
-        raise AssertionError(f"{until} not in the nemesis journal within {within:g} s "
-                             f"(exit {proc.poll()})")
+        raise AssertionError(f"{' and '.join(wanted)} not in the {journal} journal within "
+                             f"{within:g} s (exit {proc.poll()})")
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
+
+
+def cleaned(store: Path, run_dir: Path) -> None:
+    """`harness clean` of ``store`` ends every process the killed run ``run_dir`` recorded and
+    removes its iptables rules."""
+    pids = json.loads((run_dir / "pids.json").read_text())["processes"]
+    done = harness("clean", "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    time.sleep(0.5)
+    left = [f"{name}:{pid}" for name, (pid, _) in pids.items() if alive(pid)]
+    assert not left, f"still running after clean: {left}"
+    assert not own_rules(run_dir)

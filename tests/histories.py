@@ -13,6 +13,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from hypothesis import assume
 from hypothesis import strategies as st
 
 MS = 1_000_000
@@ -109,6 +110,19 @@ def final_log(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def retime(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ops = sorted(history, key=lambda o: o["time"])
     return [{**o, "index": i} for i, o in enumerate(ops)]
+
+
+def acquires(*times: int) -> list[dict[str, Any]]:
+    """Grants never released: process ``i`` invokes its acquire at ``times[2 i]`` and is
+    granted at ``times[2 i + 1]``."""
+    return [{"index": i, "time": t, "process": i // 2, "type": ("invoke", "ok")[i % 2],
+             "f": "acquire"} for i, t in enumerate(times)]
+
+
+def later_session(built: Built, data: st.DataObject) -> int:
+    """The index of a session of ``built`` after its first, drawn (fewer than two: no case)."""
+    assume(len(built.sessions) >= 2)
+    return data.draw(st.integers(1, len(built.sessions) - 1))
 
 
 def with_overlap(built: Built, k: int) -> list[dict[str, Any]]:

@@ -21,6 +21,8 @@ from harness.core.run_history import merged_columns
 from tests.histories import (
     MS,
     Built,
+    acquires,
+    later_session,
     valid_histories,
     with_interleaving,
     with_overlap,
@@ -51,8 +53,7 @@ def test_valid_fenced_histories_pass(built: Built) -> None:
 @SETTINGS
 @given(valid_histories(), st.data())
 def test_overlaps_are_caught(built: Built, data: st.DataObject) -> None:
-    assume(len(built.sessions) >= 2)
-    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    k = later_session(built, data)
     assume(built.sessions[k]["process"] != built.sessions[k - 1]["process"])
     result = mutex.MutexChecker.check(with_overlap(built, k))
     assert result["valid"] is False
@@ -65,8 +66,7 @@ def test_overlaps_are_caught(built: Built, data: st.DataObject) -> None:
 @SETTINGS
 @given(valid_histories(fenced=True), st.data())
 def test_overlaps_are_informational_when_fenced(built: Built, data: st.DataObject) -> None:
-    assume(len(built.sessions) >= 2)
-    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    k = later_session(built, data)
     assume(built.sessions[k]["process"] != built.sessions[k - 1]["process"])
     result = mutex.MutexChecker.check(with_overlap(built, k), overlaps_informational=True)
     assert result["lock-overlap-count"] >= 1
@@ -76,8 +76,7 @@ def test_overlaps_are_informational_when_fenced(built: Built, data: st.DataObjec
 @SETTINGS
 @given(valid_histories(), st.data())
 def test_resource_interleavings_are_caught(built: Built, data: st.DataObject) -> None:
-    assume(len(built.sessions) >= 2)
-    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    k = later_session(built, data)
     result = mutex.MutexChecker.check(with_interleaving(built, k))
     assert result["valid"] is False
     assert result["resource-interleaving-count"] >= 1
@@ -87,8 +86,7 @@ def test_resource_interleavings_are_caught(built: Built, data: st.DataObject) ->
 @given(valid_histories(), st.data())
 def test_info_writes_are_not_dropped(built: Built, data: st.DataObject) -> None:
     """Writes whose outcome the clients never learnt still count: the resource log has them."""
-    assume(len(built.sessions) >= 2)
-    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    k = later_session(built, data)
     h = with_interleaving(built, k)
     for op in h:
         if op["f"] == "write" and op["type"] == "ok":
@@ -108,8 +106,7 @@ def test_unknown_writes_without_the_final_read_are_unknown(built: Built) -> None
 @SETTINGS
 @given(valid_histories(fenced=True), st.data())
 def test_stale_token_acceptance_is_caught(built: Built, data: st.DataObject) -> None:
-    assume(len(built.sessions) >= 2)
-    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    k = later_session(built, data)
     result = fencing.FencingChecker.check(with_stale_acceptance(built, k))
     assert result["valid"] is False
     assert result["stale-accepted-count"] >= 1
@@ -119,8 +116,7 @@ def test_stale_token_acceptance_is_caught(built: Built, data: st.DataObject) -> 
 @SETTINGS
 @given(valid_histories(fenced=True), st.data())
 def test_tokens_out_of_order_are_caught(built: Built, data: st.DataObject) -> None:
-    assume(len(built.sessions) >= 2)
-    k = data.draw(st.integers(1, len(built.sessions) - 1))
+    k = later_session(built, data)
     h = copy.deepcopy(built.history)
     lower = built.sessions[k - 1]["token"]  # equal to an earlier grant's: never right
     cur = built.sessions[k]
@@ -200,13 +196,7 @@ def test_rejected_stale_writes_are_counted_not_failed() -> None:
 
 
 def test_a_holder_that_never_releases_overlaps_to_the_end() -> None:
-    h = [
-        {"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "acquire"},
-        {"index": 1, "time": 2, "process": 0, "type": "ok", "f": "acquire"},
-        {"index": 2, "time": 3, "process": 1, "type": "invoke", "f": "acquire"},
-        {"index": 3, "time": 4, "process": 1, "type": "ok", "f": "acquire"},
-    ]
-    result = mutex.MutexChecker.check(h)
+    result = mutex.MutexChecker.check(acquires(1, 2, 3, 4))
     assert result["valid"] is False
     assert "never released" in result["lock-overlaps"][0]["explanation"]
 

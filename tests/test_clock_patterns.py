@@ -59,6 +59,19 @@ def offsets_of(ctx: Any, name: str) -> list[float]:
     return [o for n, o, _ in ctx.cluster.moves if n == name]
 
 
+def ran_on_n1(options: dict[str, Any], seconds: float) -> tuple[Any, Clock, dict[str, Any]]:
+    """A clock fault of ``options`` on n1 for ``seconds``: (context, nemesis, its detail at
+    the stop)."""
+    ctx = context(options)
+    nem = Clock()
+    nem.start(ctx, ["n1"])
+    time.sleep(seconds)
+    nem.stop(ctx, ["n1"])
+    done = nem.detail()
+    assert done is not None
+    return ctx, nem, done
+
+
 def test_a_rate_moves_the_clock_in_small_steps_and_keeps_the_offset_at_its_end() -> None:
     ctx = context({"clock-pattern": "rate", "clock-rate": 3.0, "clock-id": "both"})
     nem = Clock()
@@ -86,12 +99,8 @@ def test_a_rate_moves_the_clock_in_small_steps_and_keeps_the_offset_at_its_end()
 
 
 def test_a_jump_after_a_rate_is_healed_to_where_the_rate_left_the_clock() -> None:
-    ctx = context({"clock-pattern": "rate", "clock-rate": 5.0})
-    nem = Clock()
-    nem.start(ctx, ["n1"])
-    time.sleep(0.3)
-    nem.stop(ctx, ["n1"])
-    gained = nem.detail()["offset"]  # type: ignore[index]
+    ctx, nem, done = ran_on_n1({"clock-pattern": "rate", "clock-rate": 5.0}, 0.3)
+    gained = done["offset"]
     ctx.options = {"clock-pattern": "jump", "clock-offset": 30.0}
     nem.start(ctx, ["n1"])
     assert ctx.cluster.offsets["n1"] == pytest.approx(gained + 30.0, abs=1e-3)
@@ -122,13 +131,9 @@ def test_a_rate_on_a_node_whose_clock_stops_following_fails_at_stop() -> None:
 
 
 def test_a_strobe_flips_between_the_offset_and_the_true_time() -> None:
-    ctx = context({"clock-pattern": "strobe", "clock-period": 0.05, "clock-offset": 20.0})
-    nem = Clock()
-    nem.start(ctx, ["n1"])
-    time.sleep(0.4)
-    nem.stop(ctx, ["n1"])
-    done = nem.detail()
-    assert done is not None and done["flips"] >= 4
+    ctx, _, done = ran_on_n1({"clock-pattern": "strobe", "clock-period": 0.05,
+                              "clock-offset": 20.0}, 0.4)
+    assert done["flips"] >= 4
     assert done["observed-range"]["n1"][0] == pytest.approx(0.0, abs=0.5)
     assert done["observed-range"]["n1"][1] == pytest.approx(20.0, abs=0.5)
     assert set(offsets_of(ctx, "n1")) == {0.0, 20.0}
@@ -217,13 +222,8 @@ def test_the_monotonic_clock_alone_is_read_back_from_it_and_the_wall_clock_is_no
 
 
 def test_a_slow_rate_sets_the_wall_clock_behind_steadily() -> None:
-    ctx = context({"clock-pattern": "rate", "clock-rate": 0.5})
-    nem = Clock()
-    nem.start(ctx, ["n1"])
-    time.sleep(1.0)
-    nem.stop(ctx, ["n1"])
-    done = nem.detail()
-    assert done is not None and -0.55 * done["seconds"] <= done["offset"] <= -0.45
+    ctx, _, done = ran_on_n1({"clock-pattern": "rate", "clock-rate": 0.5}, 1.0)
+    assert -0.55 * done["seconds"] <= done["offset"] <= -0.45
     steps = offsets_of(ctx, "n1")
     assert steps == sorted(steps, reverse=True)  # a slow clock only loses
     assert done["observed-rate"]["n1"] == pytest.approx(0.5, abs=0.1)

@@ -16,7 +16,7 @@ import pytest
 
 from dbs.redis import LIBC_BUILD
 from nemesis.clock import TOLERANCE
-from tests.harness_runs import history, run
+from tests.harness_runs import history, ran, run
 
 pytestmark = pytest.mark.servers
 needs_libc = pytest.mark.skipif(not (LIBC_BUILD / "redis-server").exists(),
@@ -55,11 +55,9 @@ def assert_read_back(run_dir: Path, clock: str, pattern: str, rate: float | None
 
 @needs_libc
 def test_redis_setnx_on_a_node_at_rate_3_is_invalid(store: Path) -> None:
-    code, results, run_dir, out = run(store, "--db", "redis", "--lock", "redis-setnx",
-                                      "--nemesis", "clock", "--nemesis-opt",
-                                      "clock-pattern=rate", "--nemesis-opt", "clock-rate=3",
-                                      "--hold", "1.0", "--time-limit", "8", "--seed", "1")
-    assert code == 1, out
+    results, run_dir = ran(store, 1, "--db", "redis", "--lock", "redis-setnx", "--nemesis", "clock",
+                           "--nemesis-opt", "clock-pattern=rate", "--nemesis-opt", "clock-rate=3",
+                           "--hold", "1.0", "--time-limit", "8", "--seed", "1")
     assert results["checks"]["mutex"]["lock-overlap-count"] >= 1
     assert_read_back(run_dir, "wall", "rate", 3.0)
 
@@ -68,10 +66,8 @@ def test_redis_setnx_on_a_node_at_rate_3_is_invalid(store: Path) -> None:
 @pytest.mark.parametrize("lock", ["pg-row", "pg-advisory-xact"])
 def test_postgres_locks_under_both_clocks_jumped_are_valid(store: Path, lock: str) -> None:
     """PostgreSQL's locks live as long as their session: no clock decides when they end."""
-    code, results, run_dir, out = run(store, "--db", "postgres", "--lock", lock,
-                                      "--nemesis", "clock", "--nemesis-opt", "clock-id=both",
-                                      "--time-limit", "8", "--seed", "1")
-    assert code == 0, out
+    results, run_dir = ran(store, 0, "--db", "postgres", "--lock", lock, "--nemesis", "clock",
+                           "--nemesis-opt", "clock-id=both", "--time-limit", "8", "--seed", "1")
     steps = assert_read_back(run_dir, "both", "jump")
     assert any(op["value"] == "start" and op["detail"]["offset"] >= 60 for op in steps)
     assert results["checks"]["faults"]["ineffective-count"] == 0
@@ -97,12 +93,9 @@ def test_postgres_locks_under_a_strobe_and_a_rate_are_valid(store: Path, lock: s
 def test_redlock_with_a_majority_at_a_rate(store: Path, rate: float, code: int) -> None:
     """Redlock's drift term covers 1.005 (its 1% factor) but not 2.5: keys of 2 s expire after
     0.8 s of real time on a majority, under holds of 1 s."""
-    got, _, run_dir, out = run(store, "--db", "redis-masters", "--lock", "redlock",
-                               "--nemesis", "clock", "--nemesis-opt",
-                                     "clock-pattern=rate", "--nemesis-opt",
-                                     f"clock-rate={rate}", "--hold", "1.0",
-                                     "--time-limit", "20", "--seed", "1")
-    assert got == code, out
+    _, run_dir = ran(store, code, "--db", "redis-masters", "--lock", "redlock", "--nemesis",
+                     "clock", "--nemesis-opt", "clock-pattern=rate", "--nemesis-opt",
+                     f"clock-rate={rate}", "--hold", "1.0", "--time-limit", "20", "--seed", "1")
     steps = assert_read_back(run_dir, "wall", "rate", rate)
     assert all(len(op["targets"]) == 3 for op in steps)
 
@@ -110,9 +103,8 @@ def test_redlock_with_a_majority_at_a_rate(store: Path, rate: float, code: int) 
 @needs_java
 def test_zookeeper_lock_with_the_wall_clock_jumped_on_all_nodes_is_valid(store: Path) -> None:
     """ZooKeeper expires sessions by the JVM's nanoTime, never by its wall clock."""
-    code, results, run_dir, out = run(store, "--db", "zookeeper", "--nemesis", "clock:all",
-                                      "--hold", "1.0", "--time-limit", "8", "--seed", "1")
-    assert code == 0, out
+    results, run_dir = ran(store, 0, "--db", "zookeeper", "--nemesis", "clock:all", "--hold", "1.0",
+                           "--time-limit", "8", "--seed", "1")
     steps = assert_read_back(run_dir, "wall", "jump")
     assert all(len(op["targets"]) == 3 for op in steps)
     assert all("observed-monotonic" not in op["detail"] for op in steps)
@@ -130,9 +122,8 @@ def monotonic_read_back(steps: list[dict[str, Any]]) -> None:
 @pytest.mark.slow
 @needs_java
 def test_zookeeper_lock_with_the_wall_clock_strobed_on_all_nodes_is_valid(store: Path) -> None:
-    code, _, run_dir, out = run(store, "--db", "zookeeper", "--nemesis", "clock-strobe:all",
-                                "--hold", "1.0", "--time-limit", "15", "--seed", "1")
-    assert code == 0, out
+    _, run_dir = ran(store, 0, "--db", "zookeeper", "--nemesis", "clock-strobe:all", "--hold",
+                     "1.0", "--time-limit", "15", "--seed", "1")
     assert_read_back(run_dir, "wall", "strobe")
 
 
@@ -150,12 +141,11 @@ def test_zookeeper_with_the_leaders_monotonic_clock_run_fast_or_jumped(
     the waiters' too, and the run breaks only if a waiter comes back and is granted before the
     holder's 1 s is over (seed 1: INVALID twice, VALID once under load 11 on 2 cores); it is
     in suites/clocks.toml over 3 seeds."""
-    got, _, run_dir, out = run(store, "--db", "zookeeper", "--workload", workload,
-                               "--nemesis", "clock:leader", "--nemesis-opt", "clock-id=both",
-                               "--nemesis-opt", f"clock-pattern={pattern}",
-                               *(["--nemesis-opt", "clock-rate=5"] if pattern == "rate" else []),
-                               "--hold", "1.0", "--time-limit", "15", "--seed", "1")
-    assert got == code, out
+    _, run_dir = ran(store, code, "--db", "zookeeper", "--workload", workload, "--nemesis",
+                     "clock:leader", "--nemesis-opt", "clock-id=both", "--nemesis-opt",
+                     f"clock-pattern={pattern}",
+                     *(["--nemesis-opt", "clock-rate=5"] if pattern == "rate" else []), "--hold",
+                     "1.0", "--time-limit", "15", "--seed", "1")
     steps = assert_read_back(run_dir, "both", pattern, 5.0 if pattern == "rate" else None)
     monotonic_read_back(steps)
 
@@ -167,11 +157,9 @@ def test_zookeeper_with_the_leaders_monotonic_clock_alone_run_fast_is_invalid(
     """The issue's row itself: the leader's nanoTime alone at rate 5 (libfaketime moves both
     clocks, the vDSO patch sets the wall clock back as far), its wall clock read back where it
     was: the session tracker expires the holder's session early. Invalid."""
-    got, _, run_dir, out = run(store, "--db", "zookeeper", "--nemesis", "clock:leader",
-                               "--nemesis-opt", "clock-id=monotonic", "--nemesis-opt",
-                               "clock-pattern=rate", "--nemesis-opt", "clock-rate=5",
-                               "--hold", "1.0", "--time-limit", "15", "--seed", "1")
-    assert got == 1, out
+    _, run_dir = ran(store, 1, "--db", "zookeeper", "--nemesis", "clock:leader", "--nemesis-opt",
+                     "clock-id=monotonic", "--nemesis-opt", "clock-pattern=rate", "--nemesis-opt",
+                     "clock-rate=5", "--hold", "1.0", "--time-limit", "15", "--seed", "1")
     steps = assert_read_back(run_dir, "monotonic", "rate", 5.0)
     monotonic_read_back(steps)
     for op in steps:

@@ -15,7 +15,7 @@ import pytest
 
 from dbs.dynamodb import DynamoDB, cli_path
 from harness.core.locks import LockConfig
-from tests.harness_runs import docker_engine, harness, history, run
+from tests.harness_runs import docker_engine, harness, history, ran
 
 installed = pytest.mark.skipif(DynamoDB.unavailable() is not None,
                                reason=f"dynamodb: {DynamoDB.unavailable()}: run "
@@ -149,9 +149,8 @@ def test_a_killed_node_keeps_its_items_on_disk(tmp_path: Path) -> None:
 def test_lease_a_paused_holder_wakes_up_sharing_the_lock(store: Path) -> None:
     """CI's row: a pause of the holder past the lease stops its heartbeats; a waiter that saw
     the record unchanged for a lease takes the lock over, and the holder writes on."""
-    code, results, run_dir, out = run(store, "--db", "dynamodb", "--lock", "dynamodb-lease",
-                                      "--nemesis", "pause", "--time-limit", "8", "--seed", "1")
-    assert code == 1, out
+    results, run_dir = ran(store, 1, "--db", "dynamodb", "--lock", "dynamodb-lease", "--nemesis",
+                           "pause", "--time-limit", "8", "--seed", "1")
     assert check(results, "mutex")["resource-interleaving-count"] > 0
     assert any(op["f"] == "pause" and op.get("value") == "start" for op in history(run_dir))
 
@@ -160,9 +159,8 @@ def test_lease_a_paused_holder_wakes_up_sharing_the_lock(store: Path) -> None:
 @pytest.mark.servers
 @installed
 def test_lease_without_faults_is_valid(store: Path) -> None:
-    code, results, _, out = run(store, "--db", "dynamodb", "--lock", "dynamodb-lease",
-                                "--nemesis", "none", "--time-limit", "30", "--seed", "1")
-    assert code == 0, out
+    results, _ = ran(store, 0, "--db", "dynamodb", "--lock", "dynamodb-lease", "--nemesis", "none",
+                     "--time-limit", "30", "--seed", "1")
     assert check(results, "stats")["counts"]["acquire"]["ok"] >= 4
 
 
@@ -171,10 +169,8 @@ def test_lease_without_faults_is_valid(store: Path) -> None:
 @installed
 def test_lease_fenced_under_pause_is_valid_the_fence_rejects_the_stale_holder(
         store: Path) -> None:
-    code, results, _, out = run(store, "--db", "dynamodb", "--lock", "dynamodb-lease",
-                                "--workload", "fenced", "--nemesis", "pause",
-                                "--time-limit", "30", "--seed", "1")
-    assert code == 0, out
+    results, _ = ran(store, 0, "--db", "dynamodb", "--lock", "dynamodb-lease", "--workload",
+                     "fenced", "--nemesis", "pause", "--time-limit", "30", "--seed", "1")
     assert check(results, "mutex")["lock-overlap-count"] > 0, "the pauses did overlap grants"
     fencing = check(results, "fencing")
     assert fencing["stale-rejected"] > 0 and fencing["stale-accepted-count"] == 0
@@ -184,10 +180,8 @@ def test_lease_fenced_under_pause_is_valid_the_fence_rejects_the_stale_holder(
 @pytest.mark.servers
 @installed
 def test_lease_a_waiters_fast_clock_takes_over_early(store: Path) -> None:
-    code, results, run_dir, out = run(store, "--db", "dynamodb", "--lock", "dynamodb-lease",
-                                      "--nemesis", "clock-client", "--time-limit", "30",
-                                      "--seed", "1")
-    assert code == 1, out
+    results, run_dir = ran(store, 1, "--db", "dynamodb", "--lock", "dynamodb-lease", "--nemesis",
+                           "clock-client", "--time-limit", "30", "--seed", "1")
     assert check(results, "mutex")["resource-interleaving-count"] > 0
     starts = [op for op in history(run_dir)
               if op["f"] == "clock-client" and op.get("value") == "start"
@@ -202,11 +196,10 @@ def test_lease_a_waiters_fast_clock_takes_over_early(store: Path) -> None:
 def test_lease_on_the_monotonic_clock_is_not_moved_by_a_wall_clock_fault(store: Path) -> None:
     """The control of the row above: the same faults, the watch timed on the monotonic
     clock they leave alone."""
-    code, results, _, out = run(store, "--db", "dynamodb", "--lock", "dynamodb-lease",
-                                "--lock-opt", "watch-clock=monotonic",
-                                "--nemesis", "clock-client", "--time-limit", "30",
-                                "--seed", "1")
-    assert code == 0, out  # the faults check included: the wall clocks were read back moved
+    # the faults check included: the wall clocks were read back moved
+    results, _ = ran(store, 0, "--db", "dynamodb", "--lock", "dynamodb-lease", "--lock-opt",
+                     "watch-clock=monotonic", "--nemesis", "clock-client", "--time-limit", "30",
+                     "--seed", "1")
     assert check(results, "mutex")["lock-overlap-count"] == 0
 
 
@@ -214,9 +207,8 @@ def test_lease_on_the_monotonic_clock_is_not_moved_by_a_wall_clock_fault(store: 
 @pytest.mark.servers
 @installed
 def test_cas_a_paused_holder_shares_the_lock(store: Path) -> None:
-    code, results, _, out = run(store, "--db", "dynamodb", "--lock", "dynamodb-cas",
-                                "--nemesis", "pause", "--time-limit", "30", "--seed", "1")
-    assert code == 1, out
+    results, _ = ran(store, 1, "--db", "dynamodb", "--lock", "dynamodb-cas", "--nemesis", "pause",
+                     "--time-limit", "30", "--seed", "1")
     assert check(results, "mutex")["resource-interleaving-count"] > 0
 
 
@@ -225,10 +217,9 @@ def test_cas_a_paused_holder_shares_the_lock(store: Path) -> None:
 @installed
 def test_docker_lease_a_paused_holder_shares_the_lock(store: Path) -> None:
     docker_engine()
-    code, results, run_dir, out = run(store, "--backend", "docker", "--db", "dynamodb",
-                                      "--lock", "dynamodb-lease", "--nemesis", "pause",
-                                      "--time-limit", "15", "--seed", "1")
-    assert code == 1, out
+    results, run_dir = ran(store, 1, "--backend", "docker", "--db", "dynamodb", "--lock",
+                           "dynamodb-lease", "--nemesis", "pause", "--time-limit", "15", "--seed",
+                           "1")
     assert check(results, "mutex")["resource-interleaving-count"] > 0
     assert json.loads((run_dir / "test.json").read_text())["spec"]["backend"] == "docker"
     listening = [x for x in (run_dir / "logs" / "n1.log").read_text().splitlines()

@@ -33,9 +33,7 @@ def test_the_key_revision_fences_off_the_paused_holder(store: Path) -> None:
     r = run(store, "--db", "etcd", "--workload", "fenced", "--nemesis", "pause",
             "--time-limit", "10", "--seed", "1")
     assert r.code == 0, r.output
-    fencing = r.check("fencing")
-    assert fencing["stale-rejected"] >= 1 and fencing["stale-accepted-count"] == 0
-    assert fencing["token-order-violation-count"] == 0
+    r.assert_fenced_off()
 
 
 @needs_root

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from harness.controller.checking import check_history
 from harness.core.schedule import Schedule, Step
 from harness.presentation.report.incidents import incidents
@@ -87,6 +89,16 @@ def stale(s: Script, p: int, acquired: float, woke: float) -> None:
     s.session(p, acquired, acquired + 0.01, woke + 0.01, woke + 0.02)
 
 
+def paused(s: Script, p: int, step: int, acquired: float, woke: float, others: list[int],
+           first: float | None = None) -> None:
+    """Process ``p`` is a :func:`stale` holder, paused (fault ``step``) from just after its
+    grant until it wakes; ``others`` take the lock in turns from ``first`` (default: 0.9 s
+    before it wakes) to 0.1 s before it wakes."""
+    stale(s, p, acquired, woke)
+    s.fault("pause", step, acquired + 0.05, woke, [f"c{p}"], "holder")
+    turns(s, others, woke - 0.9 if first is None else first, woke - 0.1)
+
+
 def judged(s: Script, workload: str = "mutex") -> tuple[list[dict[str, Any]], dict[str, Any]]:
     history = s.history()
     return history, check_history(history, {"workload": workload, "ttl": 2.0})
@@ -94,9 +106,7 @@ def judged(s: Script, workload: str = "mutex") -> tuple[list[dict[str, Any]], di
 
 def test_one_paused_holder_is_one_incident_with_its_overlaps_folded_beneath() -> None:
     s = Script()
-    stale(s, 0, 1.0, 6.0)
-    s.fault("pause", 0, 1.05, 6.0, ["c0"], "holder")
-    turns(s, [1, 2, 3, 4] * 10, 3.1, 5.9)  # 40 sessions while process 0 sleeps
+    paused(s, 0, 0, 1.0, 6.0, [1, 2, 3, 4] * 10, 3.1)  # 40 sessions while process 0 sleeps
     history, results = judged(s)
     assert results["checks"]["mutex"]["lock-overlap-count"] == 40
     found = incidents(history, results)
@@ -112,19 +122,21 @@ def test_one_paused_holder_is_one_incident_with_its_overlaps_folded_beneath() ->
     assert "opened by a pause (SIGSTOP) of c0 (the holder) at 1.1 s for 5.0 s" in inc.title()
 
 
-def test_two_pauses_of_two_holders_are_two_incidents_each_with_its_own_fault() -> None:
+@pytest.mark.parametrize(("p", "acquired", "woke", "others"),
+                         [(3, 5.0, 8.0, [4, 1]), (0, 6.0, 9.0, [3, 4])],
+                         ids=["two-holders", "one-process-twice"])
+def test_two_pauses_of_holders_are_two_incidents_each_with_its_own_fault(
+        p: int, acquired: float, woke: float, others: list[int]) -> None:
+    """Two holders paused, or one process paused in two of its grants: two incidents, each
+    with its own fault and grant; no violation in both."""
     s = Script()
-    stale(s, 0, 1.0, 4.0)
-    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
-    turns(s, [1, 2], 3.1, 3.9)
-    stale(s, 3, 5.0, 8.0)
-    s.fault("pause", 1, 5.05, 8.0, ["c3"], "holder")
-    turns(s, [4, 1], 7.1, 7.9)
-    history, results = judged(s)
-    found = incidents(history, results)
-    assert [(i.holder or {}).get("process") for i in found] == [0, 3]
+    paused(s, 0, 0, 1.0, 4.0, [1, 2])
+    paused(s, p, 1, acquired, woke, others)
+    found = incidents(*judged(s))
+    assert [(i.holder or {}).get("process") for i in found] == [0, p]
+    assert [(i.holder or {}).get("acquired") for i in found] == [1.0, acquired]
     assert [i.fault.step for i in found if i.fault] == [0, 1]
-    for inc, mine in zip(found, (0, 3), strict=True):
+    for inc, mine in zip(found, (0, p), strict=True):
         for v in inc.violations:
             assert mine in v.procs, f"{v.explanation} filed under process {mine}"
     numbers = [n for inc in found for n in (v.n for v in inc.violations)]
@@ -148,20 +160,6 @@ def test_two_stale_holders_under_one_fault_are_two_incidents() -> None:
     assert "a +60 s clock jump on n1,n2,n3" in found[0].title()
 
 
-def test_two_grants_of_one_process_are_two_incidents() -> None:
-    s = Script()
-    stale(s, 0, 1.0, 4.0)
-    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
-    turns(s, [1, 2], 3.1, 3.9)
-    stale(s, 0, 6.0, 9.0)
-    s.fault("pause", 1, 6.05, 9.0, ["c0"], "holder")
-    turns(s, [3, 4], 8.1, 8.9)
-    history, results = judged(s)
-    found = incidents(history, results)
-    assert [(i.holder or {}).get("acquired") for i in found] == [1.0, 6.0]
-    assert [i.fault.step for i in found if i.fault] == [0, 1]
-
-
 def test_a_stale_holder_with_no_fault_says_so() -> None:
     s = Script()
     stale(s, 0, 1.0, 4.0)
@@ -174,10 +172,8 @@ def test_a_stale_holder_with_no_fault_says_so() -> None:
 
 def test_the_fault_aimed_at_the_holder_opens_it_not_a_later_one() -> None:
     s = Script()
-    stale(s, 0, 1.0, 5.0)
-    s.fault("pause", 0, 1.05, 5.0, ["c0"], "holder")
+    paused(s, 0, 0, 1.0, 5.0, [1, 2], 3.1)
     s.fault("pause-node", 1, 2.0, 2.5, ["n1"])  # later, elsewhere, before the overlaps
-    turns(s, [1, 2], 3.1, 4.9)
     history, results = judged(s)
     (inc,) = incidents(history, results)
     assert inc.fault is not None and inc.fault.f == "pause"
@@ -206,9 +202,7 @@ def test_stale_writes_under_fencing_group_by_fault_window() -> None:
 
 def test_schedule_context_names_the_planned_step() -> None:
     s = Script()
-    stale(s, 0, 1.0, 4.0)
-    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
-    turns(s, [1, 2], 3.1, 3.9)
+    paused(s, 0, 0, 1.0, 4.0, [1, 2])
     history, results = judged(s)
     schedule = Schedule((Step(1.0, "pause", "holder", 3.0),))
     (inc,) = incidents(history, results, schedule)
@@ -235,9 +229,7 @@ def test_the_report_shows_incidents_the_schedule_as_it_ran_and_what_was_removed(
     from harness.presentation.report.html import render
 
     s = Script()
-    stale(s, 0, 1.0, 4.0)
-    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
-    turns(s, [1, 2], 3.1, 3.9)
+    paused(s, 0, 0, 1.0, 4.0, [1, 2])
     history, results = judged(s)
     test = {"run_id": "t/1", "schedule": {"steps": [
                 {"at": 1.0, "fault": "pause", "target": "holder", "duration": 3.0},
@@ -270,9 +262,7 @@ def three_pauses() -> Script:
     s = Script()
     for step, (holder, at, others, n) in enumerate(((0, 1.0, [1, 2], 40), (3, 8.0, [1, 2], 40),
                                                     (4, 15.0, [1, 2], 39))):
-        stale(s, holder, at, at + 5.0)
-        s.fault("pause", step, at + 0.05, at + 5.0, [f"c{holder}"], "holder")
-        turns(s, (others * n)[:n], at + 2.1, at + 4.9)
+        paused(s, holder, step, at, at + 5.0, (others * n)[:n], at + 2.1)
     return s
 
 
@@ -490,9 +480,7 @@ def test_a_release_that_failed_is_never_called_released() -> None:
     """Issue 40: a stale holder whose release ended ``fail not-held`` is not titled
     "released at"."""
     s = Script()
-    stale(s, 0, 1.0, 4.0)
-    s.fault("pause", 0, 1.05, 4.0, ["c0"], "holder")
-    turns(s, [1, 2], 3.1, 3.9)
+    paused(s, 0, 0, 1.0, 4.0, [1, 2])
     done = next(o for o in reversed(s.ops) if o["process"] == 0 and o["f"] == "release")
     done.update(type="fail", error="not-held: the lock had expired or was taken")
     (inc,) = incidents(*judged(s))

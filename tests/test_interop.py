@@ -134,26 +134,33 @@ def test_top_level_vector_without_times(tmp_path: Path) -> None:
     assert check(ops, "register")["valid"] is False
 
 
-def test_edn_history_errors_name_file_and_line(tmp_path: Path) -> None:
-    bad_type = write(tmp_path, "a.edn", '{:type :invoke, :f :x, :process 0, :time 1}\n'
-                                        '{:type :maybe, :f :x, :process 0, :time 2}\n')
-    with pytest.raises(HistoryError, match=r"a\.edn line 2: unknown type 'maybe'"):
-        read_edn_history(bad_type)
-    not_a_map = write(tmp_path, "b.edn", '{:type :invoke, :f :x, :process 0, :time 1}\n\n:oops\n')
-    with pytest.raises(HistoryError, match=r"b\.edn line 3: expected an op map"):
-        read_edn_history(not_a_map)
-    trailing = write(tmp_path, "c.edn", "[{:type :invoke, :f :x, :process 0, :time 1}]\n{:a 1}")
-    with pytest.raises(HistoryError, match=r"c\.edn line 2: more forms"):
-        read_edn_history(trailing)
-    missing = write(tmp_path, "d.edn", "{:type :invoke, :f :x, :time 1}")
-    with pytest.raises(HistoryError, match=r"d\.edn line 1: missing field 'process'"):
-        read_edn_history(missing)
-    with pytest.raises(HistoryError, match="cannot read"):
-        read_edn_history(tmp_path / "nope.edn")
-    binary = tmp_path / "e.edn"
-    binary.write_bytes(b"{:a 1}\n\xff\xfe")
-    with pytest.raises(HistoryError, match=r"e\.edn line 2: not UTF-8"):
-        read_edn_history(binary)
+READ_ERRORS = [  # (file, its bytes (None: no such file), what its error says)
+    ("a.edn", b"{:type :invoke, :f :x, :process 0, :time 1}\n"
+              b"{:type :maybe, :f :x, :process 0, :time 2}\n",
+     r"a\.edn line 2: unknown type 'maybe'"),
+    ("b.edn", b"{:type :invoke, :f :x, :process 0, :time 1}\n\n:oops\n",
+     r"b\.edn line 3: expected an op map"),
+    ("c.edn", b"[{:type :invoke, :f :x, :process 0, :time 1}]\n{:a 1}",
+     r"c\.edn line 2: more forms"),
+    ("d.edn", b"{:type :invoke, :f :x, :time 1}", r"d\.edn line 1: missing field 'process'"),
+    ("nope.edn", None, "cannot read"),
+    ("e.edn", b"{:a 1}\n\xff\xfe", r"e\.edn line 2: not UTF-8"),
+    ("bad.log", b'INFO  jepsen.util - 0\t:invoke\t:read\tnil\n'
+                b'INFO  jepsen.util - 0\t:ok\t:read\t"unterminated\n',
+     r"bad\.log line 2 column 33: invalid EDN"),
+    ("w.log", b"INFO  jepsen.util - [0]\t:ok\t:read\t1\n", r"w\.log line 1: 'process'"),
+    ("empty.log", b"nothing to see\n", "no Jepsen op lines"),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "says"), READ_ERRORS, ids=[r[0] for r in READ_ERRORS])
+def test_edn_and_log_errors_name_file_and_line(tmp_path: Path, name: str, data: bytes | None,
+                                               says: str) -> None:
+    path = tmp_path / name
+    if data is not None:
+        path.write_bytes(data)
+    with pytest.raises(HistoryError, match=says):
+        (read_edn_history if name.endswith(".edn") else read_jepsen_log)(path)
 
 
 OURS = [
@@ -239,18 +246,6 @@ def test_read_jepsen_log(tmp_path: Path) -> None:
 def test_plain_history_txt_with_an_error_column() -> None:
     ops = parse_jepsen_log("0\t:invoke\t:acquire\tnil\n0\t:fail\t:acquire\tnil\t:timeout\n")
     assert ops[1]["error"] == "timeout"
-
-
-def test_log_errors_name_the_line(tmp_path: Path) -> None:
-    bad = write(tmp_path, "bad.log", 'INFO  jepsen.util - 0\t:invoke\t:read\tnil\n'
-                                     'INFO  jepsen.util - 0\t:ok\t:read\t"unterminated\n')
-    with pytest.raises(HistoryError, match=r"bad\.log line 2 column 33: invalid EDN"):
-        read_jepsen_log(bad)
-    weird = write(tmp_path, "w.log", "INFO  jepsen.util - [0]\t:ok\t:read\t1\n")
-    with pytest.raises(HistoryError, match=r"w\.log line 1: 'process'"):
-        read_jepsen_log(weird)
-    with pytest.raises(HistoryError, match="no Jepsen op lines"):
-        read_jepsen_log(write(tmp_path, "empty.log", "nothing to see\n"))
 
 
 # ---------------------------------------------------------------------------------------------

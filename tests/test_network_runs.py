@@ -8,16 +8,21 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.harness_runs import alive, harness, history, near_faults, own_rules, run
+from tests.harness_runs import (
+    alive,
+    cleaned,
+    history,
+    killed_mid_run,
+    near_faults,
+    own_rules,
+    ran,
+    run,
+)
 
 pytestmark = pytest.mark.servers
 
@@ -50,9 +55,8 @@ def nemesis_ops(run_dir: Path, f: str, value: str) -> list[dict[str, Any]]:
 def test_a_grant_stalled_past_its_ttl_is_believed_by_redis_setnx(store: Path) -> None:
     # Each stall holds a waiter's grant 3 s and delivers it as another client begins a fresh
     # hold of the expired lock: every stall that ran to its end makes an overlap.
-    code, results, run_dir, out = run(store, "--lock", "redis-setnx", "--nemesis",
-                                      "stall-grant", "--time-limit", "25", "--seed", "1")
-    assert code == 1, out
+    results, run_dir = ran(store, 1, "--lock", "redis-setnx", "--nemesis", "stall-grant",
+                           "--time-limit", "25", "--seed", "1")
     assert results["checks"]["mutex"]["lock-overlap-count"] >= 1
     assert results["checks"]["faults"]["valid"] is True
     test = json.loads((run_dir / "test.json").read_text())
@@ -103,10 +107,8 @@ def test_redlock_never_hears_a_stalled_grant(store: Path) -> None:
 
 @needs_redis
 def test_tokens_reject_the_late_holders_writes(store: Path) -> None:
-    code, results, run_dir, out = run(store, "--lock", "redis-fenced", "--workload", "fenced",
-                                      "--nemesis", "stall-grant", "--time-limit", "15",
-                                      "--seed", "1")
-    assert code == 0, out
+    results, run_dir = ran(store, 0, "--lock", "redis-fenced", "--workload", "fenced", "--nemesis",
+                           "stall-grant", "--time-limit", "15", "--seed", "1")
     fencing = results["checks"]["fencing"]
     assert fencing["valid"] is True
     assert results["checks"]["mutex"]["lock-overlap-count"] >= 1  # the late grant was believed
@@ -124,9 +126,8 @@ def test_a_one_way_partition_cuts_the_direction_it_says(store: Path, oneway: str
     (A release is a script run by its SHA: the very first one of a run gets NOSCRIPT back and
     must send the script itself, which under ``in`` it never learns to do. So only releases
     after the first one that succeeded count.)"""
-    code, results, run_dir, out = run(store, "--nemesis", "partition-oneway", "--nemesis-opt",
-                                      f"oneway={oneway}", "--time-limit", "12", "--seed", "1")
-    assert code == 0, out
+    results, run_dir = ran(store, 0, "--nemesis", "partition-oneway", "--nemesis-opt",
+                           f"oneway={oneway}", "--time-limit", "12", "--seed", "1")
     assert results["checks"]["faults"]["valid"] is True
     ops = history(run_dir)
     starts = nemesis_ops(run_dir, "partition-oneway", "start")
@@ -165,10 +166,8 @@ def test_a_one_way_partition_cuts_the_direction_it_says(store: Path, oneway: str
 @needs_root
 @pytest.mark.slow
 def test_lag_under_failovers_runs_replication_through_the_link_layer(store: Path) -> None:
-    code, results, run_dir, out = run(store, "--db", "redis-sentinel", "--nemesis",
-                                      "lag-replication,failover", "--time-limit", "20",
-                                      "--seed", "1")
-    assert code == 1, out
+    results, run_dir = ran(store, 1, "--db", "redis-sentinel", "--nemesis",
+                           "lag-replication,failover", "--time-limit", "20", "--seed", "1")
     test = json.loads((run_dir / "test.json").read_text())
     doors = [r for r in test["links"]["routes"] if r["id"].startswith("door:")]
     assert {r["dst"] for r in doors} == {"n1", "n2", "n3"}
@@ -184,9 +183,8 @@ def test_lag_under_failovers_runs_replication_through_the_link_layer(store: Path
 @needs_zookeeper
 @pytest.mark.slow
 def test_zookeeper_stays_safe_on_a_slow_network(store: Path) -> None:
-    code, results, run_dir, out = run(store, "--db", "zookeeper", "--nemesis", "delay",
-                                      "--time-limit", "15", "--seed", "1")
-    assert code == 0, out
+    results, run_dir = ran(store, 0, "--db", "zookeeper", "--nemesis", "delay", "--time-limit",
+                           "15", "--seed", "1")
     assert results["checks"]["faults"]["valid"] is True
     starts = nemesis_ops(run_dir, "delay", "start")
     assert starts[0]["expect"]["slowed"]["at-least"] == 0.2
@@ -199,9 +197,8 @@ def test_zookeeper_stays_safe_on_a_slow_network(store: Path) -> None:
 @needs_root
 @pytest.mark.slow
 def test_etcd_stays_safe_and_less_available_on_a_lossy_network(store: Path) -> None:
-    code, results, run_dir, out = run(store, "--db", "etcd", "--nemesis", "loss",
-                                      "--time-limit", "15", "--seed", "1")
-    assert code == 0, out
+    results, run_dir = ran(store, 0, "--db", "etcd", "--nemesis", "loss", "--time-limit", "15",
+                           "--seed", "1")
     assert results["checks"]["availability"]["outage-count"] >= 1
     stops = nemesis_ops(run_dir, "loss", "stop")
     assert stops and all(s["detail"]["dropped-packets"] > 0 for s in stops)
@@ -213,31 +210,11 @@ def test_etcd_stays_safe_and_less_available_on_a_lossy_network(store: Path) -> N
 def test_clean_removes_the_proxy_and_the_loss_of_a_killed_run(store: Path) -> None:
     """A controller killed with -9 while a lossy, slow network is in force: its proxy dies
     with it (it is tied to the controller), its loss rules stay until ``harness clean``."""
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
-                             "--quiet", "--nemesis", "loss,delay,pause", "--time-limit", "60",
-                             "--seed", "3"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    run_dir = None
-    while time.monotonic() < deadline:
-        nem = store / "latest" / "journals" / "nemesis.jsonl"
-        text = nem.read_text() if nem.exists() else ""
-        if ('"type":"info","f":"loss","value":"start"' in text
-                and '"type":"info","f":"delay","value":"start"' in text):
-            run_dir = (store / "latest").resolve()
-            break
-        time.sleep(0.2)
-    assert run_dir is not None, "loss and delay did not start within 30 s"
+    run_dir = killed_mid_run(store, "--nemesis", "loss,delay,pause", "--seed", "3", within=30,
+                             until=('"type":"info","f":"loss","value":"start"',
+                                    '"type":"info","f":"delay","value":"start"'))
     assert any("-m statistic" in r for r in own_rules(run_dir))
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
-    pids = json.loads((run_dir / "pids.json").read_text())["processes"]
-    cleaned = harness("clean", "--store", str(store))
-    assert cleaned.returncode == 0, cleaned.stderr
-    time.sleep(0.5)
-    left = [f"{name}:{pid}" for name, (pid, _) in pids.items() if alive(pid)]
-    assert not left, f"still running after clean: {left}"
-    assert not own_rules(run_dir)
+    cleaned(store, run_dir)
 
 
 @needs_zookeeper
@@ -245,10 +222,8 @@ def test_clean_removes_the_proxy_and_the_loss_of_a_killed_run(store: Path) -> No
 @pytest.mark.slow
 def test_zookeeper_followers_lag_and_partitions_still_cut_through_the_doors(store: Path
                                                                            ) -> None:
-    code, results, run_dir, out = run(store, "--db", "zookeeper", "--nemesis",
-                                      "lag-replication,partition-leader", "--time-limit", "15",
-                                      "--seed", "1")
-    assert code == 0, out
+    results, run_dir = ran(store, 0, "--db", "zookeeper", "--nemesis",
+                           "lag-replication,partition-leader", "--time-limit", "15", "--seed", "1")
     lag = nemesis_ops(run_dir, "lag-replication", "stop")
     assert lag and lag[0]["detail"]["delayed-chunks"] > 0
     leaders = [op["targets"][0] for op in nemesis_ops(run_dir, "partition-leader", "start")]
@@ -273,9 +248,8 @@ def test_a_late_release_of_a_cut_off_holder_is_the_cause_of_its_one_incident(
     plan = tmp_path / "cut.toml"
     plan.write_text('nemesis = ["partition"]\nttl = 2.0\ntime-limit = 12\n\n[[step]]\n'
                     'at = 2.0\nfault = "partition"\ntarget = "holder"\nduration = 4.0\n')
-    code, results, run_dir, out = run(store, "--lock", "redis-del", "--replay", str(plan),
-                                      "--op-timeout", "8", "--hold", "1", "--seed", "3")
-    assert code == 1, out
+    results, run_dir = ran(store, 1, "--lock", "redis-del", "--replay", str(plan), "--op-timeout",
+                           "8", "--hold", "1", "--seed", "3")
     (inc,) = incidents(RunDir(run_dir).load_history(), results)
     by = inc.by
     assert by is not None and by.fault is not None and by.landed is not None, inc.title()

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.harness_runs import alive, harness, history, run
+from tests.harness_runs import alive, harness, history, killed_mid_run, ran, run
 
 pytestmark = [
     pytest.mark.servers,
@@ -39,10 +37,8 @@ def check(results: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_no_faults_every_lock_is_valid(store: Path) -> None:
     for lock in ("pg-row", "pg-advisory", "pg-advisory-xact"):
-        code, results, run_dir, out = run(store, "--db", "postgres", "--lock", lock,
-                                          "--nemesis", "none", "--time-limit", "5",
-                                          "--seed", "1")
-        assert code == 0, out
+        results, run_dir = ran(store, 0, "--db", "postgres", "--lock", lock, "--nemesis", "none",
+                               "--time-limit", "5", "--seed", "1")
         mutex = check(results, "mutex")
         assert mutex["lock-overlap-count"] == 0 and mutex["resource-interleaving-count"] == 0
         assert check(results, "stats")["counts"]["acquire"]["ok"] > 5
@@ -51,9 +47,8 @@ def test_no_faults_every_lock_is_valid(store: Path) -> None:
 
 
 def test_pg_row_a_paused_holders_transaction_is_ended_and_its_commit_fails(store: Path) -> None:
-    code, results, run_dir, out = run(store, "--db", "postgres", "--lock", "pg-row",
-                                      "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
-    assert code == 0, out
+    results, run_dir = ran(store, 0, "--db", "postgres", "--lock", "pg-row", "--nemesis", "pause",
+                           "--time-limit", "12", "--seed", "1")
     mutex = check(results, "mutex")
     assert mutex["resource-interleaving-count"] == 0
     assert mutex["lock-overlap-count"] > 0 and mutex["lock-overlaps-informational"]
@@ -110,16 +105,14 @@ def test_pg_advisory_a_pause_inside_a_write(store: Path) -> None:
 
 @pytest.mark.slow
 def test_pg_advisory_xact_is_safe_through_pauses(store: Path) -> None:
-    code, results, _, out = run(store, "--db", "postgres", "--lock", "pg-advisory-xact",
-                                "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
-    assert code == 0, out
+    results, _ = ran(store, 0, "--db", "postgres", "--lock", "pg-advisory-xact", "--nemesis",
+                     "pause", "--time-limit", "12", "--seed", "1")
     assert check(results, "mutex")["resource-interleaving-count"] == 0
 
 
 def test_pg_row_kill_9_aborts_transactions_and_liveness_recovers(store: Path) -> None:
-    code, results, run_dir, out = run(store, "--db", "postgres", "--lock", "pg-row",
-                                      "--nemesis", "kill", "--time-limit", "12", "--seed", "2")
-    assert code == 0, out
+    results, run_dir = ran(store, 0, "--db", "postgres", "--lock", "pg-row", "--nemesis", "kill",
+                           "--time-limit", "12", "--seed", "2")
     assert check(results, "liveness")["valid"] is True
     log = (run_dir / "logs" / "n1.log").read_text()
     assert log.count("database system is ready to accept connections") >= 2  # restarted
@@ -146,10 +139,8 @@ def test_pg_row_partition_of_the_holder(store: Path) -> None:
 
 @needs_redis
 def test_sql_fencing_rejects_stale_tokens(store: Path) -> None:
-    code, results, _, out = run(store, "--lock", "redis-fenced", "--workload", "fenced",
-                                "--resource", "postgres", "--nemesis", "pause",
-                                "--time-limit", "12", "--seed", "1")
-    assert code == 0, out
+    results, _ = ran(store, 0, "--lock", "redis-fenced", "--workload", "fenced", "--resource",
+                     "postgres", "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
     fencing = check(results, "fencing")
     assert fencing["stale-rejected"] > 0 and fencing["stale-accepted-count"] == 0
 
@@ -157,10 +148,8 @@ def test_sql_fencing_rejects_stale_tokens(store: Path) -> None:
 @pytest.mark.slow
 @needs_redis
 def test_version_mode_rejects_writes_of_a_stale_reader(store: Path) -> None:
-    code, results, run_dir, out = run(store, "--resource", "postgres", "--resource-mode",
-                                      "version", "--nemesis", "pause", "--time-limit", "12",
-                                      "--seed", "1")
-    assert code == 0, out
+    results, run_dir = ran(store, 0, "--resource", "postgres", "--resource-mode", "version",
+                           "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
     assert check(results, "mutex")["lock-overlap-count"] > 0
     assert any("version moved" in e for e in errors(run_dir, "write"))
 
@@ -172,10 +161,8 @@ def test_leases_expiring_mid_section_break_check_and_set_not_versions(
     """A 0.1 s lease expires while its holder works (50-300 ms): the next holder reads the
     resource between the old holder's writes. antirez's check-and-set lets both write (the
     remembered lock value does not change when its holder writes again); a version does not."""
-    got, results, run_dir, out = run(store, "--resource", "postgres", "--resource-mode", mode,
-                                     "--nemesis", "none", "--ttl", "0.1", "--time-limit", "10",
-                                     "--seed", "1")
-    assert got == code, out
+    results, run_dir = ran(store, code, "--resource", "postgres", "--resource-mode", mode,
+                           "--nemesis", "none", "--ttl", "0.1", "--time-limit", "10", "--seed", "1")
     mutex = check(results, "mutex")
     assert mutex["lock-overlap-count"] > 0
     if mode == "cas":
@@ -187,9 +174,8 @@ def test_leases_expiring_mid_section_break_check_and_set_not_versions(
 
 @needs_redis
 def test_idempotent_keys_keep_the_state_right_through_overlaps(store: Path) -> None:
-    code, results, _, out = run(store, "--workload", "idempotent", "--nemesis", "pause",
-                                "--time-limit", "12", "--seed", "1")
-    assert code == 0, out
+    results, _ = ran(store, 0, "--workload", "idempotent", "--nemesis", "pause", "--time-limit",
+                     "12", "--seed", "1")
     idem = check(results, "idempotent")
     assert idem["keys-applied-count"] > 10 and idem["final-balance"] == idem["expected-balance"]
     assert check(results, "mutex")["lock-overlap-count"] > 0
@@ -197,22 +183,8 @@ def test_idempotent_keys_keep_the_state_right_through_overlaps(store: Path) -> N
 
 @pytest.mark.slow
 def test_clean_stops_the_postgres_of_a_killed_run(store: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
-                             "--quiet", "--db", "postgres", "--lock", "pg-row", "--nemesis",
-                             "none", "--time-limit", "60"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    run_dir = None
-    while time.monotonic() < deadline:
-        latest = store / "latest"
-        journal = latest / "journals" / "c0.jsonl"
-        if journal.exists() and '"ok","f":"acquire"' in journal.read_text():
-            run_dir = latest.resolve()
-            break
-        time.sleep(0.2)
-    assert run_dir is not None, "the run did not start within 30 s"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
+    run_dir = killed_mid_run(store, "--db", "postgres", "--lock", "pg-row", "--nemesis", "none",
+                             until='"ok","f":"acquire"', journal="c0", within=30)
     pid = json.loads((run_dir / "pids.json").read_text())["processes"]["n1"][0]
     backends = [int(p) for p in os.listdir("/proc") if p.isdigit() and ppid(int(p)) == pid]
     assert backends, "the postmaster should have backends"
@@ -252,7 +224,6 @@ def test_docker_pause(store: Path, lock: str, code: int) -> None:
     reason = docker_ready()
     if reason:
         pytest.skip(reason)
-    got, results, _, out = run(store, "--backend", "docker", "--db", "postgres", "--lock", lock,
-                               "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
-    assert got == code, out
+    results, _ = ran(store, code, "--backend", "docker", "--db", "postgres", "--lock", lock,
+                     "--nemesis", "pause", "--time-limit", "12", "--seed", "1")
     assert (check(results, "mutex")["resource-interleaving-count"] > 0) == (code == 1)

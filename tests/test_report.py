@@ -32,6 +32,7 @@ from harness.presentation.report.html import render, replay_command
 from harness.presentation.report.words import inline
 from tests import synth_history
 from tests.harness_runs import bounded
+from tests.histories import acquires
 
 DATA = Path(__file__).parent / "data" / "runs" / "redis-setnx-pause"
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -126,12 +127,7 @@ def test_model_of_a_stored_run(tmp_path: Path) -> None:
 
 def test_violations_of_any_checker_are_found_and_placed() -> None:
     """A checker nobody told the report about: lists of explained dicts and a witness."""
-    history = [
-        {"index": 0, "time": 1_000_000, "process": 0, "type": "invoke", "f": "acquire"},
-        {"index": 1, "time": 2_000_000, "process": 0, "type": "ok", "f": "acquire"},
-        {"index": 2, "time": 3_000_000, "process": 1, "type": "invoke", "f": "acquire"},
-        {"index": 3, "time": 9_000_000, "process": 1, "type": "ok", "f": "acquire"},
-    ]
+    history = acquires(1_000_000, 2_000_000, 3_000_000, 9_000_000)
     results = {"valid": False, "checks": {"linearizable": {
         "valid": False,
         "witness": {"ops": [0, 2], "blocked": [2], "explanation": "no order explains it",

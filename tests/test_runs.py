@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.controller.store import RunDir
-from tests.harness_runs import alive, harness, history, own_rules, run
+from tests.harness_runs import alive, cleaned, harness, history, killed_mid_run, own_rules, run
 
 pytestmark = pytest.mark.servers
 
@@ -124,23 +124,8 @@ def test_killing_a_server_is_recorded_and_it_comes_back(store: Path) -> None:
 @needs_root
 def test_kill_9_of_the_controller_keeps_the_history_and_clean_removes_everything(
         store: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store),
-                             "--quiet", "--nemesis", "partition", "--time-limit", "60",
-                             "--seed", "6"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    run_dir = None
-    while time.monotonic() < deadline:  # wait until a partition is in force
-        latest = store / "latest"
-        nem = latest / "journals" / "nemesis.jsonl"
-        if nem.exists() and '"info","f":"partition","value":"start"' in nem.read_text():
-            run_dir = latest.resolve()
-            break
-        time.sleep(0.2)
-    assert run_dir is not None, "no partition started within 30 s"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
-    pids = json.loads((run_dir / "pids.json").read_text())["processes"]
+    run_dir = killed_mid_run(store, "--nemesis", "partition", "--seed", "6", within=30,
+                             until='"info","f":"partition","value":"start"')
     assert own_rules(run_dir), "the cut should still be there"
 
     checked = harness("check", str(run_dir))
@@ -150,12 +135,7 @@ def test_kill_9_of_the_controller_keeps_the_history_and_clean_removes_everything
     assert not (run_dir / "history.jsonl").exists() and not (run_dir / "results.json").exists()
     assert "acquire" in recheck.report.read_text()
 
-    cleaned = harness("clean", "--store", str(store))
-    assert cleaned.returncode == 0, cleaned.stderr
-    time.sleep(0.5)
-    left = [f"{name}:{pid}" for name, (pid, _) in pids.items() if alive(pid)]
-    assert not left, f"still running after clean: {left}"
-    assert not own_rules(run_dir)
+    cleaned(store, run_dir)
 
 
 @pytest.mark.parametrize(

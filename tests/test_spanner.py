@@ -18,7 +18,7 @@ from dbs.spanner import SpannerDB
 from harness.core.cluster import Node
 from harness.core.locks import LockConfig
 from harness.core.resource import Write
-from tests.harness_runs import docker_engine, harness, history, run
+from tests.harness_runs import docker_engine, harness, history, ran
 from workloads.locks.spanner_lease import SpannerClientClockLock, SpannerLeaseLock, rfc3339
 
 installed = pytest.mark.skipif(SpannerDB.unavailable() is not None,
@@ -150,9 +150,8 @@ def test_a_waiters_fast_clock_breaks_the_client_clock_lease_only(store: Path, lo
     """CI's row (the first): a waiter's wall clock at 5x sees the holder's expiry, written
     on the holder's true clock, past while the holder still works under it; Spanner's time
     is not moved (the faults check included: the clocks were read back moved)."""
-    got, results, run_dir, out = run(store, "--db", "spanner", "--lock", lock, "--nemesis",
-                                     "clock-client", "--time-limit", "12", "--seed", "1")
-    assert got == code, out
+    results, run_dir = ran(store, code, "--db", "spanner", "--lock", lock, "--nemesis",
+                           "clock-client", "--time-limit", "12", "--seed", "1")
     assert (check(results, "mutex")["lock-overlap-count"] > 0) == (code == 1)
     assert any(op["f"] == "clock-client" and op.get("value") == "start"
                for op in history(run_dir))
@@ -162,10 +161,8 @@ def test_a_waiters_fast_clock_breaks_the_client_clock_lease_only(store: Path, lo
 @pytest.mark.servers
 @installed
 def test_a_kill_of_the_emulator_is_invalid_and_names_the_lost_state(store: Path) -> None:
-    code, _, run_dir, out = run(store, "--db", "spanner", "--lock", "spanner-lease",
-                                "--nemesis", "kill", "--resource", "redis",
-                                "--time-limit", "15", "--seed", "1")
-    assert code == 1, out
+    _, run_dir = ran(store, 1, "--db", "spanner", "--lock", "spanner-lease", "--nemesis", "kill",
+                     "--resource", "redis", "--time-limit", "15", "--seed", "1")
     kills = [op for op in history(run_dir) if op["f"] == "kill" and op["type"] != "invoke"
              and op.get("value") == "stop"]
     assert kills and all("every row was lost" in str(op.get("detail")) for op in kills), kills
@@ -179,10 +176,9 @@ def test_docker_runs_this_hosts_emulator_in_its_container_and_a_kill_loses_every
     """The node image lacks Google's package: the container runs this host's emulator,
     mounted read-only; killed and restarted in its container, it loses every row, said."""
     c = docker_engine()
-    code, _, run_dir, out = run(store, "--backend", "docker", "--db", "spanner", "--lock",
-                                "spanner-lease", "--nemesis", "kill", "--resource", "redis",
-                                "--time-limit", "15", "--seed", "1")
-    assert code == 1, out
+    _, run_dir = ran(store, 1, "--backend", "docker", "--db", "spanner", "--lock", "spanner-lease",
+                     "--nemesis", "kill", "--resource", "redis", "--time-limit", "15", "--seed",
+                     "1")
     test = json.loads((run_dir / "test.json").read_text())
     assert test["spec"]["backend"] == "docker"
     listening = [x for x in (run_dir / "logs" / "n1.log").read_text().splitlines()

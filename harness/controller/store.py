@@ -76,6 +76,17 @@ def safe_name(name: str) -> str:
     return cleaned[:200]
 
 
+class Inside:
+    """A file or folder in a directory object's ``path``, as a class attribute:
+    ``history = Inside("history.jsonl")`` makes ``run.history`` ``run.path / "history.jsonl"``."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Path:
+        return obj.path.joinpath(*self.parts)
+
+
 @dataclass(frozen=True)
 class RunDir:
     """One run directory and the files in it."""
@@ -87,37 +98,14 @@ class RunDir:
     def name(self) -> str:
         return self.path.name
 
-    @property
-    def test_json(self) -> Path:
-        return self.path / "test.json"
-
-    @property
-    def history(self) -> Path:
-        return self.path / "history.jsonl"
-
-    @property
-    def results(self) -> Path:
-        return self.path / "results.json"
-
-    @property
-    def report(self) -> Path:
-        return self.path / "report.html"
-
-    @property
-    def pids(self) -> Path:
-        return self.path / "pids.json"
-
-    @property
-    def logs(self) -> Path:
-        return self.path / "logs"
-
-    @property
-    def journals(self) -> Path:
-        return self.path / "journals"
-
-    @property
-    def manifest(self) -> Path:
-        return self.path / MANIFEST
+    test_json = Inside("test.json")
+    history = Inside("history.jsonl")
+    results = Inside("results.json")
+    report = Inside("report.html")
+    pids = Inside("pids.json")
+    logs = Inside("logs")
+    journals = Inside("journals")
+    manifest = Inside(MANIFEST)
 
     def log(self, name: str) -> Path:
         return self.logs / f"{name}.log"
@@ -153,13 +141,8 @@ class RunDir:
     def node_dir(self, name: str) -> Path:
         return self.path / "nodes" / name
 
-    @property
-    def links_config(self) -> Path:
-        return self.path / "links" / "config.json"
-
-    @property
-    def links_state(self) -> Path:
-        return self.path / "links" / "state.json"
+    links_config = Inside("links", "config.json")
+    links_state = Inside("links", "state.json")
 
     # reading and writing -------------------------------------------------------------------
     def is_run(self) -> bool:
@@ -439,21 +422,10 @@ class ExploreDir:
 
     path: Path
 
-    @property
-    def summary_json(self) -> Path:
-        return self.path / "summary.json"
-
-    @property
-    def summary_txt(self) -> Path:
-        return self.path / "summary.txt"
-
-    @property
-    def minimal_toml(self) -> Path:
-        return self.path / "minimal.toml"
-
-    @property
-    def runs(self) -> Path:
-        return self.path / "runs.jsonl"
+    summary_json = Inside("summary.json")
+    summary_txt = Inside("summary.txt")
+    minimal_toml = Inside("minimal.toml")
+    runs = Inside("runs.jsonl")
 
     def log(self, n: int) -> Path:
         return self.path / "logs" / f"run-{n:03d}.log"

@@ -60,13 +60,16 @@ database as well (when it is of that database's kind), written on the resource's
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from harness.core import defaults
 from harness.core.cluster import Node
 
 Endpoint = Node  # what a lock is told about each DB node: name, host, port
+T = TypeVar("T")
 
 
 class Grant(NamedTuple):
@@ -211,3 +214,21 @@ class LockRole:
 
     def close(self) -> None:
         return None
+
+
+def retried(attempt: Callable[[], T | None], timeout: float, pause: Callable[[], float],
+            missed: tuple[type[BaseException], ...] = ()) -> T | None:
+    """The loop of an ``acquire`` that polls: ``attempt()`` until it gives something (then
+    that) or ``timeout`` seconds have passed (then None), ``pause()`` seconds between tries.
+    An attempt that raises one of ``missed`` certainly did nothing: the next try follows."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            got = attempt()
+        except missed:
+            got = None
+        if got is not None:
+            return got
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(pause())

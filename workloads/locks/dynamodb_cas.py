@@ -9,53 +9,27 @@ clock runs behind the others', shares the lock).
 
 from __future__ import annotations
 
-import contextlib
 import random
 import time
 import uuid
 
-from harness.core.locks import Grant, LockConfig, LockRole
-from workloads.locks.dynamodb_conn import (
-    KEY,
-    TABLE,
-    TABLE_WAIT,
-    ConditionFailed,
-    NotSent,
-    call,
-    connect,
-    create_table,
-)
+from harness.core.locks import Grant, LockConfig, retried
+from workloads.locks.dynamodb_conn import KEY, TABLE, ConditionFailed, DynamoLock, NotSent, call
 
 
-class DynamoCasLock(LockRole):
+class DynamoCasLock(DynamoLock):
     name = "dynamodb-cas"
     summary = ("a conditional PutItem with an expiry attribute the clients check against "
                "their wall clocks; release by a conditional DeleteItem")
-    dbs = ("dynamodb",)
     tokens = False
-    timeout_errors = (NotSent,)
 
     def __init__(self, config: LockConfig) -> None:
-        self.config = config
-        self.client = connect(config)
-        self.key = f"lock:{config.name}"
+        super().__init__(config)
         self.rng = random.Random(config.harness.get("seed", 0) * 1000 + config.process)
 
-    def setup(self) -> None:
-        """The locks' table, made before the first op (see :func:`create_table`)."""
-        create_table(self.client, time.monotonic() + TABLE_WAIT)
-
     def acquire(self, timeout: float) -> Grant | None:
-        deadline = time.monotonic() + timeout
-        while True:
-            grant = None
-            with contextlib.suppress(NotSent):
-                grant = self.try_acquire()
-            if grant is not None:
-                return grant
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(self.rng.uniform(0.01, 0.05))
+        return retried(self.try_acquire, timeout, lambda: self.rng.uniform(0.01, 0.05),
+                       (NotSent,))
 
     def try_acquire(self) -> Grant | None:
         owner = f"c{self.config.process}-{uuid.uuid4().hex}"
@@ -81,6 +55,3 @@ class DynamoCasLock(LockRole):
         except ConditionFailed:
             return False
         return True
-
-    def close(self) -> None:
-        self.client.close()

@@ -34,7 +34,7 @@ from botocore.exceptions import (
     EndpointConnectionError,
 )
 
-from harness.core.locks import Indeterminate, LockConfig
+from harness.core.locks import Indeterminate, LockConfig, LockRole
 
 T = TypeVar("T")
 TABLE = "lock_harness_locks"
@@ -110,3 +110,23 @@ def get(client: Any, key: str) -> dict[str, Any] | None:
     out = call(lambda: client.get_item(TableName=TABLE, Key={KEY: {"S": key}},
                                        ConsistentRead=True))
     return out.get("Item")
+
+
+class DynamoLock(LockRole):
+    """What the DynamoDB locks share: a client of the node, the lock's item key, the locks'
+    table made at setup, a request never sent as a certain failure."""
+
+    dbs = ("dynamodb",)
+    timeout_errors = (NotSent,)
+
+    def __init__(self, config: LockConfig) -> None:
+        self.config = config
+        self.client = connect(config)
+        self.key = f"lock:{config.name}"
+
+    def setup(self) -> None:
+        """The locks' table, made before the first op (see :func:`create_table`)."""
+        create_table(self.client, time.monotonic() + TABLE_WAIT)
+
+    def close(self) -> None:
+        self.client.close()

@@ -41,17 +41,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from harness.core.locks import LONG_CRITICAL_SECTIONS, Grant, Indeterminate, LockConfig, LockRole
+from harness.core.locks import LONG_CRITICAL_SECTIONS, Grant, Indeterminate, LockConfig, retried
 from harness.core.options import Option
 from workloads.locks.dynamodb_conn import (
     KEY,
     TABLE,
-    TABLE_WAIT,
     ConditionFailed,
+    DynamoLock,
     NotSent,
     call,
-    connect,
-    create_table,
     get,
 )
 
@@ -79,13 +77,11 @@ def version_condition(rvns: list[str]) -> tuple[str, dict[str, Any]]:
             {n: {"S": r} for n, r in zip(names, rvns, strict=True)})
 
 
-class DynamoLeaseLock(LockRole):
+class DynamoLeaseLock(DynamoLock):
     name = "dynamodb-lease"
     summary = ("Amazon's DynamoDB lock client: conditional PutItem on the record version, "
                "heartbeats; a waiter takes over after a lease on its own clock; token: fence")
-    dbs = ("dynamodb",)
     tokens = True
-    timeout_errors = (NotSent,)
     workload_defaults: ClassVar[dict[str, float]] = LONG_CRITICAL_SECTIONS
     options: ClassVar[dict[str, Option]] = {
         "watch-clock": Option(str, "wall", "the waiter's clock that times its watch of the "
@@ -93,32 +89,21 @@ class DynamoLeaseLock(LockRole):
     }
 
     def __init__(self, config: LockConfig) -> None:
-        self.config = config
-        self.client = connect(config)
-        self.key = f"lock:{config.name}"
+        super().__init__(config)
         self.lease_ms = max(1, int(config.ttl * 1000))
         self.heartbeat = config.ttl / 3
         self.refresh = min(0.1, config.ttl / 10)
         self.clock = CLOCKS[str(config.options.get("watch-clock") or "wall")]
 
-    def setup(self) -> None:
-        """The locks' table, made before the first op (see :func:`create_table`)."""
-        create_table(self.client, time.monotonic() + TABLE_WAIT)
-
     # acquire ----------------------------------------------------------------------------------
     def acquire(self, timeout: float) -> Grant | None:
-        deadline = time.monotonic() + timeout
         watched: tuple[str, float] | None = None  # (RVN, when this client first saw it)
-        while True:
-            try:
-                grant, watched = self.attempt(watched)
-            except NotSent:
-                grant = None
-            if grant is not None:
-                return grant
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(self.refresh)
+
+        def once() -> Grant | None:
+            nonlocal watched
+            grant, watched = self.attempt(watched)
+            return grant
+        return retried(once, timeout, lambda: self.refresh, (NotSent,))
 
     def attempt(self, watched: tuple[str, float] | None
                 ) -> tuple[Grant | None, tuple[str, float] | None]:
@@ -202,6 +187,3 @@ class DynamoLeaseLock(LockRole):
         except ConditionFailed:
             return False
         return True
-
-    def close(self) -> None:
-        self.client.close()

@@ -15,13 +15,12 @@ from __future__ import annotations
 import math
 import os
 import random
-import time
 from collections.abc import Callable
 from itertools import repeat
 from operator import getitem
 from typing import Any
 
-from harness.core.locks import Grant, LockConfig, LockRole
+from harness.core.locks import Grant, LockConfig, LockRole, retried
 from workloads import crash
 from workloads.locks.redis_conn import (
     COMPARE_AND_DELETE,
@@ -60,19 +59,9 @@ class RedisSingleLock(LockRole):
         raise NotImplementedError
 
     def acquire(self, timeout: float) -> Grant | None:
-        deadline = time.monotonic() + timeout
         owners, try_acquire = self.owners, self.try_acquire
-        while True:
-            owner = owners.pop() if owners else self.draw_owners()  # a new one each attempt
-            try:
-                grant = try_acquire(owner)
-            except ConnectionRefusedError:
-                grant = None
-            if grant is not None:
-                return grant
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(self.rng.uniform(0.01, 0.05))
+        return retried(lambda: try_acquire(owners.pop() if owners else self.draw_owners()),
+                       timeout, lambda: self.rng.uniform(0.01, 0.05), (ConnectionRefusedError,))
 
     def draw_owners(self) -> str:
         """The next :data:`OWNERS` owners drawn (kept in ``owners``), and one more."""

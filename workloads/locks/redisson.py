@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 import uuid
 
 import redis
 
-from harness.core.locks import Grant, LockConfig, LockRole
+from harness.core.locks import Grant, LockConfig, LockRole, retried
 from workloads.locks.redis_conn import SINGLE_REDIS, attempt, client_for
 
 ACQUIRE = """
@@ -84,21 +83,16 @@ class RedissonLock(LockRole):
         self._stop_watchdog = threading.Event()
 
     def acquire(self, timeout: float) -> Grant | None:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                pttl = attempt(lambda: self._acquire(keys=[self.key],
-                                                     args=[self.lease_ms, self.holder]))
-            except ConnectionRefusedError:
-                pttl = -1
-            if pttl is None:
-                self.depth += 1
-                if self.depth == 1:
-                    self._start_watchdog()
-                return Grant(validity=self.config.ttl, handle=self.depth)
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(self.rng.uniform(0.01, 0.05))
+        def once() -> Grant | None:
+            if attempt(lambda: self._acquire(keys=[self.key],
+                                             args=[self.lease_ms, self.holder])) is not None:
+                return None  # held by another (the answer is its time to live)
+            self.depth += 1
+            if self.depth == 1:
+                self._start_watchdog()
+            return Grant(validity=self.config.ttl, handle=self.depth)
+        return retried(once, timeout, lambda: self.rng.uniform(0.01, 0.05),
+                       (ConnectionRefusedError,))
 
     def release(self, grant: Grant) -> bool:
         try:

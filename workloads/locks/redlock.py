@@ -32,7 +32,7 @@ from typing import Any
 
 import redis
 
-from harness.core.locks import Grant, Indeterminate, LockConfig, LockRole
+from harness.core.locks import Grant, Indeterminate, LockConfig, LockRole, retried
 from workloads.locks.redis_conn import COMPARE_AND_DELETE, SET_AND_INCR, connect
 
 DRIFT_FACTOR = 0.01
@@ -93,14 +93,8 @@ class RedlockLock(LockRole):
         return None
 
     def acquire(self, timeout: float) -> Grant | None:
-        deadline = time.monotonic() + timeout
-        while True:
-            grant = self.try_once(uuid.uuid4().hex)
-            if grant is not None:
-                return grant
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(self.rng.uniform(0, RETRY_DELAY))
+        return retried(lambda: self.try_once(uuid.uuid4().hex), timeout,
+                       lambda: self.rng.uniform(0, RETRY_DELAY))
 
     def unlock_all(self, value: str) -> tuple[int, int]:
         """Compare-and-delete on every master: (deleted, did not answer). A master that did

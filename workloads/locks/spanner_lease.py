@@ -27,7 +27,6 @@ taken it: it is a lease, fenced only by its token.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import threading
 import time
@@ -36,7 +35,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from harness.core.locks import LONG_CRITICAL_SECTIONS, Grant, Indeterminate, LockConfig, LockRole
+from harness.core.locks import (
+    LONG_CRITICAL_SECTIONS,
+    Grant,
+    Indeterminate,
+    LockConfig,
+    LockRole,
+    retried,
+)
 from workloads.locks.spanner_conn import NotSent, Spanner, Tx
 
 LIVE = "owner IS NOT NULL AND expires > {now}"
@@ -94,19 +100,14 @@ class SpannerLeaseLock(LockRole):
 
     # acquire ----------------------------------------------------------------------------------
     def acquire(self, timeout: float) -> Grant | None:
-        deadline = time.monotonic() + timeout
-        while True:
-            hold = None
-            with contextlib.suppress(NotSent):
-                hold = self.transaction(self.conn, self.take)
-            if hold is not None:
-                hold.thread = threading.Thread(target=self.beat, args=(hold,), daemon=True,
-                                               name=f"spanner-heartbeat-{hold.version}")
-                hold.thread.start()
-                return Grant(token=hold.version, validity=self.config.ttl, handle=hold)
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(self.conn.rng.uniform(0.01, 0.05))
+        hold = retried(lambda: self.transaction(self.conn, self.take), timeout,
+                       lambda: self.conn.rng.uniform(0.01, 0.05), (NotSent,))
+        if hold is None:
+            return None
+        hold.thread = threading.Thread(target=self.beat, args=(hold,), daemon=True,
+                                       name=f"spanner-heartbeat-{hold.version}")
+        hold.thread.start()
+        return Grant(token=hold.version, validity=self.config.ttl, handle=hold)
 
     def take(self, tx: Tx) -> Hold | None:
         """In one transaction: the row, and the grant if it is free or past its expiry."""

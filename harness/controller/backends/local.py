@@ -33,7 +33,7 @@ import shutil
 import signal
 import socket
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -291,19 +291,20 @@ class LocalBackend(ProcessNodes):
         return self._syncfs(node).write_back(node.name)
 
     # network ---------------------------------------------------------------------------------
-    def cut(self, links: Iterable[tuple[str, str]]) -> None:
-        rules = [r for a, b in links for ha, hb in self._pairs(a, b)
-                 for r in self.net.drop_rules(ha, hb) + self.net.drop_rules(hb, ha)]
+    def _apply(self, links: Iterable[tuple[str, str]],
+               rules_of: Callable[[str, str], list[list[str]]]) -> bool:
+        """Add ``rules_of(x, y)`` for every address pair of the links: were there any?"""
+        rules = [r for a, b in links for ha, hb in self._pairs(a, b) for r in rules_of(ha, hb)]
         self._used_iptables = True
         self.net.apply(rules)
-        self._cut = self._cut or bool(rules)
+        return bool(rules)
+
+    def cut(self, links: Iterable[tuple[str, str]]) -> None:
+        drop = self.net.drop_rules
+        self._cut = self._apply(links, lambda x, y: drop(x, y) + drop(y, x)) or self._cut
 
     def cut_oneway(self, links: Iterable[tuple[str, str]]) -> None:
-        rules = [r for a, b in links for ha, hb in self._pairs(a, b)
-                 for r in self.net.oneway_rules(ha, hb)]
-        self._used_iptables = True
-        self.net.apply(rules)
-        self._cut = self._cut or bool(rules)
+        self._cut = self._apply(links, self.net.oneway_rules) or self._cut
 
     def heal(self) -> None:
         if self._cut:
@@ -312,15 +313,9 @@ class LocalBackend(ProcessNodes):
 
     def lose(self, links: Iterable[tuple[str, str]], probability: float, *,
              both_ways: bool = True) -> None:
-        rules = []
-        for a, b in links:
-            for ha, hb in self._pairs(a, b):
-                rules += self.net.oneway_rules(ha, hb, probability)
-                if both_ways:
-                    rules += self.net.oneway_rules(hb, ha, probability)
-        self._used_iptables = True
-        self.net.apply(rules)
-        self._lossy = self._lossy or bool(rules)
+        lose = self.net.oneway_rules
+        self._lossy = self._apply(links, lambda x, y: lose(x, y, probability) + (
+            lose(y, x, probability) if both_ways else [])) or self._lossy
 
     def heal_loss(self) -> None:
         if self._lossy:
