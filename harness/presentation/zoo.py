@@ -38,7 +38,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.controller.registry import DISTRIBUTION, Registry, library_version, own_version
+from harness.controller.registry import (
+    DISTRIBUTION,
+    Registry,
+    default_registry,
+    library_version,
+    own_version,
+)
 from harness.controller.store import ZOO, RunDir, Store
 from harness.core.atomic import write_json, write_text
 from harness.core.errors import HarnessError, UsageError
@@ -339,13 +345,19 @@ def run_zoo(zoo: Zoo, cells: list[Cell], store: Path, todo: list[tuple[Cell, Ent
 
 def incident_sentence(o: Outcome) -> str:
     """The report's first incident, in its own words; else the first violation's."""
-    from harness.presentation.report.incidents import incidents
+    from harness.presentation.report.incidents import frees_of, incidents
 
     run = o.run_dir
     if run is not None:
         try:
-            found = incidents(run.load_history(), run.load_results(),
-                              _schedule_of(run.load_test()))
+            test = run.load_test()
+            spec, reg = test.get("spec") or {}, default_registry()
+            frees = frees_of(spec)  # a run made before locks declared it: its lock's class
+            if frees is None and spec.get("lock") in reg.names("locks"):
+                frees = bool(getattr(reg.load("locks", spec["lock"]), "release_frees_others",
+                                     False))
+            found = incidents(run.load_history(), run.load_results(), _schedule_of(test),
+                              frees=frees)
         except (HarnessError, OSError, ValueError):
             found = []
         if found:
