@@ -544,3 +544,19 @@ def test_a_release_that_failed_is_never_called_released() -> None:
     assert ("(its release refused at 4.02 s: not-held: the lock had expired or was taken)"
             in inc.title())
     assert "released at" not in inc.title()
+
+
+def test_a_fault_that_healed_while_the_holder_s_acquire_waited_opened_it() -> None:
+    """The Curator run under kill-majority: both acquires wait through a kill of the DB nodes
+    majority, granted 2 s after it healed, 7 ms apart: the kill opened it, while the holder's
+    acquire was in flight; never "no fault was on", nor a release (ZooKeeper nodes)."""
+    s = Script()
+    s.session(1, 20.66, 20.665, 21.0, 21.03)
+    s.ops[[o["f"] for o in s.ops].index("acquire")]["time"] = round(11.4 * NS)
+    s.session(0, 20.67, 20.671, 21.0, 21.02)
+    s.ops[[o["f"] for o in s.ops].index("acquire", 8)]["time"] = round(12.4 * NS)
+    s.fault("kill", 7, 17.49, 18.62, ["n1", "n3"])
+    (inc,) = incidents(*judged(s), frees=False)
+    assert inc.title().endswith(
+        "; opened by a kill (SIGKILL) of n1,n3 at 17.5 s, restarted after 1.1 s (step 8), while "
+        "the holder's acquire was in flight")

@@ -38,13 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.controller.registry import (
-    DISTRIBUTION,
-    Registry,
-    default_registry,
-    library_version,
-    own_version,
-)
+from harness.controller.registry import DISTRIBUTION, Registry, library_version, own_version
 from harness.controller.store import ZOO, RunDir, Store
 from harness.core.atomic import write_json, write_text
 from harness.core.errors import HarnessError, UsageError
@@ -351,13 +345,8 @@ def incident_sentence(o: Outcome) -> str:
     if run is not None:
         try:
             test = run.load_test()
-            spec, reg = test.get("spec") or {}, default_registry()
-            frees = frees_of(spec)  # a run made before locks declared it: its lock's class
-            if frees is None and spec.get("lock") in reg.names("locks"):
-                frees = bool(getattr(reg.load("locks", spec["lock"]), "release_frees_others",
-                                     False))
             found = incidents(run.load_history(), run.load_results(), _schedule_of(test),
-                              frees=frees)
+                              frees=frees_of(test.get("spec")))
         except (HarnessError, OSError, ValueError):
             found = []
         if found:

@@ -24,11 +24,11 @@ with the fault it was *sent* under (aimed at its client, else at no client: a fa
 clients is none of its story) and how late it landed; one release lets one overlap in. An
 overlap let in by the release of a client of an earlier overlap continues that one's incident:
 a chain of such overlaps is one incident. Else the incident names the fault that opened it: of
-the faults on while the holder held the lock, before the first overlap, the one aimed at the
-holder itself, else at another client of its overlaps, else at the DB nodes; the latest to
-start (never one on other clients only: the incident says so). Two stale holders are two
-incidents even under one fault (each lost its lease on its own), and so are two grants of one
-process.
+the faults on while the holder asked for or held the lock, before the first overlap (one that
+healed while its acquire waited says so), the one aimed at the holder itself, else at another
+client of its overlaps, else at the DB nodes; the latest to start (never one on other clients
+only: the incident says so). Two stale holders are two incidents even under one fault (each
+lost its lease on its own), and so are two grants of one process.
 
 Pure: a function of the history, the checkers' results and the schedule (the violations are
 called in their checkers' words, :mod:`harness.presentation.report.words`).
@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.cluster import client_name, client_of
+from harness.core.errors import HarnessError
 from harness.core.history import INFO, OK, Op, seconds
 from harness.core.history_parts import nemesis_ops
 from harness.core.schedule import Schedule
@@ -125,7 +126,9 @@ class Incident:
     by: Release | None = None  # the op that made it, when the history shows one
     grants: list[dict[str, Any]] = field(default_factory=list)  # whose violations fold here
     chained: int = 0  # overlaps let in by the release of a client of an earlier one
+    perhaps: bool = False  # ... or so it may be: the run does not say a release can do that
     elsewhere: bool = False  # no fault opened it, but one was on other clients
+    asking: bool = False  # the fault that opened it healed while the holder's acquire waited
 
     @property
     def start(self) -> float:
@@ -161,8 +164,8 @@ class Incident:
                     f"({released}) while others acquired it, from {self.start:.2f} s")
             if self.chained:
                 what += (f", then {self.chained} more lock overlap(s) to {self.end:.2f} s, "
-                         f"each {'' if self.by is None or self.by.certain else 'perhaps '}"
-                         "let in by the release of a client of an earlier one: one chain")
+                         f"each {'perhaps ' if self.perhaps else ''}let in by the release of a "
+                         "client of an earlier one: one chain")
         elif self.kind == "fault":
             what = f"violations from {self.start:.2f} s to {self.end:.2f} s"
         else:
@@ -181,7 +184,8 @@ class Incident:
         step = "" if self.fault.step is None else f" (step {self.fault.step + 1}"
         if step:
             step += f", planned {self.planned})" if self.planned else ")"
-        return f"opened by {describe(self.fault)}{step}"
+        return f"opened by {describe(self.fault)}{step}" + (
+            ", while the holder's acquire was in flight" if self.asking else "")
 
     def folded(self) -> str:
         """``33 lock overlaps, 33 resource interleavings, 1 linearizability witness``, in the
@@ -208,10 +212,19 @@ class Incident:
 
 
 def frees_of(spec: Mapping[str, Any] | None) -> bool | None:
-    """Whether a run's lock declared that its release can remove another client's hold (its
-    recorded spec's ``release_frees_others``); None: the run does not say."""
-    said = (spec or {}).get("release_frees_others")
-    return said if isinstance(said, bool) else None
+    """Whether a run's lock declared that its release can remove another client's hold: its
+    recorded spec's ``release_frees_others``, else (a run recorded before locks declared it)
+    its registered lock class's; None: the run does not say (a foreign history)."""
+    said, lock = (spec or {}).get("release_frees_others"), (spec or {}).get("lock")
+    if isinstance(said, bool) or not isinstance(lock, str):
+        return said if isinstance(said, bool) else None
+    from harness.controller.registry import default_registry
+
+    reg = default_registry()
+    try:
+        return bool(getattr(reg.load("locks", lock), "release_frees_others", False))
+    except HarnessError:  # not registered here (or it no longer loads)
+        return None
 
 
 def incidents(history: Sequence[Op], results: Mapping[str, Any],
@@ -249,6 +262,7 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
         inc = home.get(by[0]) if by is not None else None  # a chain goes on
         if inc is not None:
             inc.chained += 1
+            inc.perhaps = frees is None
         else:
             inc = holders.get(key)
         if inc is None:
@@ -265,7 +279,7 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
                     and (inc.by is not None or inc.chained) and g not in inc.grants:
                 inc.grants.append(dict(g))
     for inc in out:
-        inc.fault = inc.by.fault if inc.by is not None else opener(inc, faults)
+        inc.fault = inc.by.fault if inc.by is not None else opener(inc, faults, releases)
     by_fault: dict[int, Incident] = {}
     for x, v in rest:
         home = holder_of(v, out)
@@ -298,13 +312,20 @@ def violation(x: Explained, places: Any) -> Violation:
                      list(loc["procs"]), c0, c1, x.total)
 
 
-def opener(inc: Incident, faults: Sequence[FaultRun]) -> FaultRun | None:
-    """The fault that made this holder stale: on at some moment between its grant and the
-    first overlap; the one aimed at the holder's own client first, else at another client of
-    its overlaps, else at no client (the DB nodes'); the latest. A fault on other clients only
-    opens nothing here (``inc.elsewhere`` says one was on)."""
+def opener(inc: Incident, faults: Sequence[FaultRun], releases: Releases | None = None
+           ) -> FaultRun | None:
+    """The fault that made this holder stale: on at some moment between its acquire (asked,
+    when ``releases`` know it, else granted) and the first overlap; the one aimed at the
+    holder's own client first, else at another client of its overlaps, else at no client (the
+    DB nodes'); the latest. A fault on other clients only opens nothing here
+    (``inc.elsewhere`` says one was on)."""
     h = inc.holder or {}
     acquired, first = float(h.get("acquired") or 0.0), inc.start
+    granted = acquired
+    if releases is not None:
+        releases.all()  # the grants, by their keys
+        g = releases.grants.get((str(h.get("lock", "lock")), int(h.get("process", -1)), acquired))
+        acquired = acquired if g is None else min(acquired, seconds(g.invoke))
     on = [f for f in faults if f.start <= first and (f.stop is None or f.stop >= acquired)]
     own = client_name(int(h.get("process", -1)))
     theirs = {client_name(p) for v in inc.violations for p in v.procs}
@@ -312,7 +333,9 @@ def opener(inc: Incident, faults: Sequence[FaultRun]) -> FaultRun | None:
                   [f for f in on if theirs & set(f.targets)],
                   [f for f in on if not any(client_of(t) is not None for t in f.targets)]):
         if aimed:
-            return max(aimed, key=lambda f: f.start)
+            f = max(aimed, key=lambda f: f.start)
+            inc.asking = f.stop is not None and f.stop < granted
+            return f
     inc.elsewhere = bool(on)
     return None
 
