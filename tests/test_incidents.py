@@ -370,7 +370,7 @@ def late_release_chain(answered: bool = True) -> Script:
 def test_a_late_release_is_the_cause_and_its_chain_is_one_incident() -> None:
     history, results = judged(late_release_chain())
     assert results["checks"]["mutex"]["lock-overlap-count"] == 3
-    (inc,) = incidents(history, results)
+    (inc,) = incidents(history, results, frees=True)  # a bare DEL (redis-del)
     assert inc.counts()["lock-overlaps"] == 3 and inc.chained == 2
     assert inc.by is not None and inc.by.process == 4
     assert (inc.by.sent, inc.by.landed) == (4.367, 11.197)
@@ -382,12 +382,67 @@ def test_a_late_release_is_the_cause_and_its_chain_is_one_incident() -> None:
     assert "then 2 more lock overlap(s) to " in title and "c2" not in title
     assert all(v.n in {w.n for w in inc.violations} for v in inc.violations)
     assert inc.to_dict()["by"] == {"process": 4, "f": "release", "sent": 4.367,
-                                   "landed": 11.197, "answered": 11.197}
+                                   "landed": 11.197, "answered": 11.197, "certain": True}
+
+
+def test_a_lock_whose_release_removes_only_its_own_hold_is_never_said_to_be_let_in_by_one(
+) -> None:
+    """The same history, from a lock whose release deletes only its own key (a
+    compare-and-delete, a ZooKeeper node): no release let anyone in, so no incident says one
+    did; each overlap is its own holder's, opened by the fault on it (or by none)."""
+    history, results = judged(late_release_chain())
+    found = incidents(history, results, frees=False)
+    assert [i.holder and i.holder["process"] for i in found] == [2, 3, 1]
+    assert all(i.by is None and not i.chained for i in found)
+    assert not any("let in" in i.title() for i in found), [i.title() for i in found]
+    assert "opened by a partition cutting c2 off from the DB nodes at 8.4 s" in found[0].title()
+    assert found[1].title().endswith("no fault was on: the lock let it happen on its own")
+
+
+def test_when_the_run_does_not_say_what_a_release_can_remove_it_is_only_a_possibility(
+) -> None:
+    """A foreign history (``harness check FILE``): the release is named as what may have let
+    the overlap in, and the words say it is not known that it could."""
+    history, results = judged(late_release_chain())
+    (inc,) = incidents(history, results)
+    title = inc.title()
+    assert "each perhaps let in by the release of a client of an earlier one: one chain" in title
+    assert title.count("perhaps let in by") == 2 and title.endswith(
+        "while process 2 held the lock (if this lock's release can remove another client's "
+        "hold, which the run does not record)")
+    assert inc.to_dict()["by"]["certain"] is False
+
+
+def test_the_report_tells_the_story_of_the_lock_its_run_recorded() -> None:
+    from harness.presentation.report.html import render
+
+    history, results = judged(late_release_chain())
+    spec = {"lock": "redis-del", "workload": "mutex", "clients": 5, "store": "results"}
+    told = {frees: render({**spec, "release_frees_others": frees}, history, results, [])
+            for frees in (True, False)}
+    assert "let in by process 4&#x27;s release, sent at 4.37 s" in told[True]
+    assert "let in" not in told[False] and "perhaps" not in told[False]
+
+
+def test_only_the_locks_whose_release_does_not_check_the_owner_can_free_another_s_hold(
+) -> None:
+    """Each registered lock's declaration, read from its release: a bare DEL, or a GET then
+    a DEL; every other one deletes only its own key, node, lease or row. The spec carries it
+    (resolved, recorded in test.json)."""
+    from harness.controller.registry import default_registry
+    from harness.controller.spec import TestSpec
+
+    reg = default_registry()
+    frees = {n for n in reg.names("locks")
+             if getattr(reg.load("locks", n), "release_frees_others", False)}
+    assert frees == {"redis-del", "redis-get-del"}
+    assert TestSpec(lock="redis-del").validate().to_dict()["release_frees_others"] is True
+    assert TestSpec(lock="redis-setnx").validate().to_dict()["release_frees_others"] is False
 
 
 def test_an_unanswered_release_may_have_landed_any_time_later() -> None:
     history, results = judged(late_release_chain(answered=False))
-    (inc,) = incidents(history, results)
+    (inc,) = incidents(history, results, frees=True)
     assert inc.by is not None and inc.by.landed is None
     assert ("process 4's release, sent at 4.37 s during a partition cutting c4 off from the DB "
             "nodes at 4.3 s for 4.0 s (step 1), which had no reply (timed out at 5.37 s), so it "
@@ -433,11 +488,13 @@ def test_a_release_that_landed_while_the_acquire_was_in_flight_may_have_let_it_i
     s.session(3, 11.3, 11.31, 12.4, 12.5)
     s.ops[[o["f"] for o in s.ops].index("acquire", 6)]["time"] = round(9.5 * NS)
     history, results = judged(s)
-    (inc,) = incidents(history, results)
+    (inc,) = incidents(history, results, frees=True)
     assert inc.by is not None and inc.by.process == 1 and inc.by.granted == 10.0
     assert ("let in by process 1's release, sent at 9.99 s with no fault on its client, which "
             "landed at 9.99 s, while process 2's acquire was in flight (answered at 10.00 s): "
             "it may have come after its key was set") in inc.title()
+    (inc,) = incidents(history, results, frees=False)  # a compare-and-delete: no such story
+    assert inc.by is None and "let in" not in inc.title()
 
 
 def test_a_fault_on_a_client_in_none_of_the_overlaps_opens_nothing() -> None:
@@ -487,3 +544,19 @@ def test_a_release_that_failed_is_never_called_released() -> None:
     assert ("(its release refused at 4.02 s: not-held: the lock had expired or was taken)"
             in inc.title())
     assert "released at" not in inc.title()
+
+
+def test_a_fault_that_healed_while_the_holder_s_acquire_waited_opened_it() -> None:
+    """The Curator run under kill-majority: both acquires wait through a kill of the DB nodes
+    majority, granted 2 s after it healed, 7 ms apart: the kill opened it, while the holder's
+    acquire was in flight; never "no fault was on", nor a release (ZooKeeper nodes)."""
+    s = Script()
+    s.session(1, 20.66, 20.665, 21.0, 21.03)
+    s.ops[[o["f"] for o in s.ops].index("acquire")]["time"] = round(11.4 * NS)
+    s.session(0, 20.67, 20.671, 21.0, 21.02)
+    s.ops[[o["f"] for o in s.ops].index("acquire", 8)]["time"] = round(12.4 * NS)
+    s.fault("kill", 7, 17.49, 18.62, ["n1", "n3"])
+    (inc,) = incidents(*judged(s), frees=False)
+    assert inc.title().endswith(
+        "; opened by a kill (SIGKILL) of n1,n3 at 17.5 s, restarted after 1.1 s (step 8), while "
+        "the holder's acquire was in flight")

@@ -243,14 +243,15 @@ def test_a_late_release_of_a_cut_off_holder_is_the_cause_of_its_one_incident(
     release, the cut it was sent under and how late it landed, and the chain is one incident.
     """
     from harness.controller.store import RunDir
-    from harness.presentation.report.incidents import incidents
+    from harness.presentation.report.incidents import frees_of, incidents
 
     plan = tmp_path / "cut.toml"
     plan.write_text('nemesis = ["partition"]\nttl = 2.0\ntime-limit = 12\n\n[[step]]\n'
                     'at = 2.0\nfault = "partition"\ntarget = "holder"\nduration = 4.0\n')
     results, run_dir = ran(store, 1, "--lock", "redis-del", "--replay", str(plan), "--op-timeout",
                            "8", "--hold", "1", "--seed", "3")
-    (inc,) = incidents(RunDir(run_dir).load_history(), results)
+    run = RunDir(run_dir)  # redis-del declares that its release can free another's hold
+    (inc,) = incidents(run.load_history(), results, frees=frees_of(run.load_test()["spec"]))
     by = inc.by
     assert by is not None and by.fault is not None and by.landed is not None, inc.title()
     assert by.fault.f == "partition" and by.fault.targets == (f"c{by.process}",)

@@ -172,6 +172,7 @@ class TestSpec:
     # and how long does it wait for one request's (what the faults and their checker read)
     release_waits: bool = True
     request_timeout: float | None = None
+    release_frees_others: bool | None = None  # can its release remove another's hold?
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -240,6 +241,7 @@ class TestSpec:
             raise UsageError(f"--links {self.links!r}: use {' or '.join(LINKS)}")
         self.op_timeout = self.resolve_op_timeout({n: r.cls for n, r in nemeses.items()})
         self.release_waits = bool(getattr(lock.cls, "release_waits", True))
+        self.release_frees_others = bool(getattr(lock.cls, "release_frees_others", False))
         per_request = getattr(lock.cls, "request_timeout", None)  # (ttl, op_timeout, options)
         wait = (per_request(self.ttl, self.op_timeout, self.lock_options)
                 if callable(per_request) else self.op_timeout)

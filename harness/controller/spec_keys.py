@@ -17,7 +17,8 @@ NUMBER_KEYS = ("time_limit", "ttl", "quiesce", "acquire_timeout", "op_timeout")
 OPTIONAL_NUMBER_KEYS = ("acquire_timeout", "op_timeout")  # None: the default, resolved later
 INT_KEYS = ("nodes", "clients", "seed", "keys")
 OPTIONAL_NAME_KEYS = ("resource", "resource_mode")  # None until resolved
-RESOLVED_KEYS = ("release_waits", "request_timeout")  # the lock's, resolved: never given
+# the lock's, resolved: never given
+RESOLVED_KEYS = ("release_waits", "request_timeout", "release_frees_others")
 
 # What each key of a spec means (docs/spec.md is generated from these, the types above and
 # TestSpec's defaults: `harness list --spec`; a key without a meaning fails its test).
@@ -60,6 +61,10 @@ MEANINGS = {
                      "recorded in test.json (a value given is replaced)",
     "request_timeout": "seconds the lock waits for one request's reply: the lock's, "
                        "recorded in test.json (a value given is replaced)",
+    "release_frees_others": "whether the lock's release can remove another client's hold (a "
+                            "bare DEL): the lock's declaration, recorded in test.json (a value "
+                            "given is replaced); the report says an overlap was let in by a "
+                            "release only then",
 }
 KINDS = {**dict.fromkeys(NAME_KEYS + OPTIONAL_NAME_KEYS, "a name"),
          **dict.fromkeys(NUMBER_KEYS, "a finite number of seconds"),

@@ -17,7 +17,9 @@ acquire-timeout seconds), ``reentrant``, ``crash_steps``, ``options`` (name ->
 :class:`harness.core.options.Option`: what ``--lock-opt`` may set; the values arrive in
 ``config.options``) and ``timeout_errors`` (exceptions its ``acquire`` raises when it certainly
 did not acquire: recorded as ``fail``; anything else it raises is ``info``), ``release_waits``
-(False: its release sends and does not wait for a reply). Optional methods:
+(False: its release sends and does not wait for a reply), ``release_frees_others`` (True: its
+release can remove another client's hold, a bare ``DEL`` or a ``GET`` then ``DEL``; False, the
+default: it removes only the caller's own key, node or row). Optional methods:
 ``held(grant)`` (a lock that can tell it was lost), ``session(grant)``, ``release_bound()``
 (the seconds its release takes at most on its own, or None: within ``release_timeout``, the
 release is called on the workload's thread, with no thread of its own), ``setup()`` and
@@ -211,6 +213,9 @@ class LockRole:
     # Does release wait for the server's reply? False for one that sends and closes: its
     # releases then prove nothing about the network (the faults checker does not count them).
     release_waits: ClassVar[bool] = True
+    # Can release remove another client's hold (it does not check the owner)? Only then may
+    # the report say an overlap was let in by another client's release.
+    release_frees_others: ClassVar[bool] = False
 
     def close(self) -> None:
         return None

@@ -41,7 +41,7 @@ from harness.core.errors import (
 from harness.core.schedule import Schedule
 from harness.presentation.parallel import check_jobs, run_all
 from harness.presentation.report import verdict_word, write_report
-from harness.presentation.report.incidents import incidents
+from harness.presentation.report.incidents import frees_of, incidents
 from harness.presentation.report.narrative import describe, from_record, removed
 from harness.presentation.runs import Child, interrupt_children, run_in_child
 
@@ -347,7 +347,8 @@ class Explore:
     def incident_lines(self, run_path: str) -> list[str]:
         run = RunDir(Path(run_path))
         try:
-            found = incidents(run.load_history(), run.load_results())
+            found = incidents(run.load_history(), run.load_results(),
+                              frees=frees_of(run.load_test().get("spec")))
         except HarnessError:
             return []
         return [f"{inc.title()} — {inc.folded()}" for inc in found[:3]]

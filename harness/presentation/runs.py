@@ -30,7 +30,7 @@ from harness.core.errors import EXIT_SETUP, HarnessError, UsageError
 from harness.core.schedule import Schedule, from_dict
 from harness.core.text import line
 from harness.presentation.report import verdict_word, write_report
-from harness.presentation.report.incidents import incidents
+from harness.presentation.report.incidents import frees_of, incidents
 from harness.presentation.report.narrative import step_outcomes
 from harness.presentation.report.words import caveats, figures, violation_kinds
 
@@ -98,7 +98,7 @@ def print_summary(results: dict[str, Any], run: RunDir, out: TextIO | None = Non
         test = {}
     schedule = _schedule_of(test)
     if history:
-        found = incidents(history, results, schedule)
+        found = incidents(history, results, schedule, frees=frees_of(test.get("spec")))
         if found:
             print(f"incidents: {len(found)}", file=out)
         for i, inc in enumerate(found[:MAX_INCIDENTS]):

@@ -20,7 +20,7 @@ from harness.core.history_file import read_history
 from harness.core.schedule import from_dict
 from harness.core.text import verdict_word
 from harness.presentation.report.html import render, verdict_class
-from harness.presentation.report.incidents import incidents
+from harness.presentation.report.incidents import frees_of, incidents
 from harness.presentation.report.words import figure_words
 
 e = html.escape
@@ -56,7 +56,7 @@ def side_of(store: Store, run: RunDir) -> dict[str, Any]:
         schedule = from_dict(test["schedule"]) if isinstance(test.get("schedule"), dict) else None
     except UsageError:
         schedule = None
-    found = incidents(history, results, schedule) if results else []
+    found = incidents(history, results, schedule, frees=frees_of(spec)) if results else []
     checks = {name: c for name, c in (results.get("checks") or {}).items() if isinstance(c, dict)}
     span = history[-1]["time"] / 1e9 if history else None
     return {

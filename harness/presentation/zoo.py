@@ -339,13 +339,14 @@ def run_zoo(zoo: Zoo, cells: list[Cell], store: Path, todo: list[tuple[Cell, Ent
 
 def incident_sentence(o: Outcome) -> str:
     """The report's first incident, in its own words; else the first violation's."""
-    from harness.presentation.report.incidents import incidents
+    from harness.presentation.report.incidents import frees_of, incidents
 
     run = o.run_dir
     if run is not None:
         try:
-            found = incidents(run.load_history(), run.load_results(),
-                              _schedule_of(run.load_test()))
+            test = run.load_test()
+            found = incidents(run.load_history(), run.load_results(), _schedule_of(test),
+                              frees=frees_of(test.get("spec")))
         except (HarnessError, OSError, ValueError):
             found = []
         if found:

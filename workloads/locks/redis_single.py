@@ -142,6 +142,7 @@ class DelLock(SetNxLock):
 
     name = "redis-del"
     summary = "SET NX PX; release by a bare DEL (deletes whoever holds it)"
+    release_frees_others = True
 
     def release(self, grant: Grant) -> bool:
         return bool(self._call(lambda: self.client.delete(self.key)))
@@ -152,6 +153,7 @@ class GetDelLock(SetNxLock):
 
     name = "redis-get-del"
     summary = "SET NX PX; release by GET, compare, then DEL (not atomic)"
+    release_frees_others = True  # the key may change hands between the GET and the DEL
 
     def release(self, grant: Grant) -> bool:
         if self._call(lambda: self.client.get(self.key)) != grant.handle:

@@ -35,7 +35,7 @@ from harness.core.schedule import from_dict
 from harness.core.text import verdict_word
 from harness.presentation.report import model as report_model
 from harness.presentation.report import narrative
-from harness.presentation.report.incidents import Incident, incidents
+from harness.presentation.report.incidents import Incident, frees_of, incidents
 from harness.presentation.report.linearization import section as linearization_section
 from harness.presentation.report.resource_order import section as resource_order_section
 from harness.presentation.report.words import figure_words, inline
@@ -462,7 +462,7 @@ def render(spec: dict[str, Any], history: list[dict[str, Any]], results: dict[st
         schedule = from_dict(test["schedule"]) if isinstance(test.get("schedule"), dict) else None
     except UsageError:
         schedule = None
-    found = incidents(history, results, schedule, grounds.places)
+    found = incidents(history, results, schedule, grounds.places, frees=frees_of(spec))
     max_pairs = None
     for _ in range(6):
         model = report_model.build(spec, history, results, grounds, max_pairs)

@@ -16,16 +16,19 @@ An incident names the op that made it when the history shows one. An overlap who
 lease had not certainly run out before the later client asked, and which another client's
 release may have let in (sent before the later grant; landed after the earlier grant, else
 while the earlier acquire was in flight, else never answered; never while a fault still kept
-its client cut off), was let in by that release: a lock that deletes whoever's key is there.
-It is named with the fault it was *sent* under (aimed at its client, else at no client: a
-fault on other clients is none of its story) and how late it landed; one release lets one
-overlap in. An overlap let in by the release of a client of an earlier overlap continues that
-one's incident: a chain of such overlaps is one incident. Else the incident names the fault
-that opened it: of the faults on while the holder held the lock, before the first overlap,
-the one aimed at the holder itself, else at another client of its overlaps, else at the DB
-nodes; the latest to start (never one on other clients only: the incident says so). Two stale
-holders are two incidents even under one fault (each lost its lease on its own), and so are
-two grants of one process.
+its client cut off), was let in by that release, when the lock declares that its release can
+remove another client's hold (``release_frees_others``: a bare DEL deletes whoever's key is
+there); when the run does not say (a foreign history), it may have been, and the words say only
+that; a lock whose release removes only its own hold lets no overlap in that way. It is named
+with the fault it was *sent* under (aimed at its client, else at no client: a fault on other
+clients is none of its story) and how late it landed; one release lets one overlap in. An
+overlap let in by the release of a client of an earlier overlap continues that one's incident:
+a chain of such overlaps is one incident. Else the incident names the fault that opened it: of
+the faults on while the holder asked for or held the lock, before the first overlap (one that
+healed while its acquire waited says so), the one aimed at the holder itself, else at another
+client of its overlaps, else at the DB nodes; the latest to start (never one on other clients
+only: the incident says so). Two stale holders are two incidents even under one fault (each
+lost its lease on its own), and so are two grants of one process.
 
 Pure: a function of the history, the checkers' results and the schedule (the violations are
 called in their checkers' words, :mod:`harness.presentation.report.words`).
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.cluster import client_name, client_of
+from harness.core.errors import HarnessError
 from harness.core.history import INFO, OK, Op, seconds
 from harness.core.history_parts import nemesis_ops
 from harness.core.schedule import Schedule
@@ -87,6 +91,7 @@ class Release:
     answered: float  # when its client stopped waiting (its completion)
     fault: FaultRun | None  # on when it was sent
     granted: float | None = None
+    certain: bool = True  # False: the run does not say whether a release can free another's
 
     def words(self, holder: int) -> str:
         if self.landed is None:
@@ -105,8 +110,10 @@ class Release:
         when = (f"while process {holder} held the lock" if self.granted is None else
                 f"while process {holder}'s acquire was in flight (answered at "
                 f"{self.granted:.2f} s): it may have come after its key was set")
-        return (f"let in by process {self.process}'s release, sent at {self.sent:.2f} s "
-                f"{under}, which {late}, {when}")
+        return (f"{'' if self.certain else 'perhaps '}let in by process {self.process}'s "
+                f"release, sent at {self.sent:.2f} s {under}, which {late}, {when}"
+                + ("" if self.certain else " (if this lock's release can remove another "
+                   "client's hold, which the run does not record)"))
 
 
 @dataclass
@@ -119,7 +126,9 @@ class Incident:
     by: Release | None = None  # the op that made it, when the history shows one
     grants: list[dict[str, Any]] = field(default_factory=list)  # whose violations fold here
     chained: int = 0  # overlaps let in by the release of a client of an earlier one
+    perhaps: bool = False  # ... or so it may be: the run does not say a release can do that
     elsewhere: bool = False  # no fault opened it, but one was on other clients
+    asking: bool = False  # the fault that opened it healed while the holder's acquire waited
 
     @property
     def start(self) -> float:
@@ -155,7 +164,8 @@ class Incident:
                     f"({released}) while others acquired it, from {self.start:.2f} s")
             if self.chained:
                 what += (f", then {self.chained} more lock overlap(s) to {self.end:.2f} s, "
-                         "each let in by the release of a client of an earlier one: one chain")
+                         f"each {'perhaps ' if self.perhaps else ''}let in by the release of a "
+                         "client of an earlier one: one chain")
         elif self.kind == "fault":
             what = f"violations from {self.start:.2f} s to {self.end:.2f} s"
         else:
@@ -174,7 +184,8 @@ class Incident:
         step = "" if self.fault.step is None else f" (step {self.fault.step + 1}"
         if step:
             step += f", planned {self.planned})" if self.planned else ")"
-        return f"opened by {describe(self.fault)}{step}"
+        return f"opened by {describe(self.fault)}{step}" + (
+            ", while the holder's acquire was in flight" if self.asking else "")
 
     def folded(self) -> str:
         """``33 lock overlaps, 33 resource interleavings, 1 linearizability witness``, in the
@@ -195,15 +206,34 @@ class Incident:
                     "start": f.start, "stop": f.stop, "description": describe(f)},
                 "by": None if self.by is None else {
                     "process": self.by.process, "f": "release", "sent": self.by.sent,
-                    "landed": self.by.landed, "answered": self.by.answered},
+                    "landed": self.by.landed, "answered": self.by.answered,
+                    "certain": self.by.certain},
                 "violations": [v.n for v in self.violations], "counts": self.counts()}
 
 
+def frees_of(spec: Mapping[str, Any] | None) -> bool | None:
+    """Whether a run's lock declared that its release can remove another client's hold: its
+    recorded spec's ``release_frees_others``, else (a run recorded before locks declared it)
+    its registered lock class's; None: the run does not say (a foreign history)."""
+    said, lock = (spec or {}).get("release_frees_others"), (spec or {}).get("lock")
+    if isinstance(said, bool) or not isinstance(lock, str):
+        return said if isinstance(said, bool) else None
+    from harness.controller.registry import default_registry
+
+    reg = default_registry()
+    try:
+        return bool(getattr(reg.load("locks", lock), "release_frees_others", False))
+    except HarnessError:  # not registered here (or it no longer loads)
+        return None
+
+
 def incidents(history: Sequence[Op], results: Mapping[str, Any],
-              schedule: Schedule | None = None, places: Places | None = None
-              ) -> list[Incident]:
+              schedule: Schedule | None = None, places: Places | None = None, *,
+              frees: bool | None = None) -> list[Incident]:
     """The violations of the checks that failed, grouped by cause, in time order (``places``:
-    the history's, when the caller has them already)."""
+    the history's, when the caller has them already; ``frees``: can the lock's release remove
+    another client's hold (:func:`frees_of`), None when unknown: then a release is named as a
+    possible cause only)."""
     items = [x for x in explained_items(dict(results)) if not x.info and x.check_valid is False]
     if not items:  # nothing to place: no pass over the history (a valid run's summary)
         return []
@@ -214,7 +244,7 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
     holders: dict[tuple[str, int, float], Incident] = {}  # by the grant that was overlapped
     home: dict[tuple[str, int, float], Incident] = {}  # every grant of an overlap: its incident
     rest: list[tuple[Explained, Violation]] = []
-    releases = Releases(places, faults, history)
+    releases = Releases(places, faults, history, frees is not None)
     overlaps: list[tuple[Explained, Violation, Mapping[str, Any], Mapping[str, Any]]] = []
     for x in items:
         v = violation(x, places)
@@ -228,10 +258,11 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
     for x, v, first, second in overlaps:
         lock = str(x.item.get("lock", "lock"))
         key = (lock, first["process"], float(first["acquired"]))
-        by = releases.cause(x.item, lock) if second else None
+        by = releases.cause(x.item, lock) if second and frees is not False else None
         inc = home.get(by[0]) if by is not None else None  # a chain goes on
         if inc is not None:
             inc.chained += 1
+            inc.perhaps = frees is None
         else:
             inc = holders.get(key)
         if inc is None:
@@ -248,7 +279,7 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
                     and (inc.by is not None or inc.chained) and g not in inc.grants:
                 inc.grants.append(dict(g))
     for inc in out:
-        inc.fault = inc.by.fault if inc.by is not None else opener(inc, faults)
+        inc.fault = inc.by.fault if inc.by is not None else opener(inc, faults, releases)
     by_fault: dict[int, Incident] = {}
     for x, v in rest:
         home = holder_of(v, out)
@@ -281,13 +312,20 @@ def violation(x: Explained, places: Any) -> Violation:
                      list(loc["procs"]), c0, c1, x.total)
 
 
-def opener(inc: Incident, faults: Sequence[FaultRun]) -> FaultRun | None:
-    """The fault that made this holder stale: on at some moment between its grant and the
-    first overlap; the one aimed at the holder's own client first, else at another client of
-    its overlaps, else at no client (the DB nodes'); the latest. A fault on other clients only
-    opens nothing here (``inc.elsewhere`` says one was on)."""
+def opener(inc: Incident, faults: Sequence[FaultRun], releases: Releases | None = None
+           ) -> FaultRun | None:
+    """The fault that made this holder stale: on at some moment between its acquire (asked,
+    when ``releases`` know it, else granted) and the first overlap; the one aimed at the
+    holder's own client first, else at another client of its overlaps, else at no client (the
+    DB nodes'); the latest. A fault on other clients only opens nothing here
+    (``inc.elsewhere`` says one was on)."""
     h = inc.holder or {}
     acquired, first = float(h.get("acquired") or 0.0), inc.start
+    granted = acquired
+    if releases is not None:
+        releases.all()  # the grants, by their keys
+        g = releases.grants.get((str(h.get("lock", "lock")), int(h.get("process", -1)), acquired))
+        acquired = acquired if g is None else min(acquired, seconds(g.invoke))
     on = [f for f in faults if f.start <= first and (f.stop is None or f.stop >= acquired)]
     own = client_name(int(h.get("process", -1)))
     theirs = {client_name(p) for v in inc.violations for p in v.procs}
@@ -295,7 +333,9 @@ def opener(inc: Incident, faults: Sequence[FaultRun]) -> FaultRun | None:
                   [f for f in on if theirs & set(f.targets)],
                   [f for f in on if not any(client_of(t) is not None for t in f.targets)]):
         if aimed:
-            return max(aimed, key=lambda f: f.start)
+            f = max(aimed, key=lambda f: f.start)
+            inc.asking = f.stop is not None and f.stop < granted
+            return f
     inc.elsewhere = bool(on)
     return None
 
@@ -310,8 +350,9 @@ class Releases:
     """The releases of a history that may have taken effect, to find the one that let an
     overlap happen (:meth:`cause`)."""
 
-    def __init__(self, places: Any, faults: Sequence[FaultRun], history: Sequence[Op]) -> None:
-        self.places, self.faults = places, faults
+    def __init__(self, places: Any, faults: Sequence[FaultRun], history: Sequence[Op],
+                 certain: bool = True) -> None:
+        self.places, self.faults, self.certain = places, faults, certain
         self._all: list[tuple[Any, float, float | None, float]] | None = None
         self.sents: list[float] = []  # of the answered ones, in order
         self.span = 0.0  # the longest an answered one took
@@ -402,7 +443,7 @@ class Releases:
         self.used.add(id(g))  # one release deletes one key: it lets one overlap in
         return ((lock, g.process, seconds(g.start)),
                 Release(g.process, sent, landed, done, fault,
-                        None if rank != 1 else float(a["acquired"])))
+                        None if rank != 1 else float(a["acquired"]), self.certain))
 
 
 def in_force(a: Any, b: Any) -> bool:
