@@ -156,11 +156,7 @@ def read_blocks(fh: BinaryIO, name: str, progress: Callable[[int], None] | None 
     ops: list[Op] = []
     decoder = new_decoder()
     line, last = 1, -1
-    while block := fh.read(BLOCK):
-        if not block.endswith(b"\n"):
-            block += fh.readline(MAX_LINE + 1)  # a longer line is refused by the strict reader
-        if line == 1 and block.startswith(_BOM):
-            block = block[len(_BOM):]  # a byte order mark some editors write: not part of a line
+    for block in blocks(fh):
         got = read_block(block, name, line, last, decoder)
         if got:
             last = got[-1]["time"]
@@ -320,25 +316,6 @@ def _share(ops: list[Op], names: dict[str, str]) -> None:
         lock = op.get("lock")
         if lock is not None:
             op["lock"] = share(lock, lock)
-
-
-def bulk_lines(data: bytes, name: str) -> list[Op] | None:
-    """The ops of ``data``, whole lines in their order (a journal's: not ordered by time), all
-    decoded in bulk; None where a block must be read strictly (the caller then reads all of
-    ``data`` as it always did)."""
-    decoder = new_decoder()
-    ops: list[Op] = []
-    start, line = 0, 1
-    while start < len(data):
-        end = data.find(b"\n", start + BLOCK)
-        end = len(data) if end < 0 else end + 1
-        got = bulk(data[start:end], name, line, decoder)
-        if got is None:
-            return None
-        ops += got
-        line += len(got)  # one op a line: a blank line is read strictly
-        start = end
-    return ops
 
 
 # ---------------------------------------------------------------------------------------------
