@@ -415,18 +415,11 @@ def _read(fh: BinaryIO, edn: bool, progress: Callable[[int], None] | None) -> Co
         at += n
         if progress is not None:
             progress(fh.tell())
-    if not at or shapes is None:
+    if shapes is None:
         return None
-    index, time, process, type_, f, lock, value = store.columns(at)
-    if not bool(np.all(time[1:] >= time[:-1])):
-        return None  # (the strict reader keeps the file's order; columns are by time)
-    if int(process.min()) >= -(1 << 31) and int(process.max()) < 1 << 31:
-        process = process.astype(np.int32)
-    fs = list(shapes.fs)
-    locks: list[str | None] = [None, None, *shapes.locks]
     timed = "time" in shapes.layout.slots
-    return (Columns if timed else PositionColumns)(time, process, type_, f, fs, lock, locks,
-                                                   index, value)
+    return store.history(at, list(shapes.fs), list(shapes.locks),
+                         Columns if timed else PositionColumns)
 
 
 class PositionColumns(Columns):
