@@ -183,9 +183,9 @@ def _columns(path: str | PathLike[str], progress: tuple[Any, Callable[[int], Non
             return None  # (a small file: the strict reader, sooner than importing numpy)
     except OSError:
         return None
-    from harness.presentation import interop_bulk
-
-    read = history_file.read_columns if ext == ".jsonl" else interop_bulk.read_columns
+    read = history_file.read_columns
+    if ext != ".jsonl":
+        from harness.presentation.interop_bulk import read_columns as read
     return read(path, None if progress is None else progress[1])
 
 
