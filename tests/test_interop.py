@@ -26,8 +26,6 @@ from harness.presentation.interop import (
     loads_edn,
     parse_edn_history,
     parse_jepsen_log,
-    read_edn_history,
-    read_jepsen_log,
     write_edn_history,
 )
 
@@ -107,7 +105,7 @@ def test_edn_errors_name_the_line_and_column(text: str, line: int, column: int,
 
 
 def test_read_jepsen_edn_history(tmp_path: Path) -> None:
-    ops = read_edn_history(write(tmp_path, "history.edn", JEPSEN_EDN))
+    ops = load_any(write(tmp_path, "history.edn", JEPSEN_EDN))
     assert len(ops) == 7
     assert ops[0] == {"index": 0, "time": 1000, "type": "invoke", "f": "acquire",
                       "value": None, "process": 0}
@@ -126,10 +124,10 @@ def test_top_level_vector_without_times(tmp_path: Path) -> None:
  ; a comment between ops
  {:process 1, :type :ok, :f :read, :value 2}]
 """
-    ops = read_edn_history(write(tmp_path, "knossos.edn", text))
+    ops = load_any(write(tmp_path, "knossos.edn", text))
     assert [op["time"] for op in ops] == [0, 1, 2, 3]  # positions, and said to be
     assert [op["index"] for op in ops] == [0, 1, 2, 3]
-    assert interop.positions(ops) and not interop.positions(read_edn_history(
+    assert interop.positions(ops) and not interop.positions(load_any(
         write(tmp_path, "timed.edn", JEPSEN_EDN)))
     assert check(ops, "register")["valid"] is False
 
@@ -160,7 +158,7 @@ def test_edn_and_log_errors_name_file_and_line(tmp_path: Path, name: str, data: 
     if data is not None:
         path.write_bytes(data)
     with pytest.raises(HistoryError, match=says):
-        (read_edn_history if name.endswith(".edn") else read_jepsen_log)(path)
+        load_any(path)
 
 
 OURS = [
@@ -184,7 +182,7 @@ def test_edn_round_trip(tmp_path: Path) -> None:
     assert text.splitlines()[0] == ("{:index 0, :time 10, :process 3, :type :invoke, "
                                     ":f :acquire, :value nil, :lock \"lock\"}")
     assert ":process :nemesis" in text
-    assert read_edn_history(path) == OURS
+    assert load_any(path) == OURS
 
 
 json_values = st.recursive(
@@ -231,7 +229,7 @@ INFO  jepsen.util - Relative time begins now
 
 
 def test_read_jepsen_log(tmp_path: Path) -> None:
-    ops = read_jepsen_log(write(tmp_path, "jepsen.log", JEPSEN_LOG))
+    ops = load_any(write(tmp_path, "jepsen.log", JEPSEN_LOG))
     assert len(ops) == 11
     assert ops[0] == {"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "read",
                       "value": None}
@@ -290,11 +288,12 @@ edn_ish = st.lists(st.sampled_from(EDN_PIECES), max_size=50).map("".join)
        ext=st.sampled_from([".edn", ".log", ".jsonl", ".txt", ""]))
 def test_random_text_raises_only_history_error(tmp_path_factory: pytest.TempPathFactory,
                                                text: str, ext: str) -> None:
-    path = tmp_path_factory.mktemp("fuzz") / f"h{ext}"
-    path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    for reader in (load_any, read_edn_history, read_jepsen_log):
+    directory = tmp_path_factory.mktemp("fuzz")
+    for name in (f"h{ext}", "as.edn", "as.log"):  # its own reader, then EDN's and the log's
+        path = directory / name
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
         try:
-            ops = reader(path)
+            ops = load_any(path)
         except HistoryError:
             continue
         assert isinstance(ops, list)
@@ -498,6 +497,6 @@ def test_a_history_written_to_edn_reads_back_exactly(calls: list[tuple[Any, ...]
     except HistoryError:
         assume(False)  # e.g. {"kind": False}: refused alike in either format (tests above)
     write_edn_history(path, ops)
-    back = read_edn_history(path)
+    back = load_any(path)
     assert back == ops
     assert not interop.positions(back)

@@ -156,11 +156,7 @@ def read_blocks(fh: BinaryIO, name: str, progress: Callable[[int], None] | None 
     ops: list[Op] = []
     decoder = new_decoder()
     line, last = 1, -1
-    while block := fh.read(BLOCK):
-        if not block.endswith(b"\n"):
-            block += fh.readline(MAX_LINE + 1)  # a longer line is refused by the strict reader
-        if line == 1 and block.startswith(_BOM):
-            block = block[len(_BOM):]  # a byte order mark some editors write: not part of a line
+    for block in blocks(fh):
         got = read_block(block, name, line, last, decoder)
         if got:
             last = got[-1]["time"]
@@ -322,25 +318,6 @@ def _share(ops: list[Op], names: dict[str, str]) -> None:
             op["lock"] = share(lock, lock)
 
 
-def bulk_lines(data: bytes, name: str) -> list[Op] | None:
-    """The ops of ``data``, whole lines in their order (a journal's: not ordered by time), all
-    decoded in bulk; None where a block must be read strictly (the caller then reads all of
-    ``data`` as it always did)."""
-    decoder = new_decoder()
-    ops: list[Op] = []
-    start, line = 0, 1
-    while start < len(data):
-        end = data.find(b"\n", start + BLOCK)
-        end = len(data) if end < 0 else end + 1
-        got = bulk(data[start:end], name, line, decoder)
-        if got is None:
-            return None
-        ops += got
-        line += len(got)  # one op a line: a blank line is read strictly
-        start = end
-    return ops
-
-
 # ---------------------------------------------------------------------------------------------
 # Columns: a big file of plain client ops read with no Python object per op kept
 
@@ -402,7 +379,7 @@ def _read_columns(fh: BinaryIO, progress: Callable[[int], None] | None, store: C
 
     import numpy as np
 
-    from harness.core.columns import LOCK_NULL, TYPE_CODES, Columns
+    from harness.core.columns import LOCK_NULL, TYPE_CODES
 
     types = TYPE_CODES.__getitem__
     fs = _Codes([])
@@ -465,15 +442,7 @@ def _read_columns(fh: BinaryIO, progress: Callable[[int], None] | None, store: C
             template.learn(fs.names, locks.names)
         if progress is not None:
             progress(done)
-    if not at:
-        return None
-    index, time, process, type_, f, lock, value = store.columns(at)
-    if time[0] < 0 or not bool(np.all(time[1:] >= time[:-1])):
-        return None
-    if len(process) and int(process.min()) >= -(1 << 31) and int(process.max()) < 1 << 31:
-        process = process.astype(np.int32)  # (half the memory; any int64 is as good)
-    return Columns(time, process, type_, f, [str(x) for x in fs.names], lock,
-                   [None, None, *locks.names[LOCK_NULL + 1:]], index, value)
+    return store.history(at, [str(x) for x in fs.names], locks.names[LOCK_NULL + 1:])
 
 
 def blocks(fh: BinaryIO) -> Iterator[bytes]:
@@ -528,10 +497,27 @@ class ColumnStore:
         for column, values in zip(self.arrays, columns, strict=True):
             column[at:at + n] = values
 
-    def columns(self, n: int) -> list[Any]:
-        """The columns of the ``n`` ops read, each a copy when the array is much larger (a
-        file whose first block had longer lines than the rest), else the array's start."""
-        return [a[:n].copy() if len(a) > 2 * n else a[:n] for a in self.arrays]
+    def history(self, n: int, fs: list[str], locks: list[str], kind: type | None = None
+                ) -> Any:
+        """The ``n`` ops read as ``kind`` (:class:`harness.core.columns.Columns`), the codes
+        of ``f`` naming ``fs`` and those of ``lock`` from 2 ``locks``; None for no op, or
+        times that go back (the strict reader refuses them, or keeps the file's order). Each
+        column a copy when the array is much larger (a file whose first block had longer lines
+        than the rest), else the array's start."""
+        import numpy as np
+
+        from harness.core.columns import Columns
+
+        if not n:
+            return None
+        index, time, process, type_, f, lock, value = [
+            a[:n].copy() if len(a) > 2 * n else a[:n] for a in self.arrays]
+        if time[0] < 0 or not bool(np.all(time[1:] >= time[:-1])):
+            return None
+        if int(process.min()) >= -(1 << 31) and int(process.max()) < 1 << 31:
+            process = process.astype(np.int32)  # (half the memory; any int64 is as good)
+        return (kind or Columns)(time, process, type_, f, fs, lock, [None, None, *locks], index,
+                                 value)
 
 
 _TIME_OF = attrgetter("time")

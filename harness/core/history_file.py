@@ -87,20 +87,24 @@ def _line_of(path: str, position: int) -> int:
 
 
 def read_columns(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None,
-                 smallest: int = BULK_BYTES) -> Any:
+                 smallest: int | None = None, read: Callable[..., Any] | None = None) -> Any:
     """A big ``history.jsonl`` of plain client ops, well-formed, as
     :class:`harness.core.columns.Columns` (a few bytes an op, where :func:`read_history` makes
     a dict of each); None for a small file, one with any other op, or anything
     :func:`read_history` would refuse or read otherwise: read it with that, for its ops or its
-    error. ``smallest``: the size from which a file is read in columns (a test's: any)."""
+    error. ``smallest``: the size from which a file is read in columns (a test's: any; else
+    :data:`BULK_BYTES`: a smaller one is read sooner than numpy is imported). ``read``: what
+    reads the open file (and ``progress``) into columns or None, for another format
+    (:mod:`harness.presentation.interop_bulk`); JSON lines' by default."""
     p = os.fspath(path)
     try:
         with open(p, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size < smallest:
+            if os.fstat(fh.fileno()).st_size < (BULK_BYTES if smallest is None else smallest):
                 return None
             from harness.core.columns import well_formed
-            from harness.core.history_bulk import read_columns as read
 
+            if read is None:
+                from harness.core.history_bulk import read_columns as read
             cols = read(fh, progress)
     except OSError:
         return None

@@ -284,10 +284,9 @@ def read_journal(path: Path, decoder: Any = None) -> list[Op]:
     with path.open("rb") as fh:
         data, _ = read_lines(fh)
     if len(data) >= BULK_BYTES:
-        from harness.core.history_bulk import bulk, bulk_lines
+        from harness.core.history_bulk import bulk, new_decoder
 
-        ops = (bulk_lines(data, str(path)) if decoder is None
-               else bulk(data, str(path), 1, decoder))  # the journal as one block
+        ops = bulk(data, str(path), 1, decoder or new_decoder())  # the journal as one block
         if ops is not None:
             return ops
     text = data.decode("utf-8", errors="replace")

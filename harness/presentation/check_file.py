@@ -175,24 +175,18 @@ def _columns(path: str | PathLike[str], progress: tuple[Any, Callable[[int], Non
     """A big JSONL, EDN or Jepsen log file of plain client ops in columns
     (:mod:`harness.core.columns`), or None: then it is read as ops
     (:func:`harness.presentation.interop.load_any`). By extension, as load_any tells them."""
+    from harness.core import history_file
+
     ext = os.path.splitext(os.fspath(path))[1].lower()
-    told = None if progress is None else progress[1]
-    if ext == ".jsonl":
-        from harness.core.history_file import read_columns
-
-        return read_columns(path, told)
-    if ext in (".edn", ".log", ".txt"):
-        from harness.core import history_file
-
-        try:
-            if os.stat(path).st_size < history_file.BULK_BYTES:
-                return None  # (a small file: the strict reader, sooner than importing numpy)
-        except OSError:
-            return None
-        from harness.presentation.interop_bulk import read_columns as read_foreign
-
-        return read_foreign(path, told)
-    return None
+    try:
+        if os.stat(path).st_size < history_file.BULK_BYTES:
+            return None  # (a small file: the strict reader, sooner than importing numpy)
+    except OSError:
+        return None
+    read = history_file.read_columns
+    if ext != ".jsonl":
+        from harness.presentation.interop_bulk import read_columns as read
+    return read(path, None if progress is None else progress[1])
 
 
 def check_file(path: str | PathLike[str], model: str | None, limits: dict[str, Any]) -> int:

@@ -1,9 +1,9 @@
 """Histories to and from the Jepsen ecosystem: EDN (Jepsen, Knossos) and Jepsen's text logs.
 
-- :func:`read_edn_history`: a Jepsen ``history.edn``: a sequence of op maps, one a line or
+- :func:`parse_edn_history`: a Jepsen ``history.edn``: a sequence of op maps, one a line or
   pretty-printed, or one top-level vector (as in Knossos' data files), e.g.
   ``{:type :invoke, :f :acquire, :value nil, :process 0, :time 123, :index 0}``.
-- :func:`read_jepsen_log`: the op lines of a Jepsen log (``INFO  jepsen.util - 0	:invoke	:read
+- :func:`parse_jepsen_log`: the op lines of a Jepsen log (``INFO  jepsen.util - 0	:invoke	:read
   nil``, the format of Porcupine's and Knossos' test data) or of a plain tab-separated
   ``history.txt`` (``0	:invoke	:read	nil``); other log lines are skipped.
 - :func:`write_edn_history`: our history as EDN, one op map a line, readable by Knossos/Elle.
@@ -526,13 +526,8 @@ def _read_text(path: str | os.PathLike[str]) -> str:
         raise HistoryError(f"{p} line {line}: not UTF-8 text") from None
 
 
-def read_edn_history(path: str | os.PathLike[str]) -> list[Op]:
-    """Read a Jepsen/Knossos EDN history (see the module docstring)."""
-    name = str(path)
-    return parse_edn_history(_read_text(path), name)
-
-
 def parse_edn_history(text: str, name: str = "<edn>") -> list[Op]:
+    """The ops of a Jepsen/Knossos EDN history (see the module docstring)."""
     reader = EdnReader(text, name)
     located: list[tuple[str, Op]] = []
     tops = reader.forms()
@@ -561,12 +556,8 @@ def parse_edn_history(text: str, name: str = "<edn>") -> list[Op]:
 _LOG_PREFIX = re.compile(r"jepsen\.util\s*(?:-|:)\s*")
 
 
-def read_jepsen_log(path: str | os.PathLike[str]) -> list[Op]:
-    """The ops of a Jepsen log or tab-separated ``history.txt`` (see the module docstring)."""
-    return parse_jepsen_log(_read_text(path), str(path))
-
-
 def parse_jepsen_log(text: str, name: str = "<log>") -> list[Op]:
+    """The ops of a Jepsen log or tab-separated ``history.txt`` (see the module docstring)."""
     located: list[tuple[str, Op]] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         payload = _op_fields(line)
@@ -734,26 +725,24 @@ def write_edn_history(path: str | os.PathLike[str], ops: list[Op]) -> None:
 
 def load_any(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
              ) -> list[Op]:
-    """Read a history in any supported format: by extension, else by a look at the content.
-    ``progress``: told the bytes read so far, now and then, where the format's reader can."""
+    """Read a history in any supported format: by extension (``.jsonl``, ``.edn``, ``.log`` or
+    ``.txt``), else by a look at the content. ``progress``: told the bytes read so far, now and
+    then, where the format's reader can."""
     p = os.fspath(path)
-    ext = os.path.splitext(p)[1].lower()
-    if ext == ".jsonl":
-        return read_history(p, progress)
-    if ext == ".edn":
-        return read_edn_history(p)
-    if ext in (".log", ".txt"):
-        return read_jepsen_log(p)
-    text = _read_text(p)
-    kind = sniff(text)
+    kind = _KINDS.get(os.path.splitext(p)[1].lower())
+    text = _read_text(p) if kind != "jsonl" else ""
+    kind = kind or sniff(text)
     if kind == "jsonl":
         return read_history(p, progress)
     if kind == "edn":
-        return parse_edn_history(text, str(p))
+        return parse_edn_history(text, p)
     if kind == "log":
-        return parse_jepsen_log(text, str(p))
+        return parse_jepsen_log(text, p)
     raise HistoryError(f"{p}: not a history this harness can read (expected history.jsonl, "
                        "Jepsen EDN or a Jepsen log)")
+
+
+_KINDS = {".jsonl": "jsonl", ".edn": "edn", ".log": "log", ".txt": "log"}
 
 
 def sniff(text: str) -> str | None:

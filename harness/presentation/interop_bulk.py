@@ -31,7 +31,7 @@ import re
 import numpy as np
 
 from harness.core import history_file
-from harness.core.columns import LOCK_ABSENT, LOCK_NULL, TYPE_CODES, Columns, well_formed
+from harness.core.columns import LOCK_ABSENT, LOCK_NULL, TYPE_CODES, Columns
 from harness.core.history import HistoryError, validate_op
 from harness.core.history_bulk import ColumnStore, blocks, keys_of, line_key, run_values, telling
 from harness.presentation.interop import EdnReader, _log_op, _op_fields, to_op
@@ -377,28 +377,18 @@ def read_columns(path: str | os.PathLike[str],
     """A big EDN history (``.edn``) or Jepsen log (``.log``, ``.txt``) of plain client ops,
     well-formed, in columns; None for a small file, another extension, or any file this
     module does not read whole (see the module's docstring): the caller then reads it with
-    :func:`harness.presentation.interop.load_any`. ``progress``: told the bytes read so far
-    after each block. ``smallest``: the size from which a file is read so
-    (:data:`harness.core.history_file.BULK_BYTES` unless given, as for JSONL)."""
-    p = os.fspath(path)
-    ext = os.path.splitext(p)[1].lower()
+    :func:`harness.presentation.interop.load_any`. ``progress`` and ``smallest`` as
+    :func:`harness.core.history_file.read_columns` (which opens the file) takes them."""
+    ext = os.path.splitext(os.fspath(path))[1].lower()
     if ext not in (".edn", ".log", ".txt"):
         return None
-    try:
-        with open(p, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size < (history_file.BULK_BYTES if smallest is None else smallest):
-                return None
-            cols = _read(fh, ext == ".edn", size, progress)
-    except OSError:
-        return None
-    return cols if cols is not None and well_formed(cols) else None
+    return history_file.read_columns(path, progress, smallest,
+                                     lambda fh, progress: _read(fh, ext == ".edn", progress))
 
 
-def _read(fh: BinaryIO, edn: bool, size: int, progress: Callable[[int], None] | None
-          ) -> Columns | None:
+def _read(fh: BinaryIO, edn: bool, progress: Callable[[int], None] | None) -> Columns | None:
     shapes: _Shapes | None = None
-    store = ColumnStore(size)
+    store = ColumnStore.of(fh)
     at = 0  # ops read so far
     for block in blocks(fh):  # (the byte order mark left out)
         if not block.endswith(b"\n"):
@@ -425,18 +415,11 @@ def _read(fh: BinaryIO, edn: bool, size: int, progress: Callable[[int], None] | 
         at += n
         if progress is not None:
             progress(fh.tell())
-    if not at or shapes is None:
+    if shapes is None:
         return None
-    index, time, process, type_, f, lock, value = store.columns(at)
-    if not bool(np.all(time[1:] >= time[:-1])):
-        return None  # (the strict reader keeps the file's order; columns are by time)
-    if int(process.min()) >= -(1 << 31) and int(process.max()) < 1 << 31:
-        process = process.astype(np.int32)
-    fs = list(shapes.fs)
-    locks: list[str | None] = [None, None, *shapes.locks]
     timed = "time" in shapes.layout.slots
-    return (Columns if timed else PositionColumns)(time, process, type_, f, fs, lock, locks,
-                                                   index, value)
+    return store.history(at, list(shapes.fs), list(shapes.locks),
+                         Columns if timed else PositionColumns)
 
 
 class PositionColumns(Columns):
