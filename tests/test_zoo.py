@@ -228,8 +228,13 @@ def test_a_row_on_redis_through_the_zoo_and_a_second_call_runs_nothing(tmp_path:
     assert found["none"] and found["none"].run_dir.path == test.parent
     assert found["pause"] and found["pause"].verdict == "invalid"
     data = json.loads(test.read_text())
+    older = {k: v for k, v in data["spec"].items() if k != "release_frees_others"}
+    test.write_text(json.dumps({**data, "spec": older}))  # recorded before the key was added
+    assert zoo.made_before(store, found["none"].entry, lib), "a key added since is no setting"
     test.write_text(json.dumps({**data, "spec": {**data["spec"], "clients": 3}}))
     assert zoo.made_before(store, found["none"].entry, lib) is None
+    test.write_text(json.dumps({**data, "spec": {**data["spec"], "kept": 1}}))
+    assert zoo.made_before(store, found["none"].entry, lib) is None, "a key the entry lacks"
 
 
 def runnable(registry: Registry, name: str) -> type:
