@@ -223,3 +223,15 @@ def test_restarting_a_majority_without_persistence_breaks_redlock_and_with_it_do
     assert code == 0, out
     faults = json.loads((run_dir / "test.json").read_text())["faults"]
     assert faults and all(len(f["targets"]) == 3 for f in faults)
+
+
+def test_the_per_master_timeout_is_ttl_over_20_unless_the_node_timeout_option_says() -> None:
+    from harness.controller.registry import Registry
+
+    cls = Registry().load("locks", "redlock")
+    assert cls.request_timeout(2.0, 1.0, {"node-timeout": None}) == pytest.approx(0.1)
+    assert cls.request_timeout(40.0, 1.0, {}) == 1.0  # at most the op timeout
+    assert cls.request_timeout(2.0, 1.0, {"node-timeout": 4.0}) == 4.0  # past a 3 s stall
+    assert cls.options["node-timeout"].parse("4") == 4.0
+    with pytest.raises(ValueError):
+        cls.options["node-timeout"].parse("0")

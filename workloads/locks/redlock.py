@@ -33,6 +33,7 @@ from typing import Any
 import redis
 
 from harness.core.locks import Grant, Indeterminate, LockConfig, LockRole, retried
+from harness.core.options import Option
 from workloads.locks.redis_conn import COMPARE_AND_DELETE, SET_AND_INCR, connect
 
 DRIFT_FACTOR = 0.01
@@ -46,6 +47,10 @@ class RedlockLock(LockRole):
     name = "redlock"
     summary = "Redlock: SET NX PX on N masters, quorum, validity = ttl - elapsed - drift"
     dbs = ("redis-masters", "redis")
+    options = {"node-timeout": Option(float, None, "seconds it waits for one master's reply "
+                                      "(default TTL/20, at most the op timeout): longer than "
+                                      "a stall-grant's stall, the late grant is heard and the "
+                                      "validity check has to refuse it", minimum=0.01)}
 
     def __init__(self, config: LockConfig) -> None:
         self.config = config
@@ -62,8 +67,10 @@ class RedlockLock(LockRole):
     def request_timeout(cls, ttl: float, op_timeout: float, options: Mapping[str, Any]
                         ) -> float:
         """Seconds it waits for one master's reply (what a delay must stay under for a
-        quorum to form): ``ttl / 20``, at most the op timeout, at least 10 ms."""
-        return float(options.get("node_timeout", max(0.01, min(op_timeout, ttl / 20))))
+        quorum to form): option ``node-timeout``, else ``ttl / 20``, at most the op timeout,
+        at least 10 ms."""
+        given = options.get("node-timeout")
+        return float(given) if given is not None else max(0.01, min(op_timeout, ttl / 20))
 
     # one node ----------------------------------------------------------------------------------
     def lock_instance(self, i: int, value: str) -> Any:
