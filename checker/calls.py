@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator, Sequence
 
 from checker.lives import crash_of, refuse_after_crash
-from checker.models import EXPIRE, Model, OpView, freeze, refused_not_held
+from checker.models import Model, OpView, freeze, refused_not_held
 from harness.core.history import FAIL, INFO, INVOKE, NEMESIS, OK, Op
 
 TYPE_CHECKING = False  # see harness/core/history.py
@@ -81,7 +81,6 @@ class Prepared:
         self.failed = 0
         self.ignored: dict[str, int] = {}
         self.unmatched = 0
-        self.expired = self.unknown_expiries = 0  # the leases' ends added (lease_ends)
 
 
 def partition_key(inv: Op, comp: Op | None) -> Hashable:
@@ -96,7 +95,7 @@ def partition_key(inv: Op, comp: Op | None) -> Hashable:
     return None
 
 
-def prepare(history: Sequence[Op], model: Model, leases: bool = False) -> Prepared:
+def prepare(history: Sequence[Op], model: Model) -> Prepared:
     """Pair invocations with completions and split them by lock; drop fails and nemesis ops.
 
     One pass: an op is added to its part when it completes (or when its process invokes
@@ -105,7 +104,6 @@ def prepare(history: Sequence[Op], model: Model, leases: bool = False) -> Prepar
     A process that crashed (:func:`checker.lives.crash_of`) ends its life holding nothing: in
     every part it took part in, a release of unknown outcome is invoked at its crash, after
     its last op, so the model may free a lock it held, but no earlier than the crash.
-    ``leases``: with the ends of the leases the history shows ended (:func:`lease_ends`).
 
     (A history in columns is paired as arrays instead: :class:`Paired`.)"""
     prepared = Prepared(parts={})
@@ -177,103 +175,7 @@ def prepare(history: Sequence[Op], model: Model, leases: bool = False) -> Prepar
         add(inv, opened_at[p], None, False)
     if crashes and "release" in fs:
         _release_at_crashes(parts, crashes, seq)
-    if leases and "release" in fs:
-        lease_ends(parts, prepared)
     return prepared
-
-
-def lease_ends(parts: dict[Hashable, list[Call]], prepared: Prepared) -> None:
-    """The silent end of each lease the history shows ended without an ok release.
-
-    A grant whose ok acquire gives a ``validity`` v (seconds) is a lease: renewed, if at all,
-    out of sight (a heartbeat), it is certainly in force until its acquire's invocation plus
-    v (or an ok extend's invocation plus its validity), and may run out at any time after.
-    Where the process's next op on the lock after the grant, a release, refused extend or
-    ok acquire, is not an ok release (or is one after an acquire of unknown outcome, whose
-    grant it may end), the lease's end is an ``expire`` of that process
-    (:func:`checker.models.lost`: frees the lock if the process holds it) placed from then
-    until the history shows the grant over: a refusal's completion, an ok re-acquire's
-    completion (only the lease's end could free it before), after an indeterminate release
-    the invocation of the process's next ok acquire; or, when nothing shows it, of unknown
-    outcome.
-    A grant taken again, refused or released before its lease was certainly over gets none:
-    what the history shows then stays a violation. A grant to a process that held the lock
-    (its release did nothing) ends no sooner than its process heard of it: the model does
-    not tell grants apart, and an earlier end would end the grant before it (a lease that
-    ran out while its grant's reply was late, with another granted meanwhile, is a limit).
-    Each process's ops in its own order, one after the other: ops of one process invoked
-    the very ns the one before completed are taken in that order."""
-    for key, calls in parts.items():
-        mine: dict[Any, list[Call]] = {}
-        for c in calls:
-            mine.setdefault(c.process, []).append(c)
-        seq = max(c.seq for c in calls)
-        index = min(0, *(c.index for c in calls))
-        for p, ops in mine.items():
-            for grant, until, by in _ends(ops):
-                seq, index = seq + 1, index - 1
-                inv = {"index": index, "process": p, "type": INVOKE, "f": EXPIRE, "time": until,
-                       "value": {"lease": grant.index}}
-                if isinstance(key, str):
-                    inv["lock"] = key
-                expire = Call(inv, EXPIRE, until, seq, p)
-                prepared.expired += 1
-                if by is None:
-                    expire.unknown_outcome()
-                    prepared.unknown_expiries += 1
-                else:  # known, and fits any state: counted as a refusal is
-                    expire.comp = expire.completion = {**inv, "type": OK, "time": by}
-                    expire.known = expire.refused = True
-                    expire.end = by
-                calls.append(expire)
-
-
-def _ends(ops: list[Call]) -> Iterator[tuple[Call, int, int | None]]:
-    """Of one process's calls in its order: (grant, from, by) for each lease end of
-    :func:`lease_ends` (``by`` None: of unknown outcome)."""
-    regranted: set[int] = set()  # grants to the process while it held the lock
-    for i, grant in enumerate(ops):
-        if grant.f != "acquire" or not grant.known:
-            continue
-        until = _lease(grant, None)
-        validity = None if until is None else until - grant.start  # (a renewal that gives
-        end = None  # the op that shows the grant over                # none renews as much)
-        regrant = False  # an acquire of unknown outcome on the way: the end may be its grant's
-        j = i + 1
-        for j in range(i + 1, len(ops)):
-            c = ops[j]
-            if c.f == "acquire" and not c.known:
-                regrant = True
-            elif c.f == "extend" and c.known and not c.refused and until is not None:
-                until = max(until, _lease(c, validity) or until)
-            elif c.f == "release" or c.refused or (c.f == "acquire" and c.known):
-                end = c
-                break
-        if end is not None and end.f == "acquire":
-            regranted.add(end.seq)
-        if until is None or (end is not None and end.f == "release" and end.known
-                             and not end.refused and not regrant):
-            continue
-        if grant.seq in regranted:  # (ended before it was heard of, it would end the grant
-            until = max(until, grant.end + 1)  # before it, a lease or not)
-        by = None if end is None else end.end
-        if end is not None and not end.known:  # by the next grant, if any: until then the
-            by = next((c.start for c in ops[j + 1:]  # release, or an ok one after it, may
-                       if c.f == "acquire" and c.known), None)  # free it
-        if by is None or by >= until:
-            yield grant, until, by
-
-
-def _lease(c: Call, validity: int | None) -> int | None:
-    """Until when (ns) the grant or renewal ``c`` certainly holds: its invocation plus the
-    ``validity`` its ok completion gives (else ``validity`` ns); None: not a lease."""
-    if c.f not in ("acquire", "extend") or not c.known or c.refused:
-        return None
-    out = c.completion.get("value")
-    v = out.get("validity") if isinstance(out, dict) else None
-    if type(v) in (int, float) and 0 <= v < 1e12:
-        return c.start + int(v * 1_000_000_000)
-    return None if validity is None else c.start + validity
 
 
 def _release_at_crashes(parts: dict[Hashable, list[Call]], crashes: dict[Any, int], seq: int

@@ -19,9 +19,6 @@ How, module by module:
   the order through the model; where its premise does not hold (see there) the part goes to
 - :mod:`checker.wgl`, the Wing & Gong search with Lowe's cache (as in Knossos and Porcupine),
   for every model, indeterminate ops never forced;
-- :mod:`checker.calls` also gives each lease (a grant with a ``validity``) that the history
-  shows ended without an ok release its silent end, when the history is not linearizable
-  without them (:func:`checker.calls.lease_ends`);
 - :mod:`checker.witness` says why a part is not linearizable: the longest linearizable prefix
   found, the op that cannot follow it, the ops concurrent with it, in the model's words.
 
@@ -72,22 +69,14 @@ def check(history: Sequence[Op], model: str | Model = "mutex", *,
     :func:`checker.calls.prepare` makes of the dicts: no dict made of any other op).
     """
     m = get_model(model)
-    plain = _paired(history, m)  # (a file's plain ops: values null, no lease)
-    paired = (plain or _paired_run_columns(history, m)
+    paired = (_paired(history, m) or _paired_run_columns(history, m)
               or _paired_run_columns(_as_columns(history, m), m))
-    result = _check(history, m, time_limit, max_states, paired)
-    if result["valid"] is True or plain is not None:
-        return result
-    # Leases that ran out as the history shows: a lease's end only frees a lock, so what is
-    # valid without them stays valid with them; they are looked for only when needed.
-    return _check(history, m, time_limit, max_states, None, leases=True) or result
+    return _check(history, m, time_limit, max_states, paired)
 
 
 def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states: int | None,
-           paired: Paired | None, leases: bool = False) -> dict[str, Any] | None:
-    """:func:`check`, the calls of ``paired`` when given; ``leases``: with the silent ends
-    of the leases the history shows ended (:func:`checker.calls.lease_ends`), None when it
-    shows none."""
+           paired: Paired | None) -> dict[str, Any]:
+    """:func:`check`, the calls of ``paired`` when given."""
     if paired is not None:  # a history in columns: each part's calls are rows of arrays
         prepared = Prepared(parts=paired.parts())
         prepared.failed, prepared.ignored = paired.failed, paired.ignored
@@ -95,9 +84,7 @@ def _check(history: Sequence[Op], m: Model, time_limit: float | None, max_states
         if crashes:  # the parts of crashed processes: objects, with a release at each crash
             _crashed_parts(paired, prepared.parts, crashes)
     else:
-        prepared = prepare(history, m, leases)
-        if leases and not prepared.expired:
-            return None
+        prepared = prepare(history, m)
     budget = Budget(time_limit, max_states)
     parts = sorted(prepared.parts.items(), key=lambda kv: (len(kv[1]), repr(kv[0])))
     results: list[PartResult] = []
@@ -256,19 +243,17 @@ def _keyed(cols: Any, has_field: Any) -> bool:
 
 def _summarize(model: Model, prepared: Prepared, results: list[PartResult],
                budget: Budget) -> dict[str, Any]:
-    ops = sum(len(r.calls) for r in results) - prepared.expired
+    ops = sum(len(r.calls) for r in results)
     out: dict[str, Any] = {
         "valid": VALID,
         "model": model.name,
         "parts": len(results),
         "ops": ops,
-        "indeterminate": sum(_unknown(r.calls) for r in results) - prepared.unknown_expiries,
+        "indeterminate": sum(_unknown(r.calls) for r in results),
         "failed": prepared.failed,
         "ignored": dict(sorted(prepared.ignored.items())),
         "states": sum(r.states for r in results),
     }
-    if prepared.expired:  # leases that ran out as the history shows (checker.calls)
-        out["lease_ends"] = prepared.expired
     methods: dict[str, int] = {}
     for r in results:
         methods[r.method] = methods.get(r.method, 0) + 1

@@ -52,7 +52,7 @@ from collections import deque
 from collections.abc import Hashable, Iterable
 
 from checker.calls import Call
-from checker.models import EXPIRE, Model, State, fenced_step, mutex_step
+from checker.models import Model, State, fenced_step, mutex_step
 from checker.wgl import INVALID, VALID, Budget, Part, PartResult
 from checker.witness import make_witness
 
@@ -392,8 +392,6 @@ def certified(model: Model, calls: list[Call], ats: list[float], ops: list[Call]
 def check_part(key: Hashable, calls: list[Call], model: Model, budget: Budget
                ) -> PartResult | None:
     """The verdict on one part, or None when it needs the search (see the module docstring)."""
-    if any(c.f == EXPIRE for c in calls):
-        return None  # a lease's end (checker.calls.lease_ends) overlaps its process's ops
     fenced = model.step is fenced_step
     p = plan(calls, fenced)
     if p is None:

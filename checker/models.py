@@ -175,7 +175,6 @@ def times_are_positions(yes: bool = True) -> Iterator[None]:
 
 
 NOT_HELD = ("not-held", "not the holder")  # how a refused release says why (ours, Jepsen's)
-EXPIRE = "expire"  # a lease's silent end, where the history shows it (checker.calls.lease_ends)
 
 
 def refused_not_held(completion: dict[str, Any]) -> bool:
@@ -189,19 +188,16 @@ def refused_not_held(completion: dict[str, Any]) -> bool:
 
 def lost(state: State, p: Any) -> State:
     """A release or extend by ``p`` that failed ("not the holder"): the lock was not ``p``'s
-    when it was refused; or ``p``'s lease ran out (``expire``, placed no earlier than the
-    lease was certainly over, see :func:`checker.calls.lease_ends`). The lock is then free if
-    ``p`` was its holder, else unchanged."""
+    when it was refused. A lease that expired frees the lock silently; the refusal is where
+    the history learns it. The lock is then free if ``p`` was its holder, else unchanged."""
     return (None, *state[1:]) if state[0] == p else state
 
 
 def mutex_step(state: State, f: str, value: Any, completion: dict[str, Any]) -> State | None:
     """State ``(holder,)``: None when free. Only the holder may release (or extend); a refused
-    release or extend, or a lease that ran out, says the lock had been lost (:func:`lost`)."""
+    release or extend says the lock had been lost (:func:`lost`)."""
     holder = state[0]
     p = completion["process"]
-    if f == EXPIRE:
-        return lost(state, p)
     if f == "acquire":
         return (p,) if holder is None else None
     if completion.get("type") == "fail":
@@ -221,8 +217,6 @@ def fenced_step(state: State, f: str, value: Any, completion: dict[str, Any]) ->
     """
     holder, top = state
     p = completion["process"]
-    if f == EXPIRE:
-        return lost(state, p)
     if completion.get("type") == "fail":
         return lost(state, p) if f in ("release", "extend") else None
     if f == "acquire":
@@ -250,10 +244,10 @@ def mutex_describe(state: State) -> str:
 
 
 def lock_stuck(state: State, remaining: Remaining) -> bool:
-    """Held by a process that has no release (nor lease end) left: only its own extends, and
-    refused releases (which fit any state), could still follow."""
+    """Held by a process that has no release left: only its own extends, and refused releases
+    (which fit any state), could still follow."""
     holder = state[0]
-    if holder is None or remaining.count(holder, "release") or remaining.count(holder, EXPIRE):
+    if holder is None or remaining.count(holder, "release"):
         return False
     return remaining.required > remaining.count(holder, "extend") + remaining.failed()
 

@@ -18,7 +18,7 @@ import operator
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 
 from checker.calls import Call
-from checker.models import EXPIRE, Model, OpView, State, secs
+from checker.models import Model, OpView, State, secs
 from harness.core.text import show, who
 
 TYPE_CHECKING = False  # see harness/core/history.py
@@ -41,8 +41,8 @@ def make_witness(model: Model, key: Hashable, calls: Sequence[Call],
     for c, _ in chain:
         done[c.seq] = 1
     if blocked is None:
-        blocked = min((c for c in calls if c.known and not done[c.seq]),  # (an expire fits
-                      key=lambda c: (c.f == EXPIRE, c.end, c.seq))  # any state: last resort)
+        blocked = min((c for c in calls if c.known and not done[c.seq]),
+                      key=lambda c: (c.end, c.seq))
     assert blocked.end is not None
     setter = last_change(model.init if init is None else init, chain)
     # Pending at the blocked op's return: every known op invoked by then, and the

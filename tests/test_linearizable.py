@@ -80,14 +80,7 @@ def brute_force(history: list[Op], model_name: str) -> bool | str:
     """Is there a subset of the indeterminate ops and an order of everything that works?
     ("unknown" when the model has nothing to check in the history.)"""
     model = MODELS[model_name]
-    return any_order(ops_for_brute(history, model_name), model.init,
-                     lambda state, o: model.step(state, o["f"], o["value"], o["completion"]))
-
-
-def any_order(ops: list[dict[str, Any]], init: Any, step: Any) -> bool | str:
-    """Is there a subset of the indeterminate ``ops`` (``end`` None) and an order of them
-    and every other that real time allows and ``step(state, op)`` (None: not allowed) takes
-    from ``init``? ("unknown" when there are no ops.)"""
+    ops = ops_for_brute(history, model_name)
     n = len(ops)
     if n == 0:
         return "unknown"
@@ -104,12 +97,13 @@ def any_order(ops: list[dict[str, Any]], init: Any, step: Any) -> bool | str:
         for i in range(n):
             if done >> i & 1 or preds[i] & ~done:
                 continue
-            nxt = step(state, ops[i])
+            o = ops[i]
+            nxt = model.step(state, o["f"], o["value"], o["completion"])
             if nxt is not None and go(done | 1 << i, nxt):
                 return True
         return False
 
-    return go(0, init)
+    return go(0, model.init)
 
 
 # ---------------------------------------------------------------------------------------------

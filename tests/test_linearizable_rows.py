@@ -39,10 +39,9 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
         declined.append(got is None)
         return got
 
-    def spy(history: Any, m: Any, time_limit: Any, max_states: Any, paired: Any,
-            leases: bool = False) -> Any:
+    def spy(history: Any, m: Any, time_limit: Any, max_states: Any, paired: Any) -> Any:
         declined.clear()
-        result = real_check(history, m, time_limit, max_states, paired, leases)
+        result = real_check(history, m, time_limit, max_states, paired)
         if paired is not None:
             out.append(not any(declined))
         return result

@@ -34,7 +34,6 @@ from harness.presentation.report import write_report
 from harness.presentation.report.incidents import incidents
 from harness.presentation.serve import make_server
 from tests.harness_runs import harness, run
-from tests.test_cli_check import without_leases
 from tests.test_report import body_attrs, browse, count_colour, png_pixels
 
 RUNS = Path(__file__).parent / "data" / "runs"
@@ -74,10 +73,6 @@ FLAG_PROBE = """<script>
 
 def test_witness_flag_at_the_overlap_and_the_linearization_view(tmp_path: Path) -> None:
     run_dir, spec, history, results = copy_run(tmp_path, "redis-setnx-pause-seed9")
-    # Its grants promising no lease: as a lease's, the lock's history is linearizable (the
-    # holder paused past its lease); as a plain lock's, the takeover is the witness.
-    (run_dir / "history.jsonl").write_text(without_leases(run_dir / "history.jsonl"))
-    history = read_history(run_dir / "history.jsonl")
     results["checks"]["linearizable"] = LinearizableChecker.check(history)  # today's checker
     w = results["checks"]["linearizable"]["witness"]
     n = next(v["n"] for v in report_model.build(spec, history, results)["violations"]

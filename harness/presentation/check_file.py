@@ -240,10 +240,6 @@ def check_file(path: str | PathLike[str], model: str | None, limits: dict[str, A
               + ", ".join(f"{n} {show(f)}" for f, n in sorted(left.items())))
     if result.get("failed"):
         print(f"  left out: {result['failed']} failed op(s) (they certainly did not happen)")
-    if result.get("lease_ends"):
-        print(f"  leases: {result['lease_ends']} grant(s) taken as ended silently, no sooner "
-              "than the lease may have run out (its acquire's invocation plus its validity); "
-              "a client that went on as the holder after that is not judged here")
     witness = result.get("witness")
     if witness:
         print(f"  {witness['explanation']}")
