@@ -173,13 +173,15 @@ def test_a_row_on_redis_through_the_zoo_and_a_second_call_runs_nothing(tmp_path:
     args = ("--libraries", "redis-py", "--faults", "none,pause", "--time-limit", "8")
     out = zoo_call(store, *args, "--seeds", "1")
     assert "2 run(s) to make, 0 already made" in out
-    assert "redis-py x pause seed 1: INVALID (process " in out, out  # the zoo's words
+    assert "redis-py x pause seed 1: INVALID (processes " in out, out  # the zoo's words
+    assert " …)" in out or "while others acquired it, from" in out, out  # cut at a word
     row = cells_of(store)["redis-py"]
     assert verdicts_match_results(store, row["none"]) == ["VALID"]
     assert verdicts_match_results(store, row["pause"]) == ["INVALID"]  # its lease ran out
     page = (store / "zoo" / "README.md").read_text()
     sentence = re.search(r"\*\*redis-py × pause\*\*: (.*)", page)
     assert sentence and "while others acquired it" in sentence.group(1)
+    assert re.match(r"processes \d+ and \d+: process \d+ held", sentence.group(1))  # both
     assert "pause (SIGSTOP)" in sentence.group(1)
     html = (store / "zoo" / "index.html").read_text()
     assert html.count('class="chip"') == 2 and "Promised and shown" in html
@@ -235,6 +237,13 @@ def test_a_row_on_redis_through_the_zoo_and_a_second_call_runs_nothing(tmp_path:
     assert zoo.made_before(store, found["none"].entry, lib) is None
     test.write_text(json.dumps({**data, "spec": {**data["spec"], "kept": 1}}))
     assert zoo.made_before(store, found["none"].entry, lib) is None, "a key the entry lacks"
+
+
+def test_an_incidents_clients_are_named_first() -> None:
+    assert zoo.who([4, 1, 4]) == "processes 1 and 4: "
+    assert zoo.who([3, 0, 2]) == "processes 0, 2 and 3: "
+    assert zoo.who([2]) == "process 2: " and zoo.who([]) == ""
+    assert zoo.clip("a bb ccc", 5) == "a bb …" and zoo.clip("a bb", 5) == "a bb"
 
 
 def runnable(registry: Registry, name: str) -> type:

@@ -330,7 +330,7 @@ def run_zoo(zoo: Zoo, cells: list[Cell], store: Path, todo: list[tuple[Cell, Ent
                else o.first_violation.splitlines()[0] if o.first_violation
                else f"{o.seconds:.0f} s")
         return (f"{cell.library.row} x {cell.fault} seed {o.entry.options['seed']}: "
-                f"{o.verdict.upper()} ({why[:160]})")
+                f"{o.verdict.upper()} ({clip(why, 160)})")
 
     outcomes = run_suite(Suite(zoo.name, zoo.path, [e for _, e in todo]), store, out,
                          jobs=jobs, echo=echo, said=said)
@@ -341,7 +341,8 @@ def run_zoo(zoo: Zoo, cells: list[Cell], store: Path, todo: list[tuple[Cell, Ent
 
 
 def incident_sentence(o: Outcome) -> str:
-    """The report's first incident, in its own words; else the first violation's."""
+    """The clients of the report's first incident, then the incident in its own words (the
+    fault is in them); else the first violation's words."""
     from harness.presentation.report.incidents import frees_of, incidents
 
     run = o.run_dir
@@ -353,8 +354,22 @@ def incident_sentence(o: Outcome) -> str:
         except (HarnessError, OSError, ValueError):
             found = []
         if found:
-            return found[0].title()
+            return who(found[0].violations[0].procs if found[0].violations else []) + (
+                found[0].title())
     return o.first_violation.splitlines()[0][:300] if o.first_violation else ""
+
+
+def clip(text: str, most: int) -> str:
+    """``text``, or its words that fit in ``most`` characters and an ellipsis."""
+    return text if len(text) <= most else text[:most].rsplit(" ", 1)[0] + " …"
+
+
+def who(procs: list[int]) -> str:
+    """``processes 0 and 3: ``, the clients of an incident's first violation (none: "")."""
+    ps = sorted(set(procs))
+    if len(ps) < 2:
+        return f"process {ps[0]}: " if ps else ""
+    return f"processes {', '.join(map(str, ps[:-1]))} and {ps[-1]}: "
 
 
 # the page ---------------------------------------------------------------------------------------
