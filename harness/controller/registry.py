@@ -102,6 +102,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "sherlock-no-expire": "workloads.zoo.sherlock_redis:SherlockNoExpire",
         "tooz-redis": "workloads.zoo.tooz_lock:ToozRedisLock",
         "tooz-zookeeper": "workloads.zoo.tooz_lock:ToozZookeeperLock",
+        "tooz-etcd3gw": "workloads.zoo.tooz_lock:ToozEtcd3gwLock",
         "aioredlock": "workloads.zoo.aioredlock_lock:AioredlockLock",
         "sesame-redlock": "workloads.zoo.npm:SesameRedlock",
         "etcd3-lock": "workloads.zoo.npm:Etcd3NpmLock",

@@ -4,7 +4,9 @@
 
 ``tooz-redis``: its redis driver (redis-py's ``Lock`` of ``timeout`` seconds, refreshed by the
 heartbeat); ``tooz-zookeeper``: its zookeeper driver (kazoo's ``Lock`` on a session of
-``timeout`` seconds). The URL's ``timeout`` is the run's ``--ttl`` (whole seconds: tooz reads
+``timeout`` seconds); ``tooz-etcd3gw``: its etcd3gw driver (``etcd3+http://``: a key put if
+absent in a transaction, on a lease of ``timeout`` seconds the heartbeat refreshes, through
+etcd's JSON gateway). The URL's ``timeout`` is the run's ``--ttl`` (whole seconds: tooz reads
 an integer); every other option is the driver's default. A Redis or ZooKeeper error that
 tooz wraps in ``ToozError`` is an unknown outcome.
 """
@@ -81,3 +83,12 @@ class ToozZookeeperLock(ToozRedisLock):
     @staticmethod
     def nodes(config: LockConfig) -> tuple[Any, ...]:
         return config.nodes
+
+
+class ToozEtcd3gwLock(ToozRedisLock):
+    name = "tooz-etcd3gw"
+    summary = ("tooz's etcd3gw driver, as tooz-redis: a key on a lease of ttl through etcd's JSON "
+               "gateway, refreshed by the heartbeat")
+    promise = "a distributed lock on an etcd lease the coordinator's heartbeat keeps alive"
+    dbs = ("etcd",)
+    scheme = "etcd3+http"
