@@ -116,6 +116,10 @@ def test_a_crash_is_never_a_found_bug(tmp_path: Path) -> None:
     run.results.write_text(json.dumps({"valid": False, "checks": {"mutex": {
         "valid": False, "lock-overlaps": [{"explanation": "two holders"}]}}}))
     assert judge(1, run) == ("invalid", "two holders")
+    run.results.write_text(json.dumps({"valid": "unknown", "checks": {}, "could-not-test":
+                                       "client(s) 2 never had an answer\nmore"}))
+    assert judge(3, run) == ("error", "could not test: client(s) 2 never had an answer")
+    assert judge(1, run)[0] == "error" and "does not match" in judge(1, run)[1]
 
 
 def test_junit_and_index(tmp_path: Path) -> None:

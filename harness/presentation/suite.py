@@ -466,6 +466,8 @@ def judge(code: int | None, run_dir: RunDir | None) -> tuple[str, str]:
     except HarnessError:
         return "error", f"no results.json in {run_dir.path}"
     verdict = {True: "valid", False: "invalid"}.get(results.get("valid"), "unknown")
+    if code == 3 and results.get("could-not-test"):  # the run says why in one line
+        return "error", f"could not test: {str(results['could-not-test']).splitlines()[0]}"
     if EXIT_VERDICTS.get(code) != verdict:
         return "error", f"exit code {code} does not match the verdict {verdict} in results.json"
     return verdict, first_explanation(results)
