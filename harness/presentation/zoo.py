@@ -43,6 +43,7 @@ from harness.controller.store import ZOO, RunDir, Store
 from harness.core.atomic import write_json, write_text
 from harness.core.errors import HarnessError, UsageError
 from harness.core.shipped import shipped
+from harness.core.text import line
 from harness.core.tomlfile import read_toml
 from harness.presentation.runs import _schedule_of
 from harness.presentation.suite import (
@@ -330,7 +331,7 @@ def run_zoo(zoo: Zoo, cells: list[Cell], store: Path, todo: list[tuple[Cell, Ent
                else o.first_violation.splitlines()[0] if o.first_violation
                else f"{o.seconds:.0f} s")
         return (f"{cell.library.row} x {cell.fault} seed {o.entry.options['seed']}: "
-                f"{o.verdict.upper()} ({clip(why, 160)})")
+                f"{o.verdict.upper()} ({line(why, 160)})")
 
     outcomes = run_suite(Suite(zoo.name, zoo.path, [e for _, e in todo]), store, out,
                          jobs=jobs, echo=echo, said=said)
@@ -357,11 +358,6 @@ def incident_sentence(o: Outcome) -> str:
             return who(found[0].violations[0].procs if found[0].violations else []) + (
                 found[0].title())
     return o.first_violation.splitlines()[0][:300] if o.first_violation else ""
-
-
-def clip(text: str, most: int) -> str:
-    """``text``, or its words that fit in ``most`` characters and an ellipsis."""
-    return text if len(text) <= most else text[:most].rsplit(" ", 1)[0] + " …"
 
 
 def who(procs: list[int]) -> str:
