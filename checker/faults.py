@@ -255,6 +255,22 @@ def unpromoted(w: Window) -> list[dict[str, Any]]:
                             f"{got}, so the lock was not tested under a failover"}]
 
 
+def uncrashed(w: Window) -> list[dict[str, Any]]:
+    """A crash (``crashes``: the step its clients were armed for) whose last word says nobody
+    died (``crashed`` not true): no armed client reached the step in time, so the lock was not
+    tested under a crash."""
+    if "crashes" not in w.expect or w.detail.get("crashed") is True:
+        return []
+    step = w.expect.get("crashes")
+    waited = w.detail.get("after-s")
+    return [{"fault": w.f, "from": seconds(w.start), "until": seconds(w.stop), "ops": 0,
+             "explanation": f"{w.f} at {seconds(w.start):.2f} s crashed nobody: no client armed "
+                            f"for step {step!r} ({', '.join(map(str, w.targets)) or 'none'}) "
+                            f"reached it"
+                            + (f" within {waited:g} s" if isinstance(waited, int | float)
+                               and not isinstance(waited, bool) else "")}]
+
+
 def in_flight(ops: ProcessOps, at: int, fs: frozenset[str]) -> bool:
     """Had one process (its ``ops``) a lock op (of ``fs``) invoked and not ended at ``at``?"""
     last = last_at(ops, at)
@@ -375,7 +391,7 @@ class FaultsChecker(Checker):
                                             f"({', '.join(sorted(set(done)))}) within the "
                                             f"{stalled[1]:g} s its replies were to be held, from "
                                             f"{seconds(w.start):.2f} s")})
-            ineffective.extend(unmoved(w) + unpromoted(w))
+            ineffective.extend(unmoved(w) + unpromoted(w) + uncrashed(w))
         lost_nothing = [{"fault": w.f, "at": seconds(w.start),
                          "explanation": (f"{w.f} at {seconds(w.start):.2f} s dropped nothing "
                                          "unsynced and no lock op was in flight: a plain "

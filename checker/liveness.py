@@ -26,7 +26,10 @@ controller's ``stop-clients`` record, :func:`checker.lives.stop_of`) is unmet de
 end. A stretch of it that the run is too short to judge (shorter than the threshold, or with
 too little fault-free time in it) is ``not-judged`` with ``cut-short``, its length and who
 wanted the lock, and makes the verdict ``unknown``: the run ended before it could tell a
-stuck lock from a slow one; never silence, never valid. Each stretch names the fault it began
+stuck lock from a slow one; never silence, never valid. So is a stretch of refusals too short
+to judge that began when a client crashed in the middle of an acquire (``crash-client`` between
+``SETNX`` and ``EXPIRE``): the crash may have left the lock taken for good, and the run ended
+before that could be told from an outage. Each stretch names the fault it began
 in (``fault``: the one on at its start, else the first to start inside it).
 
 Pure function of the history (and of the lock's ``ttl``).
@@ -112,7 +115,11 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
     if len(later) < 2 and not blocked:
         return None
     last = lives.load_end if blocked else max(a.invoke for a in later)
-    if last <= free_since or (last - free_since < threshold_ns and not blocked):
+    # Who may have left the lock taken: a crashed client whose last acquire never completed.
+    suspects = sorted({a.process for a in tries if a.end is None and a.process in crashes
+                       and a.invoke <= crashes[a.process]})
+    if last <= free_since or (last - free_since < threshold_ns and not blocked
+                              and not suspects):
         return None  # held to the end, or a stretch of refusals too short to mean anything
     wanting = later + [a for a in blocked if a.invoke < free_since]
     excused = service_faults(faults, {a.process for a in wanting}, lease_ns)
@@ -121,9 +128,6 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
     processes = sorted({a.process for a in wanting})
     fault = began_in(faults, free_since, until, lease_ns,
                      min((a.invoke for a in blocked if a.invoke < free_since), default=None))
-    # Who may have left the lock taken: a crashed client whose last acquire never completed.
-    suspects = sorted({a.process for a in tries if a.end is None and a.process in crashes
-                       and a.invoke <= crashes[a.process]})
     cause = ""
     if blocked:
         killed = [a.process for a in blocked if a.process in lives.killed]
@@ -146,9 +150,10 @@ def stuck_lock(lock: str, tries: list[Attempt], ends: list[int], lives: Lives,
     wanted = (f"lock {lock!r} was free and wanted by processes "
               f"{', '.join(map(str, processes))} from {seconds(free_since):.2f} s to the end "
               f"({seconds(until):.2f} s)")
-    if blocked and fault_free < threshold_ns:
+    if (blocked or suspects) and fault_free < threshold_ns:
         return {"judged": False, "cut-short": True, **head,
                 "blocked-in-acquire": [a.process for a in blocked],
+                **({"crashed-in-acquire": suspects} if suspects else {}),
                 "explanation": (f"not judged: {wanted}, {(until - free_since) / NS:.2f} s "
                                 f"({fault_free / NS:.2f} s of it free of faults on the lock "
                                 f"service), and the run ended with that demand unmet: too "
