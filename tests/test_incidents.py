@@ -480,10 +480,11 @@ def test_an_unanswered_release_of_a_client_still_cut_off_is_no_cause() -> None:
 
 
 def test_a_release_that_landed_while_the_acquire_was_in_flight_may_have_let_it_in() -> None:
-    """Process 1's release is answered at 9.995 s, while process 2's acquire (answered at
-    10.0 s) was in flight: it may have deleted the key process 2 had just set."""
+    """Process 1's release is answered at 9.99 s, while process 2's acquire (answered at
+    10.0 s) was in flight, and process 1's lease may have run out by then (granted at 7.5 s,
+    2 s): process 2 may have set its key before the release landed, which then deleted it."""
     s = Script()
-    s.session(1, 9.0, 9.01, 9.5, 9.99)
+    s.session(1, 7.5, 7.51, 9.5, 9.99)
     s.session(2, 10.0, 10.01, 11.9, 12.0)
     s.session(3, 11.3, 11.31, 12.4, 12.5)
     s.ops[[o["f"] for o in s.ops].index("acquire", 6)]["time"] = round(9.5 * NS)
@@ -495,6 +496,42 @@ def test_a_release_that_landed_while_the_acquire_was_in_flight_may_have_let_it_i
             "it may have come after its key was set") in inc.title()
     (inc,) = incidents(history, results, frees=False)  # a compare-and-delete: no such story
     assert inc.by is None and "let in" not in inc.title()
+
+
+def test_a_release_that_handed_the_lock_over_deleted_no_later_key() -> None:
+    """The shape of a real run (redis-del, a cut of the holder, CI): process 3's release is
+    sent at 7.95 s, process 2 is granted at 7.99 s and the release answered at 8.0 s. Process
+    3's lease was in force (granted at 7.0 s, 2 s), so its key stood until its release deleted
+    it: that release let process 2 in and deleted nothing later. Process 4 is granted over
+    process 2 at 9.0 s, when process 0's release, sent at 1.5 s while a cut kept process 0 off
+    the DB nodes, lands: that release is named, with its cut, not process 3's."""
+    s = Script()
+    s.op(0.998, 0, "invoke", "acquire", lock="lock")
+    s.op(1.0, 0, "ok", "acquire", {"session": 1, "validity": 2.0}, lock="lock")
+    s.op(1.5, 0, "invoke", "release", {"session": 1}, lock="lock")
+    s.op(9.0, 0, "ok", "release", {"session": 1}, lock="lock")
+    s.fault("partition", 0, 1.2, 5.0, ["c0"], "holder")
+    s.session(1, 3.5, 3.51, 4.0, 4.5)
+    s.op(5.0, 2, "invoke", "acquire", lock="lock")
+    s.session(3, 7.0, 7.01, 7.5, 7.95)
+    s.ops[-1]["time"] = round(8.0 * NS)  # process 3's release answered at 8.0 s
+    s.op(7.99, 2, "ok", "acquire", {"session": 1, "validity": 2.0}, lock="lock")
+    s.op(9.5, 2, "invoke", "release", {"session": 1}, lock="lock")
+    s.op(9.501, 2, "ok", "release", {"session": 1}, lock="lock")
+    s.session(4, 9.0, 9.01, 9.6, 9.7)
+    history, results = judged(s)
+    assert results["checks"]["mutex"]["lock-overlap-count"] == 1
+    (inc,) = incidents(history, results, frees=True)
+    assert inc.by is not None and inc.by.process == 0, inc.title()
+    assert inc.by.fault is not None and inc.by.fault.f == "partition"
+    assert "let in by process 0's release, sent at 1.50 s during a partition" in inc.title()
+    # were process 3's lease not certainly in force at process 2's grant, its release could
+    # have landed after process 2's key was set: then the later-sent release is the story
+    s.ops[[o["process"] for o in s.ops].index(3)]["time"] = round(5.5 * NS)
+    s.ops[[o["process"] for o in s.ops].index(3) + 1]["time"] = round(5.51 * NS)
+    history, results = judged(s)
+    (inc,) = incidents(history, results, frees=True)
+    assert inc.by is not None and inc.by.process == 3, inc.title()
 
 
 def test_a_fault_on_a_client_in_none_of_the_overlaps_opens_nothing() -> None:

@@ -255,6 +255,8 @@ def incidents(history: Sequence[Op], results: Mapping[str, Any],
         else:
             rest.append((x, v))
     overlaps.sort(key=lambda o: (o[1].t0 is None, o[1].t0 or 0.0, o[1].n))
+    releases.entered = {(str(x.item.get("lock", "lock")), int(b["process"]), float(b["acquired"]))
+                        for x, _, _, b in overlaps if b}
     for x, v, first, second in overlaps:
         lock = str(x.item.get("lock", "lock"))
         key = (lock, first["process"], float(first["acquired"]))
@@ -359,6 +361,7 @@ class Releases:
         self.unanswered: list[tuple[Any, float, float | None, float]] = []
         self.grants: dict[tuple[str, int, float], Any] = {}
         self.used: set[int] = set()  # releases named already
+        self.entered: set[tuple[str, int, float]] = set()  # grants let in over another's hold
         self.cut: dict[tuple[str, Any], set[Any]] = {}  # fault -> the clients it cut off
         for op in nemesis_ops(history):
             expect = op.get("expect")
@@ -423,8 +426,10 @@ class Releases:
         # the answered ones that may have landed after ``asked``, sent before the later grant
         found = answered[bisect.bisect_left(self.sents, asked - self.span):
                          bisect.bisect_left(self.sents, b["acquired"])]
+        handover = self.handover(ga, lock, found)
         for g, sent, landed, done in [*found, *self.unanswered]:
-            if g.process == a["process"] or g.lock != lock or id(g) in self.used:
+            if g.process == a["process"] or g.lock != lock or id(g) in self.used \
+                    or g is handover:
                 continue
             fault = self.sent_under(g.process, sent)
             earliest = sent  # it reached the service no sooner, nor before its cut healed
@@ -444,6 +449,20 @@ class Releases:
         return ((lock, g.process, seconds(g.start)),
                 Release(g.process, sent, landed, done, fault,
                         None if rank != 1 else float(a["acquired"]), self.certain))
+
+
+    def handover(self, ga: Any, lock: str, found: Sequence[tuple[Any, float, float | None,
+                                                                 float]]) -> Any:
+        """The grant whose release let ``ga`` in, when ``ga`` was no overlap's later grant: the
+        latest sent before ``ga``'s grant, of an earlier grant whose lease was still in force
+        then. That release deleted its own key (``ga`` could not be granted over it), so it
+        deleted no later one (seen: a bare DEL sent 50 ms before the next grant, answered 5 ms
+        after it, named instead of the cut-off holder's DEL that landed 6 s late)."""
+        if (lock, ga.process, seconds(ga.start)) in self.entered:
+            return None  # let in by another release: this one may have deleted its key
+        before = [r for r in found if r[0].lock == lock and r[0].process != ga.process
+                  and r[1] <= seconds(ga.start) and r[0].start < ga.start and in_force(r[0], ga)]
+        return max(before, key=lambda r: r[1])[0] if before else None
 
 
 def in_force(a: Any, b: Any) -> bool:
