@@ -246,7 +246,7 @@ def test_a_late_release_of_a_cut_off_holder_is_the_cause_of_its_one_incident(
     from harness.presentation.report.incidents import frees_of, incidents
 
     plan = tmp_path / "cut.toml"
-    plan.write_text('nemesis = ["partition"]\nttl = 2.0\ntime-limit = 12\n\n[[step]]\n'
+    plan.write_text('nemesis = ["partition"]\nttl = 2.0\ntime-limit = 15\n\n[[step]]\n'
                     'at = 2.0\nfault = "partition"\ntarget = "holder"\nduration = 4.0\n')
     results, run_dir = ran(store, 1, "--lock", "redis-del", "--replay", str(plan), "--op-timeout",
                            "8", "--hold", "1", "--seed", "3")
