@@ -534,6 +534,23 @@ def test_a_release_that_handed_the_lock_over_deleted_no_later_key() -> None:
     assert inc.by is not None and inc.by.process == 3, inc.title()
 
 
+def test_a_fault_being_injected_when_the_overlap_came_opened_it() -> None:
+    """A kill of the DB node invoked at 3.13 s and recorded done at 3.20 s (the node seen
+    down); the overlap comes at 3.165 s, in between: the kill opened it (it was being injected),
+    not "no fault was on", and the words say it began before it was recorded as on."""
+    s = Script()
+    stale(s, 0, 1.0, 5.0)
+    s.op(3.13, "nemesis", "invoke", "kill", "start", step=0, targets=["n1"])
+    s.op(3.2, "nemesis", "info", "kill", "start", step=0, targets=["n1"])
+    s.op(4.0, "nemesis", "invoke", "kill", "stop", step=0, targets=["n1"])
+    s.op(4.001, "nemesis", "info", "kill", "stop", step=0, targets=["n1"])
+    s.session(1, 3.165, 3.17, 3.5, 3.6)
+    (inc,) = incidents(*judged(s))
+    assert inc.fault is not None and inc.fault.f == "kill" and inc.fault.since == 3.13, inc
+    assert "no fault was on" not in inc.title()
+    assert "begun at 3.13 s, before it was recorded as on" in inc.title(), inc.title()
+
+
 def test_a_fault_on_a_client_in_none_of_the_overlaps_opens_nothing() -> None:
     """Issue 40: a cut of c4 was on while process 0 held the lock, and process 4 is in none of
     its overlaps: it is not named; a fault on the DB nodes still is."""

@@ -22,6 +22,13 @@ class FaultRun:
     start: float  # seconds since the load started
     stop: float | None  # None: never healed before the history ends
     detail: Mapping[str, Any] | None = None
+    began: float | None = None  # its start's invocation: it was being injected from then
+
+    @property
+    def since(self) -> float:
+        """From when it may have been on: its start's invocation when known (a kill's SIGKILL
+        goes out before the record that the node is down), else its start."""
+        return self.start if self.began is None else min(self.began, self.start)
 
     @property
     def held(self) -> float | None:

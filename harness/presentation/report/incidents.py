@@ -184,7 +184,9 @@ class Incident:
         step = "" if self.fault.step is None else f" (step {self.fault.step + 1}"
         if step:
             step += f", planned {self.planned})" if self.planned else ")"
-        return f"opened by {describe(self.fault)}{step}" + (
+        early = (f", begun at {self.fault.since:.2f} s, before it was recorded as on"
+                 if self.start < self.fault.start else "")
+        return f"opened by {describe(self.fault)}{step}{early}" + (
             ", while the holder's acquire was in flight" if self.asking else "")
 
     def folded(self) -> str:
@@ -328,7 +330,7 @@ def opener(inc: Incident, faults: Sequence[FaultRun], releases: Releases | None 
         releases.all()  # the grants, by their keys
         g = releases.grants.get((str(h.get("lock", "lock")), int(h.get("process", -1)), acquired))
         acquired = acquired if g is None else min(acquired, seconds(g.invoke))
-    on = [f for f in faults if f.start <= first and (f.stop is None or f.stop >= acquired)]
+    on = [f for f in faults if f.since <= first and (f.stop is None or f.stop >= acquired)]
     own = client_name(int(h.get("process", -1)))
     theirs = {client_name(p) for v in inc.violations for p in v.procs}
     for aimed in ([f for f in on if own in f.targets],
@@ -417,7 +419,7 @@ class Releases:
         least = 0  # the lease may have run out: then only a release certainly after the grant
         if not in_force(ga, gb):
             own = client_name(ga.process)
-            if any(own in f.targets for f in self.faults if f.start <= b["acquired"] and (
+            if any(own in f.targets for f in self.faults if f.since <= b["acquired"] and (
                     f.stop is None or f.stop >= a["acquired"])):
                 return None  # ... and a fault on the holder explains that
             least = 2
@@ -521,5 +523,5 @@ def fault_at(v: Violation, faults: Sequence[FaultRun]) -> FaultRun | None:
     """The fault on when the violation happened (or healed just before), the latest one."""
     if v.t0 is None:
         return None
-    on = [f for f in faults if f.on(v.t0, AFTERMATH_S)]
+    on = [f for f in faults if f.on(v.t0, AFTERMATH_S) or f.since <= v.t0 <= f.start]
     return max(on, key=lambda f: f.start) if on else None

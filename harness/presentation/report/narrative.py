@@ -21,13 +21,17 @@ def fault_runs(history: Sequence[Op]) -> list[FaultRun]:
     """The faults that ran, from the nemesis ops of a history (a start that failed never
     ran): each from when it took effect (its start's completion: a pause that aimed at a
     holder that had let go struck another client then) to its stop's completion, or the
-    final heal. The one start time of a fault the report shows everywhere."""
+    final heal. The one start time of a fault the report shows everywhere; ``began``, its
+    start's invocation, is when it may have begun to bite (what was on then asks it)."""
     out: list[FaultRun] = []
     open_: dict[tuple[str, Any], int] = {}
+    asked: dict[tuple[str, Any], float] = {}  # a start invoked, not yet completed
     for op in nemesis_ops(history):
         f, value = str(op.get("f")), op.get("value")
         key = (f, op.get("step"))
         if op.get("type") != INFO:
+            if value == "start":
+                asked[key] = seconds(op["time"])
             continue
         if value == "start" and not op.get("error"):
             targets = tuple(str(t) for t in op.get("targets") or [])
@@ -36,7 +40,7 @@ def fault_runs(history: Sequence[Op]) -> list[FaultRun]:
             role = op.get("target") if isinstance(op.get("target"), str) else None
             open_[key] = len(out)
             start = seconds(op["time"])
-            out.append(FaultRun(f, step, role, targets, start, None, detail))
+            out.append(FaultRun(f, step, role, targets, start, None, detail, asked.pop(key, None)))
         elif value == "stop" and key in open_:
             i = open_.pop(key)
             out[i] = _closed(out[i], seconds(op["time"]), op.get("detail"))
@@ -55,20 +59,21 @@ def _closed(run: FaultRun, stop: float, detail: Any = None) -> FaultRun:
     if isinstance(detail, Mapping) and isinstance(detail.get("repaired"), Mapping):
         details["repaired"] = {**(details.get("repaired") or {}), **detail["repaired"]}
     return FaultRun(run.f, run.step, run.role, run.targets, run.start, stop,
-                    details if details or run.detail is not None else None)
+                    details if details or run.detail is not None else None, run.began)
 
 
 def from_record(record: Mapping[str, Any]) -> FaultRun:
     """A fault as test.json keeps it (``faults``: step, f, target, targets, start: when it
     took effect, stop)."""
-    stop = record.get("stop")
+    stop, began = record.get("stop"), record.get("began")
     detail = record.get("detail")
     start = record.get("start")
     return FaultRun(str(record.get("f")), record.get("step"), record.get("target"),
                     tuple(str(t) for t in record.get("targets") or []),
                     float(start or 0.0),
                     float(stop) if isinstance(stop, int | float) else None,
-                    detail if isinstance(detail, Mapping) else None)
+                    detail if isinstance(detail, Mapping) else None,
+                    float(began) if isinstance(began, int | float) else None)
 
 
 def nemesis_of(f: str) -> type | None:
