@@ -534,6 +534,32 @@ def test_a_release_that_handed_the_lock_over_deleted_no_later_key() -> None:
     assert inc.by is not None and inc.by.process == 3, inc.title()
 
 
+def test_a_release_sent_in_the_millisecond_of_the_grant_it_let_in_continues_the_chain() -> None:
+    """The chain of the test above goes on: process 2's own DEL, sent at 9.5000 s, deletes
+    process 4's key and process 1 is granted at 9.5001 s, the same millisecond as the checkers
+    count: that release (sent before the grant, to the ns) let process 1 in, and the overlap
+    joins the chain, one incident (CI: the chain split into two, the second 'no fault was on')."""
+    s = Script()
+    s.op(0.998, 0, "invoke", "acquire", lock="lock")
+    s.op(1.0, 0, "ok", "acquire", {"session": 1, "validity": 2.0}, lock="lock")
+    s.op(1.5, 0, "invoke", "release", {"session": 1}, lock="lock")
+    s.op(9.0, 0, "ok", "release", {"session": 1}, lock="lock")
+    s.fault("partition", 0, 1.2, 5.0, ["c0"], "holder")
+    s.op(5.0, 2, "invoke", "acquire", lock="lock")
+    s.op(7.99, 2, "ok", "acquire", {"session": 1, "validity": 2.0}, lock="lock")
+    s.op(9.5, 2, "invoke", "release", {"session": 1}, lock="lock")
+    s.op(9.501, 2, "ok", "release", {"session": 1}, lock="lock")
+    s.session(4, 9.0, 9.01, 9.6, 9.7)
+    s.op(9.2, 1, "invoke", "acquire", lock="lock")
+    s.op(9.5001, 1, "ok", "acquire", {"session": 1, "validity": 2.0}, lock="lock")
+    s.op(9.8, 1, "invoke", "release", {"session": 1}, lock="lock")
+    s.op(9.801, 1, "ok", "release", {"session": 1}, lock="lock")
+    history, results = judged(s)
+    assert results["checks"]["mutex"]["lock-overlap-count"] == 2
+    (inc,) = incidents(history, results, frees=True)
+    assert inc.by is not None and inc.by.process == 0 and inc.chained == 1, inc.title()
+
+
 def test_a_fault_being_injected_when_the_overlap_came_opened_it() -> None:
     """A kill of the DB node invoked at 3.13 s and recorded done at 3.20 s (the node seen
     down); the overlap comes at 3.165 s, in between: the kill opened it (it was being injected),

@@ -380,8 +380,8 @@ class Releases:
                 self.grants[g.lock, g.process, seconds(g.start)] = g
                 if answered is not None and g.release in (OK, INFO) and not g.crashed:
                     ok = g.release == OK
-                    (self._all if ok else self.unanswered).append(
-                        (g, seconds(g.end), answered / 1e6 if ok else None, answered / 1e6))
+                    (self._all if ok else self.unanswered).append(  # sent: to the ns, not
+                        (g, g.end / 1e9, answered / 1e6 if ok else None, answered / 1e6))  # ms
             self._all.sort(key=lambda r: r[1])
             self.sents = [r[1] for r in self._all]
             self.span = max((r[3] - r[1] for r in self._all), default=0.0)
@@ -423,11 +423,13 @@ class Releases:
                     f.stop is None or f.stop >= a["acquired"])):
                 return None  # ... and a fault on the holder explains that
             least = 2
-        asked = seconds(ga.invoke)
+        # to the ns, not the checkers' ms: a DEL sent in the millisecond of the grant it let in
+        # (seen: both at 9.694 s) was sent before it, and the chain went on as a second incident
+        asked, a_at, b_at = ga.invoke / 1e9, ga.start / 1e9, gb.start / 1e9
         ranked: list[tuple[int, float, Any, float | None, float, FaultRun | None]] = []
         # the answered ones that may have landed after ``asked``, sent before the later grant
         found = answered[bisect.bisect_left(self.sents, asked - self.span):
-                         bisect.bisect_left(self.sents, b["acquired"])]
+                         bisect.bisect_left(self.sents, b_at)]
         handover = self.handover(ga, lock, found)
         for g, sent, landed, done in [*found, *self.unanswered]:
             if g.process == a["process"] or g.lock != lock or id(g) in self.used \
@@ -437,10 +439,10 @@ class Releases:
             earliest = sent  # it reached the service no sooner, nor before its cut healed
             if fault is not None and g.process in self.cut.get((fault.f, fault.step), ()):
                 earliest = math.inf if fault.stop is None else max(sent, fault.stop)
-            if earliest >= b["acquired"]:
+            if earliest >= b_at:
                 continue
             if landed is not None and landed > asked:
-                ranked.append((2 if landed > a["acquired"] else 1, sent, g, landed, done, fault))
+                ranked.append((2 if landed > a_at else 1, sent, g, landed, done, fault))
             elif landed is None:
                 ranked.append((0, sent, g, landed, done, fault))
         ranked = [r for r in ranked if r[0] >= least]
@@ -463,7 +465,7 @@ class Releases:
         if (lock, ga.process, seconds(ga.start)) in self.entered:
             return None  # let in by another release: this one may have deleted its key
         before = [r for r in found if r[0].lock == lock and r[0].process != ga.process
-                  and r[1] <= seconds(ga.start) and r[0].start < ga.start and in_force(r[0], ga)]
+                  and r[1] <= ga.start / 1e9 and r[0].start < ga.start and in_force(r[0], ga)]
         return max(before, key=lambda r: r[1])[0] if before else None
 
 
