@@ -92,10 +92,9 @@ def leader(ctx: NemesisContext, target: str | None) -> Picked:
 
 
 def minority(ctx: NemesisContext, target: str | None) -> Picked:
-    n = len(ctx.nodes)
-    if n < 3:
+    if len(ctx.nodes) < 3:
         return None  # no minority to cut: one node of two is half, not a minority
-    cut = sorted(node.name for node in ctx.rng.sample(list(ctx.nodes), (n - 1) // 2))
+    cut = topology.side(topology.of(ctx), "minority", ctx.rng)
     return cut, cut_off(topology.of(ctx, map(client_name, ctx.clients.processes)), cut)
 
 
