@@ -57,6 +57,13 @@ def side(g: nx.Graph, role: str, rng: random.Random) -> list[str]:
     return sorted(rng.sample(list(g), SIDES[role](g)))
 
 
+def roles(components: list[list[str]]) -> list[str]:
+    """Each side of a partition named by what it holds of the DB nodes (all of them in its
+    ``components``): the ``majority`` (a quorum) or a ``minority`` (no side of two halves)."""
+    need = quorum(joined([n for c in components for n in c], *components))
+    return ["majority" if len(c) >= need else "minority" for c in components]
+
+
 def halves(nodes: list[str], rng: random.Random) -> nx.Graph:
     """Two sides of a shuffle, the first a strict majority: Jepsen's random halves for odd n
     ((n+1)//2 against n//2). For even n equal halves would leave no side a quorum (a cluster
