@@ -26,6 +26,7 @@ from harness.core.capabilities import HasLeader
 from harness.core.cluster import NemesisContext, client_name
 from harness.core.fault_run import FaultRun, generic_words
 from harness.core.options import Option
+from nemesis import topology
 
 HOLDER_WAIT = 3.0  # seconds to wait for somebody to hold (or wait for) the lock
 RETARGETS = 5  # strikes made anew when the target had left the state the fault was aimed at
@@ -280,15 +281,14 @@ def node_target(ctx: NemesisContext, target: str | None, default: str = "any"
     """The DB nodes a node fault hits now, or None when there are none right now."""
     role = target or default
     names = [n.name for n in ctx.nodes]
-    n = len(names)
     if role == "any":
         return [ctx.rng.choice(names)]
     if role == "all":
         return names
-    if role == "majority":
-        return sorted(ctx.rng.sample(names, n // 2 + 1))
-    if role == "minority":
-        return sorted(ctx.rng.sample(names, max(1, (n - 1) // 2))) if n > 1 else None
+    if role == "minority" and len(names) < 2:
+        return None  # one node has no minority
+    if role in ("majority", "minority"):
+        return topology.side(topology.of(ctx), role, ctx.rng)
     if role in ("leader", "follower"):
         if not isinstance(ctx.db, HasLeader):
             raise TargetError(f"{getattr(ctx.db, 'name', 'this db')} has no leader to target")

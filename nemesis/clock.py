@@ -59,6 +59,7 @@ from harness.core.capabilities import CLOCK_IDS, ClockFaults, clock_mechanism, c
 from harness.core.cluster import NemesisContext
 from harness.core.fault_run import FaultRun
 from harness.core.options import Option
+from nemesis import topology
 from nemesis.base import (
     NODE_TARGETS,
     RETARGETS,  # noqa: F401 (the bound of its aim, nemesis.base.strike: read here)
@@ -81,15 +82,12 @@ READ_PERIOD = 0.25  # seconds between two read-backs of each node while a rate r
 def choose_nodes(ctx: NemesisContext, how: Any) -> list[str]:
     """The node names a clock fault hits, from option ``clock-nodes``."""
     names = [n.name for n in ctx.nodes]
-    n = len(names)
     if isinstance(how, list | tuple):
         chosen = [str(x) for x in how]
-    elif isinstance(how, str) and how not in ("majority", "minority", "one", "all"):
+    elif isinstance(how, str) and how not in topology.SIDES:
         chosen = [x.strip() for x in how.replace("+", ",").split(",") if x.strip()]
     else:
-        size = {"majority": n // 2 + 1 if n > 1 else 1, "minority": max(1, (n - 1) // 2),
-                "one": 1, "all": n}[str(how)]
-        chosen = ctx.rng.sample(names, size)
+        chosen = topology.side(topology.of(ctx), str(how), ctx.rng)
     unknown = [c for c in chosen if c not in names]
     if unknown:
         raise RuntimeError(f"clock-nodes names {unknown[0]!r}, not one of {', '.join(names)}")

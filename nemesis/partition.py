@@ -92,10 +92,9 @@ def leader(ctx: NemesisContext, target: str | None) -> Picked:
 
 
 def minority(ctx: NemesisContext, target: str | None) -> Picked:
-    n = len(ctx.nodes)
-    if n < 3:
+    if len(ctx.nodes) < 3:
         return None  # no minority to cut: one node of two is half, not a minority
-    cut = sorted(node.name for node in ctx.rng.sample(list(ctx.nodes), (n - 1) // 2))
+    cut = topology.side(topology.of(ctx), "minority", ctx.rng)
     return cut, cut_off(topology.of(ctx, map(client_name, ctx.clients.processes)), cut)
 
 
@@ -224,6 +223,18 @@ class Partition(BaseNemesis):
     def describe(cls, run: FaultRun) -> str:
         shape = cls.shape or str((run.detail or {}).get("shape") or DEFAULT)
         return SHAPES.get(shape, SHAPES[DEFAULT]).words(run)
+
+    @classmethod
+    def lane_targets(cls, targets: list[str], detail: Any) -> str | None:
+        """Whom a report's fault lane names: for a partition among the nodes (its targets its
+        components) the sides and what each holds, ``n1,n2 | n3 (majority | minority)`` (one
+        component, a ring or a bridge: no side is cut off from the rest); else None."""
+        shape = cls.shape or (detail if isinstance(detail, dict) else {}).get("shape")
+        if shape not in topology.KINDS or not targets:
+            return None
+        sides = [t.split("|") for t in targets]
+        held = f" ({' | '.join(topology.roles(sides))})" if len(sides) > 1 else ""
+        return " | ".join(",".join(s) for s in sides) + held
 
     def select(self, ctx: NemesisContext, target: str | None = None) -> list[str] | None:
         """The cut's targets and links. A client cut off aimed at the holder strikes at a

@@ -41,6 +41,29 @@ def cut_off(g: nx.Graph, side: list[str]) -> list[tuple[str, str]]:
     return [(a, b) for a in side for b in g[a] if b not in side]
 
 
+def quorum(g: nx.Graph) -> int:
+    """How many of the DB nodes of ``g`` a side needs to hold a strict majority of them."""
+    return len(g) // 2 + 1
+
+
+SIDES = {"majority": quorum, "minority": lambda g: max(1, len(g) - quorum(g)),
+         "one": lambda g: 1, "all": len}
+
+
+def side(g: nx.Graph, role: str, rng: random.Random) -> list[str]:
+    """A random side of the DB nodes of ``g``: a ``majority`` (a quorum), a ``minority`` (what
+    a quorum leaves out: the largest side that has none; of one node or two, one), ``one`` or
+    ``all`` (in a random draw all the same: the draws after it stay those of old runs)."""
+    return sorted(rng.sample(list(g), SIDES[role](g)))
+
+
+def roles(components: list[list[str]]) -> list[str]:
+    """Each side of a partition named by what it holds of the DB nodes (all of them in its
+    ``components``): the ``majority`` (a quorum) or a ``minority`` (no side of two halves)."""
+    need = quorum(joined([n for c in components for n in c], *components))
+    return ["majority" if len(c) >= need else "minority" for c in components]
+
+
 def halves(nodes: list[str], rng: random.Random) -> nx.Graph:
     """Two sides of a shuffle, the first a strict majority: Jepsen's random halves for odd n
     ((n+1)//2 against n//2). For even n equal halves would leave no side a quorum (a cluster

@@ -162,3 +162,30 @@ def test_what_a_kill_repaired_at_its_restart_joins_its_words_and_nothing_else_of
     assert [r.detail for r in clock] == [{"offset": 60.0}]  # the stop's offset is no fault's
     plain = fault_runs([op(1, "info", "kill", "start"), op(3, "info", "kill", "stop")])
     assert [r.detail for r in plain] == [None]
+
+
+def test_a_partition_s_lane_names_its_sides_by_what_each_holds() -> None:
+    """A partition among the nodes records its components as its targets: its lane on the
+    timeline names each side and whether it holds a quorum of the DB nodes (two halves of
+    two nodes: neither does); one component (a ring) has no side cut off; a partition of
+    clients or of picked nodes (minority, leader: no components) names its targets as before."""
+    from harness.presentation.report.model import fault_windows
+
+    faults = [("partition-halves", ["n1|n2", "n3|n4|n5"], None),
+              ("partition-one", ["n4", "n1|n2|n3|n5"], {"cut": [["n1", "n4"]]}),
+              ("partition", ["n1", "n2"], {"shape": "halves", "cut": [["n1", "n2"]]}),
+              ("partition-ring", ["n1|n2|n3|n4|n5"], None),
+              ("partition-minority", ["n1", "n3"], {"cut-off": ["n1", "n3"]}),
+              ("partition", ["c2"], None)]
+    history = [{"index": 2 * i + k, "process": "nemesis", "type": "info", "f": f,
+                "value": value, "time": 1000 * (2 * i + k), "targets": targets,
+                "detail": detail}
+               for i, (f, targets, detail) in enumerate(faults)
+               for k, value in enumerate(("start", "stop"))]
+    assert [w["label"] for w in fault_windows(history, 10**6)] == [
+        "partition-halves n1,n2 | n3,n4,n5 (minority | majority)",
+        "partition-one n4 | n1,n2,n3,n5 (minority | majority)",
+        "partition n1 | n2 (minority | minority)",
+        "partition-ring n1,n2,n3,n4,n5",
+        "partition-minority n1,n3",
+        "partition c2"]

@@ -90,3 +90,22 @@ def test_a_side_cut_off_loses_its_links_in_the_order_of_the_side_and_the_cluster
     rest = [n for n in [*NODES, "c0", "c1"] if n not in side]
     assert topology.cut_off(g, side) == [(a, b) for a in side for b in rest]
     assert topology.cut_off(g, ["c1"]) == [("c1", n) for n in NODES]
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_majority_is_a_quorum_and_a_minority_what_one_leaves_out(n: int, seed: int) -> None:
+    """The node targets ``majority`` / ``minority`` as sides of the cluster's graph: a majority
+    split off keeps the quorum, a minority is no quorum (but of one node), and each is the
+    draw old runs made (``rng.sample`` of its size): a seed replays the same nodes."""
+    nodes = [f"n{i}" for i in range(1, n + 1)]
+    g = topology.joined(nodes, nodes)
+    major = topology.side(g, "majority", random.Random(seed))
+    minor = topology.side(g, "minority", random.Random(seed))
+    assert major == sorted(random.Random(seed).sample(nodes, n // 2 + 1))
+    assert minor == sorted(random.Random(seed).sample(nodes, max(1, (n - 1) // 2)))
+    split = topology.joined(nodes, major, [x for x in nodes if x not in major])
+    assert quorum_sides(split, nodes) == [set(major)]
+    cut = topology.joined(nodes, minor, [x for x in nodes if x not in minor])
+    assert (set(minor) in quorum_sides(cut, nodes)) == (n == 1)
+    assert topology.side(g, "all", random.Random(seed)) == nodes

@@ -259,8 +259,12 @@ def rejected_writes(history: Sequence[Op], writes: dict[int, tuple[int, int, int
 
 def fault_label(f: str, targets: list[str], params: Any, detail: Any = None) -> str:
     """What a fault lane says of a window: what the fault did, in its own class's words when it
-    has them (a clock's ``+60 s wall jump``), else what it was asked to do; and whom it hit."""
-    who = ",".join(targets) if len(targets) <= 4 else f"{targets[0]}…{targets[-1]} ({len(targets)})"
+    has them (a clock's ``+60 s wall jump``), else what it was asked to do; and whom it hit,
+    in its class's words when it has them (a partition's sides: ``n1,n2 | n3 (majority |
+    minority)``)."""
+    named = getattr(nemesis_of(f), "lane_targets", None)
+    who = (named(targets, detail) if callable(named) else None) or (
+        ",".join(targets) if len(targets) <= 4 else f"{targets[0]}…{targets[-1]} ({len(targets)})")
     words = getattr(nemesis_of(f), "label", None)
     asked = params if isinstance(params, dict) else {}
     if callable(words):
