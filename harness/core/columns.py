@@ -197,13 +197,8 @@ class Columns:
     def value_of(self, key: str, kind: str = INT) -> tuple[np.ndarray, np.ndarray]:
         """(column, present): field ``key`` of each op's value, and where the op's value is a
         dict holding it with that kind (elsewhere the column's row means nothing)."""
-        return self.field_of(f"value.{key}", kind)
-
-    def field_of(self, name: str, kind: str = INT) -> tuple[np.ndarray, np.ndarray]:
-        """(column, present) of a field by its name (``"error"``, ``"value.session"``)."""
-        has = np.zeros(len(self.shapes), dtype=bool)
-        for code, shape in enumerate(self.shapes):
-            has[code] = (name, kind) in _flat(shape)
+        name = f"value.{key}"
+        has = np.array([(name, kind) in flat(shape) for shape in self.shapes] or [False])
         column = self.fields.get(name)
         if column is None:
             column = np.zeros(len(self), dtype=np.int64 if kind != FLOAT else np.float64)
@@ -227,12 +222,13 @@ def _maker(keys: tuple[str, ...]) -> Any:
     return eval(f"lambda {args}: {{{pairs}}}", {f"k{i}": k for i, k in enumerate(keys)})
 
 
-def _flat(shape: Shape) -> set[tuple[str, str]]:
+def flat(shape: Shape) -> set[tuple[str, str]]:
+    """A layout's fields held in columns, by their columns' names, with their kinds."""
     out = set()
     for key, kind in shape:
         if key == "value" and isinstance(kind, tuple):
             out.update((f"value.{k}", kd) for k, kd in kind)
-        elif key not in CORE_OR_LOCK:
+        elif kind is not None and key != "value":
             out.add((key, kind))
     return out
 

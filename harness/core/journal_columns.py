@@ -44,6 +44,7 @@ from harness.core.columns import (
     TYPE_CODES,
     Columns,
     Shape,
+    flat,
 )
 from harness.core.history import MAX_LINE, Op
 from harness.core.history_bulk import _F, _LOCK, UNREAD, _Int, _Nat, _Scalar, _Value
@@ -513,14 +514,3 @@ def same_kinds(shape: Shape, kinds: dict[Any, Any], dtypes: dict[str, Any]) -> b
         if dtypes.setdefault(name, dtype) != dtype:
             return False
     return True
-
-
-def flat(shape: Shape) -> set[tuple[str, str]]:
-    """A layout's fields held in columns, by their columns' names, with their kinds."""
-    out = set()
-    for key, kind in shape:
-        if key == "value" and isinstance(kind, tuple):
-            out.update((f"value.{k}", kd) for k, kd in kind)
-        elif kind is not None and key != "value":
-            out.add((key, kind))
-    return out
