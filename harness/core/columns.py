@@ -328,21 +328,10 @@ class Row(Mapping):  # type: ignore[type-arg]
             self._op = self.cols.op(self.i)
         return self._op
 
-    def _column(self, key: str) -> Any:
-        cols, i = self.cols, self.i
-        if key == "process":
-            return cols.process.item(i)
-        if key == "type":
-            return TYPE_NAMES[cols.type.item(i)]
-        if key == "index":
-            return cols.index.item(i)
-        if key == "time":
-            return cols.time.item(i)
-        return cols.fs[cols.f.item(i)]  # f
-
     def __getitem__(self, key: str) -> Any:
         if key in _COLUMN_READ:
-            return self._column(key)
+            return self.cols.index.item(self.i) if key == "index" else \
+                self.cols._core(key, self.i)
         if key == "lock":  # (a named lock's code: the op has the field)
             code = self.cols.lock.item(self.i)
             if code > LOCK_NULL:
