@@ -105,7 +105,7 @@ def plugin_figures(path: Path, reps: int) -> None:
     from checker.mutex import MutexChecker
     from harness.core.checks import TIME_ORDERED, WELL_FORMED, check_safe
     from harness.core.history_file import read_columns
-    from harness.core.run_history import history_of
+    from harness.core.run_history import ColumnHistory
     from tests.test_history_doc import example
 
     cols = read_columns(path)
@@ -113,7 +113,7 @@ def plugin_figures(path: Path, reps: int) -> None:
                         ("mutex (built-in)", MutexChecker.check)):
         figures = []
         for _ in range(reps):
-            h = history_of(cols)
+            h = ColumnHistory(cols, [])
             h.derived.update({WELL_FORMED: True, TIME_ORDERED: True})
             c, w = time.process_time(), time.perf_counter()
             valid = check_safe(check, h, {})["valid"]  # as a run runs it

@@ -236,8 +236,8 @@ class RowCall(Call):
 
 class RunRowCall(RowCall):
     """A :class:`RowCall` of columns with every field
-    (:class:`harness.core.run_history.RunColumns`, whose rows read every field as the op
-    has it): its value the invocation's, read when asked."""
+    (:class:`harness.core.columns.Columns` of a run's ops, whose rows read every field as
+    the op has it): its value the invocation's, read when asked."""
 
     __slots__ = ()
 
@@ -255,7 +255,7 @@ class Paired:
 
     def __init__(self, cols: Columns, model: Model, full: bool = False) -> None:
         """``full``: the columns hold every field of the ops
-        (:class:`harness.core.run_history.RunColumns`: a row's
+        (a run's ops, not only plain ones: a row's
         :meth:`~harness.core.columns.Columns.op` is the op, which the model's
         ``understood_failure`` reads, as :func:`prepare` gives it)."""
         import numpy as np

@@ -19,21 +19,10 @@ from typing import Any
 import numpy as np
 
 from harness.core.checks import derive
-from harness.core.columns import LOCK_ABSENT
+from harness.core.columns import BOOL, FLOAT, INT, LOCK_ABSENT, NULL, OBJ, STR, Columns
 from harness.core.history import HistoryError, Op
 from harness.core.journal_columns import joined_parts, reordered
-from harness.core.run_history import (
-    BOOL,
-    FLOAT,
-    INT,
-    NULL,
-    OBJ,
-    STR,
-    ColumnHistory,
-    RunColumns,
-    columns_of,
-    item_or_slice,
-)
+from harness.core.run_history import ColumnHistory, columns_of, item_or_slice
 from harness.core.wellformed import require_checked
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
@@ -98,7 +87,7 @@ class ColumnPairs(Sequence[Pair]):
 
     __slots__ = ("cols", "done", "inv")
 
-    def __init__(self, cols: RunColumns, inv: np.ndarray, done: np.ndarray) -> None:
+    def __init__(self, cols: Columns, inv: np.ndarray, done: np.ndarray) -> None:
         self.cols = cols
         self.inv = inv
         self.done = done
@@ -132,7 +121,7 @@ def column_pairs(history: Sequence[Op]) -> ColumnPairs:
 
 # -- fields by rows ------------------------------------------------------------------------
 
-def _kinds(cols: RunColumns, name: str) -> list[str | None]:
+def _kinds(cols: Columns, name: str) -> list[str | None]:
     """The kind of field ``name`` (``"value.session"``, ``"error"``) in each shape (None:
     the shape has no such field)."""
     out: list[str | None] = []
@@ -152,7 +141,7 @@ def _kinds(cols: RunColumns, name: str) -> list[str | None]:
 _KIND_CODES = {None: 0, INT: 1, FLOAT: 2, STR: 3, BOOL: 4, NULL: 5, OBJ: 6}
 
 
-def values(cols: RunColumns, name: str, rows: np.ndarray, missing: Any = MISSING) -> list[Any]:
+def values(cols: Columns, name: str, rows: np.ndarray, missing: Any = MISSING) -> list[Any]:
     """Field ``name`` of the ops at ``rows`` as Python objects, exactly as the ops' dicts hold
     them (``op.get(name)``, or ``op["value"].get(...)`` for ``"value.x"``); ``missing`` where
     the op has no such field (or no dict value). One object a row asked for, none for the
@@ -188,7 +177,7 @@ def values(cols: RunColumns, name: str, rows: np.ndarray, missing: Any = MISSING
     return out
 
 
-def value_kinds(cols: RunColumns) -> np.ndarray:
+def value_kinds(cols: Columns) -> np.ndarray:
     """Per op, what its ``value`` is: 0 no value, 1 null (or no dict, false), 2 an empty
     dict, 3 a dict with keys, 4 no dict, true (what ``bool(op.get("value"))`` and
     ``isinstance(..., dict)`` tell)."""
@@ -207,13 +196,13 @@ def value_kinds(cols: RunColumns) -> np.ndarray:
     return out
 
 
-def has_field(cols: RunColumns, name: str) -> np.ndarray:
+def has_field(cols: Columns, name: str) -> np.ndarray:
     """Per op, whether it has field ``name`` (of any kind)."""
     table = np.array([k is not None for k in _kinds(cols, name)] or [False], dtype=bool)
     return table[cols.shape] if len(cols) else np.zeros(0, dtype=bool)
 
 
-def lock_words(cols: RunColumns, done: np.ndarray, inv: np.ndarray) -> list[str]:
+def lock_words(cols: Columns, done: np.ndarray, inv: np.ndarray) -> list[str]:
     """``str(done.get("lock", inv.get("lock", "lock")))`` of each pair (``done`` -1: the
     invocation's, ``str(inv.get("lock", "lock"))``)."""
     has = np.array([any(key == "lock" for key, _ in shape) for shape in cols.shapes] or
@@ -228,12 +217,12 @@ def lock_words(cols: RunColumns, done: np.ndarray, inv: np.ndarray) -> list[str]
 
 # -- the lives' views by rows --------------------------------------------------------------
 
-def _code(cols: RunColumns, f: str) -> int:
+def _code(cols: Columns, f: str) -> int:
     """The code of function ``f`` (-1: no op has it)."""
     return cols.fs.index(f) if f in cols.fs else -1
 
 
-def _types(cols: RunColumns, done: np.ndarray) -> np.ndarray:
+def _types(cols: Columns, done: np.ndarray) -> np.ndarray:
     """Each completion's type code (255: never completed)."""
     return np.where(done >= 0, cols.type[np.maximum(done, 0)], 255)
 
@@ -324,7 +313,7 @@ def attempts(paired: ColumnPairs, attempt: Any, timeout_of: Any
     return out, pending, untimed
 
 
-def last_ops(cols: RunColumns, processes: Sequence[int]) -> dict[int, tuple[int, Op]]:
+def last_ops(cols: Columns, processes: Sequence[int]) -> dict[int, tuple[int, Op]]:
     """Each of these processes' latest op in the columns (the first at its latest time) and
     that time: what :meth:`checker.lives.Lives._end_at_crashes` compares with its crash."""
     out: dict[int, tuple[int, Op]] = {}
@@ -342,7 +331,7 @@ def last_ops(cols: RunColumns, processes: Sequence[int]) -> dict[int, tuple[int,
     return out
 
 
-def truthy(cols: RunColumns, name: str, rows: np.ndarray) -> np.ndarray:
+def truthy(cols: Columns, name: str, rows: np.ndarray) -> np.ndarray:
     """``bool(value)`` of field ``name`` of the ops at ``rows`` (False where it is absent)."""
     rows = np.asarray(rows, dtype=np.int64)
     kinds = _kinds(cols, name)
@@ -430,7 +419,7 @@ def refused_releases(paired: ColumnPairs) -> list[Pair]:
         paired.inv[sel].tolist(), paired.done[sel].tolist(), strict=True)]
 
 
-def count_types(cols: RunColumns) -> dict[str, dict[str, int]]:
+def count_types(cols: Columns) -> dict[str, dict[str, int]]:
     """Ops by f, then type, each f in the order of its first op."""
     from harness.core.columns import TYPE_NAMES
 

@@ -168,13 +168,13 @@ _PLAIN = frozenset(("index", "time", "process", "type", "f", "value", "lock"))
 def _plain(ops: Sequence[Op], others: list[Op]) -> Any:
     """Client ops of the plain shape (a lock client's, ``value`` null or not there: the
     benchmark's and a Jepsen lock history's; ``others``: the history's other ops) in the
-    columns :func:`harness.core.run_history.history_of` makes of a file's: a few passes in C,
+    columns of plain ops a file's are (their layouts made of ``has_value`` and ``lock``,
+    :data:`harness.core.columns.PLAIN_SHAPES`): a few passes in C,
     much sooner than :func:`~harness.core.run_history.columns_of`, which groups ops by
     layout; else None."""
     import numpy as np
 
     from harness.core.columns import from_ops
-    from harness.core.run_history import history_of
 
     keys = set().union(*map(dict.keys, ops))
     if not _PLAIN.issuperset(keys) or any(
@@ -188,7 +188,7 @@ def _plain(ops: Sequence[Op], others: list[Op]) -> Any:
     if "value" in keys:  # (every op has every key when each has as many: usually)
         cols.has_value = np.ones(len(ops), dtype=bool) if set(map(len, ops)) == {len(keys)} \
             else np.fromiter(map(operator.contains, ops, repeat("value")), bool, len(ops))
-    return history_of(cols).clients
+    return cols
 
 
 def _paired_run_columns(history: Any, model: Model) -> Paired | None:
@@ -217,8 +217,7 @@ def _paired_run_columns(history: Any, model: Model) -> Paired | None:
     if extra.parts or extra.unmatched:
         return None
     from checker.column_pairs import has_field
-    from harness.core.columns import LOCK_NULL
-    from harness.core.run_history import NULL
+    from harness.core.columns import LOCK_NULL, NULL
 
     # (plain ops, no field but the core's and a null value: a row holds all there is to read)
     plain = not cols.fields and all(kind == NULL for shape in cols.shapes

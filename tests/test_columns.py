@@ -37,6 +37,7 @@ from tests.test_linearizable import (
 Op = dict[str, Any]
 LOCK_MODELS = ("mutex", "fenced-mutex")
 ROOT = Path(__file__).resolve().parents[1]
+ROWS = 2000  # ops of a history whose rows are each compared with the op
 
 
 @pytest.fixture(autouse=True)
@@ -65,6 +66,11 @@ def agree(path: Path, block: int, monkeypatch: pytest.MonkeyPatch, *, plain: boo
         return None
     assert ops is not None, "the columns read what the strict reader refuses"
     assert cols.ops() == ops
+    keys = ("index", "time", "process", "type", "f", "value", "lock", "error")
+    for i, op in enumerate(ops[:ROWS]):  # op i made alone, and read a field at a time: the same
+        row = cols.row(i)
+        assert cols.op(i) == op and row == op and dict(row) == op
+        assert [row.get(k, "-") for k in keys] == [op.get(k, "-") for k in keys]
     for model in LOCK_MODELS:
         assert check(cols, model) == check(ops, model), model
     return cols

@@ -14,7 +14,8 @@ from checker.faults import FaultsChecker
 from checker.liveness import LivenessChecker
 from checker.process_ops import by_process
 from harness.core.checks import Shared, check_safe
-from harness.core.run_history import ColumnHistory, RunColumns, merged_columns
+from harness.core.columns import Columns
+from harness.core.run_history import ColumnHistory, merged_columns
 from tests.fault_histories import MS, fault_histories
 
 CHECKS = [
@@ -90,13 +91,13 @@ def test_a_window_reads_only_the_ops_around_it(monkeypatch: pytest.MonkeyPatch) 
     cols = merged_columns(ops)
     assert cols is not None
     made: list[int] = []
-    real = RunColumns.op
+    real = Columns.op
 
-    def counted(self: RunColumns, i: int) -> dict[str, Any]:
+    def counted(self: Columns, i: int) -> dict[str, Any]:
         made.append(int(i))
         return real(self, i)
 
-    monkeypatch.setattr(RunColumns, "op", counted)
+    monkeypatch.setattr(Columns, "op", counted)
     procs = by_process(cols)
     assert procs is not None
     calls = faults.lock_calls(procs[0][0], 40 * MS, 46 * MS, faults.LOCK_FS)

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from harness.controller.checking import check_history
 from harness.controller.store import RunDir
 from harness.core.checks import Shared
+from harness.core.columns import Columns
 from harness.core.history import HistoryError
 from harness.core.history_file import read_history
-from harness.core.run_history import ColumnHistory, RunColumns, merged_columns
+from harness.core.run_history import ColumnHistory, merged_columns
 from harness.presentation.report import model as report_model
 from harness.presentation.report import pair_arrays, sampling
 from harness.presentation.report.html import render
@@ -95,13 +96,13 @@ def test_a_long_synthetic_runs_report_is_the_same_and_made_of_few_dicts(
     want = page(dicts, spec, results)
     report_model.grounds(cols)  # (the checkers' own views: not the report's to count)
     made = []
-    real = RunColumns.op
+    real = Columns.op
 
-    def counted(self: RunColumns, i: int) -> dict[str, Any]:
+    def counted(self: Columns, i: int) -> dict[str, Any]:
         made.append(i)
         return real(self, i)
 
-    monkeypatch.setattr(RunColumns, "op", counted)
+    monkeypatch.setattr(Columns, "op", counted)
     got = page(cols, spec, results)
     assert got == want
     model = report_model.build(spec, cols, results)

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from checker.column_pairs import ColumnPairs, values
-from harness.core.columns import TYPE_CODES, well_formed
+from harness.core.columns import TYPE_CODES, Columns, well_formed
 from harness.core.history import INFO, INVOKE, OK
-from harness.core.run_history import ColumnHistory, RunColumns
+from harness.core.run_history import ColumnHistory
 from harness.core.wellformed import crashed_clients, problem
 
 
@@ -69,7 +69,7 @@ def completions(paired: ColumnPairs, failed_words: Callable[[Any], bool]
                               strict=True))
 
 
-def _failed(cols: RunColumns, rows: np.ndarray, failed_words: Callable[[Any], bool]
+def _failed(cols: Columns, rows: np.ndarray, failed_words: Callable[[Any], bool]
             ) -> np.ndarray:
     """Per completion at ``rows``, whether it is a failed request: ``info`` with an error
     that is no timeout."""

@@ -26,10 +26,10 @@ import numpy as np
 import orjson
 
 from harness.core.atomic import replacing
-from harness.core.columns import TYPE_NAMES
+from harness.core.columns import BOOL, FLOAT, INT, NULL, TYPE_NAMES, Columns
 from harness.core.history import Op
 from harness.core.journal import encode
-from harness.core.run_history import BOOL, FLOAT, INT, NULL, ColumnHistory, RunColumns
+from harness.core.run_history import ColumnHistory
 
 BLOCK = 1 << 15  # places a block of lines is made of
 
@@ -74,7 +74,7 @@ def _groups(key: np.ndarray, first: int) -> list[np.ndarray]:
 class _Formats:
     """Each kind of line's format, made when first asked, and the encoded values."""
 
-    def __init__(self, cols: RunColumns) -> None:
+    def __init__(self, cols: Columns) -> None:
         self.cols = cols
         self.strings = [_encoded(s) for s in cols.strings]  # None: orjson refuses it
         self.fs = [_encoded(s) for s in cols.fs]

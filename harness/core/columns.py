@@ -1,8 +1,10 @@
 """A client history held in columns (numpy arrays, a few bytes an op) rather than one dict an
-op: what :mod:`harness.core.history_bulk` reads from a big JSON-lines file whose every op has
-the plain shape of a lock client's op (``index``, ``time``, ``process`` an int, ``type``, ``f``,
-``value`` null, ``lock``), and what the checkers read without building an object per op. An op
-is made a dict (:meth:`Columns.op`) only where somebody shows it (a witness, a message).
+op: what :mod:`harness.core.history_bulk` reads from a big JSON-lines file of plain lock client
+ops (``index``, ``time``, ``process`` an int, ``type``, ``f``, ``value`` null, ``lock``), what a
+run's merge gives of its client ops with every other field held too
+(:func:`harness.core.run_history.columns_of`), and what the checkers read without building an
+object per op. An op is made a dict (:meth:`Columns.op`) only where somebody shows it (a
+witness, a message).
 
 Pure: no I/O.
 """
@@ -10,8 +12,10 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
 from itertools import repeat
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
@@ -19,27 +23,49 @@ from harness.core.history import FAIL, INFO, INVOKE, OK
 
 TYPE_CHECKING = False  # see harness/core/history.py
 if TYPE_CHECKING:
-    from typing import Any
-
     from harness.core.history import Op
 
 TYPE_NAMES = (INVOKE, OK, FAIL, INFO)  # type codes, in this order
 TYPE_CODES = {t: i for i, t in enumerate(TYPE_NAMES)}
 LOCK_ABSENT, LOCK_NULL = 0, 1  # lock codes with no name: the field is not there, or null
 
+# A field's kind in a shape: how its column holds it (int64, float64, a string's code, a bool
+# as 0/1 in int64, null: no column)
+INT, FLOAT, STR, BOOL, NULL = "i", "f", "s", "b", "n"
+OBJ = "o"  # a field no scalar column holds (a list, a dict, two kinds): an object column
+KIND_OF = {int: INT, float: FLOAT, str: STR, bool: BOOL, type(None): NULL}
+CORE = ("time", "process", "type", "f")  # every client op's own columns (after "index")
+Shape = tuple[tuple[str, Any], ...]  # (key, kind), or ("value", value's shape | NULL | None)
+CORE_OR_LOCK = frozenset((*CORE, "lock"))
+# The layouts of plain ops (a file's): the core fields, then ``value`` (null) and ``lock``
+# where the op has them; code ``has_value + 2 * (lock is there)``.
+PLAIN_SHAPES: list[Shape] = [
+    tuple((key, None) for key in CORE) + tail
+    for tail in ((), (("value", NULL),), (("lock", None),), (("value", NULL), ("lock", None)))]
+
 
 class Columns:
     """The ops of a history, position ``i`` in each column; ops are ordered by time.
 
     ``fs`` and ``locks`` name the codes of ``f`` and ``lock`` (``locks[0]`` and ``locks[1]``:
-    absent and null); ``has_value``: the op has a ``value`` field (always null)."""
+    absent and null); ``has_value``: a plain op has a ``value`` field (always null).
 
-    __slots__ = ("_by_process", "f", "fs", "has_value", "index", "lock", "locks", "process",
-                 "time", "type")
+    ``shape[i]`` is the code of op ``i``'s layout in ``shapes``: its keys in order after
+    ``index``, each with its kind; the key ``value`` with the shape of its dict (or
+    :data:`NULL`). Plain ops' (none given) are :data:`PLAIN_SHAPES`, their codes made of
+    ``has_value`` and ``lock`` when first read. ``fields`` holds a column for each other field
+    seen, named by its key (``"error"``) or, for a field of the value, ``"value.session"``;
+    row ``i`` of a column means something only where op ``i``'s shape has that field. Strings
+    are codes into ``strings``. ``index`` is each op's place in the whole history."""
+
+    __slots__ = ("_by_process", "_shape", "bare", "f", "fields", "fs", "has_value", "index",
+                 "lock", "locks", "process", "shapes", "strings", "time", "type")
 
     def __init__(self, time: np.ndarray, process: np.ndarray, type_: np.ndarray,
                  f: np.ndarray, fs: list[str], lock: np.ndarray, locks: list[str | None],
-                 index: np.ndarray, has_value: np.ndarray) -> None:
+                 index: np.ndarray, has_value: np.ndarray, shape: np.ndarray | None = None,
+                 shapes: list[Shape] | None = None, fields: dict[str, np.ndarray] | None = None,
+                 strings: list[str] | None = None) -> None:
         self.time = time
         self.process = process
         self.type = type_
@@ -49,32 +75,75 @@ class Columns:
         self.locks = locks
         self.index = index
         self.has_value = has_value
+        self._shape = shape
+        self.shapes = list(PLAIN_SHAPES) if shapes is None else shapes
+        self.fields = {} if fields is None else fields
+        self.strings = [] if strings is None else strings
+        self.bare = False  # the ops had no ``index`` first: ``op(i)`` makes none (``index``
+        # is each op's place in the list they came from)
         self._by_process: np.ndarray | None = None
+
+    @property
+    def shape(self) -> np.ndarray:
+        """Each op's layout's code (plain ops': made when first read, not a column more for
+        a checker that makes no op a dict)."""
+        if self._shape is None:
+            self._shape = self.has_value.astype(np.int32) + 2 * (self.lock != LOCK_ABSENT)
+        return self._shape
+
+    @shape.setter
+    def shape(self, shape: np.ndarray) -> None:
+        self._shape = shape
 
     def __len__(self) -> int:
         return len(self.time)
-
-    def op(self, i: int) -> Op:
-        """The ``i``-th op as the strict reader gives it (a dict)."""
-        i = int(i)
-        op: dict[str, Any] = {"index": self.index.item(i), "time": self.time.item(i),
-                              "process": self.process.item(i),
-                              "type": TYPE_NAMES[self.type.item(i)], "f": self.fs[self.f.item(i)]}
-        if self.has_value.item(i):
-            op["value"] = None
-        code = self.lock.item(i)
-        if code != LOCK_ABSENT:
-            op["lock"] = self.locks[code]
-        return op
 
     def row(self, i: int) -> Row:
         """The ``i``-th op as a read-only mapping whose fields are read when asked (a check
         that reads one or two fields of a million ops makes no dict of each)."""
         return Row(self, i)
 
-    def ops(self) -> list[Op]:
-        """Every op as a dict (a small history, or a test: a big one is what columns avoid)."""
-        return [self.op(i) for i in range(len(self))]
+    def op(self, i: int) -> Op:
+        """The ``i``-th op as the strict reader gives it (a dict)."""
+        i = int(i)
+        out: dict[str, Any] = {} if self.bare else {"index": self.index.item(i)}
+        for key, kind in self.shapes[self.shape.item(i)]:
+            if key == "value" and kind is not NULL and isinstance(kind, tuple):
+                out[key] = {k: self._field(f"value.{k}", kd, i) for k, kd in kind}
+            else:
+                out[key] = self._core(key, i) if key in CORE_OR_LOCK else \
+                    self._field(key, kind, i)
+        return out
+
+    def ops(self, lo: int = 0, hi: int | None = None) -> list[Op]:
+        """Ops ``lo`` to ``hi`` (every one by default) as :meth:`op` makes each, made a
+        layout at a time: each field's column read as a list in C, the dicts made by
+        ``map(dict, zip(...))``, no Python code an op."""
+        hi = len(self) if hi is None else min(hi, len(self))
+        if hi <= lo:
+            return []
+        shape = self.shape[lo:hi]
+        codes = np.unique(shape).tolist()
+        out: list[Op] = []
+        for code in codes:
+            rows = np.arange(lo, hi) if len(codes) == 1 else np.flatnonzero(shape == code) + lo
+            keys, lists = ([], []) if self.bare else (["index"], [self.index[rows].tolist()])
+            for key, kind in self.shapes[code]:
+                keys.append(key)
+                if key == "value" and isinstance(kind, tuple):
+                    vkeys = [k for k, _ in kind]
+                    lists.append(_dicts(vkeys, [self._list(f"value.{k}", kd, rows)
+                                                for k, kd in kind], len(rows)))
+                else:
+                    lists.append(self._core_list(key, rows) if key in CORE_OR_LOCK
+                                 else self._list(key, kind, rows))
+            ops = _dicts(keys, lists, len(rows))
+            if len(codes) == 1:
+                return ops
+            if not out:
+                out = [{}] * (hi - lo)
+            list(map(out.__setitem__, (rows - lo).tolist(), ops))
+        return out
 
     def by_process(self, keep: bool = True) -> np.ndarray:
         """The positions of the ops, process by process, each process's in history order;
@@ -88,6 +157,80 @@ class Columns:
     def same_lock(self) -> np.ndarray:
         """The lock codes with absent and null made one (``op.get("lock")`` compares so)."""
         return np.where(self.lock == LOCK_ABSENT, LOCK_NULL, self.lock)
+
+    def _core_list(self, key: str, rows: np.ndarray) -> list[Any]:
+        if key in ("time", "process"):
+            return getattr(self, key)[rows].tolist()  # type: ignore[no-any-return]
+        names = {"type": TYPE_NAMES, "f": self.fs, "lock": self.locks}[key]
+        column = {"type": self.type, "f": self.f, "lock": self.lock}[key]
+        return np.array(names, dtype=object)[column[rows]].tolist()  # type: ignore[no-any-return]
+
+    def _list(self, name: str, kind: str, rows: np.ndarray) -> list[Any]:
+        if kind == NULL:
+            return [None] * len(rows)
+        values = self.fields[name][rows].tolist()
+        if kind == STR:
+            return list(map(self.strings.__getitem__, values))
+        return list(map(bool, values)) if kind == BOOL else values  # type: ignore[no-any-return]
+
+    def _core(self, key: str, i: int) -> Any:
+        if key == "time":
+            return self.time.item(i)
+        if key == "process":
+            return self.process.item(i)
+        if key == "type":
+            return TYPE_NAMES[self.type.item(i)]
+        if key == "f":
+            return self.fs[self.f.item(i)]
+        return self.locks[self.lock.item(i)]  # lock
+
+    def _field(self, name: str, kind: str, i: int) -> Any:
+        if kind == NULL:
+            return None
+        x = self.fields[name].item(i)
+        if kind == STR:
+            return self.strings[x]
+        if kind == BOOL:
+            return bool(x)
+        return x
+
+    def value_of(self, key: str, kind: str = INT) -> tuple[np.ndarray, np.ndarray]:
+        """(column, present): field ``key`` of each op's value, and where the op's value is a
+        dict holding it with that kind (elsewhere the column's row means nothing)."""
+        name = f"value.{key}"
+        has = np.array([(name, kind) in flat(shape) for shape in self.shapes] or [False])
+        column = self.fields.get(name)
+        if column is None:
+            column = np.zeros(len(self), dtype=np.int64 if kind != FLOAT else np.float64)
+        return column, has[self.shape] if len(self) else np.zeros(0, dtype=bool)
+
+
+def _dicts(keys: list[str], lists: list[list[Any]], n: int) -> list[dict[str, Any]]:
+    """``n`` dicts, the ``j``-th ``{keys[k]: lists[k][j]}``."""
+    if not keys:
+        return [{} for _ in range(n)]
+    return list(map(_maker(tuple(keys)), *lists))
+
+
+@cache
+def _maker(keys: tuple[str, ...]) -> Any:
+    """``lambda a0, a1, ...: {keys[0]: a0, keys[1]: a1, ...}``: a dict display, a third
+    sooner than ``dict(zip(keys, row))``. The code names only its own arguments and ``k0``,
+    ``k1``, ...; the keys (a file's text) are values bound to those names, never code."""
+    args = ", ".join(f"a{i}" for i in range(len(keys)))
+    pairs = ", ".join(f"k{i}: a{i}" for i in range(len(keys)))
+    return eval(f"lambda {args}: {{{pairs}}}", {f"k{i}": k for i, k in enumerate(keys)})
+
+
+def flat(shape: Shape) -> set[tuple[str, str]]:
+    """A layout's fields held in columns, by their columns' names, with their kinds."""
+    out = set()
+    for key, kind in shape:
+        if key == "value" and isinstance(kind, tuple):
+            out.update((f"value.{k}", kd) for k, kd in kind)
+        elif kind is not None and key != "value":
+            out.add((key, kind))
+    return out
 
 
 def stable_order(keys: np.ndarray) -> np.ndarray:
@@ -164,35 +307,36 @@ def well_formed(cols: Columns) -> bool:
     return not bool(np.any(done & ((f[1:] != f[:-1]) | (lock[1:] != lock[:-1]))))
 
 
-class Row(Mapping):  # type: ignore[type-arg]
-    """An op of :class:`Columns`, its fields read from the columns when asked: what
-    :meth:`Columns.op` gives, as a mapping."""
+_COLUMN_READ = frozenset(("index", *CORE))
 
-    __slots__ = ("cols", "i")
+
+class Row(Mapping):  # type: ignore[type-arg]
+    """An op of :class:`Columns` as a read-only mapping, equal to its dict: the fields every
+    step of a check reads (index, time, process, type, f, a named lock) from their columns,
+    any other (value, a null lock, error) from the op's dict, made when first asked (a
+    witness's few ops)."""
+
+    __slots__ = ("_op", "cols", "i")
 
     def __init__(self, cols: Columns, i: int) -> None:
         self.cols = cols
         self.i = i
+        self._op: Op | None = None
+
+    def whole(self) -> Op:
+        if self._op is None:
+            self._op = self.cols.op(self.i)
+        return self._op
 
     def __getitem__(self, key: str) -> Any:
-        cols, i = self.cols, self.i
-        if key == "process":
-            return cols.process.item(i)
-        if key == "type":
-            return TYPE_NAMES[cols.type.item(i)]
-        if key == "index":
-            return cols.index.item(i)
-        if key == "time":
-            return cols.time.item(i)
-        if key == "f":
-            return cols.fs[cols.f.item(i)]
-        if key == "value" and cols.has_value.item(i):
-            return None
-        if key == "lock":
-            code = cols.lock.item(i)
-            if code != LOCK_ABSENT:
-                return cols.locks[code]
-        raise KeyError(key)
+        if key in _COLUMN_READ:
+            return self.cols.index.item(self.i) if key == "index" else \
+                self.cols._core(key, self.i)
+        if key == "lock":  # (a named lock's code: the op has the field)
+            code = self.cols.lock.item(self.i)
+            if code > LOCK_NULL:
+                return self.cols.locks[code]
+        return self.whole()[key]
 
     def get(self, key: str, default: Any = None) -> Any:
         try:
@@ -201,15 +345,15 @@ class Row(Mapping):  # type: ignore[type-arg]
             return default
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.cols.op(self.i))
+        return iter(self.whole())
 
     def __len__(self) -> int:
-        return len(self.cols.op(self.i))
+        return len(self.whole())
 
     def __eq__(self, other: object) -> bool:
-        return self.cols.op(self.i) == (dict(other) if isinstance(other, Mapping) else other)
+        return self.whole() == (dict(other) if isinstance(other, Mapping) else other)
 
     __hash__ = None  # type: ignore[assignment]  # (as a dict's)
 
     def __repr__(self) -> str:
-        return repr(self.cols.op(self.i))
+        return repr(self.whole())

@@ -32,23 +32,24 @@ import msgspec
 import numpy as np
 import orjson
 
-from harness.core.columns import LOCK_ABSENT, LOCK_NULL, TYPE_CODES, Columns
-from harness.core.history import MAX_LINE, Op
-from harness.core.history_bulk import _F, _LOCK, UNREAD, _Int, _Nat, _Scalar, _Value
-from harness.core.journal import merge_journals, read_journal, read_lines
-from harness.core.run_history import (
+from harness.core.columns import (
     BOOL,
     FLOAT,
     INT,
     KIND_OF,
+    LOCK_ABSENT,
+    LOCK_NULL,
     NULL,
     STR,
-    ColumnHistory,
-    RunColumns,
+    TYPE_CODES,
+    Columns,
     Shape,
-    columns_of,
-    merged_columns,
+    flat,
 )
+from harness.core.history import MAX_LINE, Op
+from harness.core.history_bulk import _F, _LOCK, UNREAD, _Int, _Nat, _Scalar, _Value
+from harness.core.journal import merge_journals, read_journal, read_lines
+from harness.core.run_history import ColumnHistory, columns_of, merged_columns
 
 _TIME, _PROCESS = itemgetter("time"), itemgetter("process")
 
@@ -69,7 +70,7 @@ def merge_journals_columns(paths: Iterable[Path]) -> ColumnHistory | None:
     decoder = new_decoder()
     times: list[np.ndarray] = []  # each journal's, in journal order
     in_cols: list[bool] = []  # each journal's: its ops in columns
-    parts: list[RunColumns] = []  # the journals' in columns
+    parts: list[Columns] = []  # the journals' in columns
     others: list[Op] = []  # the other journals' ops, in journal order
     seen: set[int] = set()  # the int processes of the journals read
     for path in paths:
@@ -127,7 +128,7 @@ def merge_journals_columns(paths: Iterable[Path]) -> ColumnHistory | None:
     return ColumnHistory(joined, placed)
 
 
-def joined_parts(parts: list[RunColumns]) -> RunColumns | None:
+def joined_parts(parts: list[Columns]) -> Columns | None:
     """The journals' columns one after another, with one list of names (f, lock), strings and
     layouts; None where :func:`columns_of` would refuse the ops of them all together (a field
     an int in one and a float in another; one layout's field of two kinds)."""
@@ -173,11 +174,11 @@ def joined_parts(parts: list[RunColumns]) -> RunColumns | None:
         while len(got) < len(parts):
             got.append(np.zeros(sizes[len(got)], dtype=got[0].dtype))
         fields[name] = _concatenated(got)
-    base = Columns(_taken_from(parts, "time"), _taken_from(parts, "process"),
+    return Columns(_taken_from(parts, "time"), _taken_from(parts, "process"),
                    _taken_from(parts, "type"), _concatenated(f_parts), list(fs),
                    _concatenated(lock_parts), [None, None, *locks],
-                   np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool))
-    return RunColumns(base, _concatenated(shape_parts), list(shapes), fields, list(strings))
+                   np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool),
+                   _concatenated(shape_parts), list(shapes), fields, list(strings))
 
 
 def _concatenated(arrays: list[np.ndarray]) -> np.ndarray:
@@ -187,7 +188,7 @@ def _concatenated(arrays: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _taken_from(parts: list[RunColumns], name: str) -> np.ndarray:
+def _taken_from(parts: list[Columns], name: str) -> np.ndarray:
     """The parts' column ``name`` joined, each part's let go."""
     arrays = [getattr(cols, name) for cols in parts]
     for cols in parts:
@@ -195,7 +196,7 @@ def _taken_from(parts: list[RunColumns], name: str) -> np.ndarray:
     return _concatenated(arrays)
 
 
-def reordered(cols: RunColumns, take: np.ndarray) -> RunColumns:
+def reordered(cols: Columns, take: np.ndarray) -> Columns:
     """``cols``'s rows ``take``, in that order (each column replaced in turn: one column held
     twice at a time)."""
     for name in ("time", "process", "type", "f", "lock", "has_value", "shape"):
@@ -232,7 +233,7 @@ MAX_LAYOUTS = 256  # a journal's distinct lines but for their digits, at most (e
 _CORE_OR_LOCK = frozenset(("time", "process", "type", "f", "lock"))
 
 
-def read_columns(data: bytes) -> RunColumns | None:
+def read_columns(data: bytes) -> Columns | None:
     """A journal's whole lines (:func:`harness.core.journal.read_lines`) as the columns
     :func:`columns_of` makes of the ops :func:`harness.core.journal.read_journal` reads from
     them (``index`` zero), when they are one client's and fit; None otherwise, and the caller
@@ -471,15 +472,15 @@ class _Built:
                 self.n, dtype=np.float64 if kind == FLOAT else np.int64)
         column[rows] = got
 
-    def columns(self) -> RunColumns | None:
+    def columns(self) -> Columns | None:
         """The columns read; None unless they are one process's."""
         if int(self.process.min()) != int(self.process.max()):
             return None
         fs, locks = list(self.codes["f"]), list(self.codes["lock"])
-        base = Columns(self.time, self.process, self.type, self.f, fs, self.lock,
+        return Columns(self.time, self.process, self.type, self.f, fs, self.lock,
                        [None, None, *locks[LOCK_NULL + 1:]], np.zeros(self.n, dtype=np.int64),
-                       np.zeros(self.n, dtype=bool))
-        return RunColumns(base, self.shape, self.shapes, self.fields, list(self.codes[""]))
+                       np.zeros(self.n, dtype=bool), self.shape, self.shapes, self.fields,
+                       list(self.codes[""]))
 
 
 def _rows_of(codes: np.ndarray, count: int) -> list[tuple[int, np.ndarray]]:
@@ -513,14 +514,3 @@ def same_kinds(shape: Shape, kinds: dict[Any, Any], dtypes: dict[str, Any]) -> b
         if dtypes.setdefault(name, dtype) != dtype:
             return False
     return True
-
-
-def flat(shape: Shape) -> set[tuple[str, str]]:
-    """A layout's fields held in columns, by their columns' names, with their kinds."""
-    out = set()
-    for key, kind in shape:
-        if key == "value" and isinstance(kind, tuple):
-            out.update((f"value.{k}", kd) for k, kd in kind)
-        elif kind is not None and key != "value":
-            out.add((key, kind))
-    return out

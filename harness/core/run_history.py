@@ -16,224 +16,32 @@ Pure: no I/O.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, Sequence
-from functools import cache
+from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
-from harness.core.columns import LOCK_ABSENT, TYPE_CODES, TYPE_NAMES, Columns, Row
+from harness.core.columns import (
+    CORE,
+    CORE_OR_LOCK,
+    FLOAT,
+    KIND_OF,
+    NULL,
+    OBJ,
+    STR,
+    TYPE_CODES,
+    Columns,
+    Shape,
+    from_ops,
+)
 from harness.core.history import Op
 
-# A field's kind in a shape: how its column holds it (int64, float64, a string's code, a bool
-# as 0/1 in int64, null: no column)
-INT, FLOAT, STR, BOOL, NULL = "i", "f", "s", "b", "n"
-OBJ = "o"  # a field no scalar column holds (a list, a dict, two kinds): an object column
-KIND_OF = {int: INT, float: FLOAT, str: STR, bool: BOOL, type(None): NULL}
-CORE = ("time", "process", "type", "f")  # every client op's own columns (after "index")
-Shape = tuple[tuple[str, Any], ...]  # (key, kind), or ("value", value's shape | NULL | None)
-
-
-class RunColumns(Columns):
-    """:class:`harness.core.columns.Columns` of client ops whose other fields are held too.
-
-    ``shape[i]`` is the code of op ``i``'s layout in ``shapes``: its keys in order after
-    ``index``, each with its kind; the key ``value`` with the shape of its dict (or
-    :data:`NULL`). ``fields`` holds a column for each field seen, named by its key
-    (``"error"``) or, for a field of the value, ``"value.session"``; row ``i`` of a column
-    means something only where op ``i``'s shape has that field. Strings are codes into
-    ``strings``. ``index`` is each op's place in the whole history."""
-
-    __slots__ = ("bare", "fields", "shape", "shapes", "strings")
-
-    def __init__(self, base: Columns, shape: np.ndarray, shapes: list[Shape],
-                 fields: dict[str, np.ndarray], strings: list[str]) -> None:
-        super().__init__(base.time, base.process, base.type, base.f, base.fs, base.lock,
-                         base.locks, base.index, base.has_value)
-        self.bare = False  # the ops had no ``index`` first: ``op(i)`` makes none (``index``
-        # is each op's place in the list they came from)
-        self.shape = shape
-        self.shapes = shapes
-        self.fields = fields
-        self.strings = strings
-
-    def row(self, i: int) -> Row:
-        """The ``i``-th op as a read-only mapping (:class:`RunRow`: every field, not only the
-        core ones :class:`harness.core.columns.Row` reads)."""
-        return RunRow(self, i)
-
-    def op(self, i: int) -> Op:
-        i = int(i)
-        out: dict[str, Any] = {} if self.bare else {"index": self.index.item(i)}
-        for key, kind in self.shapes[self.shape.item(i)]:
-            if key == "value" and kind is not NULL and isinstance(kind, tuple):
-                out[key] = {k: self._field(f"value.{k}", kd, i) for k, kd in kind}
-            else:
-                out[key] = self._core(key, i) if key in _CORE_OR_LOCK else \
-                    self._field(key, kind, i)
-        return out
-
-    def ops(self, lo: int = 0, hi: int | None = None) -> list[Op]:
-        """Ops ``lo`` to ``hi`` (every one by default) as :meth:`op` makes each, made a
-        layout at a time: each field's column read as a list in C, the dicts made by
-        ``map(dict, zip(...))``, no Python code an op."""
-        hi = len(self) if hi is None else min(hi, len(self))
-        if hi <= lo:
-            return []
-        shape = self.shape[lo:hi]
-        codes = np.unique(shape).tolist()
-        out: list[Op] = []
-        for code in codes:
-            rows = np.arange(lo, hi) if len(codes) == 1 else np.flatnonzero(shape == code) + lo
-            keys, lists = ([], []) if self.bare else (["index"], [self.index[rows].tolist()])
-            for key, kind in self.shapes[code]:
-                keys.append(key)
-                if key == "value" and isinstance(kind, tuple):
-                    vkeys = [k for k, _ in kind]
-                    lists.append(_dicts(vkeys, [self._list(f"value.{k}", kd, rows)
-                                                for k, kd in kind], len(rows)))
-                else:
-                    lists.append(self._core_list(key, rows) if key in _CORE_OR_LOCK
-                                 else self._list(key, kind, rows))
-            ops = _dicts(keys, lists, len(rows))
-            if len(codes) == 1:
-                return ops
-            if not out:
-                out = [{}] * (hi - lo)
-            list(map(out.__setitem__, (rows - lo).tolist(), ops))
-        return out
-
-    def _core_list(self, key: str, rows: np.ndarray) -> list[Any]:
-        if key in ("time", "process"):
-            return getattr(self, key)[rows].tolist()  # type: ignore[no-any-return]
-        names = {"type": TYPE_NAMES, "f": self.fs, "lock": self.locks}[key]
-        column = {"type": self.type, "f": self.f, "lock": self.lock}[key]
-        return np.array(names, dtype=object)[column[rows]].tolist()  # type: ignore[no-any-return]
-
-    def _list(self, name: str, kind: str, rows: np.ndarray) -> list[Any]:
-        if kind == NULL:
-            return [None] * len(rows)
-        values = self.fields[name][rows].tolist()
-        if kind == STR:
-            return list(map(self.strings.__getitem__, values))
-        return list(map(bool, values)) if kind == BOOL else values  # type: ignore[no-any-return]
-
-    def _core(self, key: str, i: int) -> Any:
-        if key == "time":
-            return self.time.item(i)
-        if key == "process":
-            return self.process.item(i)
-        if key == "type":
-            return TYPE_NAMES[self.type.item(i)]
-        if key == "f":
-            return self.fs[self.f.item(i)]
-        return self.locks[self.lock.item(i)]  # lock
-
-    def _field(self, name: str, kind: str, i: int) -> Any:
-        if kind == NULL:
-            return None
-        x = self.fields[name].item(i)
-        if kind == STR:
-            return self.strings[x]
-        if kind == BOOL:
-            return bool(x)
-        return x
-
-    def value_of(self, key: str, kind: str = INT) -> tuple[np.ndarray, np.ndarray]:
-        """(column, present): field ``key`` of each op's value, and where the op's value is a
-        dict holding it with that kind (elsewhere the column's row means nothing)."""
-        return self.field_of(f"value.{key}", kind)
-
-    def field_of(self, name: str, kind: str = INT) -> tuple[np.ndarray, np.ndarray]:
-        """(column, present) of a field by its name (``"error"``, ``"value.session"``)."""
-        has = np.zeros(len(self.shapes), dtype=bool)
-        for code, shape in enumerate(self.shapes):
-            has[code] = (name, kind) in _flat(shape)
-        column = self.fields.get(name)
-        if column is None:
-            column = np.zeros(len(self), dtype=np.int64 if kind != FLOAT else np.float64)
-        return column, has[self.shape] if len(self) else np.zeros(0, dtype=bool)
-
-
-_CORE_OR_LOCK = frozenset((*CORE, "lock"))
 BLOCK = 1 << 16  # client ops a ColumnHistory makes at a time when iterated
 
 
-def _dicts(keys: list[str], lists: list[list[Any]], n: int) -> list[dict[str, Any]]:
-    """``n`` dicts, the ``j``-th ``{keys[k]: lists[k][j]}``."""
-    if not keys:
-        return [{} for _ in range(n)]
-    return list(map(_maker(tuple(keys)), *lists))
-
-
-@cache
-def _maker(keys: tuple[str, ...]) -> Any:
-    """``lambda a0, a1, ...: {keys[0]: a0, keys[1]: a1, ...}``: a dict display, a third
-    sooner than ``dict(zip(keys, row))``. The code names only its own arguments and ``k0``,
-    ``k1``, ...; the keys (a file's text) are values bound to those names, never code."""
-    args = ", ".join(f"a{i}" for i in range(len(keys)))
-    pairs = ", ".join(f"k{i}: a{i}" for i in range(len(keys)))
-    return eval(f"lambda {args}: {{{pairs}}}", {f"k{i}": k for i, k in enumerate(keys)})
-
-
-_COLUMN_READ = frozenset(("index", *CORE))
-
-
-class RunRow(Row):
-    """An op of :class:`RunColumns` as a read-only mapping, equal to its dict: the fields
-    every step of a check reads (index, time, process, type, f) from their columns, any other
-    (value, lock, error) from the op's dict, made when first asked (a witness's few ops). A
-    row of plain :class:`Columns` holds no value, and cannot tell a lock absent from null."""
-
-    __slots__ = ("_op",)
-
-    def __init__(self, cols: Columns, i: int) -> None:
-        super().__init__(cols, i)
-        self._op: Op | None = None
-
-    def whole(self) -> Op:
-        if self._op is None:
-            self._op = self.cols.op(self.i)
-        return self._op
-
-    def __getitem__(self, key: str) -> Any:
-        if key in _COLUMN_READ:
-            return super().__getitem__(key)
-        return self.whole()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if key in _COLUMN_READ:
-            return super().__getitem__(key)
-        return self.whole().get(key, default)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.whole())
-
-    def __len__(self) -> int:
-        return len(self.whole())
-
-    def __eq__(self, other: object) -> bool:
-        return self.whole() == (dict(other) if isinstance(other, Mapping) else other)
-
-    __hash__ = None  # type: ignore[assignment]  # (as a dict's)
-
-    def __repr__(self) -> str:
-        return repr(self.whole())
-
-
-def _flat(shape: Shape) -> set[tuple[str, str]]:
-    out = set()
-    for key, kind in shape:
-        if key == "value" and isinstance(kind, tuple):
-            out.update((f"value.{k}", kd) for k, kd in kind)
-        elif key not in _CORE_OR_LOCK:
-            out.add((key, kind))
-    return out
-
-
 def columns_of(ops: Sequence[Op], *, indexed: bool = True, objects: bool = False
-               ) -> RunColumns | None:
+               ) -> Columns | None:
     """Client ops (dicts, in history order, each with its ``index`` first) in columns with
     every field, or None when one does not fit: a process, time, type, f or lock
     :func:`harness.core.columns.from_ops` refuses, a field that is a list or a dict (but a
@@ -250,8 +58,6 @@ def columns_of(ops: Sequence[Op], *, indexed: bool = True, objects: bool = False
     :data:`OBJ`), so any client op of a well-formed history fits; not ``indexed`` then, an
     ``index`` key is a field like any other, and ``index`` each op's place in ``ops``
     (``bare``: ``op(i)`` makes no other)."""
-    from harness.core.columns import from_ops
-
     n = len(ops)
     base = from_ops(ops)
     if base is None:
@@ -276,7 +82,7 @@ def columns_of(ops: Sequence[Op], *, indexed: bool = True, objects: bool = False
         for key in keys[skip:]:
             if type(key) is not str or key.startswith("value."):
                 return None  # (its column would be the value's field's)
-            if key in _CORE_OR_LOCK:
+            if key in CORE_OR_LOCK:
                 layout.append((key, None))
             elif key == "value":
                 values = list(map(itemgetter("value"), group))
@@ -310,9 +116,10 @@ def columns_of(ops: Sequence[Op], *, indexed: bool = True, objects: bool = False
                 vshape = tuple(kinds)
             shape[rows_v] = held.code(tuple((k, vshape if kd == "value" else kd)
                                             for k, kd in layout))
-    cols = RunColumns(base, shape, held.shapes, held.fields, held.strings)
-    cols.bare = objects and not indexed
-    return cols
+    base.shape, base.shapes, base.fields, base.strings = (shape, held.shapes, held.fields,
+                                                          held.strings)
+    base.bare = objects and not indexed
+    return base
 
 
 def _groups(keys: Any) -> dict[Any, np.ndarray]:
@@ -402,14 +209,14 @@ class _Held:
 
 
 class ColumnHistory(Sequence[Op]):
-    """A merged history: its client ops in :class:`RunColumns` (``clients``), every other op
+    """A merged history: its client ops in :class:`Columns` (``clients``), every other op
     a dict (``others``, in history order). Op ``i`` is the op whose ``index`` is ``i``: the
     merge numbers ops by their place. Read-only, as every history; ``derived`` keeps what is
     derived from it (:func:`harness.core.checks.derive`)."""
 
     __slots__ = ("_other_at", "_others_index", "clients", "derived", "others")
 
-    def __init__(self, clients: RunColumns, others: list[Op], places: list[int] | None = None
+    def __init__(self, clients: Columns, others: list[Op], places: list[int] | None = None
                  ) -> None:
         self.clients = clients
         self.others = others
@@ -434,7 +241,7 @@ class ColumnHistory(Sequence[Op]):
 
     def iterate(self, block: int = BLOCK) -> Iterator[Op]:
         """Every op, in order, as the dict ``self[i]`` is: the client ops made ``block`` rows
-        at a time by :meth:`RunColumns.ops` (a checker that iterates pays ~0.4 us an op, not
+        at a time by :meth:`Columns.ops` (a checker that iterates pays ~0.4 us an op, not
         the ~4 us of one op made at a time), the others put in their places."""
         others, places = self.others, self._others_index
         k = 0
@@ -513,17 +320,6 @@ def pair_rows(cols: Columns) -> tuple[np.ndarray, np.ndarray]:
     by_time = np.argsort(inv, kind="stable")
     return inv[by_time].astype(np.int64), done[by_time]
 
-
-def history_of(cols: Columns) -> ColumnHistory:
-    """A file's plain client ops (:func:`harness.core.history_file.read_columns`) as the
-    :class:`ColumnHistory` a run's merge gives, the columns shared: each op's layout is its
-    core fields, then ``value`` (null) and ``lock`` where it has them, the order
-    :meth:`Columns.op` gives."""
-    core: Shape = tuple((key, None) for key in CORE)
-    shapes = [core + tail for tail in ((), (("value", NULL),), (("lock", None),),
-                                       (("value", NULL), ("lock", None)))]
-    shape = cols.has_value.astype(np.int32) + 2 * (cols.lock != LOCK_ABSENT)
-    return ColumnHistory(RunColumns(cols, shape, shapes, {}, []), [])
 
 def merged_columns(history: Sequence[Op]) -> ColumnHistory | None:
     """A merged history (dicts, in order, each op's ``index`` its place) as a

@@ -82,7 +82,7 @@ def of(history: Any) -> PairArrays:
 def write_times(p: PairArrays) -> dict[int, tuple[int, int, int]]:
     """Resource seq -> (invoke us, completion us, process) of each completed write whose
     completion's value holds an int ``seq`` (the last such write of a seq wins)."""
-    from harness.core.run_history import BOOL, INT, OBJ
+    from harness.core.columns import BOOL, INT, OBJ
 
     cols = p.cols
     write = p.fs.index("write") if "write" in p.fs else -1
