@@ -498,6 +498,18 @@ def test_a_release_that_landed_while_the_acquire_was_in_flight_may_have_let_it_i
     assert inc.by is None and "let in" not in inc.title()
 
 
+def late_release() -> Script:
+    """Process 0 holds from 1.0 s (a 2 s lease) and is cut off from 1.2 s to 5.0 s; its
+    release, sent at 1.5 s under the cut, is answered at 9.0 s."""
+    s = Script()
+    s.op(0.998, 0, "invoke", "acquire", lock="lock")
+    s.op(1.0, 0, "ok", "acquire", {"session": 1, "validity": 2.0}, lock="lock")
+    s.op(1.5, 0, "invoke", "release", {"session": 1}, lock="lock")
+    s.op(9.0, 0, "ok", "release", {"session": 1}, lock="lock")
+    s.fault("partition", 0, 1.2, 5.0, ["c0"], "holder")
+    return s
+
+
 def test_a_release_that_handed_the_lock_over_deleted_no_later_key() -> None:
     """The shape of a real run (redis-del, a cut of the holder, CI): process 3's release is
     sent at 7.95 s, process 2 is granted at 7.99 s and the release answered at 8.0 s. Process
@@ -505,12 +517,7 @@ def test_a_release_that_handed_the_lock_over_deleted_no_later_key() -> None:
     it: that release let process 2 in and deleted nothing later. Process 4 is granted over
     process 2 at 9.0 s, when process 0's release, sent at 1.5 s while a cut kept process 0 off
     the DB nodes, lands: that release is named, with its cut, not process 3's."""
-    s = Script()
-    s.op(0.998, 0, "invoke", "acquire", lock="lock")
-    s.op(1.0, 0, "ok", "acquire", {"session": 1, "validity": 2.0}, lock="lock")
-    s.op(1.5, 0, "invoke", "release", {"session": 1}, lock="lock")
-    s.op(9.0, 0, "ok", "release", {"session": 1}, lock="lock")
-    s.fault("partition", 0, 1.2, 5.0, ["c0"], "holder")
+    s = late_release()
     s.session(1, 3.5, 3.51, 4.0, 4.5)
     s.op(5.0, 2, "invoke", "acquire", lock="lock")
     s.session(3, 7.0, 7.01, 7.5, 7.95)
@@ -539,12 +546,7 @@ def test_a_release_sent_in_the_millisecond_of_the_grant_it_let_in_continues_the_
     process 4's key and process 1 is granted at 9.5001 s, the same millisecond as the checkers
     count: that release (sent before the grant, to the ns) let process 1 in, and the overlap
     joins the chain, one incident (CI: the chain split into two, the second 'no fault was on')."""
-    s = Script()
-    s.op(0.998, 0, "invoke", "acquire", lock="lock")
-    s.op(1.0, 0, "ok", "acquire", {"session": 1, "validity": 2.0}, lock="lock")
-    s.op(1.5, 0, "invoke", "release", {"session": 1}, lock="lock")
-    s.op(9.0, 0, "ok", "release", {"session": 1}, lock="lock")
-    s.fault("partition", 0, 1.2, 5.0, ["c0"], "holder")
+    s = late_release()
     s.op(5.0, 2, "invoke", "acquire", lock="lock")
     s.op(7.99, 2, "ok", "acquire", {"session": 1, "validity": 2.0}, lock="lock")
     s.op(9.5, 2, "invoke", "release", {"session": 1}, lock="lock")
