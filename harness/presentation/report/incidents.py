@@ -454,7 +454,6 @@ class Releases:
                 Release(g.process, sent, landed, done, fault,
                         None if rank != 1 else float(a["acquired"]), self.certain))
 
-
     def handover(self, ga: Any, lock: str, found: Sequence[tuple[Any, float, float | None,
                                                                  float]]) -> Any:
         """The grant whose release let ``ga`` in, when ``ga`` was no overlap's later grant: the
